@@ -1,0 +1,143 @@
+#include "common/json_reader.h"
+
+#include "common/strings.h"
+
+namespace kopt {
+
+using nlohmann::json;
+
+std::string json_type_name(json::value_t type) {
+  switch (type) {
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return "an integer";
+    case json::value_t::number_float:
+      return "a number";
+    case json::value_t::null:
+      return "null";
+    default:
+      return "a value";
+  }
+}
+
+std::optional<json> JsonReader::parse(const std::string& text, int first_line) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    // Convert the byte offset into a line so the user can jump to it.
+    size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+    int line = first_line;
+    size_t line_start = 0;
+    for (size_t i = 0; i < offset && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    }
+    std::string what = e.what();
+    if (auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
+    errors_.push_back(origin_ + ":" + std::to_string(line) + ":" +
+                      std::to_string(offset - line_start + 1) + ": invalid JSON: " + what);
+    return std::nullopt;
+  }
+}
+
+void JsonReader::error(const std::string& path, const std::string& message) {
+  errors_.push_back(origin_ + ": " + path + ": " + message);
+}
+
+void JsonReader::check_keys(const json& object, const std::string& path,
+                            const std::vector<std::string>& known) {
+  if (!object.is_object()) return;
+  for (const auto& [key, value] : object.items()) {
+    bool found = false;
+    for (const auto& k : known) found = found || k == key;
+    if (!found) error(path + "." + key, "unknown key" + did_you_mean(key, known));
+  }
+}
+
+const json* JsonReader::typed_field(const json& object, const std::string& path,
+                                    const std::string& key, json::value_t type, bool required) {
+  if (!object.is_object() || !object.contains(key)) {
+    if (required) error(path + "." + key, "required field is missing");
+    return nullptr;
+  }
+  const json& value = object.at(key);
+  if (value.type() != type) {
+    error(path + "." + key,
+          "expected " + json_type_name(type) + ", found " + json_type_name(value.type()));
+    return nullptr;
+  }
+  return &value;
+}
+
+std::optional<std::string> JsonReader::string_field(const json& object, const std::string& path,
+                                                    const std::string& key, bool required) {
+  const json* v = typed_field(object, path, key, json::value_t::string, required);
+  if (!v) return std::nullopt;
+  return v->get<std::string>();
+}
+
+std::optional<double> JsonReader::number_field(const json& object, const std::string& path,
+                                               const std::string& key, bool required) {
+  if (!object.is_object() || !object.contains(key)) {
+    if (required) error(path + "." + key, "required field is missing");
+    return std::nullopt;
+  }
+  const json& v = object.at(key);
+  if (!v.is_number()) {
+    error(path + "." + key, "expected a number, found " + json_type_name(v.type()));
+    return std::nullopt;
+  }
+  return v.get<double>();
+}
+
+std::optional<int64_t> JsonReader::integer_field(const json& object, const std::string& path,
+                                                 const std::string& key, bool required) {
+  if (!object.is_object() || !object.contains(key)) {
+    if (required) error(path + "." + key, "required field is missing");
+    return std::nullopt;
+  }
+  const json& v = object.at(key);
+  if (!v.is_number_integer()) {
+    error(path + "." + key, "expected an integer, found " + json_type_name(v.type()));
+    return std::nullopt;
+  }
+  return v.get<int64_t>();
+}
+
+std::optional<bool> JsonReader::bool_field(const json& object, const std::string& path,
+                                           const std::string& key, bool required) {
+  const json* v = typed_field(object, path, key, json::value_t::boolean, required);
+  if (!v) return std::nullopt;
+  return v->get<bool>();
+}
+
+std::vector<std::string> JsonReader::string_list(const json& object, const std::string& path,
+                                                 const std::string& key, bool required) {
+  std::vector<std::string> out;
+  const json* v = typed_field(object, path, key, json::value_t::array, required);
+  if (!v) return out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& item = (*v)[i];
+    if (!item.is_string()) {
+      error(path + "." + key + "[" + std::to_string(i) + "]",
+            "expected a string, found " + json_type_name(item.type()));
+      continue;
+    }
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+std::string JsonReader::message() const { return join(errors_, "\n"); }
+
+}  // namespace kopt

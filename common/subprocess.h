@@ -1,0 +1,82 @@
+// A child process in its own process group, talked to through close-on-exec pipes.
+// Used for the sandbox worker and the `command` LLM provider; the caller enforces deadlines
+// with the timed reads below and kills the whole group on expiry.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace kopt {
+
+class Subprocess {
+ public:
+  enum class StderrMode { kInherit, kCapture, kDiscard };
+
+  // Starts argv[0] (searched in PATH) with stdin/stdout as pipes.
+  static Result<Subprocess> start(const std::vector<std::string>& argv,
+                                  StderrMode stderr_mode = StderrMode::kInherit);
+
+  Subprocess(Subprocess&& other) noexcept;
+  Subprocess& operator=(Subprocess&& other) noexcept;
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+  ~Subprocess();  // kills the group and reaps it if still running
+
+  // Writes all of `data` to the child's stdin. Fails when the child closed its end.
+  Status write_all(const std::string& data);
+  void close_stdin();
+
+  // Reads one line (without '\n') from stdout. nullopt on EOF; an error on deadline.
+  Result<std::optional<std::string>> read_line(std::chrono::steady_clock::time_point deadline);
+
+  // Reads stdout (and captured stderr) to EOF or until the deadline.
+  Result<std::string> read_all(std::chrono::steady_clock::time_point deadline,
+                               size_t max_bytes = 64u << 20);
+
+  const std::string& captured_stderr() const { return stderr_text_; }
+
+  // SIGKILL to the whole process group, then reap.
+  void kill_group();
+
+  // Waits up to `timeout` for exit. Returns a description like "exit 0" or "signal 9".
+  std::optional<int> wait_for(std::chrono::milliseconds timeout);
+  bool running();
+  pid_t pid() const { return pid_; }
+  // Raw wait status once reaped.
+  std::optional<int> wait_status() const { return wait_status_; }
+
+ private:
+  Subprocess() = default;
+  void drain_stderr();
+  void close_all();
+
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1;
+  int stdout_fd_ = -1;
+  int stderr_fd_ = -1;
+  std::string buffer_;
+  std::string stderr_text_;
+  std::optional<int> wait_status_;
+};
+
+// Describes a wait status: "exit 3", "killed by signal 9 (Killed)".
+std::string describe_wait_status(int status);
+
+struct CommandOutput {
+  int exit_code = -1;  // -1 when killed by a signal or timed out
+  bool timed_out = false;
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+// Runs a command to completion with `input` on stdin, killing its group after `timeout`.
+Result<CommandOutput> run_command(const std::vector<std::string>& argv, const std::string& input,
+                                  std::chrono::milliseconds timeout);
+
+}  // namespace kopt

@@ -1,0 +1,42 @@
+// Integer arithmetic expressions over named sizes, used by launch plans (grid, block, shared
+// memory, scratch sizes) and by the flops/bytes formulas of a task.
+// Grammar: + - * / % with the usual precedence, unary minus, parentheses, integer literals,
+// identifiers, and the functions ceil_div(a,b), min(a,b), max(a,b).
+// Evaluation is in 64-bit integers; overflow and division by zero are errors, not UB.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "common/result.h"
+
+namespace kopt {
+
+using Bindings = std::map<std::string, int64_t>;
+
+class Expr {
+ public:
+  // Parses `text`; the error names the column of the problem.
+  static Result<Expr> parse(const std::string& text);
+
+  Result<int64_t> evaluate(const Bindings& bindings) const;
+
+  // Every identifier the expression refers to (functions excluded).
+  std::set<std::string> identifiers() const;
+
+  const std::string& text() const { return text_; }
+
+  struct Node;
+
+ private:
+  std::string text_;
+  std::shared_ptr<const Node> root_;
+};
+
+// Parses and evaluates in one step (for one-off formulas).
+Result<int64_t> evaluate_expression(const std::string& text, const Bindings& bindings);
+
+}  // namespace kopt

@@ -1,0 +1,314 @@
+#include "sandbox/kernel_file.h"
+
+#include <regex>
+#include <set>
+
+#include "common/files.h"
+#include "common/json_reader.h"
+#include "common/strings.h"
+#include "sandbox/expr.h"
+
+namespace kopt {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kPlanOpen = "/* kopt:plan";
+const std::vector<std::string> kPlanKeys = {"tunables", "scratch", "launches", "compile_options"};
+const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_bytes", "args"};
+const std::vector<std::string> kScratchKeys = {"name", "dtype", "count", "zero"};
+
+// Strips // and /* */ comments so a kernel mentioned only in a comment does not count as defined.
+std::string strip_comments(const std::string& source) {
+  std::string out;
+  out.reserve(source.size());
+  for (size_t i = 0; i < source.size(); ++i) {
+    if (source.compare(i, 2, "//") == 0) {
+      while (i < source.size() && source[i] != '\n') ++i;
+      out += '\n';
+    } else if (source.compare(i, 2, "/*") == 0) {
+      size_t end = source.find("*/", i + 2);
+      if (end == std::string::npos) break;
+      i = end + 1;
+      out += ' ';
+    } else {
+      out += source[i];
+    }
+  }
+  return out;
+}
+
+bool defines_kernel(const std::string& code, const std::string& kernel) {
+  std::regex pattern("__global__[^;{]*\\b" + kernel + "\\s*\\(");
+  return std::regex_search(code, pattern);
+}
+
+struct Symbols {
+  std::set<std::string> integers;   // sizes and tunables
+  std::set<std::string> floats;     // constants
+  std::set<std::string> buffers;    // inputs, outputs, scratch
+  std::vector<std::string> all() const {
+    std::vector<std::string> out(integers.begin(), integers.end());
+    out.insert(out.end(), floats.begin(), floats.end());
+    out.insert(out.end(), buffers.begin(), buffers.end());
+    return out;
+  }
+};
+
+void check_integer_expression(JsonReader& reader, const std::string& path, const std::string& text,
+                              const Symbols* symbols) {
+  auto expr = Expr::parse(text);
+  if (!expr) {
+    reader.error(path, expr.error());
+    return;
+  }
+  if (!symbols) return;
+  for (const auto& id : expr->identifiers()) {
+    if (!symbols->integers.count(id)) {
+      std::vector<std::string> known(symbols->integers.begin(), symbols->integers.end());
+      reader.error(path, "unknown symbol '" + id + "'" + did_you_mean(id, known));
+    }
+  }
+}
+
+ArgBinding parse_arg(JsonReader& reader, const std::string& path, const std::string& text,
+                     const Symbols* symbols) {
+  ArgBinding arg;
+  arg.text = text;
+  static const std::vector<std::pair<std::string, ArgBinding::Kind>> kTyped = {
+      {"i32:", ArgBinding::Kind::kInt32},
+      {"i64:", ArgBinding::Kind::kInt64},
+      {"f32:", ArgBinding::Kind::kFloat32},
+      {"f64:", ArgBinding::Kind::kFloat64}};
+  for (const auto& [prefix, kind] : kTyped) {
+    if (!starts_with(text, prefix)) continue;
+    arg.kind = kind;
+    arg.expression = trim(text.substr(prefix.size()));
+    if (kind == ArgBinding::Kind::kFloat32 || kind == ArgBinding::Kind::kFloat64) {
+      if (symbols && !symbols->floats.count(arg.expression)) {
+        std::vector<std::string> known(symbols->floats.begin(), symbols->floats.end());
+        reader.error(path, "'" + arg.expression + "' is not a constant of the task" +
+                               did_you_mean(arg.expression, known));
+      }
+    } else {
+      check_integer_expression(reader, path, arg.expression, symbols);
+    }
+    return arg;
+  }
+  // A bare name: a buffer becomes a pointer, a size or tunable an int, a constant a float.
+  if (!symbols) {
+    arg.buffer = text;
+    return arg;
+  }
+  if (symbols->buffers.count(text)) {
+    arg.buffer = text;
+  } else if (symbols->integers.count(text)) {
+    arg.kind = ArgBinding::Kind::kInt32;
+    arg.expression = text;
+  } else if (symbols->floats.count(text)) {
+    arg.kind = ArgBinding::Kind::kFloat32;
+    arg.expression = text;
+  } else {
+    reader.error(path, "'" + text + "' is not a buffer, size, tunable or constant" +
+                           did_you_mean(text, symbols->all()) +
+                           "; use i32:EXPR or i64:EXPR for computed integers");
+  }
+  return arg;
+}
+
+std::vector<std::string> expression_list(JsonReader& reader, const json& launch,
+                                         const std::string& path, const std::string& key,
+                                         const Symbols* symbols) {
+  std::vector<std::string> out;
+  const json* v = launch.contains(key) ? &launch.at(key) : nullptr;
+  if (!v) {
+    reader.error(path + "." + key, "required field is missing");
+    return out;
+  }
+  if (!v->is_array() || v->empty() || v->size() > 3) {
+    reader.error(path + "." + key, "expected an array of 1 to 3 expressions");
+    return out;
+  }
+  for (size_t i = 0; i < v->size(); ++i) {
+    std::string item_path = path + "." + key + "[" + std::to_string(i) + "]";
+    const json& item = (*v)[i];
+    std::string text = item.is_string()           ? item.get<std::string>()
+                       : item.is_number_integer() ? std::to_string(item.get<int64_t>())
+                                                  : "";
+    if (text.empty()) {
+      reader.error(item_path, "expected an expression string or an integer");
+      continue;
+    }
+    check_integer_expression(reader, item_path, text, symbols);
+    out.push_back(text);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_allowed_compile_option(const std::string& option) {
+  static const std::vector<std::string> kExact = {"--use_fast_math", "-use_fast_math",
+                                                  "--extra-device-vectorization", "--ftz=true",
+                                                  "--ftz=false", "--prec-div=false",
+                                                  "--prec-sqrt=false", "--fmad=true"};
+  for (const auto& o : kExact)
+    if (option == o) return true;
+  return std::regex_match(option, std::regex("(-maxrregcount=|--maxrregcount=)[0-9]{1,3}"));
+}
+
+std::map<std::string, int64_t> KernelFile::tunable_values(
+    const std::map<std::string, int64_t>& chosen) const {
+  std::map<std::string, int64_t> out;
+  for (const auto& t : tunables) {
+    auto it = chosen.find(t.name);
+    out[t.name] = it != chosen.end() ? it->second : t.values.front();
+  }
+  return out;
+}
+
+Result<KernelFile> parse_kernel_file(const std::string& source, const std::string& origin,
+                                     const TaskSpec* task) {
+  size_t open = source.find(kPlanOpen);
+  if (open == std::string::npos)
+    return make_error(origin + ": no launch plan: add a '/* kopt:plan { ... } */' block");
+  size_t body = open + kPlanOpen.size();
+  size_t close = source.find("*/", body);
+  int plan_line = line_of_offset(source, open);
+  if (close == std::string::npos)
+    return make_error(origin + ":" + std::to_string(plan_line) +
+                      ": the kopt:plan comment is not closed with */");
+  if (source.find(kPlanOpen, close) != std::string::npos)
+    return make_error(origin + ": more than one kopt:plan block");
+
+  std::string plan_text = source.substr(body, close - body);
+  JsonReader reader(origin);
+  auto parsed = reader.parse(plan_text, plan_line);
+  if (!parsed) return make_error(reader.message());
+  const json& plan = *parsed;
+  std::string where = origin + ":" + std::to_string(plan_line);
+  JsonReader checker(where + " (kopt:plan)");
+  if (!plan.is_object()) return make_error(where + ": the plan must be a JSON object");
+  checker.check_keys(plan, "$", kPlanKeys);
+
+  KernelFile file;
+  file.source = source;
+  file.origin = origin;
+  file.plan_line = plan_line;
+
+  if (const json* t = checker.typed_field(plan, "$", "tunables", json::value_t::object, false)) {
+    for (const auto& [name, values] : t->items()) {
+      Tunable tunable{name, {}};
+      if (!values.is_array() || values.empty()) {
+        checker.error("$.tunables." + name, "expected a non-empty array of integers");
+        continue;
+      }
+      for (const auto& v : values) {
+        if (!v.is_number_integer()) {
+          checker.error("$.tunables." + name, "expected integers");
+          break;
+        }
+        tunable.values.push_back(v.get<int64_t>());
+      }
+      file.tunables.push_back(std::move(tunable));
+    }
+  }
+
+  Symbols symbols;
+  if (task) {
+    for (const auto& [n, v] : task->sizes) symbols.integers.insert(n);
+    for (const auto& [n, v] : task->constants) symbols.floats.insert(n);
+    for (const auto& t : task->inputs) symbols.buffers.insert(t.name);
+    for (const auto& t : task->outputs) symbols.buffers.insert(t.name);
+  }
+  for (const auto& t : file.tunables) {
+    if (symbols.integers.count(t.name) || symbols.floats.count(t.name))
+      checker.error("$.tunables." + t.name, "clashes with a size or constant of the task");
+    symbols.integers.insert(t.name);
+  }
+
+  if (const json* s = checker.typed_field(plan, "$", "scratch", json::value_t::array, false)) {
+    for (size_t i = 0; i < s->size(); ++i) {
+      std::string path = "$.scratch[" + std::to_string(i) + "]";
+      const json& item = (*s)[i];
+      checker.check_keys(item, path, kScratchKeys);
+      ScratchBuffer buffer;
+      buffer.name = checker.string_field(item, path, "name", true).value_or("");
+      std::string dtype = checker.string_field(item, path, "dtype", true).value_or("f32");
+      if (auto d = parse_dtype(dtype)) {
+        buffer.dtype = *d;
+      } else {
+        checker.error(path + ".dtype", "unknown dtype '" + dtype + "'");
+      }
+      buffer.count = checker.string_field(item, path, "count", true).value_or("0");
+      check_integer_expression(checker, path + ".count", buffer.count, task ? &symbols : nullptr);
+      buffer.zero = checker.bool_field(item, path, "zero", false).value_or(false);
+      if (symbols.buffers.count(buffer.name))
+        checker.error(path + ".name", "'" + buffer.name + "' is already a buffer name");
+      symbols.buffers.insert(buffer.name);
+      file.scratch.push_back(std::move(buffer));
+    }
+  }
+
+  file.compile_options = checker.string_list(plan, "$", "compile_options", false);
+  for (size_t i = 0; i < file.compile_options.size(); ++i) {
+    if (!is_allowed_compile_option(file.compile_options[i]))
+      checker.error("$.compile_options[" + std::to_string(i) + "]",
+                    "option '" + file.compile_options[i] + "' is not allowed");
+  }
+
+  std::string code = strip_comments(source);
+  const json* launches = checker.typed_field(plan, "$", "launches", json::value_t::array, true);
+  if (launches && launches->empty()) checker.error("$.launches", "needs at least one launch");
+  for (size_t i = 0; launches && i < launches->size(); ++i) {
+    std::string path = "$.launches[" + std::to_string(i) + "]";
+    const json& item = (*launches)[i];
+    if (!item.is_object()) {
+      checker.error(path, "expected an object");
+      continue;
+    }
+    checker.check_keys(item, path, kLaunchKeys);
+    Launch launch;
+    launch.plan_line = plan_line;
+    launch.kernel = checker.string_field(item, path, "kernel", true).value_or("");
+    if (!launch.kernel.empty()) {
+      if (!std::regex_match(launch.kernel, std::regex("[A-Za-z_][A-Za-z0-9_]*"))) {
+        checker.error(path + ".kernel", "'" + launch.kernel + "' is not an identifier");
+      } else if (!defines_kernel(code, launch.kernel)) {
+        checker.error(path + ".kernel",
+                      "kernel '" + launch.kernel + "' is not defined as a __global__ function");
+      }
+    }
+    const Symbols* checked = task ? &symbols : nullptr;
+    launch.grid = expression_list(checker, item, path, "grid", checked);
+    launch.block = expression_list(checker, item, path, "block", checked);
+    if (item.contains("shared_bytes")) {
+      const json& smem = item.at("shared_bytes");
+      launch.shared_bytes = smem.is_string()           ? smem.get<std::string>()
+                            : smem.is_number_integer() ? std::to_string(smem.get<int64_t>())
+                                                       : "";
+      if (launch.shared_bytes.empty()) {
+        checker.error(path + ".shared_bytes", "expected an expression");
+      } else {
+        check_integer_expression(checker, path + ".shared_bytes", launch.shared_bytes, checked);
+      }
+    }
+    auto args = checker.string_list(item, path, "args", true);
+    for (size_t a = 0; a < args.size(); ++a) {
+      launch.args.push_back(
+          parse_arg(checker, path + ".args[" + std::to_string(a) + "]", args[a], checked));
+    }
+    file.launches.push_back(std::move(launch));
+  }
+  if (!checker.ok()) return make_error(checker.message());
+  return file;
+}
+
+Result<KernelFile> load_kernel_file(const std::filesystem::path& path, const TaskSpec* task) {
+  auto text = read_file(path);
+  if (!text) return make_error(text.error());
+  return parse_kernel_file(*text, path.string(), task);
+}
+
+}  // namespace kopt

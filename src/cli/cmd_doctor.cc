@@ -1,0 +1,96 @@
+// kopt doctor: what this machine has for kopt, one line per finding; non-zero when something
+// kopt needs is missing.
+#include <cupti.h>
+
+#include <iostream>
+
+#include "common/files.h"
+#include "sandbox/compiler.h"
+#include "sandbox/cuda_driver.h"
+#include "src/cli/command.h"
+#include "src/cli/options.h"
+
+namespace kopt::cli {
+namespace {
+
+struct Report {
+  int missing = 0;
+  void found(const std::string& what, const std::string& value) {
+    std::printf("  ok       %-22s %s\n", what.c_str(), value.c_str());
+  }
+  void lacking(const std::string& what, const std::string& why) {
+    std::printf("  MISSING  %-22s %s\n", what.c_str(), why.c_str());
+    ++missing;
+  }
+};
+
+void check_gpu(Report& report) {
+  auto driver = load_cuda_driver();
+  if (!driver) {
+    report.lacking("GPU", driver.error());
+    return;
+  }
+  const CudaDriver& d = **driver;
+  int version = 0;
+  d.cuDriverGetVersion(&version);
+  report.found("driver (CUDA API)", std::to_string(version / 1000) + "." +
+                                        std::to_string((version % 1000) / 10));
+  int count = 0;
+  d.cuDeviceGetCount(&count);
+  if (count == 0) {
+    report.lacking("GPU", "the driver sees no GPU");
+    return;
+  }
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev;
+    d.cuDeviceGet(&dev, i);
+    char name[256] = {};
+    d.cuDeviceGetName(name, sizeof name, dev);
+    int major = 0, minor = 0, sms = 0;
+    d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    size_t mem = 0;
+    d.cuDeviceTotalMem(&mem, dev);
+    report.found("GPU " + std::to_string(i),
+                 std::string(name) + ", compute capability " + std::to_string(major) + "." +
+                     std::to_string(minor) + ", " + std::to_string(sms) + " SMs, " +
+                     std::to_string(mem >> 30) + " GiB");
+  }
+}
+
+}  // namespace
+
+int run_doctor(int argc, char** argv) {
+  cxxopts::Options options("kopt doctor", "check what kopt needs on this machine");
+  options.add_options()("db", "database path", cxxopts::value<std::string>());
+  int code = 0;
+  auto args = parse_options(options, argc, argv, code);
+  if (!args) return code;
+
+  Report report;
+  std::printf("kopt %s\n", KOPT_VERSION);
+  check_gpu(report);
+  report.found("NVRTC", nvrtc_version());
+  uint32_t cupti_version = 0;
+  if (cuptiGetVersion(&cupti_version) == CUPTI_SUCCESS) {
+    report.found("CUPTI", "API version " + std::to_string(cupti_version));
+  } else {
+    report.lacking("CUPTI", "cuptiGetVersion failed");
+  }
+  std::filesystem::path include = cuda_home() / "include" / "cuda_bf16.h";
+  if (std::filesystem::exists(include)) {
+    report.found("CUDA headers", (cuda_home() / "include").string());
+  } else {
+    report.lacking("CUDA headers", include.string() + " not found (set CUDA_HOME)");
+  }
+  std::filesystem::path db = args->count("db") ? std::filesystem::path((*args)["db"].as<std::string>())
+                                               : data_directory() / "memory.db";
+  report.found("database", db.string() + (std::filesystem::exists(db) ? "" : " (not created yet)"));
+  report.found("compile cache", (cache_directory() / "compile").string());
+  std::printf("%s\n", report.missing ? "some things kopt needs are missing (see MISSING above)"
+                                     : "everything kopt needs is here");
+  return report.missing ? 1 : 0;
+}
+
+}  // namespace kopt::cli

@@ -1,0 +1,14 @@
+#include "src/cli/command.h"
+
+namespace kopt::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"doctor", "check the GPU, driver, CUDA, NVRTC, CUPTI, database and LLM setup", run_doctor},
+      {"tasks", "list tasks, or check that they parse, validate and compile", run_tasks},
+      {"eval", "compile, verify and time one kernel file against a task", run_eval},
+  };
+  return table;
+}
+
+}  // namespace kopt::cli

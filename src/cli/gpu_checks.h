@@ -1,0 +1,17 @@
+// GPU-side hooks of the CLI, kept in one place so commands stay readable.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kopt::cli {
+
+// "sm_90a" for the first GPU when a driver and a GPU are present, else nullopt.
+std::optional<std::string> detect_gpu_arch();
+
+// The GPU part of `kopt tasks check`: reference hygiene and baseline agreement per task.
+int run_gpu_task_checks(const std::vector<std::filesystem::path>& task_dirs);
+
+}  // namespace kopt::cli
