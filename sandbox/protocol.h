@@ -1,0 +1,98 @@
+// The sandbox wire protocol, version 1: one JSON object per line on the worker's stdin (requests)
+// and stdout (responses). Every message carries "v" (the protocol version) and "id".
+//
+//   {"v":1,"id":1,"op":"ping"}                       -> {"v":1,"id":1,"ok":true,"device":{...}}
+//   {"v":1,"id":2,"op":"evaluate", ...EvalRequest}   -> {"v":1,"id":2,"ok":true,"result":{...}}
+//   {"v":1,"id":3,"op":"shutdown"}                   -> {"v":1,"id":3,"ok":true}
+// A request the worker cannot understand gets {"ok":false,"error":"..."}. A response with
+// "fatal":true means the worker's CUDA context is broken and it exits after sending it.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "sandbox/verdict.h"
+
+namespace kopt {
+
+inline constexpr int kProtocolVersion = 1;
+
+struct KernelSource {
+  std::string source;
+  std::string origin;                      // a file name, for logs and messages
+  std::map<std::string, int64_t> tunables; // values chosen for this evaluation (else defaults)
+};
+
+struct EvalOptions {
+  std::string arch;            // empty: the worker's GPU
+  uint64_t seed = 0;           // 0: the worker draws a fresh seed
+  int rounds = 5;              // rounds of fresh random inputs per shape
+  bool check_holdout = true;
+  bool time = true;            // false: verify only
+  int min_samples = 10;
+  double max_noise = 0.005;    // stop when the relative noise of the median falls below this
+  double max_gpu_seconds = 0.5;
+  double max_wall_seconds = 20;
+  double suspicious_speedup = 10.0;
+};
+
+struct EvalRequest {
+  std::string task_json;                 // task.json as text
+  KernelSource reference;
+  std::optional<KernelSource> baseline;  // timed interleaved with the candidate when present
+  KernelSource candidate;
+  EvalOptions options;
+};
+
+struct KernelResources {
+  int registers = 0;
+  int local_bytes = 0;      // spills and local arrays per thread
+  int static_shared_bytes = 0;
+  int64_t dynamic_shared_bytes = 0;
+  double occupancy = 0;     // theoretical, 0..1, of the heaviest launch
+};
+
+struct TimingSummary {
+  double median_us = 0;
+  double noise = 0;         // relative: robust spread of the samples / median
+  double min_us = 0;
+  int samples = 0;
+  int discarded = 0;        // throttled or outlier samples thrown away
+};
+
+struct Mismatch {
+  std::string output;
+  std::string shape;        // "rows=7 cols=4097"
+  int64_t index = -1;
+  double expected = 0;
+  double actual = 0;
+  int round = 0;
+  std::string phase;        // "sweep", "holdout", "timing"
+};
+
+struct EvalResult {
+  Verdict verdict = Verdict::kCrash;
+  std::string detail;                     // one readable line (or the compile log)
+  std::string compile_log;
+  double compile_ms = 0;
+  bool compile_cache_hit = false;
+  std::optional<Mismatch> mismatch;
+  std::optional<TimingSummary> candidate_time;
+  std::optional<TimingSummary> baseline_time;
+  std::optional<KernelResources> resources;
+  double speedup = 0;                     // baseline median / candidate median
+  double sol_us = 0;                      // speed-of-light time for the default shape
+  double sol_percent = 0;                 // sol_us / candidate median * 100
+  double verify_ms = 0, time_ms = 0, total_ms = 0;
+  nlohmann::json device;                  // name, cc, driver, cuda, sms
+};
+
+nlohmann::json to_json(const EvalRequest& request);
+Result<EvalRequest> eval_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const EvalResult& result);
+Result<EvalResult> eval_result_from_json(const nlohmann::json& j);
+
+}  // namespace kopt
