@@ -78,6 +78,10 @@ Result<CudaDriver> load_once() {
   KOPT_RESOLVE_V2(cuMemcpyDtoD);
   KOPT_RESOLVE_V2(cuMemsetD8);
   KOPT_RESOLVE_V2(cuMemsetD32);
+  KOPT_RESOLVE(cuMemsetD8Async);
+  KOPT_RESOLVE(cuMemsetD32Async);
+  KOPT_RESOLVE_V2(cuMemcpyHtoDAsync);
+  KOPT_RESOLVE_V2(cuMemcpyDtoHAsync);
   KOPT_RESOLVE_V2(cuMemGetInfo);
   KOPT_RESOLVE(cuStreamCreate);
   KOPT_RESOLVE_V2(cuStreamDestroy);

@@ -38,6 +38,10 @@ struct CudaDriver {
   KOPT_CUDA_FN(cuMemcpyDtoD);
   KOPT_CUDA_FN(cuMemsetD8);
   KOPT_CUDA_FN(cuMemsetD32);
+  KOPT_CUDA_FN(cuMemsetD8Async);
+  KOPT_CUDA_FN(cuMemsetD32Async);
+  KOPT_CUDA_FN(cuMemcpyHtoDAsync);
+  KOPT_CUDA_FN(cuMemcpyDtoHAsync);
   KOPT_CUDA_FN(cuMemGetInfo);
   KOPT_CUDA_FN(cuStreamCreate);
   KOPT_CUDA_FN(cuStreamDestroy);

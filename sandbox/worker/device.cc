@@ -1,0 +1,106 @@
+#include "sandbox/worker/device.h"
+
+namespace kopt::worker {
+
+std::string DeviceInfo::arch() const {
+  std::string a = "sm_" + std::to_string(cc_major) + std::to_string(cc_minor);
+  return cc_major >= 9 ? a + "a" : a;
+}
+
+nlohmann::json DeviceInfo::to_json() const {
+  return {{"name", name},
+          {"ordinal", ordinal},
+          {"cc", std::to_string(cc_major) + "." + std::to_string(cc_minor)},
+          {"arch", arch()},
+          {"sms", sm_count},
+          {"l2_bytes", l2_bytes},
+          {"driver", std::to_string(driver_version / 1000) + "." +
+                         std::to_string((driver_version % 1000) / 10)}};
+}
+
+bool Device::check(CUresult result, const char* call, CudaFailure* failure) {
+  if (result == CUDA_SUCCESS) return true;
+  bool sticky = is_sticky_cuda_error(result);
+  context_lost_ = context_lost_ || sticky;
+  if (failure) *failure = {driver_->describe(call, result), result, sticky};
+  return false;
+}
+
+Result<Device*> Device::open(int ordinal) {
+  static Device device;
+  auto driver = load_cuda_driver();
+  if (!driver) return make_error(driver.error());
+  device.driver_ = *driver;
+  const CudaDriver& d = **driver;
+  int count = 0;
+  if (d.cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0)
+    return make_error("no GPU: the driver sees no device");
+  if (ordinal < 0 || ordinal >= count)
+    return make_error("no GPU " + std::to_string(ordinal) + " (this machine has " +
+                      std::to_string(count) + ")");
+  CUresult rc = d.cuDeviceGet(&device.device_, ordinal);
+  if (rc != CUDA_SUCCESS) return make_error(d.describe("cuDeviceGet", rc));
+  DeviceInfo& info = device.info_;
+  info.ordinal = ordinal;
+  char name[256] = {};
+  d.cuDeviceGetName(name, sizeof name, device.device_);
+  info.name = name;
+  auto attr = [&](CUdevice_attribute a) {
+    int v = 0;
+    d.cuDeviceGetAttribute(&v, a, device.device_);
+    return v;
+  };
+  info.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  info.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  info.max_threads_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info.max_threads_per_sm = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  info.max_shared_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  info.max_shared_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  d.cuDriverGetVersion(&info.driver_version);
+  rc = d.cuDevicePrimaryCtxRetain(&device.context_, device.device_);
+  if (rc != CUDA_SUCCESS) return make_error(d.describe("cuDevicePrimaryCtxRetain", rc));
+  rc = d.cuCtxSetCurrent(device.context_);
+  if (rc != CUDA_SUCCESS) return make_error(d.describe("cuCtxSetCurrent", rc));
+  rc = d.cuStreamCreate(&device.stream_, CU_STREAM_DEFAULT);
+  if (rc != CUDA_SUCCESS) return make_error(d.describe("cuStreamCreate", rc));
+  return &device;
+}
+
+DeviceMemory& DeviceMemory::operator=(DeviceMemory&& o) noexcept {
+  if (this != &o) {
+    if (ptr_ && driver_) driver_->cuMemFree(ptr_);
+    driver_ = o.driver_;
+    ptr_ = std::exchange(o.ptr_, 0);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+DeviceMemory::~DeviceMemory() {
+  if (ptr_ && driver_) driver_->cuMemFree(ptr_);
+}
+
+Result<DeviceMemory> allocate(Device& device, size_t bytes) {
+  CUdeviceptr ptr = 0;
+  CudaFailure failure;
+  if (!device.check(device.driver().cuMemAlloc(&ptr, bytes ? bytes : 1), "cuMemAlloc", &failure))
+    return make_error(failure.message + " allocating " + std::to_string(bytes) + " bytes");
+  return DeviceMemory(&device.driver(), ptr, bytes);
+}
+
+Module& Module::operator=(Module&& o) noexcept {
+  if (this != &o) {
+    if (module_ && driver_) driver_->cuModuleUnload(module_);
+    driver_ = o.driver_;
+    module_ = std::exchange(o.module_, nullptr);
+  }
+  return *this;
+}
+
+Module::~Module() {
+  if (module_ && driver_) driver_->cuModuleUnload(module_);
+}
+
+}  // namespace kopt::worker

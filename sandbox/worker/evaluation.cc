@@ -1,0 +1,196 @@
+#include "sandbox/worker/evaluation.h"
+
+#include <chrono>
+#include <random>
+
+#include "common/files.h"
+#include "sandbox/compiler.h"
+#include "sandbox/kernel_file.h"
+#include "sandbox/worker/plan_launcher.h"
+#include "sandbox/worker/speed_of_light.h"
+#include "sandbox/worker/timing_loop.h"
+#include "sandbox/worker/verifier.h"
+
+namespace kopt::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+struct Compiled {
+  std::optional<LoadedKernel> kernel;
+  std::optional<PlanFailure> failure;
+  CompileOutput output;
+};
+
+// Parses, compiles and loads one kernel file; failures become verdicts.
+Compiled prepare(Device& device, const KernelSource& source, const TaskSpec& task,
+                 const std::string& arch, const CompileCache& cache) {
+  Compiled c;
+  auto file = parse_kernel_file(source.source, source.origin, &task);
+  if (!file) {
+    c.failure = PlanFailure{Verdict::kInvalidPlan, file.error()};
+    return c;
+  }
+  CompileRequest request = make_compile_request(*file, source.tunables, arch);
+  request.use_pch = true;
+  auto compiled = compile_kernel(request, &cache);
+  if (!compiled) {
+    c.failure = PlanFailure{Verdict::kCompileError, compiled.error()};
+    return c;
+  }
+  c.output = *compiled;
+  if (!compiled->ok) {
+    c.failure = PlanFailure{Verdict::kCompileError, compiled->log};
+    return c;
+  }
+  auto loaded = LoadedKernel::load(device, std::move(*file), *compiled, source.tunables);
+  if (!loaded) {
+    c.failure = PlanFailure{Verdict::kLaunchError, loaded.error(), device.context_lost()};
+    return c;
+  }
+  c.kernel = std::move(*loaded);
+  return c;
+}
+
+void apply_failure(EvalResult& result, const PlanFailure& failure) {
+  result.verdict = failure.verdict;
+  result.detail = failure.detail;
+}
+
+}  // namespace
+
+Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalRequest& request) {
+  auto started = Clock::now();
+  EvalResult result;
+  result.device = device.info().to_json();
+  auto task = parse_task(request.task_json, "task.json");
+  if (!task) return make_error("the request's task does not parse: " + task.error());
+  std::string arch = request.options.arch.empty() ? device.info().arch() : request.options.arch;
+  CompileCache cache(cache_directory() / "compile");
+
+  auto compile_started = Clock::now();
+  Compiled candidate = prepare(device, request.candidate, *task, arch, cache);
+  result.compile_ms = ms_since(compile_started);
+  result.compile_log = candidate.output.log;
+  result.compile_cache_hit = candidate.output.cache_hit;
+  if (candidate.failure) {
+    apply_failure(result, *candidate.failure);
+    result.total_ms = ms_since(started);
+    return result;
+  }
+  Compiled reference = prepare(device, request.reference, *task, arch, cache);
+  if (reference.failure)
+    return make_error("the task's reference does not build: " + reference.failure->detail);
+
+  uint64_t seed = request.options.seed;
+  if (seed == 0) seed = std::random_device{}() * 0x9e3779b97f4a7c15ULL ^ uint64_t(started.time_since_epoch().count());
+
+  // Verification: the sweep, then the holdout shapes.
+  auto verify_started = Clock::now();
+  Verifier verifier(device, support, *task, *reference.kernel, *candidate.kernel);
+  std::vector<std::pair<std::string, const std::vector<ShapeBinding>*>> phases = {
+      {"sweep", &task->shapes}};
+  if (request.options.check_holdout) phases.push_back({"holdout", &task->holdout});
+  for (const auto& [phase, shapes] : phases) {
+    for (size_t i = 0; i < shapes->size(); ++i) {
+      auto outcome = verifier.verify_shape(task->bind((*shapes)[i]), request.options.rounds,
+                                           seed + 7919 * (i + 1) + (phase == "holdout" ? 104729 : 0),
+                                           phase);
+      if (!outcome) return make_error(outcome.error());
+      if (outcome->verdict != Verdict::kOk) {
+        result.verdict = outcome->verdict;
+        result.detail = outcome->detail;
+        result.mismatch = outcome->mismatch;
+        result.verify_ms = ms_since(verify_started);
+        result.total_ms = ms_since(started);
+        return result;
+      }
+    }
+  }
+  result.verify_ms = ms_since(verify_started);
+
+  ShapeBinding timed_shape = task->bind({});
+  auto resolved = candidate.kernel->resolve(*task, timed_shape);
+  if (auto* f = std::get_if<PlanFailure>(&resolved)) {
+    apply_failure(result, *f);
+    return result;
+  }
+  result.resources = candidate.kernel->resources(std::get<ResolvedPlan>(resolved));
+
+  auto peaks = device_peaks(device, support);
+  if (peaks) {
+    auto flops = evaluate_expression(task->flops, timed_shape);
+    auto bytes = evaluate_expression(task->bytes, timed_shape);
+    if (flops && bytes)
+      result.sol_us = speed_of_light_us(double(*flops), double(*bytes), *peaks, task->peak);
+  }
+
+  if (!request.options.time) {
+    result.verdict = Verdict::kOk;
+    result.detail = "verified (not timed)";
+    result.total_ms = ms_since(started);
+    return result;
+  }
+
+  std::optional<Compiled> baseline;
+  if (request.baseline) {
+    baseline = prepare(device, *request.baseline, *task, arch, cache);
+    if (baseline->failure)
+      return make_error("the task's baseline does not build: " + baseline->failure->detail);
+  }
+  auto time_started = Clock::now();
+  TimingLoop loop(device, support, *task, *reference.kernel, request.options);
+  auto timed = loop.run(*candidate.kernel, baseline ? &*baseline->kernel : nullptr, timed_shape,
+                        seed ^ 0x5bd1e995ULL);
+  result.time_ms = ms_since(time_started);
+  if (!timed) return make_error(timed.error());
+  if (timed->verdict != Verdict::kOk) {
+    result.verdict = timed->verdict;
+    result.detail = timed->detail;
+    result.mismatch = timed->mismatch;
+    result.total_ms = ms_since(started);
+    return result;
+  }
+  result.candidate_time = timed->candidate;
+  result.baseline_time = timed->baseline;
+  double median = timed->candidate.median_us;
+  if (timed->baseline && median > 0) result.speedup = timed->baseline->median_us / median;
+  if (result.sol_us > 0 && median > 0) result.sol_percent = 100.0 * result.sol_us / median;
+  result.verdict = Verdict::kOk;
+  result.detail = "verified on " + std::to_string(task->shapes.size()) + " shapes" +
+                  (request.options.check_holdout
+                       ? " + " + std::to_string(task->holdout.size()) + " holdout"
+                       : "") +
+                  " x " + std::to_string(request.options.rounds) + " rounds";
+
+  // Faster than physics allows: never accepted. Implausibly large speedups: re-verified with
+  // twice the rounds and new seeds before they count.
+  if (result.sol_us > 0 && median < 0.8 * result.sol_us) {
+    result.verdict = Verdict::kSuspicious;
+    result.detail = "median " + std::to_string(median) + " us is below the speed-of-light bound " +
+                    std::to_string(result.sol_us) + " us";
+  } else if (result.speedup > request.options.suspicious_speedup) {
+    for (size_t i = 0; i < task->shapes.size(); ++i) {
+      auto outcome = verifier.verify_shape(task->bind(task->shapes[i]), 2 * request.options.rounds,
+                                           seed * 31 + 17 * (i + 1), "reverify");
+      if (!outcome) return make_error(outcome.error());
+      if (outcome->verdict != Verdict::kOk) {
+        result.verdict = Verdict::kSuspicious;
+        result.detail = "speedup " + std::to_string(result.speedup) +
+                        "x failed re-verification: " + outcome->detail;
+        result.mismatch = outcome->mismatch;
+        break;
+      }
+    }
+    if (result.verdict == Verdict::kOk)
+      result.detail += "; speedup above " + std::to_string(request.options.suspicious_speedup) +
+                       "x confirmed by extra rounds";
+  }
+  result.total_ms = ms_since(started);
+  return result;
+}
+
+}  // namespace kopt::worker

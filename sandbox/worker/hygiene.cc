@@ -1,0 +1,131 @@
+#include "sandbox/worker/hygiene.h"
+
+#include "common/files.h"
+#include "sandbox/compiler.h"
+#include "sandbox/kernel_file.h"
+#include "sandbox/worker/plan_launcher.h"
+#include "sandbox/worker/verifier.h"
+
+namespace kopt::worker {
+namespace {
+
+Result<LoadedKernel> build(Device& device, const nlohmann::json& source, const TaskSpec& task) {
+  auto file = parse_kernel_file(source.at("source").get<std::string>(),
+                                source.value("origin", std::string("kernel.cu")), &task);
+  if (!file) return make_error(file.error());
+  CompileCache cache(cache_directory() / "compile");
+  auto compiled = compile_kernel(make_compile_request(*file, {}, device.info().arch()), &cache);
+  if (!compiled) return make_error(compiled.error());
+  if (!compiled->ok) return make_error(file->origin + " does not compile:\n" + compiled->log);
+  return LoadedKernel::load(device, std::move(*file), *compiled, {});
+}
+
+// Problems of the reference's outputs at one shape.
+Result<std::vector<std::string>> shape_problems(Device& device, SupportKernels& support,
+                                                const TaskSpec& task, const LoadedKernel& reference,
+                                                const ShapeBinding& sizes, uint64_t seed) {
+  std::vector<std::string> problems;
+  auto resolved = reference.resolve(task, sizes);
+  if (auto* f = std::get_if<PlanFailure>(&resolved)) return make_error(f->detail);
+  const ResolvedPlan& plan = std::get<ResolvedPlan>(resolved);
+  std::vector<GuardedBuffer> storage;
+  BufferMap inputs, outputs, first, zeros, scratch;
+  auto add = [&](BufferMap& map, const std::string& name, DType dtype, int64_t n) -> Status {
+    auto b = GuardedBuffer::create(device, dtype, n);
+    if (!b) return make_error(b.error());
+    map[name] = b->ref();
+    storage.push_back(std::move(*b));
+    return ok_status();
+  };
+  for (const auto& t : task.inputs)
+    if (auto s = add(inputs, t.name, t.dtype, *task.element_count(t, sizes)); !s) return make_error(s.error());
+  for (const auto& t : task.outputs) {
+    int64_t n = *task.element_count(t, sizes);
+    for (BufferMap* m : {&outputs, &first, &zeros})
+      if (auto s = add(*m, t.name, t.dtype, n); !s) return make_error(s.error());
+    (void)fill_bytes(device, zeros[t.name], 0);
+  }
+  for (const auto& s : plan.scratch)
+    if (auto st = add(scratch, s.name, s.dtype, s.elements); !st) return make_error(st.error());
+  BufferMap all = inputs;
+  all.insert(outputs.begin(), outputs.end());
+  all.insert(scratch.begin(), scratch.end());
+
+  if (auto s = fill_inputs(support, task, sizes, inputs, seed); !s) return make_error(s.error());
+  if (auto f = run_plan(device, reference, plan, all, task, device.stream()))
+    return make_error("the reference failed: " + f->detail);
+  for (const auto& t : task.outputs) {
+    const BufferRef& out = outputs[t.name];
+    (void)copy_buffer(device, out, first[t.name]);
+    auto vs_zero = support.compare(out.ptr, zeros[t.name].ptr, t.dtype, out.elements, 1e-6, 0);
+    if (!vs_zero) return make_error(vs_zero.error());
+    if (vs_zero->failed == 0) problems.push_back("output '" + t.name + "' is near zero everywhere");
+    if (out.elements > 1) {
+      // Comparing the output with itself shifted by one element: no difference means constant.
+      auto shifted = support.compare(out.ptr, out.ptr + dtype_size(t.dtype), t.dtype,
+                                     out.elements - 1, 0, 0);
+      if (!shifted) return make_error(shifted.error());
+      if (shifted->failed == 0) problems.push_back("output '" + t.name + "' is constant");
+    }
+  }
+  for (size_t i = 0; i < task.inputs.size(); ++i) {
+    // Refill one input with new values and keep the others: some output must change.
+    BufferMap one = {{task.inputs[i].name, inputs[task.inputs[i].name]}};
+    TaskSpec only = task;
+    only.inputs = {task.inputs[i]};
+    if (auto s = fill_inputs(support, only, sizes, one, seed ^ 0xabcdef12345ULL); !s)
+      return make_error(s.error());
+    if (auto f = run_plan(device, reference, plan, all, task, device.stream()))
+      return make_error("the reference failed: " + f->detail);
+    bool changed = false;
+    for (const auto& t : task.outputs) {
+      auto diff = support.compare(outputs[t.name].ptr, first[t.name].ptr, t.dtype,
+                                  outputs[t.name].elements, 0, 0);
+      if (!diff) return make_error(diff.error());
+      changed = changed || diff->failed > 0;
+    }
+    if (!changed)
+      problems.push_back("the outputs do not change when input '" + task.inputs[i].name +
+                         "' changes");
+    if (auto s = fill_inputs(support, task, sizes, inputs, seed); !s) return make_error(s.error());
+  }
+  return problems;
+}
+
+}  // namespace
+
+Result<nlohmann::json> check_task_hygiene(Device& device, SupportKernels& support,
+                                          const nlohmann::json& request) {
+  auto task = parse_task(request.at("task_json").get<std::string>(), "task.json");
+  if (!task) return make_error(task.error());
+  auto reference = build(device, request.at("reference"), *task);
+  if (!reference) return make_error("reference: " + reference.error());
+  auto baseline = build(device, request.at("baseline"), *task);
+  if (!baseline) return make_error("baseline: " + baseline.error());
+  uint64_t seed = request.value("seed", uint64_t(12345));
+
+  nlohmann::json findings = nlohmann::json::array();
+  std::vector<ShapeBinding> shapes = task->shapes;
+  shapes.insert(shapes.end(), task->holdout.begin(), task->holdout.end());
+  for (const auto& overrides : shapes) {
+    ShapeBinding sizes = task->bind(overrides);
+    auto problems = shape_problems(device, support, *task, *reference, sizes, seed);
+    if (!problems) return make_error(describe_shape(sizes) + ": " + problems.error());
+    for (const auto& p : *problems)
+      findings.push_back({{"shape", describe_shape(sizes)}, {"problem", p}});
+  }
+  Verifier verifier(device, support, *task, *reference, *baseline);
+  nlohmann::json out = {{"findings", findings}, {"baseline_verdict", "ok"}, {"baseline_detail", ""}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    auto outcome = verifier.verify_shape(task->bind(shapes[i]), 2, seed + i, "hygiene");
+    if (!outcome) return make_error(outcome.error());
+    if (outcome->verdict != Verdict::kOk) {
+      out["baseline_verdict"] = verdict_name(outcome->verdict);
+      out["baseline_detail"] = outcome->detail;
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace kopt::worker

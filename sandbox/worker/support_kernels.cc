@@ -1,0 +1,263 @@
+#include "sandbox/worker/support_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/files.h"
+#include "sandbox/compiler.h"
+#include "sandbox/worker/support_kernels_source.h"
+
+namespace kopt::worker {
+namespace {
+
+struct DeviceStats {
+  uint64_t failed, non_finite, expected_non_finite, actual_nonzero, expected_nonzero, worst,
+      worst_index;
+};
+
+const char* type_name(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "float";
+    case DType::kF16:
+      return "__half";
+    case DType::kBF16:
+      return "__nv_bfloat16";
+    case DType::kI32:
+      return "int";
+    case DType::kI64:
+      return "long long";
+  }
+  return "float";
+}
+
+std::vector<std::string> all_kernel_names() {
+  std::vector<std::string> names = {"checksum", "clock_probe", "fma_peak"};
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64}) {
+    std::string ty = type_name(t);
+    names.push_back("compare<" + ty + ">");
+    if (dtype_is_float(t)) {
+      names.push_back("fill_normal<" + ty + ">");
+      names.push_back("fill_uniform<" + ty + ">");
+    } else {
+      names.push_back("fill_randint<" + ty + ">");
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+Result<SupportKernels> SupportKernels::load(Device& device, const std::string& arch) {
+  CompileRequest request;
+  request.source = kSupportKernelSource;
+  request.origin = "kopt_support.cu";
+  request.arch = arch;
+  request.kernel_names = all_kernel_names();
+  CompileCache cache(cache_directory() / "compile");
+  auto compiled = compile_kernel(request, &cache);
+  if (!compiled) return make_error("support kernels: " + compiled.error());
+  if (!compiled->ok) return make_error("support kernels failed to compile:\n" + compiled->log);
+  SupportKernels k;
+  k.device_ = &device;
+  CUmodule module = nullptr;
+  CudaFailure failure;
+  if (!device.check(device.driver().cuModuleLoadData(&module, compiled->cubin.data()),
+                    "cuModuleLoadData", &failure))
+    return make_error("support kernels: " + failure.message);
+  k.module_ = std::make_shared<Module>(&device.driver(), module);
+  for (const auto& [name, lowered] : compiled->lowered_names) {
+    CUfunction fn = nullptr;
+    if (!device.check(device.driver().cuModuleGetFunction(&fn, module, lowered.c_str()),
+                      "cuModuleGetFunction", &failure))
+      return make_error("support kernel " + name + ": " + failure.message);
+    k.functions_[name] = fn;
+  }
+  auto stats = allocate(device, sizeof(DeviceStats));
+  if (!stats) return make_error(stats.error());
+  k.stats_ = std::move(*stats);
+  auto probe = allocate(device, sizeof(double));
+  if (!probe) return make_error(probe.error());
+  k.probe_ = std::move(*probe);
+  return k;
+}
+
+Status SupportKernels::launch(const std::string& name, unsigned grid, unsigned block, void** args) {
+  auto it = functions_.find(name);
+  if (it == functions_.end()) return make_error("no support kernel " + name);
+  CudaFailure failure;
+  const CudaDriver& d = device_->driver();
+  if (!device_->check(d.cuLaunchKernel(it->second, grid, 1, 1, block, 1, 1, 0, device_->stream(),
+                                       args, nullptr),
+                      "cuLaunchKernel(support)", &failure) ||
+      !device_->check(d.cuStreamSynchronize(device_->stream()), "cuStreamSynchronize", &failure))
+    return make_error(failure.message);
+  return ok_status();
+}
+
+namespace {
+unsigned grid_for(const Device& device, uint64_t n) {
+  uint64_t blocks = (n + 255) / 256;
+  uint64_t cap = uint64_t(device.info().sm_count) * 16;
+  return static_cast<unsigned>(std::max<uint64_t>(1, std::min(blocks, cap)));
+}
+}  // namespace
+
+Status SupportKernels::fill(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
+                            int64_t int_low, int64_t int_high, uint64_t seed) {
+  if (n == 0) return ok_status();
+  uint64_t count = static_cast<uint64_t>(n);
+  std::string ty = type_name(dtype);
+  if (!dtype_is_float(dtype) || init.dist == "randint") {
+    if (int_high <= int_low)
+      return make_error("randint bounds are empty: [" + std::to_string(int_low) + ", " +
+                        std::to_string(int_high) + ")");
+    long long lo = int_low, hi = int_high;
+    void* args[] = {&data, &count, &seed, &lo, &hi};
+    return launch("fill_randint<" + ty + ">", grid_for(*device_, count), 256, args);
+  }
+  if (init.dist == "uniform") {
+    double lo = init.low, hi = init.high;
+    void* args[] = {&data, &count, &seed, &lo, &hi};
+    return launch("fill_uniform<" + ty + ">", grid_for(*device_, count), 256, args);
+  }
+  double mean = init.mean, stddev = init.stddev;
+  void* args[] = {&data, &count, &seed, &mean, &stddev};
+  return launch("fill_normal<" + ty + ">", grid_for(*device_, count), 256, args);
+}
+
+Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr expected, DType dtype,
+                                             int64_t n, double atol, double rtol) {
+  const CudaDriver& d = device_->driver();
+  CudaFailure failure;
+  CUdeviceptr stats = stats_.ptr();
+  if (!device_->check(d.cuMemsetD8Async(stats, 0, sizeof(DeviceStats), device_->stream()),
+                      "cuMemsetD8Async", &failure))
+    return make_error(failure.message);
+  uint64_t count = static_cast<uint64_t>(n);
+  void* args[] = {&actual, &expected, &count, &atol, &rtol, &stats};
+  if (auto s = launch(std::string("compare<") + type_name(dtype) + ">", grid_for(*device_, count),
+                      256, args);
+      !s)
+    return make_error(s.error());
+  DeviceStats host{};
+  if (!device_->check(d.cuMemcpyDtoH(&host, stats, sizeof host), "cuMemcpyDtoH", &failure))
+    return make_error(failure.message);
+  CompareStats out;
+  out.failed = host.failed;
+  out.non_finite = host.non_finite;
+  out.expected_non_finite = host.expected_non_finite;
+  out.actual_nonzero = host.actual_nonzero;
+  out.expected_nonzero = host.expected_nonzero;
+  uint32_t err_bits = static_cast<uint32_t>(host.worst >> 32);
+  float err = 0;
+  std::memcpy(&err, &err_bits, sizeof err);
+  out.max_error = n ? err : 0;
+  out.worst_index = n ? static_cast<int64_t>(host.worst_index) : -1;
+  return out;
+}
+
+Result<uint64_t> SupportKernels::checksum(CUdeviceptr data, size_t bytes) {
+  const CudaDriver& d = device_->driver();
+  CudaFailure failure;
+  CUdeviceptr out = stats_.ptr();
+  if (!device_->check(d.cuMemsetD8Async(out, 0, sizeof(uint64_t), device_->stream()),
+                      "cuMemsetD8Async", &failure))
+    return make_error(failure.message);
+  uint64_t count = bytes;
+  void* args[] = {&data, &count, &out};
+  if (auto s = launch("checksum", grid_for(*device_, count), 256, args); !s)
+    return make_error(s.error());
+  uint64_t sum = 0;
+  if (!device_->check(d.cuMemcpyDtoH(&sum, out, sizeof sum), "cuMemcpyDtoH", &failure))
+    return make_error(failure.message);
+  return sum;
+}
+
+Result<double> SupportKernels::probe_clock_mhz() {
+  CUdeviceptr out = probe_.ptr();
+  void* args[] = {&out};
+  if (auto s = launch("clock_probe", 1, 1, args); !s) return make_error(s.error());
+  double mhz = 0;
+  CudaFailure failure;
+  if (!device_->check(device_->driver().cuMemcpyDtoH(&mhz, out, sizeof mhz), "cuMemcpyDtoH",
+                      &failure))
+    return make_error(failure.message);
+  return mhz;
+}
+
+Result<double> SupportKernels::measure_fp32_flops() {
+  const CudaDriver& d = device_->driver();
+  CudaFailure failure;
+  CUevent start = nullptr, stop = nullptr;
+  d.cuEventCreate(&start, CU_EVENT_DEFAULT);
+  d.cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  CUdeviceptr out = probe_.ptr();
+  int iterations = 4096;
+  float seed = 1.0f;
+  void* args[] = {&out, &iterations, &seed};
+  unsigned blocks = unsigned(device_->info().sm_count) * 8, threads = 256;
+  auto it = functions_.find("fma_peak");
+  double best_ms = 1e30;
+  for (int rep = 0; rep < 4; ++rep) {
+    d.cuEventRecord(start, device_->stream());
+    if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, threads, 1, 1, 0,
+                                         device_->stream(), args, nullptr),
+                        "cuLaunchKernel(fma_peak)", &failure))
+      return make_error(failure.message);
+    d.cuEventRecord(stop, device_->stream());
+    d.cuEventSynchronize(stop);
+    float ms = 0;
+    d.cuEventElapsedTime(&ms, start, stop);
+    if (rep > 0) best_ms = std::min<double>(best_ms, ms);  // rep 0 warms up
+  }
+  d.cuEventDestroy(start);
+  d.cuEventDestroy(stop);
+  double flops = 2.0 * 8 * iterations * double(blocks) * threads;
+  return flops / (best_ms * 1e-3);
+}
+
+Result<double> SupportKernels::read_element(CUdeviceptr data, DType dtype, int64_t index) {
+  unsigned char raw[8] = {};
+  size_t size = dtype_size(dtype);
+  CudaFailure failure;
+  if (!device_->check(device_->driver().cuMemcpyDtoH(raw, data + index * size, size),
+                      "cuMemcpyDtoH", &failure))
+    return make_error(failure.message);
+  switch (dtype) {
+    case DType::kF32: {
+      float v;
+      std::memcpy(&v, raw, 4);
+      return double(v);
+    }
+    case DType::kBF16: {
+      uint32_t bits = uint32_t(raw[0] | (raw[1] << 8)) << 16;
+      float v;
+      std::memcpy(&v, &bits, 4);
+      return double(v);
+    }
+    case DType::kF16: {
+      uint16_t h = uint16_t(raw[0] | (raw[1] << 8));
+      int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+      double v = exp == 0    ? std::ldexp(mant, -24)
+                 : exp == 31 ? (mant ? NAN : INFINITY)
+                             : std::ldexp(mant + 1024, exp - 25);
+      return (h & 0x8000) ? -v : v;
+    }
+    case DType::kI32: {
+      int32_t v;
+      std::memcpy(&v, raw, 4);
+      return double(v);
+    }
+    case DType::kI64: {
+      int64_t v;
+      std::memcpy(&v, raw, 8);
+      return double(v);
+    }
+  }
+  return 0.0;
+}
+
+}  // namespace kopt::worker

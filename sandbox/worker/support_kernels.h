@@ -1,0 +1,54 @@
+// kopt's own device code: input generation, output comparison, checksums and the clock probe. Generating and checking on the GPU keeps an evaluation of a 2^26-element task well under a
+// second (host-side generation of normals alone would take seconds). Compiled once per worker.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "common/result.h"
+#include "sandbox/dtype.h"
+#include "sandbox/task_spec.h"
+#include "sandbox/worker/device.h"
+
+namespace kopt::worker {
+
+// Result of comparing `n` elements of `actual` against `expected`.
+struct CompareStats {
+  uint64_t failed = 0;            // elements outside atol + rtol*|expected|
+  uint64_t non_finite = 0;        // NaN/Inf in actual where expected is finite
+  uint64_t expected_non_finite = 0;
+  uint64_t actual_nonzero = 0;
+  uint64_t expected_nonzero = 0;
+  double max_error = 0;
+  int64_t worst_index = -1;       // an element with the largest error (or the first non-finite)
+};
+
+class SupportKernels {
+ public:
+  static Result<SupportKernels> load(Device& device, const std::string& arch);
+
+  // Fills a tensor's elements from its init distribution; randint bounds already evaluated.
+  Status fill(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init, int64_t int_low,
+              int64_t int_high, uint64_t seed);
+  Result<CompareStats> compare(CUdeviceptr actual, CUdeviceptr expected, DType dtype, int64_t n,
+                               double atol, double rtol);
+  // Position-sensitive 64-bit checksum of `bytes` bytes (a multiple of 4 is not required).
+  Result<uint64_t> checksum(CUdeviceptr data, size_t bytes);
+  // Estimated SM clock in MHz from %globaltimer and clock64 around a fixed spin.
+  Result<double> probe_clock_mhz();
+  // Measured FP32 FMA throughput of the device, in flop/s.
+  Result<double> measure_fp32_flops();
+  // Reads element `index` as double.
+  Result<double> read_element(CUdeviceptr data, DType dtype, int64_t index);
+
+ private:
+  Status launch(const std::string& name, unsigned grid, unsigned block, void** args);
+  Device* device_ = nullptr;
+  std::shared_ptr<Module> module_;
+  std::map<std::string, CUfunction> functions_;
+  DeviceMemory stats_;   // scratch for CompareStats and checksums
+  DeviceMemory probe_;
+};
+
+}  // namespace kopt::worker

@@ -1,0 +1,132 @@
+// The CUDA source of kopt's support kernels (see support_kernels.h), compiled with NVRTC.
+#pragma once
+
+namespace kopt::worker {
+
+inline constexpr const char* kSupportKernelSource = R"CUDA(
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+typedef unsigned long long u64;
+
+__device__ __forceinline__ u64 mix64(u64 x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+// Uniform in (0, 1]: never 0, so log() in Box-Muller is finite.
+__device__ __forceinline__ double unit(u64 bits) { return ((bits >> 11) + 1) * (1.0 / 9007199254740992.0); }
+
+template <typename T> __device__ __forceinline__ double to_double(T v) { return (double)v; }
+template <> __device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
+template <> __device__ __forceinline__ double to_double<__half>(__half v) { return (double)__half2float(v); }
+template <typename T> __device__ __forceinline__ T from_double(double v) { return (T)v; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_double<__nv_bfloat16>(double v) { return __float2bfloat16((float)v); }
+template <> __device__ __forceinline__ __half from_double<__half>(double v) { return __float2half((float)v); }
+
+template <typename T>
+__global__ void fill_normal(T* out, u64 n, u64 seed, double mean, double stddev) {
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    u64 a = mix64(seed ^ (i * 0xd1b54a32d192ed03ULL));
+    u64 b = mix64(a ^ 0x8cb92ba72f3d8dd7ULL);
+    double r = sqrt(-2.0 * log(unit(a)));
+    out[i] = from_double<T>(mean + stddev * r * cospi(2.0 * unit(b)));
+  }
+}
+
+template <typename T>
+__global__ void fill_uniform(T* out, u64 n, u64 seed, double low, double high) {
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    u64 a = mix64(seed ^ (i * 0xd1b54a32d192ed03ULL));
+    out[i] = from_double<T>(low + (high - low) * (unit(a) - 5.0e-17));
+  }
+}
+
+template <typename T>
+__global__ void fill_randint(T* out, u64 n, u64 seed, long long low, long long high) {
+  u64 span = (u64)(high - low);
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    u64 a = mix64(seed ^ (i * 0xd1b54a32d192ed03ULL));
+    out[i] = (T)(low + (long long)(a % span));
+  }
+}
+
+struct Stats {
+  u64 failed, non_finite, expected_non_finite, actual_nonzero, expected_nonzero;
+  u64 worst;  // (error bits << 32) | index low bits, for atomicMax; see compare()
+  u64 worst_index;
+};
+
+template <typename T>
+__global__ void compare(const T* actual, const T* expected, u64 n, double atol, double rtol, Stats* s) {
+  u64 failed = 0, non_finite = 0, exp_non_finite = 0, act_nz = 0, exp_nz = 0;
+  float worst_err = -1.0f;
+  u64 worst_i = 0;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    double a = to_double<T>(actual[i]);
+    double e = to_double<T>(expected[i]);
+    bool a_finite = isfinite(a), e_finite = isfinite(e);
+    float err;
+    if (!e_finite) {
+      ++exp_non_finite;
+      err = 0.0f;
+    } else if (!a_finite) {
+      ++non_finite;
+      ++failed;
+      err = 3.0e38f;
+    } else {
+      double d = fabs(a - e);
+      if (d > atol + rtol * fabs(e)) ++failed;
+      err = (float)fmin(d, 3.0e38);
+    }
+    if (a_finite && a != 0.0) ++act_nz;
+    if (e != 0.0) ++exp_nz;
+    if (err > worst_err) { worst_err = err; worst_i = i; }
+  }
+  if (failed) atomicAdd(&s->failed, failed);
+  if (non_finite) atomicAdd(&s->non_finite, non_finite);
+  if (exp_non_finite) atomicAdd(&s->expected_non_finite, exp_non_finite);
+  if (act_nz) atomicAdd(&s->actual_nonzero, act_nz);
+  if (exp_nz) atomicAdd(&s->expected_nonzero, exp_nz);
+  if (worst_err >= 0.0f) {
+    // Non-negative floats order like their bit patterns, so one 64-bit atomicMax keeps the worst.
+    u64 key = ((u64)__float_as_uint(worst_err) << 32) | (u64)(threadIdx.x + blockIdx.x * blockDim.x);
+    u64 old = atomicMax(&s->worst, key);
+    if (key > old) s->worst_index = worst_i;  // racy by design: any index of a worst error will do
+  }
+}
+
+__global__ void checksum(const unsigned char* data, u64 bytes, u64* out) {
+  u64 acc = 0;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < bytes; i += (u64)gridDim.x * blockDim.x)
+    acc += mix64(i) * ((u64)data[i] + 1);
+  atomicAdd(out, acc);
+}
+
+__global__ void clock_probe(double* mhz) {
+  u64 t0, t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  long long c0 = clock64();
+  while (clock64() - c0 < 200000) {}
+  long long c1 = clock64();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  if (t1 > t0) *mhz = (double)(c1 - c0) * 1000.0 / (double)(t1 - t0);
+}
+
+
+// FP32 FMA throughput probe: 8 independent chains per thread keep the pipes full.
+__global__ void fma_peak(float* out, int iterations, float seed) {
+  float a[8];
+  for (int j = 0; j < 8; ++j) a[j] = seed + j + threadIdx.x;
+  for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) a[j] = fmaf(a[j], 0.999999f, 0.000001f);
+  }
+  float sum = 0.0f;
+  for (int j = 0; j < 8; ++j) sum += a[j];
+  if (sum == 12345.678f) out[0] = sum;  // keeps the loop alive, never true in practice
+}
+)CUDA";
+
+}  // namespace kopt::worker

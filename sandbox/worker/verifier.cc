@@ -1,0 +1,252 @@
+#include "sandbox/worker/verifier.h"
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace kopt::worker {
+namespace {
+
+constexpr unsigned char kPoisonFirstRun = 0xFF;   // NaN for every float type, -1 for integers
+constexpr unsigned char kPoisonSecondRun = 0x7F;  // huge finite floats, large integers
+
+std::string format_number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// Allocates a guarded buffer per tensor (or scratch entry) and records it under its name.
+Status allocate_tensors(Device& device, const TaskSpec& task, const std::vector<TensorSpec>& specs,
+                        const ShapeBinding& sizes, std::vector<GuardedBuffer>& storage,
+                        BufferMap& map) {
+  for (const auto& t : specs) {
+    auto n = task.element_count(t, sizes);
+    if (!n) return make_error(n.error());
+    auto b = GuardedBuffer::create(device, t.dtype, *n);
+    if (!b) return make_error(b.error());
+    map[t.name] = b->ref();
+    storage.push_back(std::move(*b));
+  }
+  return ok_status();
+}
+
+Status allocate_scratch(Device& device, const ResolvedPlan& plan,
+                        std::vector<GuardedBuffer>& storage, BufferMap& map) {
+  for (const auto& s : plan.scratch) {
+    auto b = GuardedBuffer::create(device, s.dtype, s.elements);
+    if (!b) return make_error(b.error());
+    map[s.name] = b->ref();
+    storage.push_back(std::move(*b));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+std::string describe_shape(const ShapeBinding& sizes) {
+  std::string out;
+  for (const auto& [k, v] : sizes) out += (out.empty() ? "" : " ") + k + "=" + std::to_string(v);
+  return out;
+}
+
+Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBinding& sizes,
+                   const BufferMap& inputs, uint64_t seed) {
+  uint64_t stream = 0;
+  for (const auto& t : task.inputs) {
+    const BufferRef& b = inputs.at(t.name);
+    int64_t low = 0, high = 1;
+    if (t.init.dist == "randint") {
+      auto lo = evaluate_expression(t.init.int_low, sizes);
+      auto hi = evaluate_expression(t.init.int_high, sizes);
+      if (!lo || !hi) return make_error("input '" + t.name + "': bad randint bounds");
+      low = *lo;
+      high = *hi;
+    }
+    if (auto s = support.fill(b.ptr, t.dtype, b.elements, t.init, low, high,
+                              seed * 0x2545F4914F6CDD1DULL + (++stream) * 0x9E3779B97F4A7C15ULL);
+        !s)
+      return make_error("filling input '" + t.name + "': " + s.error());
+  }
+  return ok_status();
+}
+
+std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
+                                    const ResolvedPlan& plan, const BufferMap& buffers,
+                                    const TaskSpec& task, CUstream stream) {
+  CudaFailure failure;
+  for (const auto& s : plan.scratch) {
+    // Scratch the plan did not ask to be zeroed holds NaN bytes: reading it before writing fails.
+    const BufferRef& b = buffers.at(s.name);
+    if (b.bytes() &&
+        !device.check(device.driver().cuMemsetD8Async(b.ptr, s.zero ? 0 : 0xFF, b.bytes(), stream),
+                      "cuMemsetD8Async(scratch)", &failure))
+      return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
+  }
+  if (auto f = kernel.launch(plan, buffers, task, stream)) return f;
+  if (!device.check(device.driver().cuStreamSynchronize(stream), "cuStreamSynchronize", &failure)) {
+    return PlanFailure{failure.sticky ? Verdict::kCrash : Verdict::kLaunchError,
+                       "while running " + kernel.file().origin + ": " + failure.message,
+                       failure.sticky};
+  }
+  return std::nullopt;
+}
+
+Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
+                                  const TensorSpec& output, const BufferRef& actual,
+                                  const BufferRef& expected, Verdict failure_verdict) {
+  const Tolerance& tol = task.tolerance;
+  auto stats = support.compare(actual.ptr, expected.ptr, output.dtype, actual.elements, tol.atol,
+                               tol.rtol);
+  if (!stats) return make_error(stats.error());
+  CheckOutcome outcome;
+  int64_t n = actual.elements;
+  if (n == 0) return outcome;
+  std::string what;
+  if (stats->non_finite > 0) {
+    what = std::to_string(stats->non_finite) + " of " + std::to_string(n) + " elements of '" +
+           output.name + "' are NaN or Inf (never written, or invalid arithmetic)";
+  } else if (stats->actual_nonzero == 0 && stats->expected_nonzero > 0) {
+    what = "'" + output.name + "' is all zeros but the reference is not";
+  } else if (double(stats->failed) > (1.0 - tol.min_pass_fraction) * double(n)) {
+    what = std::to_string(stats->failed) + " of " + std::to_string(n) + " elements of '" +
+           output.name + "' are outside atol " + format_number(tol.atol) + " + rtol " +
+           format_number(tol.rtol) + " * |ref|";
+  } else if (stats->max_error > tol.max_error) {
+    what = "an element of '" + output.name + "' is off by " + format_number(stats->max_error) +
+           ", over the cap " + format_number(tol.max_error);
+  } else {
+    return outcome;
+  }
+  outcome.verdict = failure_verdict;
+  outcome.detail = what;
+  Mismatch m;
+  m.output = output.name;
+  m.index = stats->worst_index;
+  if (m.index >= 0 && m.index < n) {
+    auto a = support.read_element(actual.ptr, output.dtype, m.index);
+    auto e = support.read_element(expected.ptr, output.dtype, m.index);
+    if (a) m.actual = *a;
+    if (e) m.expected = *e;
+    outcome.detail += "; worst at index " + std::to_string(m.index) + ": got " +
+                      format_number(m.actual) + ", expected " + format_number(m.expected);
+  }
+  outcome.mismatch = m;
+  return outcome;
+}
+
+Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
+                                            const std::string& phase) {
+  std::string shape_text = describe_shape(sizes);
+  auto ref_plan = reference_.resolve(task_, sizes);
+  if (auto* f = std::get_if<PlanFailure>(&ref_plan))
+    return make_error("reference plan at " + shape_text + ": " + f->detail);
+  auto cand_plan = candidate_.resolve(task_, sizes);
+  if (auto* f = std::get_if<PlanFailure>(&cand_plan))
+    return CheckOutcome{f->verdict, f->detail + " (at " + shape_text + ")", std::nullopt};
+  const ResolvedPlan& rp = std::get<ResolvedPlan>(ref_plan);
+  const ResolvedPlan& cp = std::get<ResolvedPlan>(cand_plan);
+
+  std::vector<GuardedBuffer> storage;
+  BufferMap inputs, expected, actual, first_run, ref_scratch, cand_scratch;
+  if (auto s = allocate_tensors(device_, task_, task_.inputs, sizes, storage, inputs); !s)
+    return make_error(s.error());
+  if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, storage, expected); !s)
+    return make_error(s.error());
+  if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, storage, actual); !s)
+    return make_error(s.error());
+  if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, storage, first_run); !s)
+    return make_error(s.error());
+  if (auto s = allocate_scratch(device_, rp, storage, ref_scratch); !s) return make_error(s.error());
+  if (auto s = allocate_scratch(device_, cp, storage, cand_scratch); !s)
+    return make_error(s.error());
+  BufferMap ref_buffers = inputs, cand_buffers = inputs;
+  ref_buffers.insert(expected.begin(), expected.end());
+  ref_buffers.insert(ref_scratch.begin(), ref_scratch.end());
+  cand_buffers.insert(actual.begin(), actual.end());
+  cand_buffers.insert(cand_scratch.begin(), cand_scratch.end());
+
+  auto fail = [&](CheckOutcome o, int round) {
+    o.detail += " (" + phase + " shape " + shape_text + ", round " + std::to_string(round + 1) + ")";
+    if (o.mismatch) {
+      o.mismatch->shape = shape_text;
+      o.mismatch->round = round + 1;
+      o.mismatch->phase = phase;
+    }
+    return o;
+  };
+
+  for (int round = 0; round < rounds; ++round) {
+    uint64_t round_seed = seed * 6364136223846793005ULL + uint64_t(round) * 1442695040888963407ULL;
+    if (auto s = fill_inputs(support_, task_, sizes, inputs, round_seed); !s)
+      return make_error(s.error());
+    std::vector<uint64_t> checksums;
+    for (const auto& t : task_.inputs) {
+      auto c = support_.checksum(inputs[t.name].ptr, inputs[t.name].bytes());
+      if (!c) return make_error(c.error());
+      checksums.push_back(*c);
+    }
+    for (const auto& [name, b] : expected) (void)fill_bytes(device_, b, kPoisonFirstRun);
+    if (auto f = run_plan(device_, reference_, rp, ref_buffers, task_, device_.stream()))
+      return make_error("the reference failed at " + shape_text + ": " + f->detail);
+
+    for (int run = 0; run < 2; ++run) {
+      for (const auto& [name, b] : actual)
+        if (auto s = fill_bytes(device_, b, run == 0 ? kPoisonFirstRun : kPoisonSecondRun); !s)
+          return make_error(s.error());
+      if (auto f = run_plan(device_, candidate_, cp, cand_buffers, task_, device_.stream())) {
+        CheckOutcome o{f->verdict, f->detail, std::nullopt};
+        return fail(o, round);
+      }
+      // Guard zones of everything the candidate could reach.
+      for (auto& g : storage) {
+        auto damage = g.damaged_guard();
+        if (!damage) return make_error(damage.error());
+        if (!damage->empty()) {
+          std::string which;
+          for (const auto& [name, b] : cand_buffers)
+            if (b.ptr == g.ref().ptr) which = name;
+          (void)g.arm_guards();
+          if (which.empty()) continue;  // a reference-only buffer: the reference is trusted
+          return fail({Verdict::kOutOfBounds, *damage + " of buffer '" + which + "'", std::nullopt},
+                      round);
+        }
+      }
+      for (size_t i = 0; i < task_.inputs.size(); ++i) {
+        const auto& t = task_.inputs[i];
+        auto c = support_.checksum(inputs[t.name].ptr, inputs[t.name].bytes());
+        if (!c) return make_error(c.error());
+        if (*c != checksums[i])
+          return fail({Verdict::kModifiedInput, "input '" + t.name + "' changed during the run",
+                       std::nullopt},
+                      round);
+      }
+      for (const auto& t : task_.outputs) {
+        // A second run that disagrees with the reference, after a first that agreed, means the
+        // result depends on something other than the inputs: stale memory, races.
+        Verdict verdict = run == 0 ? Verdict::kIncorrect : Verdict::kNondeterministic;
+        auto o = check_output(support_, task_, t, actual[t.name], expected[t.name], verdict);
+        if (!o) return make_error(o.error());
+        if (o->verdict != Verdict::kOk) {
+          if (run == 1) o->detail = "second run on the same inputs differs: " + o->detail;
+          return fail(*o, round);
+        }
+        if (run == 0) {
+          if (auto s = copy_buffer(device_, actual[t.name], first_run[t.name]); !s)
+            return make_error(s.error());
+        } else {
+          auto same = check_output(support_, task_, t, actual[t.name], first_run[t.name],
+                                   Verdict::kNondeterministic);
+          if (!same) return make_error(same.error());
+          if (same->verdict != Verdict::kOk) {
+            same->detail = "two runs on the same inputs disagree: " + same->detail;
+            return fail(*same, round);
+          }
+        }
+      }
+    }
+  }
+  return CheckOutcome{};
+}
+
+}  // namespace kopt::worker

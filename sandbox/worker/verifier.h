@@ -1,0 +1,62 @@
+// The correctness gate for one shape: rounds of fresh random inputs; per round the reference runs
+// once and the candidate twice, with outputs poisoned differently before each run. Checks, in the
+// order a verdict is chosen: the run itself, guard zones (out_of_bounds), input checksums
+// (modified_input), outputs against the reference (incorrect: NaN/Inf, all zeros, tolerance,
+// max-error cap), and the second run against the first (nondeterministic).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "sandbox/protocol.h"
+#include "sandbox/task_spec.h"
+#include "sandbox/worker/buffers.h"
+#include "sandbox/worker/plan_launcher.h"
+#include "sandbox/worker/support_kernels.h"
+
+namespace kopt::worker {
+
+struct CheckOutcome {
+  Verdict verdict = Verdict::kOk;
+  std::string detail;
+  std::optional<Mismatch> mismatch;
+};
+
+// Describes `sizes` as "rows=7 cols=4097".
+std::string describe_shape(const ShapeBinding& sizes);
+
+// Compares one output against its expected values under the task's tolerance.
+Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
+                                  const TensorSpec& output, const BufferRef& actual,
+                                  const BufferRef& expected, Verdict failure_verdict);
+
+// Fills every input of the task for one round.
+Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBinding& sizes,
+                   const BufferMap& inputs, uint64_t seed);
+
+// Runs a resolved plan to completion on the device's stream; zeroes or poisons its scratch first.
+std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
+                                    const ResolvedPlan& plan, const BufferMap& buffers,
+                                    const TaskSpec& task, CUstream stream);
+
+class Verifier {
+ public:
+  Verifier(Device& device, SupportKernels& support, const TaskSpec& task,
+           const LoadedKernel& reference, const LoadedKernel& candidate)
+      : device_(device), support_(support), task_(task), reference_(reference),
+        candidate_(candidate) {}
+
+  // Errors mean the task or the worker is broken; the candidate's faults are verdicts.
+  Result<CheckOutcome> verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
+                                    const std::string& phase);
+
+ private:
+  Device& device_;
+  SupportKernels& support_;
+  const TaskSpec& task_;
+  const LoadedKernel& reference_;
+  const LoadedKernel& candidate_;
+};
+
+}  // namespace kopt::worker

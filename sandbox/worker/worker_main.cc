@@ -1,0 +1,151 @@
+// kopt-sandbox: the long-lived GPU worker. One per GPU; owns one CUDA context; answers protocol v1
+// requests (sandbox/protocol.h) on stdin/stdout, one JSON object per line. Nothing else may write
+// to stdout. After a sticky CUDA error it sends its verdict with "fatal":true and exits, so the
+// next request meets a fresh context.
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "sandbox/protocol.h"
+#include "sandbox/worker/cupti_timer.h"
+#include "sandbox/worker/device.h"
+#include "sandbox/worker/evaluation.h"
+#include "sandbox/worker/hygiene.h"
+#include "sandbox/worker/speed_of_light.h"
+#include "sandbox/worker/support_kernels.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace kopt;
+
+constexpr int kExitNoGpu = 3;
+constexpr int kExitContextLost = 4;
+
+void send(const json& message) {
+  std::string line = encode_line(message);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fflush(stdout);
+}
+
+json reply(const json& request, bool ok) {
+  int64_t id = request.is_object() && request.contains("id") && request["id"].is_number_integer()
+                   ? request["id"].get<int64_t>()
+                   : 0;
+  return make_response(id, ok);
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: kopt-sandbox [--device N]\n"
+               "Speaks the kopt sandbox protocol v%d on stdin/stdout; started by kopt itself.\n",
+               kProtocolVersion);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  int ordinal = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
+      ordinal = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--help")) {
+      usage();
+      return 0;
+    } else {
+      return usage();
+    }
+  }
+  // CUPTI first: activity collection is set up before the context exists.
+  auto cupti = worker::CuptiKernelTimer::enable();
+  auto device = worker::Device::open(ordinal);
+  if (!device || !cupti) {
+    std::string why = !device ? device.error() : cupti.error();
+    send({{"v", kProtocolVersion}, {"id", 0}, {"ok", false}, {"fatal", true}, {"error", why}});
+    std::fprintf(stderr, "kopt-sandbox: %s\n", why.c_str());
+    return kExitNoGpu;
+  }
+  worker::Device& gpu = **device;
+  auto support = worker::SupportKernels::load(gpu, gpu.info().arch());
+  if (!support) {
+    send({{"v", kProtocolVersion}, {"id", 0}, {"ok", false}, {"fatal", true},
+          {"error", support.error()}});
+    return kExitNoGpu;
+  }
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    json request;
+    try {
+      request = json::parse(line);
+    } catch (const json::parse_error& e) {
+      send({{"v", kProtocolVersion}, {"id", 0}, {"ok", false},
+            {"error", std::string("malformed request: ") + e.what()}});
+      continue;
+    }
+    json response = reply(request, true);
+    try {
+      if (request.value("v", 0) != kProtocolVersion) {
+        response = reply(request, false);
+        response["error"] = "protocol version " + request.value("v", json(0)).dump() +
+                            " is not supported (this worker speaks " +
+                            std::to_string(kProtocolVersion) + ")";
+      } else {
+        std::string op = request.value("op", "");
+        if (op == "ping") {
+          response["device"] = gpu.info().to_json();
+        } else if (op == "shutdown") {
+          send(response);
+          return 0;
+        } else if (op == "peaks") {
+          auto peaks = worker::device_peaks(gpu, *support);
+          if (peaks) {
+            response["peaks"] = peaks->to_json();
+          } else {
+            response = reply(request, false);
+            response["error"] = peaks.error();
+          }
+        } else if (op == "evaluate") {
+          auto parsed = eval_request_from_json(request);
+          if (!parsed) {
+            response = reply(request, false);
+            response["error"] = parsed.error();
+          } else {
+            auto result = worker::evaluate(gpu, *support, *parsed);
+            if (result) {
+              response["result"] = to_json(*result);
+            } else {
+              response = reply(request, false);
+              response["error"] = result.error();
+            }
+          }
+        } else if (op == "check_task") {
+          auto result = worker::check_task_hygiene(gpu, *support, request);
+          if (result) {
+            response["result"] = *result;
+          } else {
+            response = reply(request, false);
+            response["error"] = result.error();
+          }
+        } else {
+          response = reply(request, false);
+          response["error"] = "unknown op '" + op + "'";
+        }
+      }
+    } catch (const std::exception& e) {
+      response = reply(request, false);
+      response["error"] = std::string("worker error: ") + e.what();
+    }
+    if (gpu.context_lost()) {
+      response["fatal"] = true;
+      send(response);
+      return kExitContextLost;
+    }
+    send(response);
+  }
+  return 0;
+}
