@@ -42,7 +42,7 @@ Result<std::string> GuardedBuffer::damaged_guard() {
     return make_error(failure.message);
   for (size_t i = 0; i < tail.size(); ++i) {
     if (tail[i] != kGuardPattern)
-      return "a write " + std::to_string(i) + " bytes past the end";
+      return "a write " + std::to_string(i + 1) + " byte(s) past the end";
   }
   for (size_t i = head.size(); i-- > 0;) {
     if (head[i] != kGuardPattern)

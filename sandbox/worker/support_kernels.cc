@@ -34,7 +34,7 @@ const char* type_name(DType dtype) {
 }
 
 std::vector<std::string> all_kernel_names() {
-  std::vector<std::string> names = {"checksum", "clock_probe", "fma_peak"};
+  std::vector<std::string> names = {"checksum", "clock_probe", "fma_peak", "copy_peak"};
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64}) {
     std::string ty = type_name(t);
     names.push_back("compare<" + ty + ">");
@@ -217,6 +217,37 @@ Result<double> SupportKernels::measure_fp32_flops() {
   d.cuEventDestroy(stop);
   double flops = 2.0 * 8 * iterations * double(blocks) * threads;
   return flops / (best_ms * 1e-3);
+}
+
+Result<double> SupportKernels::measure_copy_bandwidth(CUdeviceptr from, CUdeviceptr to,
+                                                      size_t bytes) {
+  const CudaDriver& d = device_->driver();
+  CudaFailure failure;
+  CUevent start = nullptr, stop = nullptr;
+  d.cuEventCreate(&start, CU_EVENT_DEFAULT);
+  d.cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  uint64_t n = bytes / 16;
+  void* args[] = {&from, &to, &n};
+  auto it = functions_.find("copy_peak");
+  double best_ms = 1e30;
+  for (int blocks_per_sm : {4, 8, 16}) {
+    unsigned blocks = unsigned(device_->info().sm_count * blocks_per_sm);
+    for (int rep = 0; rep < 4; ++rep) {
+      d.cuEventRecord(start, device_->stream());
+      if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, 512, 1, 1, 0,
+                                           device_->stream(), args, nullptr),
+                          "cuLaunchKernel(copy_peak)", &failure))
+        return make_error(failure.message);
+      d.cuEventRecord(stop, device_->stream());
+      d.cuEventSynchronize(stop);
+      float ms = 0;
+      d.cuEventElapsedTime(&ms, start, stop);
+      if (rep > 0) best_ms = std::min<double>(best_ms, ms);
+    }
+  }
+  d.cuEventDestroy(start);
+  d.cuEventDestroy(stop);
+  return 2.0 * double(n * 16) / (best_ms * 1e-3);
 }
 
 Result<double> SupportKernels::read_element(CUdeviceptr data, DType dtype, int64_t index) {

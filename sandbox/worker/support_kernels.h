@@ -39,6 +39,8 @@ class SupportKernels {
   Result<double> probe_clock_mhz();
   // Measured FP32 FMA throughput of the device, in flop/s.
   Result<double> measure_fp32_flops();
+  // Bytes read plus written per second by a 16-byte-vectorized copy of `bytes` bytes.
+  Result<double> measure_copy_bandwidth(CUdeviceptr from, CUdeviceptr to, size_t bytes);
   // Reads element `index` as double.
   Result<double> read_element(CUdeviceptr data, DType dtype, int64_t index);
 
