@@ -1,0 +1,143 @@
+#include "memory_store/jsonl_io.h"
+
+#include <nlohmann/json.hpp>
+
+#include "memory_store/row_readers.h"
+
+namespace kopt::memory {
+
+using nlohmann::json;
+
+namespace {
+
+// JSON text stored in a column, embedded as a value (an unparseable blob stays a string).
+json embedded(const std::string& text) {
+  auto value = json::parse(text, nullptr, false);
+  return value.is_discarded() ? json(text) : value;
+}
+
+// Runs `sql` and hands each row to `emit`.
+template <typename Emit>
+Status for_each_row(sql::Database& db, const std::string& sql, Emit emit) {
+  auto statement = db.prepare(sql);
+  if (!statement) return make_error(statement.error());
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error("export: " + row.error());
+    if (!*row) return ok_status();
+    emit(*statement);
+  }
+}
+
+}  // namespace
+
+Result<JsonlCounts> export_jsonl(MemoryStore& store, std::ostream& out) {
+  sql::Database& db = store.database();
+  // One read transaction: the file is a snapshot even while the daemon writes.
+  if (auto s = db.execute("BEGIN"); !s) return make_error(s.error());
+  struct EndRead {
+    sql::Database& db;
+    ~EndRead() { (void)db.execute("COMMIT"); }
+  } end_read{db};
+
+  JsonlCounts counts;
+  out << json{{"type", "header"}, {"format", kJsonlFormatVersion}, {"kind", "kopt-memory"}}.dump()
+      << "\n";
+  auto s = for_each_row(
+      db, "SELECT name, spec_hash, tags, spec_json, updated_at FROM tasks ORDER BY name",
+      [&](const sql::Statement& row) {
+        out << json{{"type", "task"},
+                    {"name", row.column_text(0)},
+                    {"spec_hash", row.column_text(1)},
+                    {"tags", rows::tags_from_json(row.column_text(2))},
+                    {"spec_json", row.column_text(3)},
+                    {"updated_at", row.column_text(4)}}
+                   .dump()
+            << "\n";
+        ++counts.tasks;
+      });
+  if (!s) return make_error(s.error());
+  // Parents always have smaller ids than their children (a parent is stored first).
+  s = for_each_row(db,
+                   std::string("SELECT ") + rows::kKernelColumns +
+                       ", coalesce(parent.sha256, '') FROM kernels k JOIN tasks t ON t.id = "
+                       "k.task_id LEFT JOIN kernels parent ON parent.id = k.parent_id ORDER BY k.id",
+                   [&](const sql::Statement& row) {
+                     KernelRecord k = rows::read_kernel(row);
+                     out << json{{"type", "kernel"},
+                                 {"sha256", k.sha256},
+                                 {"task", k.task},
+                                 {"parent_sha256", row.column_text(12)},
+                                 {"origin",
+                                  {{"agent", k.origin.agent},
+                                   {"model", k.origin.model},
+                                   {"prompt_template", k.origin.prompt_template},
+                                   {"tuner", k.origin.tuner}}},
+                                 {"tunables", embedded(k.tunables_json)},
+                                 {"created_at", k.created_at},
+                                 {"source", k.source}}
+                                .dump()
+                         << "\n";
+                     ++counts.kernels;
+                   });
+  if (!s) return make_error(s.error());
+  s = for_each_row(
+      db,
+      std::string("SELECT ") + rows::kEvaluationColumns +
+          ", k.sha256 FROM evaluations e JOIN tasks t ON t.id = e.task_id"
+          " JOIN kernels k ON k.id = e.kernel_id ORDER BY e.id",
+      [&](const sql::Statement& row) {
+        EvaluationRecord e = rows::read_evaluation(row);
+        out << json{{"type", "evaluation"},
+                    {"kernel_sha256", row.column_text(18)},
+                    {"task", e.task},
+                    {"gpu",
+                     {{"model", e.gpu.model},
+                      {"compute_capability", e.gpu.compute_capability},
+                      {"driver_version", e.gpu.driver_version},
+                      {"cuda_version", e.gpu.cuda_version}}},
+                    {"verdict", e.verdict},
+                    {"detail", e.detail},
+                    {"tunables", embedded(e.tunables_json)},
+                    {"median_us", e.median_us},
+                    {"noise", e.noise},
+                    {"baseline_us", e.baseline_us},
+                    {"speedup", e.speedup},
+                    {"sol_percent", e.sol_percent},
+                    {"resources", embedded(e.resources_json)},
+                    {"created_at", e.created_at}}
+                   .dump()
+            << "\n";
+        ++counts.evaluations;
+      });
+  if (!s) return make_error(s.error());
+  s = for_each_row(db,
+                   std::string("SELECT ") + rows::kPairColumns +
+                       ", slow.sha256, fast.sha256 FROM pairs p JOIN tasks t ON t.id = p.task_id"
+                       " JOIN kernels slow ON slow.id = p.slow_kernel_id"
+                       " JOIN kernels fast ON fast.id = p.fast_kernel_id ORDER BY p.id",
+                   [&](const sql::Statement& row) {
+                     PairRecord p = rows::read_pair(row);
+                     out << json{{"type", "pair"},
+                                 {"slow_sha256", row.column_text(rows::kPairColumnCount)},
+                                 {"fast_sha256", row.column_text(rows::kPairColumnCount + 1)},
+                                 {"task", p.task},
+                                 {"speedup", p.speedup},
+                                 {"gpu_model", p.gpu_model},
+                                 {"gpu_arch", p.gpu_arch},
+                                 {"summary", p.summary},
+                                 {"tags", p.tags},
+                                 {"retrieved_count", p.retrieved_count},
+                                 {"improved_count", p.improved_count},
+                                 {"created_at", p.created_at}}
+                                .dump()
+                         << "\n";
+                     ++counts.pairs;
+                   });
+  if (!s) return make_error(s.error());
+  out.flush();
+  if (!out) return make_error("export: write failed");
+  return counts;
+}
+
+}  // namespace kopt::memory

@@ -1,0 +1,126 @@
+#include "memory_store/line_diff.h"
+
+#include <algorithm>
+
+namespace kopt::memory {
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::vector<DiffOp> diff_lines(const std::vector<std::string>& a,
+                               const std::vector<std::string>& b) {
+  // Myers: v[k] is the furthest x reached on diagonal k = x - y with d edits; the v of every
+  // round is kept so the path can be walked back from (n, m).
+  const long n = static_cast<long>(a.size()), m = static_cast<long>(b.size());
+  const long offset = n + m + 1;
+  std::vector<long> v(2 * offset + 1, 0);
+  std::vector<std::vector<long>> trace;
+  bool done = n == 0 && m == 0;
+  for (long d = 0; d <= n + m && !done; ++d) {
+    trace.push_back(v);
+    for (long k = -d; k <= d; k += 2) {
+      long x = (k == -d || (k != d && v[offset + k - 1] < v[offset + k + 1]))
+                   ? v[offset + k + 1]       // down: insert b[y]
+                   : v[offset + k - 1] + 1;  // right: delete a[x]
+      long y = x - k;
+      while (x < n && y < m && a[x] == b[y]) ++x, ++y;
+      v[offset + k] = x;
+      if (x >= n && y >= m) {
+        done = true;
+        break;
+      }
+    }
+  }
+  std::vector<DiffOp> ops;
+  long x = n, y = m;
+  for (long d = static_cast<long>(trace.size()) - 1; d >= 0; --d) {
+    const auto& prev = trace[d];
+    long k = x - y;
+    long prev_k = (k == -d || (k != d && prev[offset + k - 1] < prev[offset + k + 1])) ? k + 1
+                                                                                    : k - 1;
+    long prev_x = prev[offset + prev_k];
+    long prev_y = prev_x - prev_k;
+    while (x > prev_x && y > prev_y) {
+      --x, --y;
+      ops.push_back({DiffOp::Kind::kEqual, static_cast<size_t>(x), static_cast<size_t>(y)});
+    }
+    if (d > 0) {
+      if (x == prev_x) {
+        ops.push_back({DiffOp::Kind::kInsert, static_cast<size_t>(x), static_cast<size_t>(y - 1)});
+      } else {
+        ops.push_back({DiffOp::Kind::kDelete, static_cast<size_t>(x - 1), static_cast<size_t>(y)});
+      }
+    }
+    x = prev_x;
+    y = prev_y;
+  }
+  std::reverse(ops.begin(), ops.end());
+  return ops;
+}
+
+namespace {
+
+// "a,b" of a hunk header; an empty range names the line before it, as diff -u does.
+std::string range(size_t first, size_t count) {
+  return std::to_string(count == 0 ? first : first + 1) + "," + std::to_string(count);
+}
+
+}  // namespace
+
+std::string unified_diff(const std::string& before, const std::string& after,
+                         const std::string& before_name, const std::string& after_name,
+                         int context) {
+  auto a = split_lines(before), b = split_lines(after);
+  auto ops = diff_lines(a, b);
+  std::vector<size_t> changes;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind != DiffOp::Kind::kEqual) changes.push_back(i);
+  }
+  if (changes.empty()) return "";
+  const size_t ctx = static_cast<size_t>(std::max(context, 0));
+  std::string out = "--- " + before_name + "\n+++ " + after_name + "\n";
+  size_t c = 0;
+  while (c < changes.size()) {
+    // A hunk takes every change whose gap of equal lines to the previous one is <= 2 * context.
+    size_t last = c;
+    while (last + 1 < changes.size() && changes[last + 1] - changes[last] - 1 <= 2 * ctx) ++last;
+    size_t begin = changes[c] >= ctx ? changes[c] - ctx : 0;
+    size_t end = std::min(ops.size(), changes[last] + ctx + 1);
+    // Lines of each side before the hunk: the position of its first op on that side.
+    size_t old_first = ops[begin].before_line;
+    size_t new_first = ops[begin].after_line;
+    size_t old_count = 0, new_count = 0;
+    std::string body;
+    for (size_t i = begin; i < end; ++i) {
+      switch (ops[i].kind) {
+        case DiffOp::Kind::kEqual:
+          body += " " + a[ops[i].before_line] + "\n";
+          ++old_count, ++new_count;
+          break;
+        case DiffOp::Kind::kDelete:
+          body += "-" + a[ops[i].before_line] + "\n";
+          ++old_count;
+          break;
+        case DiffOp::Kind::kInsert:
+          body += "+" + b[ops[i].after_line] + "\n";
+          ++new_count;
+          break;
+      }
+    }
+    out += "@@ -" + range(old_first, old_count) + " +" + range(new_first, new_count) + " @@\n";
+    out += body;
+    c = last + 1;
+  }
+  return out;
+}
+
+}  // namespace kopt::memory

@@ -1,0 +1,332 @@
+// Opening the memory, and the records that are written once and never merged: tasks, kernels,
+// evaluations, runs and LLM calls. Pairs live in pair_store.cc, retrieval in retrieval.cc.
+#include "memory_store/memory_store.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <regex>
+#include <system_error>
+
+#include "common/files.h"
+#include "common/sha256.h"
+#include "memory_store/fts_index.h"
+#include "memory_store/row_readers.h"
+
+namespace kopt::memory {
+
+std::filesystem::path default_database_path() {
+  if (const char* v = std::getenv("KOPT_DB"); v && *v) return v;
+  return data_directory() / "memory.db";
+}
+
+std::string utc_timestamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+namespace {
+
+const std::string& or_now(const std::string& time, std::string& storage) {
+  if (!time.empty()) return time;
+  storage = utc_timestamp();
+  return storage;
+}
+
+}  // namespace
+
+Result<MemoryStore> MemoryStore::open(const std::filesystem::path& path,
+                                      const OpenOptions& options) {
+  std::error_code ec;
+  if (!options.create) {
+    if (!std::filesystem::exists(path, ec)) {
+      return make_error(path.string() +
+                        ": no memory database there (it is created by the first run; "
+                        "pass --db or set KOPT_DB to use another)");
+    }
+  } else if (path.has_parent_path()) {
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) return make_error(path.parent_path().string() + ": cannot create: " + ec.message());
+  }
+  sql::Database::Options db_options;
+  db_options.create = options.create;
+  auto db = sql::Database::open(path, db_options);
+  if (!db) return make_error(db.error());
+  if (auto s = migrate(*db, options.target_version); !s) return make_error(s.error());
+  return MemoryStore(std::move(*db));
+}
+
+Result<sql::Transaction> MemoryStore::begin() { return sql::Transaction::begin(db_); }
+
+// ---- tasks ----
+
+Result<int64_t> MemoryStore::task_id(const std::string& name) {
+  auto statement = db_.cached("SELECT id FROM tasks WHERE name = ?1");
+  statement->bind(1, name);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return make_error("unknown task '" + name + "' (not in the memory)");
+  return statement->column_int64(0);
+}
+
+Result<int64_t> MemoryStore::upsert_task(const TaskRecord& task) {
+  if (task.name.empty()) return make_error("a task needs a name");
+  std::string now;
+  auto statement = db_.cached(
+      "INSERT INTO tasks(name, spec_hash, tags, spec_json, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)"
+      " ON CONFLICT(name) DO UPDATE SET spec_hash = excluded.spec_hash, tags = excluded.tags,"
+      " spec_json = excluded.spec_json, updated_at = excluded.updated_at"
+      " WHERE spec_hash != excluded.spec_hash OR tags != excluded.tags"
+      " RETURNING id");
+  statement->bind(1, task.name)
+      .bind(2, task.spec_hash)
+      .bind(3, rows::tags_to_json(task.tags))
+      .bind(4, task.spec_json)
+      .bind(5, or_now(task.updated_at, now));
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (*row) return statement->column_int64(0);
+  return task_id(task.name);  // unchanged: the conditional update returned no row
+}
+
+Result<std::optional<TaskRecord>> MemoryStore::find_task(const std::string& name) {
+  auto statement = db_.cached(
+      "SELECT id, name, spec_hash, tags, spec_json, updated_at FROM tasks WHERE name = ?1");
+  statement->bind(1, name);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return std::optional<TaskRecord>();
+  TaskRecord task;
+  task.id = statement->column_int64(0);
+  task.name = statement->column_text(1);
+  task.spec_hash = statement->column_text(2);
+  task.tags = rows::tags_from_json(statement->column_text(3));
+  task.spec_json = statement->column_text(4);
+  task.updated_at = statement->column_text(5);
+  return std::optional<TaskRecord>(std::move(task));
+}
+
+Result<std::vector<TaskRecord>> MemoryStore::list_tasks() {
+  std::vector<std::string> names;
+  {
+    auto statement = db_.cached("SELECT name FROM tasks ORDER BY name");
+    while (true) {
+      auto row = statement->step();
+      if (!row) return make_error(row.error());
+      if (!*row) break;
+      names.push_back(statement->column_text(0));
+    }
+  }
+  std::vector<TaskRecord> tasks;
+  for (const auto& name : names) {
+    auto task = find_task(name);
+    if (!task) return make_error(task.error());
+    if (*task) tasks.push_back(std::move(**task));
+  }
+  return tasks;
+}
+
+// ---- kernels ----
+
+Result<int64_t> MemoryStore::add_kernel(const KernelRecord& kernel) {
+  std::string sha = sha256_hex(kernel.source);
+  if (auto existing = find_kernel(sha); !existing || *existing) {
+    if (!existing) return make_error(existing.error());
+    return **existing;
+  }
+  auto tid = task_id(kernel.task);
+  if (!tid) return make_error("kernel: " + tid.error());
+  auto transaction = sql::Transaction::begin_or_join(db_);
+  if (!transaction) return make_error(transaction.error());
+  std::string now;
+  int64_t id = 0;
+  {
+    auto statement = db_.cached(
+        "INSERT INTO kernels(sha256, source, task_id, parent_id, run_id, origin_agent, origin_model,"
+        " origin_prompt_template, origin_tuner, tunables_json, created_at)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    statement->bind(1, sha)
+        .bind(2, kernel.source)
+        .bind(3, *tid)
+        .bind(4, kernel.parent_id)
+        .bind(5, kernel.run_id)
+        .bind(6, kernel.origin.agent)
+        .bind(7, kernel.origin.model)
+        .bind(8, kernel.origin.prompt_template)
+        .bind(9, kernel.origin.tuner)
+        .bind(10, kernel.tunables_json)
+        .bind(11, or_now(kernel.created_at, now));
+    if (auto s = statement->run(); !s) return make_error("kernel: " + s.error());
+    id = db_.last_insert_rowid();
+  }
+  if (auto s = index_kernel(db_, id); !s) return make_error(s.error());
+  if (auto s = transaction->commit(); !s) return make_error(s.error());
+  return id;
+}
+
+Result<std::optional<KernelRecord>> MemoryStore::kernel(int64_t id) {
+  auto statement = db_.cached(std::string("SELECT ") + rows::kKernelColumns +
+                              " FROM kernels k JOIN tasks t ON t.id = k.task_id WHERE k.id = ?1");
+  statement->bind(1, id);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return std::optional<KernelRecord>();
+  return std::optional<KernelRecord>(rows::read_kernel(*statement));
+}
+
+Result<std::optional<int64_t>> MemoryStore::find_kernel(const std::string& sha256) {
+  auto statement = db_.cached("SELECT id FROM kernels WHERE sha256 = ?1");
+  statement->bind(1, sha256);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return std::optional<int64_t>();
+  return std::optional<int64_t>(statement->column_int64(0));
+}
+
+// ---- evaluations ----
+
+Result<int64_t> MemoryStore::add_evaluation(const EvaluationRecord& e) {
+  auto tid = task_id(e.task);
+  if (!tid) return make_error("evaluation: " + tid.error());
+  if (e.gpu.model.empty()) return make_error("evaluation: the GPU model is missing");
+  if (e.verdict.empty()) return make_error("evaluation: the verdict is missing");
+  std::string now;
+  auto statement = db_.cached(
+      "INSERT INTO evaluations(kernel_id, task_id, run_id, gpu_model, compute_capability,"
+      " driver_version, cuda_version, verdict, detail, tunables_json, median_us, noise,"
+      " baseline_us, speedup, sol_percent, resources_json, created_at)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
+  statement->bind(1, e.kernel_id)
+      .bind(2, *tid)
+      .bind(3, e.run_id)
+      .bind(4, e.gpu.model)
+      .bind(5, e.gpu.compute_capability)
+      .bind(6, e.gpu.driver_version)
+      .bind(7, e.gpu.cuda_version)
+      .bind(8, e.verdict)
+      .bind(9, e.detail)
+      .bind(10, e.tunables_json)
+      .bind(11, e.median_us)
+      .bind(12, e.noise)
+      .bind(13, e.baseline_us)
+      .bind(14, e.speedup)
+      .bind(15, e.sol_percent)
+      .bind(16, e.resources_json)
+      .bind(17, or_now(e.created_at, now));
+  if (auto s = statement->run(); !s) return make_error("evaluation: " + s.error());
+  return db_.last_insert_rowid();
+}
+
+Result<std::optional<EvaluationRecord>> MemoryStore::best_kernel(const std::string& task,
+                                                                 const std::string& gpu_model) {
+  // Ties on the median go to the earlier evaluation, so the answer never flips between calls.
+  auto statement = db_.cached(std::string("SELECT ") + rows::kEvaluationColumns +
+                              " FROM evaluations e JOIN tasks t ON t.id = e.task_id"
+                              " WHERE t.name = ?1 AND e.gpu_model = ?2 AND e.verdict = 'ok'"
+                              " AND e.median_us > 0 ORDER BY e.median_us, e.id LIMIT 1");
+  statement->bind(1, task).bind(2, gpu_model);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return std::optional<EvaluationRecord>();
+  return std::optional<EvaluationRecord>(rows::read_evaluation(*statement));
+}
+
+Result<std::vector<std::string>> MemoryStore::verified_gpus(const std::string& task) {
+  auto statement = db_.cached(
+      "SELECT e.gpu_model FROM evaluations e JOIN tasks t ON t.id = e.task_id"
+      " WHERE t.name = ?1 AND e.verdict = 'ok' AND e.median_us > 0"
+      " GROUP BY e.gpu_model ORDER BY count(*) DESC, e.gpu_model");
+  statement->bind(1, task);
+  std::vector<std::string> gpus;
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error(row.error());
+    if (!*row) return gpus;
+    gpus.push_back(statement->column_text(0));
+  }
+}
+
+// ---- runs and LLM calls ----
+
+Result<int64_t> MemoryStore::start_run(const std::string& config_json) {
+  auto statement = db_.cached(
+      "INSERT INTO runs(config_json, started_at, status) VALUES (?1, ?2, 'running')");
+  statement->bind(1, config_json).bind(2, utc_timestamp());
+  if (auto s = statement->run(); !s) return make_error("run: " + s.error());
+  return db_.last_insert_rowid();
+}
+
+Status MemoryStore::finish_run(int64_t run_id, const std::string& status) {
+  auto statement = db_.cached("UPDATE runs SET finished_at = ?2, status = ?3 WHERE id = ?1");
+  statement->bind(1, run_id).bind(2, utc_timestamp()).bind(3, status);
+  if (auto s = statement->run(); !s) return s;
+  if (db_.changes() == 0) return make_error("run " + std::to_string(run_id) + " does not exist");
+  return ok_status();
+}
+
+Result<std::optional<RunRecord>> MemoryStore::latest_run() {
+  auto statement = db_.cached(
+      "SELECT id, config_json, started_at, coalesce(finished_at, ''), status FROM runs"
+      " ORDER BY id DESC LIMIT 1");
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return std::optional<RunRecord>();
+  RunRecord run;
+  run.id = statement->column_int64(0);
+  run.config_json = statement->column_text(1);
+  run.started_at = statement->column_text(2);
+  run.finished_at = statement->column_text(3);
+  run.status = statement->column_text(4);
+  return std::optional<RunRecord>(std::move(run));
+}
+
+std::string redact_credentials(const std::string& text) {
+  // Provider keys ("sk-...", "sk-ant-..."), bearer tokens and key=value query parameters.
+  static const std::regex kPatterns(
+      R"((sk-[A-Za-z0-9_\-]{8,})|([Bb]earer\s+[A-Za-z0-9._\-]{8,})|)"
+      R"(((api[_-]?key|key|token)["']?\s*[:=]\s*["']?[A-Za-z0-9._\-]{8,}))");
+  return std::regex_replace(text, kPatterns, "[redacted]");
+}
+
+Result<int64_t> MemoryStore::record_llm_call(const LlmCallRecord& call) {
+  std::string now;
+  auto statement = db_.cached(
+      "INSERT INTO llm_calls(run_id, agent, provider, model, prompt_tokens, completion_tokens,"
+      " cost_usd, latency_ms, status, error, created_at)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  statement->bind(1, call.run_id)
+      .bind(2, call.agent)
+      .bind(3, call.provider)
+      .bind(4, call.model)
+      .bind(5, call.prompt_tokens)
+      .bind(6, call.completion_tokens)
+      .bind(7, call.cost_usd)
+      .bind(8, call.latency_ms)
+      .bind(9, call.status)
+      .bind(10, redact_credentials(call.error))
+      .bind(11, or_now(call.created_at, now));
+  if (auto s = statement->run(); !s) return make_error("LLM call: " + s.error());
+  return db_.last_insert_rowid();
+}
+
+Result<RunTotals> MemoryStore::run_totals(int64_t run_id) {
+  auto statement = db_.cached(
+      "SELECT count(*), coalesce(sum(status != 'ok'), 0), coalesce(sum(prompt_tokens), 0),"
+      " coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0) FROM llm_calls"
+      " WHERE run_id = ?1");
+  statement->bind(1, run_id);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  RunTotals totals;
+  totals.calls = statement->column_int64(0);
+  totals.failed_calls = statement->column_int64(1);
+  totals.prompt_tokens = statement->column_int64(2);
+  totals.completion_tokens = statement->column_int64(3);
+  totals.cost_usd = statement->column_double(4);
+  return totals;
+}
+
+}  // namespace kopt::memory

@@ -1,0 +1,177 @@
+// Slow-to-fast pairs: adding (with exact duplicates merged), reading, the wins query and the
+// usefulness counters that retrieval learns from.
+#include <algorithm>
+
+#include "memory_store/fts_index.h"
+#include "memory_store/memory_store.h"
+#include "memory_store/row_readers.h"
+
+namespace kopt::memory {
+
+// A lineage is one branch of successive improvements: the kernel just below the root of the
+// chain fast <- slow <- parent <- ... <- root. Pairs A->B and B->C (A the baseline) share the
+// lineage B; a sibling branch A->E is lineage E, so retrieval can show both branches.
+Result<int64_t> MemoryStore::lineage_of(int64_t slow_kernel_id, int64_t fast_kernel_id) {
+  auto statement = db_.cached(
+      "WITH RECURSIVE chain(id, parent_id, depth) AS ("
+      "  SELECT id, parent_id, 0 FROM kernels WHERE id = ?1"
+      "  UNION ALL SELECT k.id, k.parent_id, c.depth + 1 FROM kernels k"
+      "  JOIN chain c ON k.id = c.parent_id WHERE c.depth < 100000)"
+      " SELECT id FROM chain ORDER BY depth");
+  statement->bind(1, slow_kernel_id);
+  std::vector<int64_t> chain = {fast_kernel_id};
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error(row.error());
+    if (!*row) break;
+    int64_t id = statement->column_int64(0);
+    if (std::find(chain.begin(), chain.end(), id) != chain.end()) break;  // a corrupt cycle
+    chain.push_back(id);
+  }
+  if (chain.size() < 2) {
+    return make_error("pair: kernel " + std::to_string(slow_kernel_id) + " does not exist");
+  }
+  return chain[chain.size() - 2];
+}
+
+Result<int64_t> MemoryStore::add_pair(const PairRecord& pair) {
+  if (pair.slow_kernel_id == pair.fast_kernel_id) {
+    return make_error("pair: the slow and fast kernel are the same kernel");
+  }
+  if (!(pair.speedup > 0)) return make_error("pair: speedup must be positive");
+  if (pair.gpu_model.empty()) return make_error("pair: the GPU model is missing");
+  for (int64_t id : {pair.slow_kernel_id, pair.fast_kernel_id}) {
+    auto k = kernel(id);
+    if (!k) return make_error(k.error());
+    if (!*k) return make_error("pair: kernel " + std::to_string(id) + " does not exist");
+  }
+  auto tid = task_id(pair.task);
+  if (!tid) return make_error("pair: " + tid.error());
+  auto transaction = sql::Transaction::begin_or_join(db_);
+  if (!transaction) return make_error(transaction.error());
+
+  std::optional<PairRecord> existing;
+  {
+    auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
+                                " FROM pairs p JOIN tasks t ON t.id = p.task_id"
+                                " WHERE p.slow_kernel_id = ?1 AND p.fast_kernel_id = ?2"
+                                " AND p.gpu_model = ?3");
+    statement->bind(1, pair.slow_kernel_id).bind(2, pair.fast_kernel_id).bind(3, pair.gpu_model);
+    auto row = statement->step();
+    if (!row) return make_error(row.error());
+    if (*row) existing = rows::read_pair(*statement);
+  }
+  int64_t id = 0;
+  if (existing) {
+    // Merge: keep what the memory already learned, add what the newcomer knows.
+    PairRecord merged = *existing;
+    if (merged.summary.empty()) merged.summary = pair.summary;
+    for (const auto& tag : pair.tags) {
+      if (std::find(merged.tags.begin(), merged.tags.end(), tag) == merged.tags.end()) {
+        merged.tags.push_back(tag);
+      }
+    }
+    merged.retrieved_count = std::max(merged.retrieved_count, pair.retrieved_count);
+    merged.improved_count = std::max(merged.improved_count, pair.improved_count);
+    merged.retrieved_count = std::max(merged.retrieved_count, merged.improved_count);
+    if (merged.summary == existing->summary && merged.tags == existing->tags &&
+        merged.retrieved_count == existing->retrieved_count &&
+        merged.improved_count == existing->improved_count) {
+      return existing->id;  // nothing new: leave the row (and the transaction) untouched
+    }
+    auto update = db_.cached(
+        "UPDATE pairs SET summary = ?2, tags = ?3, retrieved_count = ?4, improved_count = ?5"
+        " WHERE id = ?1");
+    update->bind(1, existing->id)
+        .bind(2, merged.summary)
+        .bind(3, rows::tags_to_json(merged.tags))
+        .bind(4, merged.retrieved_count)
+        .bind(5, merged.improved_count);
+    if (auto s = update->run(); !s) return make_error("pair: " + s.error());
+    id = existing->id;
+  } else {
+    auto lineage = lineage_of(pair.slow_kernel_id, pair.fast_kernel_id);
+    if (!lineage) return make_error(lineage.error());
+    std::string created_at = pair.created_at.empty() ? utc_timestamp() : pair.created_at;
+    auto insert = db_.cached(
+        "INSERT INTO pairs(slow_kernel_id, fast_kernel_id, task_id, speedup, gpu_model, gpu_arch,"
+        " summary, tags, family, is_negative, lineage_root_id, retrieved_count, improved_count,"
+        " created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+    insert->bind(1, pair.slow_kernel_id)
+        .bind(2, pair.fast_kernel_id)
+        .bind(3, *tid)
+        .bind(4, pair.speedup)
+        .bind(5, pair.gpu_model)
+        .bind(6, pair.gpu_arch)
+        .bind(7, pair.summary)
+        .bind(8, rows::tags_to_json(pair.tags))
+        .bind(9, pair.tags.empty() ? std::string() : pair.tags.front())
+        .bind(10, pair.speedup < 1.0)
+        .bind(11, *lineage)
+        .bind(12, std::max(pair.retrieved_count, pair.improved_count))
+        .bind(13, pair.improved_count)
+        .bind(14, created_at);
+    if (auto s = insert->run(); !s) return make_error("pair: " + s.error());
+    id = db_.last_insert_rowid();
+  }
+  if (auto s = index_pair(db_, id); !s) return make_error(s.error());
+  if (auto s = transaction->commit(); !s) return make_error(s.error());
+  return id;
+}
+
+Result<std::optional<PairRecord>> MemoryStore::pair(int64_t id) {
+  auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
+                              " FROM pairs p JOIN tasks t ON t.id = p.task_id WHERE p.id = ?1");
+  statement->bind(1, id);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return std::optional<PairRecord>();
+  return std::optional<PairRecord>(rows::read_pair(*statement));
+}
+
+Result<std::vector<PairRecord>> MemoryStore::wins(const WinsFilter& filter) {
+  auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
+                              " FROM pairs p JOIN tasks t ON t.id = p.task_id"
+                              " WHERE p.is_negative = 0 AND (?1 = '' OR t.name = ?1)"
+                              " AND (?2 = '' OR p.gpu_arch = ?2"
+                              "      OR instr(lower(p.gpu_model), lower(?2)) > 0)"
+                              " AND p.speedup >= ?3 AND (?4 = '' OR p.created_at >= ?4)"
+                              " ORDER BY p.speedup DESC, p.id LIMIT ?5");
+  statement->bind(1, filter.task)
+      .bind(2, filter.gpu)
+      .bind(3, filter.min_speedup)
+      .bind(4, filter.since)
+      .bind(5, filter.limit);
+  std::vector<PairRecord> pairs;
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error(row.error());
+    if (!*row) return pairs;
+    pairs.push_back(rows::read_pair(*statement));
+  }
+}
+
+Status MemoryStore::mark_retrieved(const std::vector<int64_t>& pair_ids) {
+  auto transaction = sql::Transaction::begin_or_join(db_);
+  if (!transaction) return make_error(transaction.error());
+  for (int64_t id : pair_ids) {
+    auto update = db_.cached("UPDATE pairs SET retrieved_count = retrieved_count + 1 WHERE id = ?1");
+    update->bind(1, id);
+    if (auto s = update->run(); !s) return s;
+    if (db_.changes() == 0) return make_error("pair " + std::to_string(id) + " does not exist");
+  }
+  return transaction->commit();
+}
+
+Status MemoryStore::record_outcome(int64_t pair_id, bool improved) {
+  // A pair cannot have helped more often than it was shown: an outcome implies a retrieval.
+  auto update = db_.cached(
+      "UPDATE pairs SET improved_count = improved_count + ?2,"
+      " retrieved_count = max(retrieved_count, improved_count + ?2) WHERE id = ?1");
+  update->bind(1, pair_id).bind(2, improved ? 1 : 0);
+  if (auto s = update->run(); !s) return s;
+  if (db_.changes() == 0) return make_error("pair " + std::to_string(pair_id) + " does not exist");
+  return ok_status();
+}
+
+}  // namespace kopt::memory

@@ -1,0 +1,125 @@
+// Plain records the memory store reads and writes. They know nothing of LLM clients, CUPTI or
+// the sandbox: a verdict is its string name ("ok", "incorrect", see sandbox/verdict.h), JSON
+// blobs (configs, tunables, resources) travel as text. Times are ISO-8601 UTC strings
+// ("2026-11-22T03:14:07Z"); an empty created_at means "now" when a record is written.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kopt::memory {
+
+// A task as the memory knows it: enough to tell whether its spec changed, and to export.
+struct TaskRecord {
+  int64_t id = 0;
+  std::string name;
+  std::string spec_hash;          // sha256 of task.json's bytes (TaskSpec::spec_hash)
+  std::vector<std::string> tags;  // operation family first, as in task.json
+  std::string spec_json;          // task.json as read
+  std::string updated_at;
+};
+
+// Who wrote a kernel: an agent with a model and prompt template, or the built-in tuner.
+struct KernelOrigin {
+  std::string agent;            // "coder", "baseline", "import"...
+  std::string model;            // LLM model name, empty for the tuner
+  std::string prompt_template;  // template file name, empty for the tuner
+  bool tuner = false;
+};
+
+// A kernel file, content-addressed by the SHA-256 of its source.
+struct KernelRecord {
+  int64_t id = 0;
+  std::string sha256;                // filled in by the store
+  std::string source;                // the whole .cu text including its kopt:plan
+  std::string task;                  // task name
+  std::optional<int64_t> parent_id;  // the kernel it was derived from
+  std::optional<int64_t> run_id;
+  KernelOrigin origin;
+  std::string tunables_json = "{}";  // tunable values it was written for
+  std::string created_at;
+};
+
+// The GPU and software an evaluation ran on.
+struct GpuInfo {
+  std::string model;               // "NVIDIA H100 80GB HBM3"
+  std::string compute_capability;  // "9.0"
+  std::string driver_version;      // "580.159.04"
+  std::string cuda_version;        // "13.0"
+};
+
+// The outcome of judging one kernel on one GPU.
+struct EvaluationRecord {
+  int64_t id = 0;
+  int64_t kernel_id = 0;
+  std::string task;
+  std::optional<int64_t> run_id;
+  GpuInfo gpu;
+  std::string verdict;  // verdict_name(): "ok" is the only verified verdict
+  std::string detail;
+  std::string tunables_json = "{}";  // the tunable values this evaluation used
+  double median_us = 0;
+  double noise = 0;                  // relative spread of the median
+  double baseline_us = 0;            // the task's baseline, timed interleaved
+  double speedup = 0;                // baseline_us / median_us
+  double sol_percent = 0;            // share of the speed-of-light bound reached, 0..100
+  std::string resources_json = "{}";
+  std::string created_at;
+};
+
+// A slow-to-fast pair: the change from `slow_kernel_id` (before) to `fast_kernel_id` (after).
+// A negative pair records a change that made things slower (speedup < 1); it is kept as a warning.
+struct PairRecord {
+  int64_t id = 0;
+  int64_t slow_kernel_id = 0;
+  int64_t fast_kernel_id = 0;
+  std::string task;
+  double speedup = 0;       // before_us / after_us
+  std::string gpu_model;
+  std::string gpu_arch;     // "sm_90"
+  std::string summary;      // why it is faster (or, for a negative, why it was slower)
+  std::vector<std::string> tags;  // operation family first, then techniques
+  bool is_negative = false;       // derived: speedup < 1
+  int64_t lineage_root_id = 0;    // derived: the first ancestor of the slow kernel
+  int64_t retrieved_count = 0;    // how often it was put in a prompt
+  int64_t improved_count = 0;     // how often the kernel built from that prompt improved
+  std::string created_at;
+};
+
+// One daemon run.
+struct RunRecord {
+  int64_t id = 0;
+  std::string config_json = "{}";
+  std::string started_at;
+  std::string finished_at;  // empty while running
+  std::string status;       // "running", "finished", "interrupted", "failed"...
+};
+
+// One request to an LLM. Never holds a key or a prompt: only accounting.
+struct LlmCallRecord {
+  int64_t id = 0;
+  std::optional<int64_t> run_id;
+  std::string agent;
+  std::string provider;
+  std::string model;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double cost_usd = 0;
+  double latency_ms = 0;
+  std::string status;  // "ok", "http_429", "timeout"...
+  std::string error;   // the provider's message, already stripped of credentials by the caller
+  std::string created_at;
+};
+
+// Sums over a run's LLM calls.
+struct RunTotals {
+  int64_t calls = 0;
+  int64_t failed_calls = 0;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double cost_usd = 0;
+};
+
+}  // namespace kopt::memory

@@ -1,0 +1,184 @@
+// Retrieval for prompts (ranked, diverse, deterministic) and the plain word search of
+// `kopt memory search`. The ranking is described in retrieval.h.
+#include "memory_store/retrieval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "memory_store/memory_store.h"
+#include "memory_store/row_readers.h"
+#include "memory_store/source_identifiers.h"
+
+namespace kopt::memory {
+
+namespace {
+
+// How many BM25 candidates to re-score. Enough that boosts can reorder the top, small enough
+// that 100,000 pairs stay well under 10 ms (bench/retrieval_bench.cc).
+constexpr int64_t kTextCandidates = 200;
+// The task's own pairs are always candidates, even when their words match poorly.
+constexpr int64_t kTaskCandidates = 50;
+// Identifiers taken from the current kernel; more add little but cost time.
+constexpr size_t kMaxSourceTerms = 48;
+
+bool contains(const std::vector<std::string>& tags, const std::string& tag) {
+  return std::find(tags.begin(), tags.end(), tag) != tags.end();
+}
+
+// "sm_90a" -> "90", "9.0" -> "90", "compute_86" -> "86".
+std::string arch_digits(const std::string& arch) {
+  std::string digits;
+  for (char c : arch) {
+    if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+  }
+  return digits;
+}
+
+}  // namespace
+
+double arch_similarity(const std::string& a, const std::string& b) {
+  std::string da = arch_digits(a), db = arch_digits(b);
+  if (da.size() < 2 || db.size() < 2) return 0;
+  if (da == db) return 1;
+  return da.substr(0, da.size() - 1) == db.substr(0, db.size() - 1) ? 0.5 : 0;
+}
+
+double non_text_score(const RetrievalQuery& query, const PairRecord& pair) {
+  double family = 0;
+  if (!query.family_tags.empty()) {
+    if (contains(pair.tags, query.family_tags.front())) family += 0.5;
+    size_t others = query.family_tags.size() - 1, shared = 0;
+    for (size_t i = 1; i < query.family_tags.size(); ++i) {
+      if (contains(pair.tags, query.family_tags[i])) ++shared;
+    }
+    if (others > 0) family += 0.5 * static_cast<double>(shared) / static_cast<double>(others);
+  }
+  double same_task = !query.task.empty() && pair.task == query.task ? 1 : 0;
+  double gpu = arch_similarity(query.gpu_arch, pair.gpu_arch);
+  double speed = pair.speedup > 0 ? std::min(std::fabs(std::log2(pair.speedup)) / 3.0, 1.0) : 0;
+  double useful = (static_cast<double>(pair.improved_count) + 1.0) /
+                  (static_cast<double>(pair.retrieved_count) + 2.0);
+  return 0.6 * family + 0.4 * same_task + 0.3 * gpu + 0.3 * speed + 0.5 * (useful - 0.5);
+}
+
+std::vector<RetrievedPair> select_diverse(std::vector<RetrievedPair> candidates, int k) {
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.pair.id < b.pair.id;
+  });
+  const int max_negatives = std::max(1, k / 3);
+  int negatives = 0;
+  std::set<int64_t> lineages;
+  std::vector<RetrievedPair> chosen;
+  for (auto& candidate : candidates) {
+    if (static_cast<int>(chosen.size()) >= k) break;
+    if (candidate.pair.is_negative && negatives >= max_negatives) continue;
+    if (!lineages.insert(candidate.pair.lineage_root_id).second) continue;
+    if (candidate.pair.is_negative) ++negatives;
+    chosen.push_back(std::move(candidate));
+  }
+  return chosen;
+}
+
+Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& query) {
+  if (query.k <= 0) return std::vector<RetrievedPair>();
+  std::vector<std::string> words = text_words(query.task);
+  for (const auto& tag : query.family_tags) {
+    for (auto& word : text_words(tag)) words.push_back(std::move(word));
+  }
+  auto terms = index_terms(query.kernel_source);
+  if (terms.size() > kMaxSourceTerms) terms.resize(kMaxSourceTerms);
+  words.insert(words.end(), terms.begin(), terms.end());
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+
+  std::map<int64_t, double> text;  // pair id -> BM25 relevance (higher is better)
+  if (std::string match = fts_any_of(words); !match.empty()) {
+    auto statement = db_.cached(
+        "SELECT rowid, -rank FROM pair_fts WHERE pair_fts MATCH ?1 ORDER BY rank LIMIT ?2");
+    statement->bind(1, match).bind(2, kTextCandidates);
+    while (true) {
+      auto row = statement->step();
+      if (!row) return make_error("retrieval: " + row.error());
+      if (!*row) break;
+      text[statement->column_int64(0)] = statement->column_double(1);
+    }
+  }
+  std::vector<int64_t> ids;
+  for (const auto& [id, score] : text) ids.push_back(id);
+  {
+    auto statement = db_.cached(
+        "SELECT p.id FROM pairs p JOIN tasks t ON t.id = p.task_id WHERE t.name = ?1"
+        " ORDER BY max(p.speedup, 1.0 / p.speedup) DESC, p.id LIMIT ?2");
+    statement->bind(1, query.task).bind(2, kTaskCandidates);
+    while (true) {
+      auto row = statement->step();
+      if (!row) return make_error("retrieval: " + row.error());
+      if (!*row) break;
+      ids.push_back(statement->column_int64(0));
+    }
+  }
+
+  double best_text = 0;
+  for (const auto& [id, score] : text) best_text = std::max(best_text, score);
+  std::vector<RetrievedPair> candidates;
+  {
+    auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
+                                " FROM pairs p JOIN tasks t ON t.id = p.task_id"
+                                " WHERE p.id IN (SELECT value FROM json_each(?1))"
+                                " AND (?2 OR p.is_negative = 0)");
+    statement->bind(1, nlohmann::json(ids).dump()).bind(2, query.include_negatives);
+    while (true) {
+      auto row = statement->step();
+      if (!row) return make_error("retrieval: " + row.error());
+      if (!*row) break;
+      RetrievedPair candidate;
+      candidate.pair = rows::read_pair(*statement);
+      auto it = text.find(candidate.pair.id);
+      candidate.text_score = it != text.end() && best_text > 0 ? it->second / best_text : 0;
+      candidate.score = candidate.text_score + non_text_score(query, candidate.pair);
+      candidates.push_back(std::move(candidate));
+    }
+  }
+  return select_diverse(std::move(candidates), query.k);
+}
+
+Result<std::vector<SearchHit>> MemoryStore::search(const std::string& query, int64_t limit) {
+  std::vector<SearchHit> hits;
+  std::string match = fts_all_of(text_words(query));
+  if (match.empty()) return hits;
+  {
+    auto statement = db_.cached(
+        "SELECT p.id, t.name, p.summary, p.speedup FROM pair_fts f"
+        " JOIN pairs p ON p.id = f.rowid JOIN tasks t ON t.id = p.task_id"
+        " WHERE pair_fts MATCH ?1 ORDER BY f.rank, p.id LIMIT ?2");
+    statement->bind(1, match).bind(2, limit);
+    while (true) {
+      auto row = statement->step();
+      if (!row) return make_error("search: " + row.error());
+      if (!*row) break;
+      hits.push_back({"pair", statement->column_int64(0), statement->column_text(1),
+                      statement->column_text(2), statement->column_double(3)});
+    }
+  }
+  auto statement = db_.cached(
+      "SELECT k.id, t.name, k.sha256, k.origin_agent, k.origin_model, k.origin_tuner"
+      " FROM kernel_fts f JOIN kernels k ON k.id = f.rowid JOIN tasks t ON t.id = k.task_id"
+      " WHERE kernel_fts MATCH ?1 ORDER BY f.rank, k.id LIMIT ?2");
+  statement->bind(1, match).bind(2, limit);
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error("search: " + row.error());
+    if (!*row) break;
+    std::string origin = statement->column_int64(5) ? "tuner" : statement->column_text(3);
+    if (!statement->column_text(4).empty()) origin += " (" + statement->column_text(4) + ")";
+    hits.push_back({"kernel", statement->column_int64(0), statement->column_text(1),
+                    statement->column_text(2).substr(0, 12) + "  " + origin, 0});
+  }
+  return hits;
+}
+
+}  // namespace kopt::memory

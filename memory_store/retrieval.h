@@ -1,0 +1,51 @@
+// Choosing the few pairs worth showing an LLM for a task and its current kernel.
+//
+// Candidates come from FTS5 (BM25 over summaries, tags, the task name and the identifiers of
+// both kernels, matched against the query's task, family tags and the identifiers of the
+// current kernel) plus the task's own pairs. Each candidate is then scored:
+//
+//   score = 1.0 * text      BM25 relative to the best candidate, 0..1
+//         + 0.6 * family    the query's operation family (first tag) 0.5, other tags 0.5 shared
+//         + 0.4 * same_task
+//         + 0.3 * gpu       same arch 1, same major architecture 0.5
+//         + 0.3 * speed     |log2 speedup| / 3, capped at 1 (a big slowdown is a loud warning)
+//         + 0.5 * (useful - 0.5)   useful = (improved + 1) / (retrieved + 2)
+//
+// and the result takes the best pair of each lineage (a branch of successive improvements),
+// at most max(1, k/3) negatives, ordered by score then pair id so equal databases and queries
+// always give the same answer.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "memory_store/records.h"
+
+namespace kopt::memory {
+
+struct RetrievalQuery {
+  std::string task;                      // the task being optimized
+  std::vector<std::string> family_tags;  // its tags, operation family first
+  std::string gpu_arch;                  // "sm_90"
+  std::string kernel_source;             // the kernel about to be improved
+  int k = 4;                             // how many pairs to return
+  bool include_negatives = true;         // also return warnings (changes that made it slower)
+};
+
+struct RetrievedPair {
+  PairRecord pair;
+  double score = 0;       // the ranking score above
+  double text_score = 0;  // the BM25 part, 0..1
+};
+
+// The parts of the score that do not depend on BM25, for one candidate (exposed for tests).
+double non_text_score(const RetrievalQuery& query, const PairRecord& pair);
+
+// How close two architectures are: 1 equal ("sm_90" and "sm_90a" count as equal), 0.5 same
+// major version, 0 otherwise or unknown.
+double arch_similarity(const std::string& a, const std::string& b);
+
+// Orders scored candidates and applies the lineage and negative limits (exposed for tests).
+std::vector<RetrievedPair> select_diverse(std::vector<RetrievedPair> candidates, int k);
+
+}  // namespace kopt::memory

@@ -1,0 +1,40 @@
+// Internal to the memory store: the column lists of the record tables and the functions that
+// turn a row into a record, shared by every file that selects records.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "memory_store/records.h"
+#include "memory_store/sqlite_database.h"
+
+namespace kopt::memory::rows {
+
+// SELECT list for PairRecord; use with "FROM pairs p JOIN tasks t ON t.id = p.task_id".
+inline constexpr const char* kPairColumns =
+    "p.id, p.slow_kernel_id, p.fast_kernel_id, t.name, p.speedup, p.gpu_model, p.gpu_arch,"
+    " p.summary, p.tags, p.is_negative, p.lineage_root_id, p.retrieved_count, p.improved_count,"
+    " p.created_at";
+inline constexpr int kPairColumnCount = 14;
+
+// SELECT list for EvaluationRecord; use with "FROM evaluations e JOIN tasks t ON ...".
+inline constexpr const char* kEvaluationColumns =
+    "e.id, e.kernel_id, t.name, e.run_id, e.gpu_model, e.compute_capability, e.driver_version,"
+    " e.cuda_version, e.verdict, e.detail, e.tunables_json, e.median_us, e.noise, e.baseline_us,"
+    " e.speedup, e.sol_percent, e.resources_json, e.created_at";
+
+// SELECT list for KernelRecord; use with "FROM kernels k JOIN tasks t ON t.id = k.task_id".
+inline constexpr const char* kKernelColumns =
+    "k.id, k.sha256, k.source, t.name, k.parent_id, k.run_id, k.origin_agent, k.origin_model,"
+    " k.origin_prompt_template, k.origin_tuner, k.tunables_json, k.created_at";
+
+// Reads a pair from columns first..first+13 of the current row.
+PairRecord read_pair(const sql::Statement& row, int first = 0);
+EvaluationRecord read_evaluation(const sql::Statement& row);
+KernelRecord read_kernel(const sql::Statement& row);
+
+// Tags are stored as a JSON array of strings.
+std::string tags_to_json(const std::vector<std::string>& tags);
+std::vector<std::string> tags_from_json(const std::string& json);
+
+}  // namespace kopt::memory::rows

@@ -1,0 +1,228 @@
+#include "memory_store/schema.h"
+
+#include <string>
+#include <vector>
+
+#include "memory_store/fts_index.h"
+
+namespace kopt::memory {
+
+namespace {
+
+Result<int> meta_int(sql::Database& db, const char* key) {
+  if (!db.has_table("meta")) return 0;
+  auto statement = db.cached("SELECT value FROM meta WHERE key = ?1");
+  statement->bind(1, key);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return 0;
+  return static_cast<int>(statement->column_int64(0));
+}
+
+Status set_meta(sql::Database& db, const char* key, int value) {
+  auto statement = db.cached("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)");
+  statement->bind(1, key).bind(2, value);
+  return statement->run();
+}
+
+// Runs one migration step and records the new version inside the same transaction, so a crash
+// leaves the database at the old version or the new one, never in between.
+Status run_step(sql::Database& db, int version, Status (*step)(sql::Database&)) {
+  auto transaction = sql::Transaction::begin(db);
+  if (!transaction) return make_error(transaction.error());
+  // Another process may have migrated while this one waited for the write lock.
+  auto current = schema_version(db);
+  if (!current) return make_error(current.error());
+  if (*current >= version) return transaction->commit();
+  if (auto s = step(db); !s) {
+    return make_error("migration to schema version " + std::to_string(version) + ": " + s.error());
+  }
+  if (auto s = set_meta(db, "version", version); !s) return s;
+  // Each version so far can be used only by code that knows it.
+  if (auto s = set_meta(db, "last_compatible_version", version); !s) return s;
+  return transaction->commit();
+}
+
+}  // namespace
+
+Result<int> schema_version(sql::Database& db) { return meta_int(db, "version"); }
+
+Result<int> compatible_version(sql::Database& db) {
+  return meta_int(db, "last_compatible_version");
+}
+
+Status migrate_to_version_1(sql::Database& db) {
+  std::string set_id = "PRAGMA application_id = " + std::to_string(kApplicationId) + ";";
+  return db.execute(set_id + R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE tasks (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  spec_hash TEXT NOT NULL,
+  tags TEXT NOT NULL DEFAULT '[]',
+  spec_json TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  config_json TEXT NOT NULL DEFAULT '{}',
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  status TEXT NOT NULL
+);
+CREATE TABLE kernels (
+  id INTEGER PRIMARY KEY,
+  sha256 TEXT NOT NULL UNIQUE,
+  source TEXT NOT NULL,
+  task_id INTEGER NOT NULL REFERENCES tasks(id),
+  parent_id INTEGER REFERENCES kernels(id),
+  run_id INTEGER REFERENCES runs(id),
+  origin_agent TEXT NOT NULL DEFAULT '',
+  origin_model TEXT NOT NULL DEFAULT '',
+  origin_prompt_template TEXT NOT NULL DEFAULT '',
+  origin_tuner INTEGER NOT NULL DEFAULT 0,
+  tunables_json TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL
+);
+CREATE INDEX kernels_task ON kernels(task_id);
+CREATE INDEX kernels_parent ON kernels(parent_id);
+CREATE TABLE evaluations (
+  id INTEGER PRIMARY KEY,
+  kernel_id INTEGER NOT NULL REFERENCES kernels(id),
+  task_id INTEGER NOT NULL REFERENCES tasks(id),
+  run_id INTEGER REFERENCES runs(id),
+  gpu_model TEXT NOT NULL,
+  compute_capability TEXT NOT NULL DEFAULT '',
+  driver_version TEXT NOT NULL DEFAULT '',
+  cuda_version TEXT NOT NULL DEFAULT '',
+  verdict TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT '',
+  tunables_json TEXT NOT NULL DEFAULT '{}',
+  median_us REAL NOT NULL DEFAULT 0,
+  noise REAL NOT NULL DEFAULT 0,
+  baseline_us REAL NOT NULL DEFAULT 0,
+  speedup REAL NOT NULL DEFAULT 0,
+  sol_percent REAL NOT NULL DEFAULT 0,
+  resources_json TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL
+);
+CREATE INDEX evaluations_best ON evaluations(task_id, gpu_model, verdict, median_us);
+CREATE INDEX evaluations_kernel ON evaluations(kernel_id);
+CREATE TABLE pairs (
+  id INTEGER PRIMARY KEY,
+  slow_kernel_id INTEGER NOT NULL REFERENCES kernels(id),
+  fast_kernel_id INTEGER NOT NULL REFERENCES kernels(id),
+  task_id INTEGER NOT NULL REFERENCES tasks(id),
+  speedup REAL NOT NULL,
+  gpu_model TEXT NOT NULL,
+  gpu_arch TEXT NOT NULL DEFAULT '',
+  summary TEXT NOT NULL DEFAULT '',
+  tags TEXT NOT NULL DEFAULT '[]',
+  family TEXT NOT NULL DEFAULT '',
+  is_negative INTEGER NOT NULL DEFAULT 0,
+  lineage_root_id INTEGER NOT NULL REFERENCES kernels(id),
+  retrieved_count INTEGER NOT NULL DEFAULT 0,
+  improved_count INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  UNIQUE (slow_kernel_id, fast_kernel_id, gpu_model)
+);
+CREATE INDEX pairs_task ON pairs(task_id, is_negative);
+CREATE INDEX pairs_family ON pairs(family, is_negative);
+CREATE TABLE llm_calls (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER REFERENCES runs(id),
+  agent TEXT NOT NULL DEFAULT '',
+  provider TEXT NOT NULL DEFAULT '',
+  model TEXT NOT NULL DEFAULT '',
+  prompt_tokens INTEGER NOT NULL DEFAULT 0,
+  completion_tokens INTEGER NOT NULL DEFAULT 0,
+  cost_usd REAL NOT NULL DEFAULT 0,
+  latency_ms REAL NOT NULL DEFAULT 0,
+  status TEXT NOT NULL DEFAULT '',
+  error TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL
+);
+CREATE INDEX llm_calls_run ON llm_calls(run_id);
+)sql");
+}
+
+Status migrate_to_version_2(sql::Database& db) {
+  // Identifiers keep their underscores ("__shfl_xor_sync" is one word); index_terms() adds the
+  // parts separately. Deleting a pair or kernel removes its index row in the same transaction.
+  // The pair rank weighs columns: summary 1, tags 2, task 3, slow kernel 1, fast kernel 0.5 (the
+  // current kernel resembles the slow side of a useful pair).
+  auto s = db.execute(R"sql(
+CREATE VIRTUAL TABLE pair_fts USING fts5(
+  summary, tags, task, slow_terms, fast_terms, tokenize = "unicode61 tokenchars '_'");
+CREATE VIRTUAL TABLE kernel_fts USING fts5(terms, task, tokenize = "unicode61 tokenchars '_'");
+INSERT INTO pair_fts(pair_fts, rank) VALUES ('rank', 'bm25(1.0, 2.0, 3.0, 1.0, 0.5)');
+CREATE TRIGGER pairs_fts_delete AFTER DELETE ON pairs BEGIN
+  DELETE FROM pair_fts WHERE rowid = old.id;
+END;
+CREATE TRIGGER kernels_fts_delete AFTER DELETE ON kernels BEGIN
+  DELETE FROM kernel_fts WHERE rowid = old.id;
+END;
+)sql");
+  if (!s) return s;
+  std::vector<int64_t> ids;
+  for (const char* sql : {"SELECT id FROM pairs ORDER BY id", "SELECT id FROM kernels ORDER BY id"}) {
+    auto statement = db.prepare(sql);
+    if (!statement) return make_error(statement.error());
+    ids.clear();
+    while (true) {
+      auto row = statement->step();
+      if (!row) return make_error(row.error());
+      if (!*row) break;
+      ids.push_back(statement->column_int64(0));
+    }
+    bool pairs = std::string(sql).find("pairs") != std::string::npos;
+    for (int64_t id : ids) {
+      if (auto indexed = pairs ? index_pair(db, id) : index_kernel(db, id); !indexed) {
+        return indexed;
+      }
+    }
+  }
+  return ok_status();
+}
+
+Status migrate(sql::Database& db, int target_version) {
+  auto application_id = db.query_int64("PRAGMA application_id");
+  if (!application_id) return make_error(db.path().string() + ": " + application_id.error());
+  auto version = schema_version(db);
+  if (!version) return make_error(db.path().string() + ": " + version.error());
+  bool empty = *version == 0;
+  if (empty) {
+    auto tables = db.query_int64("SELECT count(*) FROM sqlite_master");
+    if (!tables) return make_error(db.path().string() + ": " + tables.error());
+    if (*tables > 0 || (*application_id != 0 && *application_id != kApplicationId)) {
+      return make_error(db.path().string() +
+                        ": not a kopt memory database (it holds other tables); pass another --db");
+    }
+  } else if (*application_id != kApplicationId) {
+    return make_error(db.path().string() + ": not a kopt memory database (application_id " +
+                      std::to_string(*application_id) + ")");
+  }
+  auto compatible = compatible_version(db);
+  if (!compatible) return make_error(db.path().string() + ": " + compatible.error());
+  if (*version > kSchemaVersion) {
+    if (*compatible > kSchemaVersion) {
+      return make_error(db.path().string() + ": the memory database has schema version " +
+                        std::to_string(*version) + " and needs a kopt that knows version " +
+                        std::to_string(*compatible) + " or later; this kopt " + KOPT_VERSION +
+                        " knows up to version " + std::to_string(kSchemaVersion) +
+                        ". Upgrade kopt, or pass another --db.");
+    }
+    return ok_status();  // newer, but written to stay readable by this version
+  }
+  using Step = Status (*)(sql::Database&);
+  static const Step kSteps[] = {migrate_to_version_1, migrate_to_version_2};
+  static_assert(std::size(kSteps) == kSchemaVersion, "one migration per schema version");
+  for (int next = *version + 1; next <= target_version; ++next) {
+    if (auto s = run_step(db, next, kSteps[next - 1]); !s) {
+      return make_error(db.path().string() + ": " + s.error());
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace kopt::memory
