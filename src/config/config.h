@@ -1,0 +1,123 @@
+// kopt's configuration file (JSON): the database, the LLM providers and agents, and the daemon's
+// settings, loaded into typed structs and validated in one pass. The format is shown by the
+// examples in configs/; every key is optional unless noted.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace kopt {
+
+inline constexpr int kConfigFormatVersion = 1;
+
+enum class ProviderType { kOpenAi, kAnthropic, kCommand };
+
+// "openai", "anthropic", "command".
+const char* provider_type_name(ProviderType type);
+
+// One endpoint kopt can send completions to, with its limits and retry policy.
+struct ProviderConfig {
+  std::string name;  // the key under llm.providers
+  ProviderType type = ProviderType::kOpenAi;
+
+  // openai / anthropic.
+  std::string base_url;  // defaulted per type: https://api.openai.com/v1, https://api.anthropic.com
+  std::string api_key_env;  // environment variable holding the key; "" = no key (local servers)
+  std::string max_tokens_field =
+      "max_tokens";  // openai: newer hosted models want max_completion_tokens
+  std::string anthropic_version = "2023-06-01";
+
+  // command: argv of a program that reads the request JSON on stdin and writes the completion.
+  std::vector<std::string> command;
+  bool command_output_json = false;  // stdout is {"text", "finish_reason", "usage"} instead of text
+
+  std::chrono::milliseconds connect_timeout{10'000};
+  std::chrono::milliseconds timeout{300'000};  // one attempt, start to end
+  int max_concurrent = 4;
+  double requests_per_minute = 0;  // 0: no limit
+  int max_attempts = 5;
+  std::chrono::milliseconds backoff_initial{1'000};
+  std::chrono::milliseconds backoff_max{60'000};
+  std::chrono::milliseconds max_retry_wait{300'000};  // a longer Retry-After ends the call at once
+  int down_after_failures = 3;  // consecutive failed calls before the endpoint counts as down
+  std::chrono::milliseconds down_retry{60'000};  // how long a down endpoint is left alone
+};
+
+// Which provider and model an agent (planner, coder, summarizer) uses.
+struct AgentConfig {
+  std::string role;
+  std::string provider;
+  std::string model;
+  std::optional<double> temperature;  // unset: the server's default (some models accept no other)
+  int max_tokens = 4096;
+};
+
+struct ModelPrice {
+  double input_per_mtok = 0;   // USD per million prompt tokens
+  double output_per_mtok = 0;  // USD per million completion tokens
+};
+
+// The agent roles the daemon drives; each needs an entry under llm.agents.
+const std::vector<std::string>& agent_roles();
+
+struct LlmConfig {
+  std::map<std::string, ProviderConfig> providers;
+  std::map<std::string, AgentConfig> agents;  // by role
+  std::map<std::string, ModelPrice> prices;   // by model; a model without a price costs 0
+  size_t max_response_bytes = 1u << 20;       // larger responses are rejected (too_large)
+
+  // The agent's config and its provider's, or nullptr for an unknown role.
+  const AgentConfig* agent(const std::string& role) const;
+  const ProviderConfig* provider_for(const std::string& role) const;
+};
+
+// The daemon's settings (`kopt run`). To add a key: a member here, one line in
+// daemon_config.cc, and (if worth showing) one in describe.cc.
+struct DaemonConfig {
+  struct Budgets {
+    std::optional<double> hours;                 // wall time of a run
+    std::optional<double> max_usd;               // LLM spend of a run
+    std::optional<int64_t> candidates_per_task;  // evaluations per task
+  } budgets;
+  std::vector<int> gpus;                    // empty: every visible GPU
+  std::vector<std::string> worker_command;  // template with {worker} and {gpu}; empty: run locally
+};
+
+struct Config {
+  std::filesystem::path source;         // the file it came from; empty for built-in defaults
+  std::filesystem::path database_path;  // default: data_directory()/memory.db
+  std::optional<LlmConfig> llm;         // nullopt: no LLM, the daemon uses its built-in tuner
+  DaemonConfig daemon;
+};
+
+// The configuration used when there is no file.
+Config default_config();
+
+// Parses config text; `origin` names the file in messages and anchors relative paths.
+Result<Config> parse_config(const std::string& text, const std::filesystem::path& origin);
+
+// Reads and validates a config file; every problem is reported, each with file and JSON path.
+Result<Config> load_config(const std::filesystem::path& path);
+
+// $KOPT_CONFIG, else data_directory()/config.json.
+std::filesystem::path default_config_path();
+
+// `explicit_path` (or $KOPT_CONFIG) must exist; without either, data_directory()/config.json is
+// used when it exists and the built-in defaults (no LLM) when it does not.
+Result<Config> load_config_or_defaults(const std::optional<std::filesystem::path>& explicit_path);
+
+// The effective configuration, several lines, safe to log: key variables are named (with
+// whether they are set), never their values; URLs lose credentials and query strings.
+std::string describe(const Config& config);
+
+// A URL without user:password@ and without its query string, for logs.
+std::string redact_url(const std::string& url);
+
+}  // namespace kopt

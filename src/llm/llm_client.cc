@@ -1,0 +1,12 @@
+#include "src/llm/llm_client.h"
+
+namespace kopt {
+
+std::future<LlmResponse> LlmClient::submit(LlmRequest request) {
+  return std::async(std::launch::async,
+                    [this, request = std::move(request)] { return complete(request); });
+}
+
+LlmAvailability LlmClient::availability(const std::string&) const { return {}; }
+
+}  // namespace kopt
