@@ -1,0 +1,75 @@
+// fake-llm-server: the tests' fake LLM endpoint as a program, for end-to-end runs and GPU
+// machine demos without a real model. Serves the files of --replay DIR in name order, cycling
+// (a "*.fault" file holds a fault name such as 429 or reset), on 127.0.0.1 only.
+//
+//   fake-llm-server --port 8090 --replay docs/replay/     # then: kopt run --config configs/fake-server.json
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "tests/support/fake_llm_server.h"
+
+namespace {
+
+int usage(const char* why) {
+  if (why) std::fprintf(stderr, "fake-llm-server: %s\n", why);
+  std::fprintf(stderr,
+               "usage: fake-llm-server [--port P] [--replay DIR] [--quiet]\n"
+               "  --port P      port on 127.0.0.1 (default 0: any free port, printed)\n"
+               "  --replay DIR  completions to serve, one file each, in name order, cycling;\n"
+               "                a *.fault file names a fault (429, 500, 503, reset, malformed,\n"
+               "                empty, truncated_body, huge, 401, 404, 400, length)\n"
+               "  without --replay every request gets the completion \"ok\"\n");
+  return why ? 2 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kopt::testing::FakeLlmServer::Options options;
+  options.log_requests = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    bool has_value = i + 1 < argc;
+    if (arg == "--help" || arg == "-h") return usage(nullptr);
+    if (arg == "--port" && has_value) {
+      char* end = nullptr;
+      long port = std::strtol(argv[++i], &end, 10);
+      if (*end || port < 0 || port > 65535) return usage("--port needs a number in 0..65535");
+      options.port = static_cast<int>(port);
+    } else if (arg == "--replay" && has_value) {
+      options.replay_dir = argv[++i];
+    } else if (arg == "--quiet") {
+      options.log_requests = false;
+    } else {
+      return usage(("unknown or incomplete option '" + arg + "'").c_str());
+    }
+  }
+
+  // Block the stop signals before any thread starts, so that only sigwait() below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = kopt::testing::FakeLlmServer::start(options);
+  if (!server) {
+    std::fprintf(stderr, "fake-llm-server: %s\n", server.error().c_str());
+    return 1;
+  }
+  std::printf("fake-llm-server: listening on 127.0.0.1:%d (openai base_url %s, anthropic %s)\n",
+              (*server)->port(), (*server)->openai_base_url().c_str(),
+              (*server)->anthropic_base_url().c_str());
+  std::fflush(stdout);
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::fprintf(stderr, "fake-llm-server: %s, stopping after %zu requests\n",
+               strsignal(signal_number), (*server)->request_count());
+  (*server)->stop();
+  return 0;
+}
