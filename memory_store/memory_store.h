@@ -141,6 +141,16 @@ class MemoryStore {
   // Tokens and cost of run `run_id` so far.
   Result<RunTotals> run_totals(int64_t run_id);
 
+  // ---- history, oldest first (kopt report) ----
+  // The run with id `id`, if any.
+  Result<std::optional<RunRecord>> run(int64_t id);
+  // Every run.
+  Result<std::vector<RunRecord>> list_runs();
+  // The evaluations of run `run_id` (every evaluation when empty), in the order recorded.
+  Result<std::vector<EvaluationRecord>> list_evaluations(std::optional<int64_t> run_id);
+  // The LLM calls of run `run_id` (every call when empty), in the order made.
+  Result<std::vector<LlmCallRecord>> list_llm_calls(std::optional<int64_t> run_id);
+
   // Counts by task, verdict and GPU, and the file size.
   Result<StoreStats> stats();
 

@@ -1,0 +1,90 @@
+// What happened, in order: runs, evaluations and LLM calls as recorded, for `kopt report`'s
+// charts over time. Read-only; ordered by id, which is insertion order, so ties in created_at
+// (one second of resolution) keep the order of events.
+#include "memory_store/memory_store.h"
+#include "memory_store/row_readers.h"
+
+namespace kopt::memory {
+
+namespace {
+
+constexpr const char* kRunColumns =
+    "SELECT id, config_json, started_at, coalesce(finished_at, ''), status FROM runs";
+
+RunRecord read_run(const sql::Statement& row) {
+  RunRecord run;
+  run.id = row.column_int64(0);
+  run.config_json = row.column_text(1);
+  run.started_at = row.column_text(2);
+  run.finished_at = row.column_text(3);
+  run.status = row.column_text(4);
+  return run;
+}
+
+// Every row of `sql`; a query with a "?1" gets `run_id` bound there, written as
+// "WHERE (?1 IS NULL OR run_id = ?1)" so that no run means every run.
+template <typename Record, typename Reader>
+Result<std::vector<Record>> collect(sql::Database& db, const std::string& sql,
+                                    std::optional<int64_t> run_id, Reader read) {
+  auto statement = db.cached(sql);
+  if (sql.find("?1") != std::string::npos) statement->bind(1, run_id);
+  std::vector<Record> records;
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error(row.error());
+    if (!*row) return records;
+    records.push_back(read(*statement));
+  }
+}
+
+}  // namespace
+
+Result<std::optional<RunRecord>> MemoryStore::run(int64_t id) {
+  auto statement = db_.cached(std::string(kRunColumns) + " WHERE id = ?1");
+  statement->bind(1, id);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return std::optional<RunRecord>();
+  return std::optional<RunRecord>(read_run(*statement));
+}
+
+Result<std::vector<RunRecord>> MemoryStore::list_runs() {
+  return collect<RunRecord>(db_, std::string(kRunColumns) + " ORDER BY id",
+                            std::nullopt, read_run);
+}
+
+Result<std::vector<EvaluationRecord>> MemoryStore::list_evaluations(
+    std::optional<int64_t> run_id) {
+  return collect<EvaluationRecord>(
+      db_,
+      std::string("SELECT ") + rows::kEvaluationColumns +
+          " FROM evaluations e JOIN tasks t ON t.id = e.task_id"
+          " WHERE (?1 IS NULL OR e.run_id = ?1) ORDER BY e.id",
+      run_id, rows::read_evaluation);
+}
+
+Result<std::vector<LlmCallRecord>> MemoryStore::list_llm_calls(std::optional<int64_t> run_id) {
+  return collect<LlmCallRecord>(
+      db_,
+      "SELECT id, run_id, agent, provider, model, prompt_tokens, completion_tokens, cost_usd,"
+      " latency_ms, status, error, created_at FROM llm_calls"
+      " WHERE (?1 IS NULL OR run_id = ?1) ORDER BY id",
+      run_id, [](const sql::Statement& row) {
+        LlmCallRecord call;
+        call.id = row.column_int64(0);
+        call.run_id = row.column_optional_int64(1);
+        call.agent = row.column_text(2);
+        call.provider = row.column_text(3);
+        call.model = row.column_text(4);
+        call.prompt_tokens = row.column_int64(5);
+        call.completion_tokens = row.column_int64(6);
+        call.cost_usd = row.column_double(7);
+        call.latency_ms = row.column_double(8);
+        call.status = row.column_text(9);
+        call.error = row.column_text(10);
+        call.created_at = row.column_text(11);
+        return call;
+      });
+}
+
+}  // namespace kopt::memory

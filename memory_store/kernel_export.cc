@@ -1,0 +1,337 @@
+#include "memory_store/kernel_export.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/files.h"
+#include "common/strings.h"
+#include "common/subprocess.h"
+#include "memory_store/launcher_codegen.h"
+#include "sandbox/kernel_file.h"
+#include "sandbox/task_spec.h"
+
+namespace kopt::exporter {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kGenerator = "kopt export";
+constexpr const char* kReadmeBegin = "<!-- kopt:export:begin -->";
+constexpr const char* kReadmeEnd = "<!-- kopt:export:end -->";
+constexpr const char* kVerificationMethod =
+    "kopt sandbox: every shape of the task's sweep and its holdout shapes, several rounds of fresh "
+    "signed random inputs, outputs poisoned before each run and compared to the reference within "
+    "the task's tolerance, guard zones and inputs checked unchanged, run twice for determinism; "
+    "timed with CUPTI kernel records, L2 flushed before each sample, interleaved with the baseline";
+
+struct PlannedFile {
+  std::filesystem::path path;
+  std::string contents;
+};
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+// The GPU model to export for: --gpu matched exactly, else as a case-insensitive part; without
+// --gpu the one with the most verified evaluations of the task.
+std::string choose_gpu(const std::vector<std::string>& gpus, const std::string& wanted) {
+  if (wanted.empty()) return gpus.empty() ? "" : gpus.front();
+  for (const auto& gpu : gpus) {
+    if (gpu == wanted) return gpu;
+  }
+  for (const auto& gpu : gpus) {
+    if (lower(gpu).find(lower(wanted)) != std::string::npos) return gpu;
+  }
+  return "";
+}
+
+std::map<std::string, int64_t> tunable_map(const std::string& text) {
+  std::map<std::string, int64_t> values;
+  auto parsed = json::parse(text, nullptr, false);
+  if (!parsed.is_object()) return values;
+  for (const auto& [name, value] : parsed.items()) {
+    if (value.is_number_integer()) values[name] = value.get<int64_t>();
+  }
+  return values;
+}
+
+// The manifest already in DIR, or an empty one; refuses a file kopt did not write.
+Result<json> existing_manifest(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return json{{"format", kManifestFormat}, {"generator", kGenerator}, {"kernels", json::array()}};
+  }
+  auto text = read_file(path);
+  if (!text) return make_error(text.error());
+  auto manifest = json::parse(*text, nullptr, false);
+  if (!manifest.is_object() || manifest.value("generator", "") != kGenerator ||
+      !manifest.contains("kernels") || !manifest["kernels"].is_array()) {
+    return make_error(path.string() +
+                      ": exists and was not written by kopt export; refusing to overwrite it");
+  }
+  if (manifest.value("format", 0) > kManifestFormat) {
+    return make_error(path.string() + ": manifest format " +
+                      std::to_string(manifest.value("format", 0)) +
+                      " is newer than this kopt writes; upgrade kopt");
+  }
+  return manifest;
+}
+
+std::string readme_table(const json& kernels) {
+  std::string table = std::string(kReadmeBegin) + "\n" +
+                      "| task | speedup over baseline | % of speed of light | GPU | median (us) | "
+                      "kernel | launcher | verified on |\n"
+                      "| --- | ---: | ---: | --- | ---: | --- | --- | --- |\n";
+  for (const auto& k : kernels) {
+    std::string file = k.value("kernel_file", ""), header = k.value("header", "");
+    table += "| " + k.value("task", "") + " | " + fixed(k.value("speedup", 0.0), 2) + "x | " +
+             fixed(k.value("sol_percent", 0.0), 1) + "% | " + k["gpu"].value("model", "") + " | " +
+             fixed(k.value("median_us", 0.0), 1) + " | [" + file + "](" + file + ") | [" + header +
+             "](" + header + ") | " + k.value("date", "").substr(0, 10) + " |\n";
+  }
+  return table + kReadmeEnd + "\n";
+}
+
+// README.md with kopt's table between its markers; text outside the markers is the user's.
+Result<std::string> updated_readme(const std::filesystem::path& path, const json& kernels) {
+  std::string table = readme_table(kernels);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return "# Kernels exported by kopt\n\nEach kernel's provenance (speedup, GPU, driver, CUDA, "
+           "source hash, how it was verified) is in manifest.json.\n\n" +
+           table;
+  }
+  auto text = read_file(path);
+  if (!text) return make_error(text.error());
+  size_t begin = text->find(kReadmeBegin), end = text->find(kReadmeEnd);
+  if (begin == std::string::npos || end == std::string::npos || end < begin) {
+    return *text + (text->empty() || text->back() == '\n' ? "\n" : "\n\n") + table;
+  }
+  size_t after = end + std::string(kReadmeEnd).size();
+  if (after < text->size() && (*text)[after] == '\n') ++after;
+  return text->substr(0, begin) + table + text->substr(after);
+}
+
+Result<CommandOutput> git(const std::filesystem::path& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), {"git", "-C", dir.string()});
+  return run_command(args, "", std::chrono::seconds(60));
+}
+
+Result<std::string> git_commit(const std::filesystem::path& dir,
+                               const std::vector<std::string>& files, const std::string& message) {
+  std::vector<std::string> status_args = {"status", "--porcelain", "--"};
+  status_args.insert(status_args.end(), files.begin(), files.end());
+  auto status = git(dir, status_args);
+  if (!status || status->exit_code != 0) {
+    return make_error(dir.string() + ": git status failed: " +
+                      (status ? status->stderr_text : status.error()));
+  }
+  if (trim(status->stdout_text).empty()) return std::string();  // nothing to commit
+  std::vector<std::string> add = {"add", "--"};
+  add.insert(add.end(), files.begin(), files.end());
+  auto added = git(dir, add);
+  if (!added || added->exit_code != 0) {
+    return make_error(dir.string() + ": git add failed: " +
+                      (added ? added->stderr_text : added.error()));
+  }
+  std::vector<std::string> commit = {"commit", "-q", "-m", message, "--"};
+  commit.insert(commit.end(), files.begin(), files.end());
+  auto committed = git(dir, commit);
+  if (!committed || committed->exit_code != 0) {
+    return make_error(dir.string() + ": git commit failed (the files are written): " +
+                      (committed ? committed->stderr_text + committed->stdout_text
+                                 : committed.error()));
+  }
+  auto head = git(dir, {"rev-parse", "HEAD"});
+  return head && head->exit_code == 0 ? trim(head->stdout_text) : std::string("HEAD");
+}
+
+}  // namespace
+
+bool is_safe_file_stem(const std::string& name) {
+  if (name.empty() || name.size() > 200 || name == "." || name == ".." || name[0] == '.') {
+    return false;
+  }
+  for (unsigned char c : name) {
+    if (c == '/' || c == '\\' || c < 0x20 || c == 0x7f) return false;
+  }
+  return true;
+}
+
+Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOptions& options) {
+  const std::filesystem::path& dir = options.out_dir;
+  if (dir.empty()) return make_error("export: no output folder (--out DIR)");
+  std::vector<memory::TaskRecord> tasks;
+  if (!options.task.empty()) {
+    if (!is_safe_file_stem(options.task)) {
+      return make_error("task name '" + options.task + "' would write outside " + dir.string() +
+                        "; refused");
+    }
+    auto task = store.find_task(options.task);
+    if (!task) return make_error(task.error());
+    if (!*task) {
+      auto all = store.list_tasks();
+      std::vector<std::string> names;
+      if (all) {
+        for (const auto& t : *all) names.push_back(t.name);
+      }
+      return make_error("unknown task '" + options.task + "' (not in the memory)" +
+                        did_you_mean(options.task, names));
+    }
+    tasks.push_back(std::move(**task));
+  } else {
+    auto all = store.list_tasks();
+    if (!all) return make_error(all.error());
+    tasks = std::move(*all);
+  }
+  for (const auto& task : tasks) {
+    if (!is_safe_file_stem(task.name)) {
+      return make_error("task name '" + task.name + "' would write outside " + dir.string() +
+                        "; refused, nothing exported");
+    }
+  }
+  if (options.git_commit) {
+    // The folder may not exist yet: ask git about its nearest existing ancestor.
+    std::filesystem::path probe = std::filesystem::absolute(dir);
+    while (!std::filesystem::exists(probe) && probe.has_parent_path() &&
+           probe.parent_path() != probe) {
+      probe = probe.parent_path();
+    }
+    auto top = git(probe, {"rev-parse", "--show-toplevel"});
+    if (!top || top->exit_code != 0) {
+      return make_error(dir.string() + " is not inside a git repository (--git-commit)");
+    }
+  }
+
+  ExportReport report;
+  std::vector<PlannedFile> planned;
+  std::vector<json> entries;
+  for (const auto& task : tasks) {
+    auto gpus = store.verified_gpus(task.name);
+    if (!gpus) return make_error(gpus.error());
+    std::string gpu = choose_gpu(*gpus, options.gpu);
+    if (gpu.empty()) {
+      report.skipped.push_back(task.name + ": no verified kernel" +
+                               (options.gpu.empty() ? "" : " on " + options.gpu));
+      continue;
+    }
+    auto best = store.best_kernel(task.name, gpu);
+    if (!best) return make_error(best.error());
+    auto kernel = store.kernel((*best)->kernel_id);
+    if (!kernel) return make_error(kernel.error());
+    if (!*kernel) return make_error(task.name + ": kernel " + std::to_string((*best)->kernel_id) +
+                                    " is missing from the memory");
+    auto spec = parse_task(task.spec_json, "memory: task " + task.name);
+    if (!spec) return make_error(task.name + ": the stored task spec does not parse: " + spec.error());
+    std::string cu_name = task.name + ".cu", header_name = task.name + ".cuh";
+    auto file = parse_kernel_file((*kernel)->source, cu_name, &*spec);
+    if (!file) return make_error(task.name + ": " + file.error());
+    const memory::EvaluationRecord& e = **best;
+    auto tunables = tunable_map(e.tunables_json);
+    if (tunables.empty()) tunables = tunable_map((*kernel)->tunables_json);
+    HeaderInput input;
+    input.task = &*spec;
+    input.kernel = &*file;
+    input.tunables = tunables;
+    input.kernel_file_name = cu_name;
+    input.provenance = fixed(e.speedup, 2) + "x over the baseline on " + gpu + ", source sha256 " +
+                       (*kernel)->sha256 + ", see manifest.json";
+    auto header = generate_launcher_header(input);
+    if (!header) return make_error(task.name + ": " + header.error());
+    planned.push_back({dir / cu_name, (*kernel)->source});
+    planned.push_back({dir / header_name, *header});
+    json chosen = json::object();
+    for (const auto& [name, value] : file->tunable_values(tunables)) chosen[name] = value;
+    entries.push_back(json{
+        {"task", task.name},
+        {"kernel_file", cu_name},
+        {"header", header_name},
+        {"launcher", "kopt_" + cpp_identifier(task.name) + "::launch"},
+        {"source_sha256", (*kernel)->sha256},
+        {"task_spec_sha256", task.spec_hash},
+        {"gpu",
+         {{"model", e.gpu.model},
+          {"compute_capability", e.gpu.compute_capability},
+          {"driver_version", e.gpu.driver_version},
+          {"cuda_version", e.gpu.cuda_version}}},
+        {"median_us", e.median_us},
+        {"noise", e.noise},
+        {"baseline_us", e.baseline_us},
+        {"speedup", e.speedup},
+        {"sol_percent", e.sol_percent},
+        {"tunables", chosen},
+        {"compile_options", file->compile_options},
+        {"date", e.created_at},
+        {"verification", {{"verdict", e.verdict}, {"detail", e.detail}, {"method", kVerificationMethod}}},
+        {"origin",
+         {{"agent", (*kernel)->origin.agent},
+          {"model", (*kernel)->origin.model},
+          {"prompt_template", (*kernel)->origin.prompt_template},
+          {"tuner", (*kernel)->origin.tuner}}}});
+    report.kernels.push_back({task.name, gpu, e.speedup, e.sol_percent, (*kernel)->sha256, false});
+  }
+  if (report.kernels.empty()) return report;
+
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(dir.string() + ": cannot create the export folder: " + ec.message());
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return make_error(dir.string() + ": the export folder is not writable");
+  }
+  auto manifest = existing_manifest(dir / "manifest.json");
+  if (!manifest) return make_error(manifest.error());
+  // Merge: this export's kernels replace their tasks' entries, others stay; sorted by task.
+  std::map<std::string, json> by_task;
+  for (const auto& entry : (*manifest)["kernels"]) by_task[entry.value("task", "")] = entry;
+  for (const auto& entry : entries) by_task[entry["task"].get<std::string>()] = entry;
+  json kernels = json::array();
+  for (const auto& [name, entry] : by_task) kernels.push_back(entry);
+  json out{{"format", kManifestFormat}, {"generator", kGenerator}, {"kernels", kernels}};
+  planned.push_back({dir / "manifest.json", out.dump(2) + "\n"});
+  auto readme = updated_readme(dir / "README.md", kernels);
+  if (!readme) return make_error(readme.error());
+  planned.push_back({dir / "README.md", *readme});
+
+  std::vector<std::string> relative;
+  for (const auto& file : planned) {
+    relative.push_back(file.path.filename().string());
+    auto current = read_file(file.path);
+    if (current && *current == file.contents) continue;  // unchanged: keep the file as it is
+    if (auto s = write_file_atomic(file.path, file.contents); !s) return make_error(s.error());
+    report.written.push_back(file.path);
+    for (auto& k : report.kernels) {
+      std::string stem = file.path.stem().string();
+      if (stem == k.task) k.changed = true;
+    }
+  }
+  if (options.git_commit) {
+    std::string message = "kopt export: " + std::to_string(report.kernels.size()) + " kernel" +
+                          (report.kernels.size() == 1 ? "" : "s") + "\n\n";
+    for (const auto& k : report.kernels) {
+      message += "- " + k.task + ": " + fixed(k.speedup, 2) + "x over baseline, " +
+                 fixed(k.sol_percent, 1) + "% of speed of light on " + k.gpu_model +
+                 " (source " + k.sha256.substr(0, 12) + ")\n";
+    }
+    auto commit = git_commit(dir, relative, message);
+    if (!commit) return make_error(commit.error());
+    report.commit = *commit;
+  }
+  return report;
+}
+
+}  // namespace kopt::exporter

@@ -1,0 +1,55 @@
+// `kopt export`: the best verified kernel of each task, written into a folder of the user's
+// repository with everything needed to use and trust it:
+//
+//   DIR/<task>.cu      the kernel file as verified, with its kopt:plan
+//   DIR/<task>.cuh     a C++ header with a host launcher (launcher_codegen.h)
+//   DIR/manifest.json  provenance of every exported kernel (format kManifestFormat)
+//   DIR/README.md      a table of the kernels, inside kopt's markers (the rest is left alone)
+//
+// Files are rewritten only when their bytes change, so exporting twice changes nothing. No name
+// may leave DIR: a task whose name is not a plain file name is refused before anything is written.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "memory_store/memory_store.h"
+
+namespace kopt::exporter {
+
+inline constexpr int kManifestFormat = 1;
+
+struct ExportOptions {
+  std::filesystem::path out_dir;
+  std::string task;         // one task; empty: every task in the memory
+  std::string gpu;          // GPU model (exact, or a unique case-insensitive part of one);
+                            // empty: per task, the GPU with the most verified evaluations
+  bool git_commit = false;  // commit the changed files in the repository holding out_dir
+};
+
+struct ExportedKernel {
+  std::string task;
+  std::string gpu_model;
+  double speedup = 0;
+  double sol_percent = 0;
+  std::string sha256;
+  bool changed = false;  // some file of this kernel was written
+};
+
+struct ExportReport {
+  std::vector<ExportedKernel> kernels;
+  std::vector<std::string> skipped;        // "softmax: no verified kernel on NVIDIA H100"
+  std::vector<std::filesystem::path> written;  // files whose bytes changed
+  std::string commit;                      // the commit made with git_commit, if any
+};
+
+// Exports the best kernels of `store` as described above.
+Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOptions& options);
+
+// True when `name` is a single, plain file-name component (no '/', not "." or "..", no NUL or
+// control characters, not hidden), so DIR/name stays inside DIR.
+bool is_safe_file_stem(const std::string& name);
+
+}  // namespace kopt::exporter

@@ -1,0 +1,174 @@
+// The schema and each migration; refusing databases this kopt must not touch.
+#include "memory_store/schema.h"
+
+#include <gtest/gtest.h>
+
+#include "memory_store/memory_store.h"
+#include "tests/memory_store/test_support.h"
+
+namespace kopt::memory {
+namespace {
+
+using testing::TempDir;
+
+sql::Database raw(const std::filesystem::path& path) {
+  auto db = sql::Database::open(path, {});
+  if (!db) throw std::runtime_error(db.error());
+  return std::move(*db);
+}
+
+TEST(SchemaTest, FreshDatabaseIsAtTheCurrentVersion) {
+  TempDir dir;
+  auto store = MemoryStore::open(dir / "nested" / "folders" / "memory.db");
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto& db = store->database();
+  EXPECT_EQ(*schema_version(db), kSchemaVersion);
+  EXPECT_EQ(*compatible_version(db), kCompatibleVersion);
+  EXPECT_EQ(*db.query_int64("PRAGMA application_id"), kApplicationId);
+  EXPECT_EQ(*db.query_text("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(*db.query_int64("PRAGMA foreign_keys"), 1);
+  for (const char* table :
+       {"meta", "tasks", "kernels", "evaluations", "pairs", "runs", "llm_calls", "pair_fts",
+        "kernel_fts"}) {
+    EXPECT_TRUE(db.has_table(table)) << table;
+  }
+  EXPECT_EQ(*db.query_text("PRAGMA integrity_check"), "ok");
+}
+
+TEST(SchemaTest, MigrationToVersion1CreatesTheRecordTables) {
+  TempDir dir;
+  OpenOptions options;
+  options.target_version = 1;
+  auto store = MemoryStore::open(dir / "v1.db", options);
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto& db = store->database();
+  EXPECT_EQ(*schema_version(db), 1);
+  EXPECT_EQ(*compatible_version(db), 1);
+  EXPECT_EQ(*db.query_int64("PRAGMA application_id"), kApplicationId);
+  for (const char* table : {"tasks", "kernels", "evaluations", "pairs", "runs", "llm_calls"}) {
+    EXPECT_TRUE(db.has_table(table)) << table;
+  }
+  EXPECT_FALSE(db.has_table("pair_fts"));
+  // Foreign keys are enforced: a kernel of an unknown task is refused.
+  EXPECT_FALSE(db.execute("INSERT INTO kernels(sha256, source, task_id, created_at)"
+                          " VALUES ('x', 'y', 42, 'now')")
+                   .ok());
+  // The pair key is unique.
+  ASSERT_TRUE(db.execute(R"(
+    INSERT INTO tasks(id, name, spec_hash, spec_json, updated_at) VALUES (1, 't', 'h', '{}', 'now');
+    INSERT INTO kernels(id, sha256, source, task_id, created_at) VALUES (1, 'a', 'a', 1, 'now');
+    INSERT INTO kernels(id, sha256, source, task_id, created_at) VALUES (2, 'b', 'b', 1, 'now');
+    INSERT INTO pairs(slow_kernel_id, fast_kernel_id, task_id, speedup, gpu_model,
+                      lineage_root_id, created_at) VALUES (1, 2, 1, 2.0, 'H100', 2, 'now');)")
+                  .ok());
+  EXPECT_FALSE(db.execute("INSERT INTO pairs(slow_kernel_id, fast_kernel_id, task_id, speedup,"
+                          " gpu_model, lineage_root_id, created_at)"
+                          " VALUES (1, 2, 1, 3.0, 'H100', 2, 'now')")
+                   .ok());
+}
+
+TEST(SchemaTest, MigrationToVersion2IndexesExistingRows) {
+  TempDir dir;
+  std::filesystem::path path = dir / "old.db";
+  {
+    OpenOptions options;
+    options.target_version = 1;
+    auto store = MemoryStore::open(path, options);
+    ASSERT_TRUE(store.ok()) << store.error();
+    // Rows written by a version-1 kopt (raw SQL: version-1 code had no index to maintain).
+    ASSERT_TRUE(store->database()
+                    .execute(R"(
+      INSERT INTO tasks(id, name, spec_hash, tags, spec_json, updated_at)
+        VALUES (1, 'softmax', 'h', '["reduction"]', '{}', 'now');
+      INSERT INTO kernels(id, sha256, source, task_id, created_at)
+        VALUES (1, 'a', 'float v = __expf(x);', 1, 'now');
+      INSERT INTO kernels(id, sha256, source, task_id, parent_id, created_at)
+        VALUES (2, 'b', 'float v = __shfl_xor_sync(m, x, 1);', 1, 1, 'now');
+      INSERT INTO pairs(slow_kernel_id, fast_kernel_id, task_id, speedup, gpu_model, summary,
+                        tags, lineage_root_id, created_at)
+        VALUES (1, 2, 1, 2.0, 'H100', 'warp shuffle reduction', '["reduction"]', 2, 'now');)")
+                    .ok());
+  }
+  auto store = MemoryStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto& db = store->database();
+  EXPECT_EQ(*schema_version(db), 2);
+  EXPECT_EQ(*db.query_int64("SELECT count(*) FROM pair_fts WHERE pair_fts MATCH 'shuffle'"), 1);
+  EXPECT_EQ(*db.query_int64("SELECT count(*) FROM pair_fts WHERE pair_fts MATCH 'shfl'"), 1);
+  EXPECT_EQ(
+      *db.query_int64("SELECT count(*) FROM kernel_fts WHERE kernel_fts MATCH '__shfl_xor_sync'"),
+      1);
+  // The data written before the migration is untouched.
+  auto pair = store->pair(1);
+  ASSERT_TRUE(pair.ok() && *pair);
+  EXPECT_EQ((*pair)->summary, "warp shuffle reduction");
+}
+
+TEST(SchemaTest, ReopeningDoesNotMigrateAgain) {
+  TempDir dir;
+  { auto store = testing::open_store(dir / "m.db"); testing::add_task(store, "axpy", {"elementwise"}); }
+  auto store = testing::open_store(dir / "m.db");
+  EXPECT_EQ(*store.database().query_int64("SELECT count(*) FROM tasks"), 1);
+  EXPECT_EQ(*schema_version(store.database()), kSchemaVersion);
+}
+
+TEST(SchemaTest, RefusesADatabaseFromANewerKopt) {
+  TempDir dir;
+  std::filesystem::path path = dir / "future.db";
+  { auto store = testing::open_store(path); testing::add_task(store, "axpy", {"elementwise"}); }
+  {
+    sql::Database db = raw(path);
+    ASSERT_TRUE(db.execute("UPDATE meta SET value = '9' WHERE key = 'version';"
+                           " UPDATE meta SET value = '7' WHERE key = 'last_compatible_version';")
+                    .ok());
+  }
+  auto store = MemoryStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().find("future.db"), std::string::npos) << store.error();
+  EXPECT_NE(store.error().find("schema version 9"), std::string::npos) << store.error();
+  EXPECT_NE(store.error().find("Upgrade kopt"), std::string::npos) << store.error();
+  // Nothing was changed by the refusal.
+  sql::Database db = raw(path);
+  EXPECT_EQ(*schema_version(db), 9);
+  EXPECT_EQ(*db.query_int64("SELECT count(*) FROM tasks"), 1);
+}
+
+TEST(SchemaTest, OpensANewerDatabaseThatStaysCompatible) {
+  TempDir dir;
+  std::filesystem::path path = dir / "newer.db";
+  { auto store = testing::open_store(path); }
+  {
+    sql::Database db = raw(path);
+    ASSERT_TRUE(db.execute("UPDATE meta SET value = '3' WHERE key = 'version'").ok());
+  }
+  auto store = MemoryStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error();
+  EXPECT_EQ(*schema_version(store->database()), 3);  // left as it was
+}
+
+TEST(SchemaTest, RefusesAnotherApplicationsDatabase) {
+  TempDir dir;
+  std::filesystem::path path = dir / "other.db";
+  {
+    sql::Database db = raw(path);
+    ASSERT_TRUE(db.execute("CREATE TABLE photos(id INTEGER)").ok());
+  }
+  auto store = MemoryStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().find("not a kopt memory database"), std::string::npos) << store.error();
+  EXPECT_TRUE(raw(path).has_table("photos"));
+  EXPECT_FALSE(raw(path).has_table("kernels"));
+}
+
+TEST(SchemaTest, MissingDatabaseIsNotCreatedForReading) {
+  TempDir dir;
+  OpenOptions options;
+  options.create = false;
+  auto store = MemoryStore::open(dir / "nope" / "memory.db", options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().find("no memory database"), std::string::npos) << store.error();
+  EXPECT_FALSE(std::filesystem::exists(dir / "nope"));
+}
+
+}  // namespace
+}  // namespace kopt::memory
