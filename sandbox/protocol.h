@@ -57,7 +57,7 @@ struct KernelResources {
 
 struct TimingSummary {
   double median_us = 0;
-  double noise = 0;         // relative: robust spread of the samples / median
+  double noise = 0;         // relative standard error of the median (sandbox/timing_stats.h)
   double min_us = 0;
   int samples = 0;
   int discarded = 0;        // throttled or outlier samples thrown away
@@ -91,8 +91,30 @@ struct EvalResult {
 };
 
 nlohmann::json to_json(const EvalRequest& request);
+// Also accepts a whole "evaluate" request line (the envelope keys v, id and op are skipped);
+// any other unknown key is an error. Missing options keep their defaults.
 Result<EvalRequest> eval_request_from_json(const nlohmann::json& j);
+// Non-finite numbers (a NaN left in an output) travel as the strings "nan", "inf", "-inf",
+// because JSON has no literal for them.
 nlohmann::json to_json(const EvalResult& result);
 Result<EvalResult> eval_result_from_json(const nlohmann::json& j);
+
+// A protocol line's envelope: version and id, and the whole object for the rest.
+struct Message {
+  int version = 0;
+  int64_t id = 0;
+  nlohmann::json body;
+};
+
+// {"v":kProtocolVersion,"id":id,"op":op}: the start of every request.
+nlohmann::json make_request(int64_t id, const std::string& op);
+// {"v":kProtocolVersion,"id":id,"ok":ok}: the start of every response.
+nlohmann::json make_response(int64_t id, bool ok);
+// One line of the protocol: compact JSON and '\n'. Invalid UTF-8 in strings (a kernel source,
+// a compile log) is replaced instead of throwing.
+std::string encode_line(const nlohmann::json& message);
+// Parses one line: a JSON object with an integer "v" and "id". The version is not compared
+// here, so the caller can say which version the other side speaks.
+Result<Message> parse_message(const std::string& line);
 
 }  // namespace kopt

@@ -1,0 +1,337 @@
+#include "sandbox/evaluator.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "common/strings.h"
+
+namespace kopt {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+Clock::time_point after_seconds(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// A line quoted in an error message: short, on one line.
+std::string excerpt(const std::string& line) {
+  std::string text = line.size() > 120 ? line.substr(0, 120) + "..." : line;
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return "'" + text + "'";
+}
+
+std::string seconds_text(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", seconds);
+  return buf;
+}
+
+// Writing to a worker that just died must be an EPIPE error, not a SIGPIPE that kills the
+// daemon. kopt's main ignores SIGPIPE already; a test binary or another host may not.
+void ignore_sigpipe_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      ::signal(SIGPIPE, SIG_IGN);
+    }
+  });
+}
+
+bool bool_member(const json& object, const char* key) {
+  return object.contains(key) && object.at(key).is_boolean() && object.at(key).get<bool>();
+}
+
+std::string string_member(const json& object, const char* key) {
+  if (object.contains(key) && object.at(key).is_string()) return object.at(key).get<std::string>();
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> sandbox_command(const SandboxOptions& options) {
+  std::vector<std::string> command = options.command_prefix;
+  command.push_back(options.worker);
+  if (options.device >= 0) {
+    command.push_back("--device");
+    command.push_back(std::to_string(options.device));
+  }
+  command.insert(command.end(), options.extra_args.begin(), options.extra_args.end());
+  return command;
+}
+
+SandboxEvaluator::SandboxEvaluator(SandboxOptions options) : options_(std::move(options)) {
+  ignore_sigpipe_once();
+}
+
+SandboxEvaluator::~SandboxEvaluator() { shutdown(); }
+
+std::string SandboxEvaluator::name() const { return join(sandbox_command(options_), " "); }
+
+int SandboxEvaluator::workers_started() const {
+  std::lock_guard lock(mutex_);
+  return started_;
+}
+
+pid_t SandboxEvaluator::worker_pid() const {
+  std::lock_guard lock(mutex_);
+  return worker_ ? worker_->process.pid() : -1;
+}
+
+Result<json> SandboxEvaluator::start() {
+  std::lock_guard lock(mutex_);
+  return start_locked();
+}
+
+Result<EvalResult> SandboxEvaluator::evaluate(const EvalRequest& request) {
+  std::lock_guard lock(mutex_);
+  return evaluate_locked(request);
+}
+
+std::string SandboxEvaluator::stderr_tail() const {
+  if (!worker_) return "";
+  const std::string& text = worker_->process.captured_stderr();
+  std::string fresh = stderr_mark_ < text.size() ? text.substr(stderr_mark_) : "";
+  std::vector<std::string> lines;
+  for (const auto& line : split(fresh, '\n')) {
+    if (!trim(line).empty()) lines.push_back(trim(line));
+  }
+  if (lines.empty()) return "";
+  // The last two lines usually say what went wrong ("illegal address", "terminate called").
+  size_t first = lines.size() > 2 ? lines.size() - 2 : 0;
+  std::string tail = join(
+      std::vector<std::string>(lines.begin() + static_cast<ptrdiff_t>(first), lines.end()), " | ");
+  if (tail.size() > 400) tail = "..." + tail.substr(tail.size() - 400);
+  return "; worker stderr: " + tail;
+}
+
+void SandboxEvaluator::stop_worker(const std::string& why) {
+  if (!worker_) return;
+  worker_->process.kill_group();
+  spdlog::warn("{} (pid {}): {}; the next request starts a new worker", name(),
+               worker_->process.pid(), why);
+  worker_.reset();
+}
+
+SandboxEvaluator::Answer SandboxEvaluator::worker_failure(Verdict verdict,
+                                                          const std::string& what) {
+  Answer answer;
+  answer.failure = verdict;
+  if (worker_) {
+    worker_->process.kill_group();
+    // Collect what the dying worker wrote to stderr after the kill closed its pipes.
+    (void)worker_->process.read_all(after_seconds(0.2));
+    answer.device = worker_->device;
+  }
+  answer.detail = what + stderr_tail();
+  stop_worker(what);
+  return answer;
+}
+
+Result<json> SandboxEvaluator::start_locked() {
+  if (worker_ && worker_->process.running()) return worker_->device;
+  if (worker_) {
+    auto status = worker_->process.wait_status();
+    stop_worker("the worker exited while idle (" +
+                (status ? describe_wait_status(*status) : std::string("unknown status")) + ")");
+  }
+  auto child = Subprocess::start(sandbox_command(options_), Subprocess::StderrMode::kCapture);
+  if (!child) return make_error("cannot start the sandbox worker: " + child.error());
+  ++started_;
+  worker_.emplace(Worker{std::move(*child), json::object()});
+  stderr_mark_ = 0;
+  Subprocess& process = worker_->process;
+  const std::string who = name();
+  int64_t id = next_id_++;
+  auto deadline = after_seconds(options_.start_timeout_seconds);
+  // A worker that cannot start (no GPU) prints its error and exits without reading stdin, so a
+  // failed write is not yet an error: its line is read below.
+  (void)process.write_all(encode_line(make_request(id, "ping")));
+
+  auto fail = [&](const std::string& message) -> Result<json> {
+    if (!process.wait_for(millis(options_.exit_grace_seconds))) process.kill_group();
+    (void)process.read_all(after_seconds(0.2));
+    std::string text = message + stderr_tail();
+    worker_.reset();
+    return make_error(text);
+  };
+
+  while (true) {
+    auto line = process.read_line(deadline);
+    if (!line) {
+      process.kill_group();
+      return fail(who + " did not answer its first ping within " +
+                  seconds_text(options_.start_timeout_seconds));
+    }
+    if (!*line) {
+      auto status = process.wait_for(millis(options_.exit_grace_seconds));
+      return fail(who + " exited during start-up (" +
+                  (status ? describe_wait_status(*status) : std::string("closed its output")) +
+                  ")");
+    }
+    if (trim(**line).empty()) continue;
+    // The start-up failure line ("no NVIDIA driver") is honoured even without an envelope.
+    json raw = json::parse(**line, nullptr, false);
+    if (raw.is_object() && !bool_member(raw, "ok") && !string_member(raw, "error").empty()) {
+      return fail(who + " cannot start: " + string_member(raw, "error"));
+    }
+    auto message = parse_message(**line);
+    if (!message) {
+      process.kill_group();
+      return fail(who + " sent a malformed line at start-up (" + message.error() +
+                  "): " + excerpt(**line));
+    }
+    if (message->version != kProtocolVersion) {
+      process.kill_group();
+      return fail(who + " speaks sandbox protocol v" + std::to_string(message->version) +
+                  " but this kopt speaks v" + std::to_string(kProtocolVersion) +
+                  ": build both from the same tree");
+    }
+    if (message->id != id || !bool_member(message->body, "ok")) {
+      process.kill_group();
+      return fail(who + " answered the ping (id " + std::to_string(id) +
+                  ") with: " + excerpt(**line));
+    }
+    if (message->body.contains("device")) worker_->device = message->body.at("device");
+    spdlog::debug("{} started (pid {}): {}", who, process.pid(), worker_->device.dump());
+    return worker_->device;
+  }
+}
+
+Result<SandboxEvaluator::Answer> SandboxEvaluator::exchange(json message, double limit_seconds) {
+  auto started = start_locked();
+  if (!started) return make_error(started.error());
+  int64_t id = next_id_++;
+  message["v"] = kProtocolVersion;
+  message["id"] = id;
+  std::string line = encode_line(message);
+  stderr_mark_ = worker_->process.captured_stderr().size();
+  Status sent = worker_->process.write_all(line);
+  if (!sent) {
+    // The worker died between requests (its stdin is closed): not this request's fault, so it
+    // gets a fresh worker rather than a crash verdict.
+    stop_worker("sending the request failed: " + sent.error());
+    started = start_locked();
+    if (!started) return make_error(started.error());
+    sent = worker_->process.write_all(line);
+    if (!sent)
+      return worker_failure(Verdict::kCrash, "sending the request failed: " + sent.error());
+  }
+
+  auto deadline = after_seconds(limit_seconds);
+  while (true) {
+    auto reply_line = worker_->process.read_line(deadline);
+    if (!reply_line) {
+      // read_line waits in whole milliseconds, so it may give up just before the deadline.
+      if (Clock::now() + std::chrono::milliseconds(10) < deadline) {
+        return worker_failure(Verdict::kCrash,
+                              "reading the worker's answer failed: " + reply_line.error());
+      }
+      return worker_failure(Verdict::kTimeout,
+                            "no answer within " + seconds_text(limit_seconds) + "; worker killed");
+    }
+    if (!*reply_line) {
+      auto status = worker_->process.wait_for(millis(options_.exit_grace_seconds));
+      return worker_failure(Verdict::kCrash,
+                            "the worker died during the request (" +
+                                (status ? describe_wait_status(*status)
+                                        : std::string("closed its output but kept running")) +
+                                ")");
+    }
+    const std::string& text = **reply_line;
+    if (trim(text).empty()) continue;
+    auto reply = parse_message(text);
+    if (!reply) {
+      return worker_failure(Verdict::kCrash, "the worker broke the protocol (" + reply.error() +
+                                                 "): " + excerpt(text));
+    }
+    if (reply->version != kProtocolVersion || reply->id != id) {
+      return worker_failure(Verdict::kCrash, "the worker broke the protocol: request id " +
+                                                 std::to_string(id) + " answered with " +
+                                                 excerpt(text));
+    }
+    Answer answer;
+    answer.body = std::move(reply->body);
+    answer.device = worker_->device;
+    if (bool_member(answer.body, "fatal")) {
+      // The worker's CUDA context is lost; it exits after this answer.
+      if (!worker_->process.wait_for(millis(options_.exit_grace_seconds))) {
+        spdlog::warn("{}: the worker announced a fatal error but did not exit", name());
+      }
+      stop_worker("it reported a lost CUDA context");
+    }
+    return answer;
+  }
+}
+
+Result<EvalResult> SandboxEvaluator::evaluate_locked(const EvalRequest& request) {
+  json message = to_json(request);
+  message["op"] = "evaluate";
+  double limit = request.options.max_wall_seconds + options_.deadline_slack_seconds;
+  auto answer = exchange(std::move(message), limit);
+  if (!answer) return make_error(answer.error());
+  if (answer->failure) {
+    EvalResult result;
+    result.verdict = *answer->failure;
+    result.detail = answer->detail;
+    if (result.verdict == Verdict::kTimeout) {
+      result.detail += " (the limit is max_wall_seconds plus " +
+                       seconds_text(options_.deadline_slack_seconds) +
+                       " for compile and verification)";
+    }
+    result.device = std::move(answer->device);
+    return result;
+  }
+  const json& body = answer->body;
+  if (!bool_member(body, "ok")) {
+    std::string error = string_member(body, "error");
+    return make_error(name() + " refused the request: " + (error.empty() ? body.dump() : error));
+  }
+  if (!body.contains("result")) {
+    return make_error(name() + " answered without a result: " + excerpt(body.dump()));
+  }
+  auto result = eval_result_from_json(body.at("result"));
+  if (!result) return make_error(name() + " sent a result kopt cannot read: " + result.error());
+  if (result->device.is_null()) result->device = std::move(answer->device);
+  return std::move(*result);
+}
+
+Result<json> SandboxEvaluator::call(const std::string& op, json body, double timeout_seconds) {
+  std::lock_guard lock(mutex_);
+  body["op"] = op;
+  auto answer = exchange(std::move(body), timeout_seconds);
+  if (!answer) return make_error(answer.error());
+  if (answer->failure) return make_error(name() + ": " + op + ": " + answer->detail);
+  if (!bool_member(answer->body, "ok")) {
+    std::string error = string_member(answer->body, "error");
+    return make_error(name() + ": " + op + ": " + (error.empty() ? answer->body.dump() : error));
+  }
+  return std::move(answer->body);
+}
+
+void SandboxEvaluator::shutdown() {
+  std::lock_guard lock(mutex_);
+  if (!worker_) return;
+  Subprocess& process = worker_->process;
+  if (process.running() && process.write_all(encode_line(make_request(next_id_++, "shutdown")))) {
+    process.close_stdin();
+    (void)process.read_line(after_seconds(options_.exit_grace_seconds));
+    process.wait_for(millis(options_.exit_grace_seconds));
+  }
+  process.kill_group();
+  worker_.reset();
+}
+
+}  // namespace kopt

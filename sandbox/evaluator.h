@@ -1,0 +1,107 @@
+// The orchestrator's side of GPU evaluation. `Evaluator` is the edge the daemon's tests replace
+// with a fake; `SandboxEvaluator` supervises one long-lived `kopt-sandbox` worker process (one
+// GPU, one CUDA context) and survives anything a candidate does to it: a hang is killed at the
+// request's deadline (verdict timeout), a death is a crash verdict, and the next request gets a
+// fresh worker. One bad candidate never costs another candidate's result.
+#pragma once
+
+#include <sys/types.h>
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/subprocess.h"
+#include "sandbox/protocol.h"
+
+namespace kopt {
+
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  // Judges one candidate. Every verdict, timeout and crash included, is a value; an error means
+  // no verdict could be reached (the worker cannot start, or refused the request as malformed).
+  virtual Result<EvalResult> evaluate(const EvalRequest& request) = 0;
+  // What it runs on, for logs: "kopt-sandbox --device 1".
+  virtual std::string name() const = 0;
+};
+
+struct SandboxOptions {
+  std::string worker = "kopt-sandbox";      // a path, or a name searched in PATH
+  std::vector<std::string> command_prefix;  // e.g. {"srun", "--gres=gpu:1"} or {"ssh", "gpu7"}
+  int device = 0;                           // passed as --device N; negative: not passed
+  std::vector<std::string> extra_args;      // appended to the worker's arguments
+  // Context creation, CUPTI and the first ping; generous because a cluster prefix may queue.
+  double start_timeout_seconds = 120;
+  // Added to the request's options.max_wall_seconds (the timing budget) for compile and
+  // verification; together they are the request's hard deadline.
+  double deadline_slack_seconds = 60;
+  // How long a worker that announced its exit (fatal, shutdown) or closed stdout may take to
+  // exit before it is killed.
+  double exit_grace_seconds = 5;
+};
+
+// The worker's command line: prefix, worker, --device N, extra arguments.
+std::vector<std::string> sandbox_command(const SandboxOptions& options);
+
+class SandboxEvaluator final : public Evaluator {
+ public:
+  explicit SandboxEvaluator(SandboxOptions options);
+  ~SandboxEvaluator() override;  // shuts the worker down
+  SandboxEvaluator(const SandboxEvaluator&) = delete;
+  SandboxEvaluator& operator=(const SandboxEvaluator&) = delete;
+
+  // Thread-safe; concurrent calls are served one after another.
+  Result<EvalResult> evaluate(const EvalRequest& request) override;
+  std::string name() const override;
+
+  // Starts the worker unless it is running, and returns the "device" object of its ping
+  // answer. The error says why it cannot start ("no NVIDIA driver: ...").
+  Result<nlohmann::json> start();
+  // Any other operation of the protocol ("peaks", "check_task"): sends `body` with op and an id
+  // and returns the whole answer. A timeout, a death or an "ok":false answer is an error here.
+  Result<nlohmann::json> call(const std::string& op, nlohmann::json body, double timeout_seconds);
+  // Asks the worker to exit, and kills it after the grace period.
+  void shutdown();
+
+  int workers_started() const;  // 1 + restarts, for tests and logs
+  pid_t worker_pid() const;     // -1 when no worker is running
+
+ private:
+  // A live worker and what its ping said.
+  struct Worker {
+    Subprocess process;
+    nlohmann::json device;
+  };
+
+  // The reply to one request, or why there is none.
+  struct Answer {
+    nlohmann::json body;             // the reply, when `failure` is empty
+    std::optional<Verdict> failure;  // kTimeout or kCrash: the worker is gone
+    std::string detail;              // what went wrong, with the worker's last stderr lines
+    nlohmann::json device;           // the worker's ping answer, kept past its death
+  };
+
+  Result<nlohmann::json> start_locked();
+  Result<EvalResult> evaluate_locked(const EvalRequest& request);
+  // Sends `message` (an id is added) and waits up to `limit_seconds` for the reply. A worker
+  // that dies, hangs or breaks the protocol is killed; one that answers "fatal" is let go.
+  Result<Answer> exchange(nlohmann::json message, double limit_seconds);
+  // Ends the worker after it failed during a request and describes the failure.
+  Answer worker_failure(Verdict verdict, const std::string& what);
+  void stop_worker(const std::string& why);
+  // New stderr lines of the worker since the request began, for failure messages.
+  std::string stderr_tail() const;
+
+  mutable std::mutex mutex_;
+  SandboxOptions options_;
+  std::optional<Worker> worker_;
+  int64_t next_id_ = 1;
+  int started_ = 0;
+  size_t stderr_mark_ = 0;
+};
+
+}  // namespace kopt

@@ -1,0 +1,56 @@
+#include "sandbox/evaluator_pool.h"
+
+#include <stdexcept>
+
+#include "common/strings.h"
+
+namespace kopt {
+
+EvaluatorPool::EvaluatorPool(std::vector<std::unique_ptr<Evaluator>> members)
+    : members_(std::move(members)) {
+  if (members_.empty()) throw std::invalid_argument("an evaluator pool needs a member");
+  // Reversed so that the first member is taken first when all are idle.
+  for (size_t i = members_.size(); i-- > 0;) free_.push_back(i);
+}
+
+std::unique_ptr<EvaluatorPool> EvaluatorPool::for_devices(const SandboxOptions& base,
+                                                          const std::vector<int>& devices) {
+  std::vector<std::unique_ptr<Evaluator>> members;
+  for (int device : devices) {
+    SandboxOptions options = base;
+    options.device = device;
+    members.push_back(std::make_unique<SandboxEvaluator>(std::move(options)));
+  }
+  return std::make_unique<EvaluatorPool>(std::move(members));
+}
+
+Result<EvalResult> EvaluatorPool::evaluate(const EvalRequest& request) {
+  size_t index = 0;
+  {
+    std::unique_lock lock(mutex_);
+    freed_.wait(lock, [&] { return !free_.empty(); });
+    index = free_.back();
+    free_.pop_back();
+  }
+  // Returns the member even when evaluate() throws (a bug), so the pool never shrinks.
+  struct Release {
+    EvaluatorPool* pool;
+    size_t index;
+    ~Release() {
+      {
+        std::lock_guard lock(pool->mutex_);
+        pool->free_.push_back(index);
+      }
+      pool->freed_.notify_one();
+    }
+  } release{this, index};
+  return members_[index]->evaluate(request);
+}
+
+std::string EvaluatorPool::name() const {
+  std::vector<std::string> names;
+  for (const auto& m : members_) names.push_back(m->name());
+  return "pool of " + std::to_string(members_.size()) + ": " + join(names, "; ");
+}
+
+}  // namespace kopt

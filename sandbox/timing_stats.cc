@@ -1,0 +1,131 @@
+#include "sandbox/timing_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kopt {
+
+namespace {
+// sigma ~= 1.4826 * MAD for normal data; SE(median) ~= sqrt(pi/2) * sigma / sqrt(n).
+constexpr double kMadToSigma = 1.4826;
+constexpr double kMedianStandardError = 1.2533;
+}  // namespace
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<ptrdiff_t>(mid), values.end());
+  double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  double lower = *std::max_element(values.begin(), values.begin() + static_cast<ptrdiff_t>(mid));
+  return (lower + upper) / 2;
+}
+
+double median_absolute_deviation(const std::vector<double>& values, double center) {
+  std::vector<double> deviations;
+  deviations.reserve(values.size());
+  for (double v : values) deviations.push_back(std::fabs(v - center));
+  return median(std::move(deviations));
+}
+
+double relative_median_error(const std::vector<double>& values) {
+  if (values.size() < 2) return 0;
+  double m = median(values);
+  if (m <= 0) return 0;
+  double sigma = kMadToSigma * median_absolute_deviation(values, m);
+  return kMedianStandardError * sigma / (std::sqrt(static_cast<double>(values.size())) * m);
+}
+
+std::vector<double> unthrottled_times(const std::vector<TimingSample>& samples,
+                                      double max_clock_drop) {
+  double max_clock = 0;
+  for (const auto& s : samples) max_clock = std::max(max_clock, s.sm_clock_mhz);
+  double threshold = max_clock * (1 - max_clock_drop);
+  std::vector<double> kept;
+  kept.reserve(samples.size());
+  for (const auto& s : samples) {
+    if (s.sm_clock_mhz <= 0 || s.sm_clock_mhz >= threshold) kept.push_back(s.gpu_us);
+  }
+  if (kept.empty()) {
+    for (const auto& s : samples) kept.push_back(s.gpu_us);
+  }
+  return kept;
+}
+
+TimingSummary summarize_samples(const std::vector<TimingSample>& samples, double max_clock_drop) {
+  TimingSummary summary;
+  std::vector<double> times = unthrottled_times(samples, max_clock_drop);
+  summary.samples = static_cast<int>(times.size());
+  summary.discarded = static_cast<int>(samples.size() - times.size());
+  if (times.empty()) return summary;
+  summary.min_us = *std::min_element(times.begin(), times.end());
+  summary.noise = relative_median_error(times);
+  summary.median_us = median(std::move(times));
+  return summary;
+}
+
+StoppingParams stopping_params(const EvalOptions& options) {
+  StoppingParams params;
+  params.min_samples = options.min_samples;
+  params.max_noise = options.max_noise;
+  params.max_gpu_seconds = options.max_gpu_seconds;
+  params.max_wall_seconds = options.max_wall_seconds;
+  return params;
+}
+
+std::string stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::kNotYet:
+      return "not yet";
+    case StopReason::kConverged:
+      return "converged";
+    case StopReason::kGpuTimeCap:
+      return "gpu time cap";
+    case StopReason::kWallDeadline:
+      return "wall deadline";
+    case StopReason::kSampleCap:
+      return "sample cap";
+  }
+  return "unknown";
+}
+
+StoppingCriterion::StoppingCriterion(StoppingParams params, Clock clock)
+    : params_(params), clock_(std::move(clock)), start_(clock_()) {}
+
+void StoppingCriterion::add(const TimingSample& sample) {
+  samples_.push_back(sample);
+  gpu_seconds_ += sample.gpu_us * 1e-6;
+}
+
+bool StoppingCriterion::finished() {
+  if (reason_ != StopReason::kNotYet) return true;
+  std::chrono::duration<double> elapsed = clock_() - start_;
+  if (elapsed.count() >= params_.max_wall_seconds) {
+    reason_ = StopReason::kWallDeadline;
+    return true;
+  }
+  if (samples_.size() >= static_cast<size_t>(params_.max_samples)) {
+    reason_ = StopReason::kSampleCap;
+    return true;
+  }
+  if (samples_.size() < static_cast<size_t>(params_.min_samples)) return false;
+  // Median and MAD cost O(n): recompute only after the sample count grew by about 3%, which
+  // keeps a run of 10^5 short samples linear overall while delaying the stop by at most 3%.
+  if (samples_.size() < next_noise_check_) return false;
+  next_noise_check_ = samples_.size() + std::max<size_t>(1, samples_.size() / 32);
+  std::vector<double> times = unthrottled_times(samples_, params_.max_clock_drop);
+  if (times.size() < static_cast<size_t>(params_.min_samples)) return false;
+  noise_ = relative_median_error(times);
+  if (noise_ <= params_.max_noise) {
+    reason_ = StopReason::kConverged;
+  } else if (gpu_seconds_ >= params_.max_gpu_seconds) {
+    reason_ = StopReason::kGpuTimeCap;
+  }
+  return reason_ != StopReason::kNotYet;
+}
+
+TimingSummary StoppingCriterion::summary() const {
+  return summarize_samples(samples_, params_.max_clock_drop);
+}
+
+}  // namespace kopt

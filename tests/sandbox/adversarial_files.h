@@ -1,0 +1,43 @@
+// The adversarial kernels in tests/sandbox/adversarial/: one file per defence of the sandbox,
+// each a complete kopt kernel file whose header comment says what the sandbox must conclude:
+//
+//   // expect: out_of_bounds            (alternatives: "incorrect|nondeterministic")
+//   // task: axpy                       (optional; default axpy)
+//   // rounds: 2                        (optional; verification rounds to ask for)
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "sandbox/protocol.h"
+
+namespace kopt::testing {
+
+struct AdversarialKernel {
+  std::string name;  // file stem, also the test's name
+  std::filesystem::path path;
+  std::string source;
+  std::string task = "axpy";
+  std::vector<Verdict> expected;  // any of these is right
+  std::optional<int> rounds;
+};
+
+// Parses the header of one file.
+Result<AdversarialKernel> read_adversarial_kernel(const std::filesystem::path& path);
+
+// Every *.cu file in the adversarial folder, sorted by name; a malformed header is an error.
+Result<std::vector<AdversarialKernel>> adversarial_kernels();
+
+// Names only, for parameterized tests (empty when the folder cannot be read).
+std::vector<std::string> adversarial_kernel_names();
+
+// A task used by the suite: tasks/NAME in the source tree, else tests/sandbox/tasks/NAME.
+std::filesystem::path adversarial_task_dir(const std::string& task);
+
+// "incorrect|nondeterministic".
+std::string describe_verdicts(const std::vector<Verdict>& verdicts);
+
+}  // namespace kopt::testing

@@ -1,0 +1,137 @@
+// GPU half of the adversarial suite: every kernel in tests/sandbox/adversarial/ goes through the
+// real SandboxEvaluator and kopt-sandbox worker and must get the verdict its header names; after
+// each one the same evaluator must still judge the task's baseline ok (the worker survived, or
+// was replaced). Skipped without a driver or a GPU.
+//
+//   ctest --test-dir BUILD -L gpu -R Adversarial --output-on-failure
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/files.h"
+#include "sandbox/cuda_driver.h"
+#include "sandbox/evaluator.h"
+#include "sandbox/evaluator_pool.h"
+#include "tests/sandbox/adversarial_files.h"
+
+namespace kopt::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Why this machine cannot run the suite, or "" when it can.
+std::string missing_gpu() {
+  auto driver = load_cuda_driver();
+  if (!driver) return driver.error();
+  int count = 0;
+  if ((*driver)->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return "no CUDA device";
+  return "";
+}
+
+SandboxOptions worker_options() {
+  SandboxOptions options;
+  options.worker = KOPT_SANDBOX_WORKER;
+  options.device = 0;
+  // The infinite loop costs this long; compile and verification of axpy need far less.
+  options.deadline_slack_seconds = 25;
+  return options;
+}
+
+KernelSource task_file(const std::string& task, const std::string& name) {
+  auto path = adversarial_task_dir(task) / name;
+  auto text = read_file(path);
+  if (!text) throw std::runtime_error(text.error());
+  return {*text, path.string(), {}};
+}
+
+EvalRequest request_for(const AdversarialKernel& kernel) {
+  EvalRequest request;
+  auto task_json = read_file(adversarial_task_dir(kernel.task) / "task.json");
+  if (!task_json) throw std::runtime_error(task_json.error());
+  request.task_json = *task_json;
+  request.reference = task_file(kernel.task, "reference.cu");
+  request.candidate = {kernel.source, kernel.path.string(), {}};
+  // Accepted kernels are timed against the baseline, as kopt eval does.
+  if (kernel.expected == std::vector<Verdict>{Verdict::kOk}) {
+    request.baseline = task_file(kernel.task, "baseline.cu");
+  }
+  if (kernel.rounds) request.options.rounds = *kernel.rounds;
+  request.options.max_wall_seconds = 5;
+  return request;
+}
+
+EvalRequest baseline_request(const std::string& task) {
+  EvalRequest request;
+  request.task_json = *read_file(adversarial_task_dir(task) / "task.json");
+  request.reference = task_file(task, "reference.cu");
+  request.candidate = task_file(task, "baseline.cu");
+  request.options.time = false;
+  return request;
+}
+
+// Runs one adversarial kernel and checks its verdict; prints one line for docs/gpu-runs/.
+void expect_verdict(Evaluator& evaluator, const AdversarialKernel& kernel) {
+  auto begin = Clock::now();
+  auto result = evaluator.evaluate(request_for(kernel));
+  double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  ASSERT_TRUE(result.ok()) << kernel.name << ": " << result.error();
+  std::string detail = result->detail.substr(0, result->detail.find('\n'));
+  std::printf("adversarial %-22s -> %-16s (expected %s) %.2f s: %s\n", kernel.name.c_str(),
+              verdict_name(result->verdict).c_str(), describe_verdicts(kernel.expected).c_str(),
+              seconds, detail.c_str());
+  if (result->candidate_time) {
+    std::printf("  candidate %.2f us (noise %.2f%%, %d samples), speedup %.3f, %.1f%% of SOL\n",
+                result->candidate_time->median_us, 100 * result->candidate_time->noise,
+                result->candidate_time->samples, result->speedup, result->sol_percent);
+  }
+  std::fflush(stdout);
+  EXPECT_NE(std::find(kernel.expected.begin(), kernel.expected.end(), result->verdict),
+            kernel.expected.end())
+      << kernel.name << ": got " << verdict_name(result->verdict) << ", expected "
+      << describe_verdicts(kernel.expected) << "\n"
+      << result->detail;
+}
+
+void expect_baseline_ok(Evaluator& evaluator, const std::string& task) {
+  auto after = evaluator.evaluate(baseline_request(task));
+  ASSERT_TRUE(after.ok()) << after.error();
+  EXPECT_EQ(after->verdict, Verdict::kOk) << after->detail;
+}
+
+class AdversarialOnGpu : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+TEST_P(AdversarialOnGpu, GetsItsVerdictAndTheWorkerSurvives) {
+  auto kernel =
+      read_adversarial_kernel(std::filesystem::path(KOPT_ADVERSARIAL_DIR) / (GetParam() + ".cu"));
+  ASSERT_TRUE(kernel.ok()) << kernel.error();
+  SandboxEvaluator evaluator(worker_options());
+  auto device = evaluator.start();
+  ASSERT_TRUE(device.ok()) << device.error();
+  expect_verdict(evaluator, *kernel);
+  expect_baseline_ok(evaluator, kernel->task);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, AdversarialOnGpu, ::testing::ValuesIn(adversarial_kernel_names()),
+                         [](const ::testing::TestParamInfo<std::string>& file) {
+                           return file.param;
+                         });
+
+// The whole suite in a row through one pool: a long-lived worker (and its replacements) must
+// judge every kernel right whatever the kernels before it did to the GPU.
+TEST(AdversarialPoolOnGpu, SurvivesTheWholeSuiteInARow) {
+  if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
+  auto kernels = adversarial_kernels();
+  ASSERT_TRUE(kernels.ok()) << kernels.error();
+  auto pool = EvaluatorPool::for_devices(worker_options(), {0});
+  for (const auto& kernel : *kernels) expect_verdict(*pool, kernel);
+  expect_baseline_ok(*pool, "axpy");
+}
+
+}  // namespace
+}  // namespace kopt::testing

@@ -1,0 +1,371 @@
+// The supervisor against a misbehaving stand-in worker (fake_worker.cc): hangs, deaths, fatal
+// errors, garbage, version skew and workers that cannot start. No GPU needed.
+#include "sandbox/evaluator.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "sandbox/evaluator_pool.h"
+
+namespace kopt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+SandboxOptions fake_options(std::vector<std::string> extra = {}) {
+  SandboxOptions options;
+  options.worker = KOPT_FAKE_WORKER;
+  options.device = 0;
+  options.extra_args = std::move(extra);
+  options.start_timeout_seconds = 5;
+  options.deadline_slack_seconds = 0.5;
+  options.exit_grace_seconds = 2;
+  return options;
+}
+
+// A request whose candidate tells the fake worker how to behave.
+EvalRequest request_for(const std::string& behaviour) {
+  EvalRequest request;
+  request.task_json = "{}";
+  request.reference = {"// reference", "reference.cu", {}};
+  request.candidate = {"// " + behaviour, behaviour + ".cu", {}};
+  request.options.max_wall_seconds = 0.5;
+  request.options.rounds = 3;
+  request.options.seed = 42;
+  return request;
+}
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+// True when `pid` is gone or a zombie (killed, not yet reaped by whoever adopted it).
+bool process_dead(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+}
+
+// Evaluates an ordinary candidate and checks the answer came from a live worker.
+void expect_healthy(SandboxEvaluator& evaluator) {
+  auto result = evaluator.evaluate(request_for("fine"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kOk) << result->detail;
+}
+
+TEST(SandboxEvaluator, EvaluatesThroughTheProtocol) {
+  SandboxEvaluator evaluator(fake_options());
+  auto result = evaluator.evaluate(request_for("fine"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kOk);
+  EXPECT_EQ(result->detail, "echo fine.cu rounds=3 seed=42");  // the request arrived intact
+  ASSERT_TRUE(result->candidate_time.has_value());
+  EXPECT_EQ(result->candidate_time->median_us, 12.5);
+  EXPECT_EQ(result->device["ordinal"], 0);
+  // The worker is long-lived: the second request reaches the same process.
+  pid_t pid = evaluator.worker_pid();
+  auto again = evaluator.evaluate(request_for("fine"));
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(again->device["pid"], pid);
+  EXPECT_EQ(again->device["requests"], 3);  // ping + two evaluations
+  EXPECT_EQ(evaluator.workers_started(), 1);
+}
+
+TEST(SandboxEvaluator, PassesDeviceAndCommandPrefix) {
+  SandboxOptions options = fake_options();
+  options.device = 3;
+  options.command_prefix = {"env", "KOPT_FAKE_GREETING=from-prefix"};
+  EXPECT_EQ(sandbox_command(options),
+            (std::vector<std::string>{"env", "KOPT_FAKE_GREETING=from-prefix", KOPT_FAKE_WORKER,
+                                      "--device", "3"}));
+  SandboxEvaluator evaluator(options);
+  auto device = evaluator.start();
+  ASSERT_TRUE(device.ok()) << device.error();
+  EXPECT_EQ((*device)["ordinal"], 3);
+  EXPECT_EQ((*device)["greeting"], "from-prefix");
+  options.device = -1;
+  EXPECT_EQ(sandbox_command(options).size(), 3u);  // no --device at all
+}
+
+TEST(SandboxEvaluator, HangIsATimeoutAndTheNextRequestGetsAFreshWorker) {
+  SandboxEvaluator evaluator(fake_options());
+  ASSERT_TRUE(evaluator.start().ok());
+  pid_t first = evaluator.worker_pid();
+  auto begin = Clock::now();
+  auto result = evaluator.evaluate(request_for("HANG"));
+  double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kTimeout);
+  EXPECT_TRUE(contains(result->detail, "no answer within 1.0 s")) << result->detail;
+  EXPECT_GE(seconds, 0.9);  // max_wall_seconds 0.5 + slack 0.5
+  EXPECT_LT(seconds, 5);
+  EXPECT_TRUE(process_dead(first));
+  EXPECT_EQ(evaluator.worker_pid(), -1);
+  expect_healthy(evaluator);
+  EXPECT_NE(evaluator.worker_pid(), first);
+  EXPECT_EQ(evaluator.workers_started(), 2);
+}
+
+TEST(SandboxEvaluator, TimeoutKillsTheWorkersWholeProcessGroup) {
+  std::filesystem::path pid_file =
+      std::filesystem::path(::testing::TempDir()) / ("kopt-hang-child-" + std::to_string(getpid()));
+  SandboxEvaluator evaluator(fake_options());
+  auto result = evaluator.evaluate(request_for("HANG_CHILD " + pid_file.string()));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kTimeout);
+  pid_t child = 0;
+  std::ifstream(pid_file) >> child;
+  std::filesystem::remove(pid_file);
+  ASSERT_GT(child, 0);
+  // The grandchild was killed with the group (it may linger as a zombie until reaped).
+  for (int i = 0; i < 100 && !process_dead(child); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(process_dead(child));
+  if (!process_dead(child)) ::kill(child, SIGKILL);
+}
+
+TEST(SandboxEvaluator, DeathIsACrashWithTheSignal) {
+  SandboxEvaluator evaluator(fake_options());
+  auto result = evaluator.evaluate(request_for("DIE"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kCrash);
+  EXPECT_TRUE(contains(result->detail, "died during the request (killed by signal 11"))
+      << result->detail;
+  EXPECT_EQ(result->device["name"], "fake");  // still says which GPU it was
+  expect_healthy(evaluator);
+  EXPECT_EQ(evaluator.workers_started(), 2);
+}
+
+TEST(SandboxEvaluator, ExitMidRequestIsACrashWithTheStatus) {
+  SandboxEvaluator evaluator(fake_options());
+  auto result = evaluator.evaluate(request_for("EXIT"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kCrash);
+  EXPECT_TRUE(contains(result->detail, "(exit 5)")) << result->detail;
+  expect_healthy(evaluator);
+}
+
+TEST(SandboxEvaluator, CrashDetailQuotesTheWorkersLastStderrLines) {
+  SandboxEvaluator evaluator(fake_options());
+  ASSERT_TRUE(evaluator.start().ok());
+  auto result = evaluator.evaluate(request_for("STDERR"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kCrash);
+  EXPECT_TRUE(contains(result->detail,
+                       "worker stderr: fake worker: about to fail | fake worker: "
+                       "CUDA_ERROR_ILLEGAL_ADDRESS"))
+      << result->detail;
+}
+
+TEST(SandboxEvaluator, FatalAnswerIsKeptAndTheNextRequestGetsAFreshWorker) {
+  SandboxEvaluator evaluator(fake_options());
+  ASSERT_TRUE(evaluator.start().ok());
+  pid_t first = evaluator.worker_pid();
+  auto result = evaluator.evaluate(request_for("FATAL"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kCrash);
+  EXPECT_EQ(result->detail, "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS");  // the worker's
+  EXPECT_EQ(evaluator.worker_pid(), -1);
+  auto next = evaluator.evaluate(request_for("fine"));
+  ASSERT_TRUE(next.ok()) << next.error();
+  EXPECT_EQ(next->verdict, Verdict::kOk);
+  EXPECT_NE(next->device["pid"], first);
+  EXPECT_EQ(evaluator.workers_started(), 2);
+}
+
+TEST(SandboxEvaluator, GarbageLineIsAProtocolCrash) {
+  SandboxEvaluator evaluator(fake_options());
+  auto result = evaluator.evaluate(request_for("GARBAGE"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kCrash);
+  EXPECT_TRUE(contains(result->detail, "broke the protocol (not JSON): 'this is not a protocol"))
+      << result->detail;
+  expect_healthy(evaluator);
+  EXPECT_EQ(evaluator.workers_started(), 2);
+}
+
+TEST(SandboxEvaluator, AnswerToAnotherIdIsAProtocolCrash) {
+  SandboxEvaluator evaluator(fake_options());
+  auto result = evaluator.evaluate(request_for("WRONG_ID"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kCrash);
+  EXPECT_TRUE(contains(result->detail, "answered with")) << result->detail;
+  expect_healthy(evaluator);
+}
+
+TEST(SandboxEvaluator, RefusedRequestIsAnErrorAndTheWorkerStays) {
+  SandboxEvaluator evaluator(fake_options());
+  ASSERT_TRUE(evaluator.start().ok());
+  pid_t pid = evaluator.worker_pid();
+  auto result = evaluator.evaluate(request_for("REFUSE"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(contains(result.error(), "refused the request: cannot parse the task"))
+      << result.error();
+  expect_healthy(evaluator);
+  EXPECT_EQ(evaluator.worker_pid(), pid);
+}
+
+TEST(SandboxEvaluator, SlowAnswerWithinTheDeadlineIsFine) {
+  SandboxEvaluator evaluator(fake_options());
+  auto result = evaluator.evaluate(request_for("SLOW 300"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kOk);
+}
+
+TEST(SandboxEvaluator, WorkerKilledWhileIdleIsReplacedWithoutAVerdict) {
+  SandboxEvaluator evaluator(fake_options());
+  ASSERT_TRUE(evaluator.start().ok());
+  pid_t first = evaluator.worker_pid();
+  ::kill(first, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Not the next candidate's fault: it gets a fresh worker and its own verdict.
+  expect_healthy(evaluator);
+  EXPECT_NE(evaluator.worker_pid(), first);
+}
+
+TEST(SandboxEvaluator, ProtocolVersionMismatchIsRefused) {
+  SandboxEvaluator evaluator(fake_options({"--version=2"}));
+  auto result = evaluator.evaluate(request_for("fine"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(contains(result.error(), "speaks sandbox protocol v2 but this kopt speaks v1"))
+      << result.error();
+  EXPECT_EQ(evaluator.worker_pid(), -1);
+}
+
+TEST(SandboxEvaluator, WorkerThatCannotStartSaysWhy) {
+  SandboxEvaluator evaluator(fake_options({"--start=fail"}));
+  auto result = evaluator.evaluate(request_for("fine"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(contains(result.error(), "cannot start: no NVIDIA driver: libcuda.so.1 not found"))
+      << result.error();
+  // Each request tries again (the GPU may come back), and fails the same clear way.
+  auto again = evaluator.start();
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(evaluator.workers_started(), 2);
+}
+
+TEST(SandboxEvaluator, MissingWorkerBinaryIsAnError) {
+  SandboxOptions options = fake_options();
+  options.worker = "/nonexistent/kopt-sandbox";
+  SandboxEvaluator evaluator(options);
+  auto result = evaluator.evaluate(request_for("fine"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(contains(result.error(),
+                       "cannot start the sandbox worker: cannot start "
+                       "'/nonexistent/kopt-sandbox'"))
+      << result.error();
+}
+
+TEST(SandboxEvaluator, SilentExitAtStartUpReportsTheStatus) {
+  SandboxEvaluator evaluator(fake_options({"--start=silent"}));
+  auto result = evaluator.start();
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(contains(result.error(), "exited during start-up (exit 4)")) << result.error();
+}
+
+TEST(SandboxEvaluator, GarbageAtStartUpIsAnError) {
+  SandboxEvaluator evaluator(fake_options({"--start=garbage"}));
+  auto result = evaluator.start();
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(contains(result.error(), "malformed line at start-up (not JSON): 'Segmentation"))
+      << result.error();
+}
+
+TEST(SandboxEvaluator, HangAtStartUpTimesOut) {
+  SandboxOptions options = fake_options({"--start=hang"});
+  options.start_timeout_seconds = 0.5;
+  SandboxEvaluator evaluator(options);
+  auto result = evaluator.start();
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(contains(result.error(), "did not answer its first ping within 0.5 s"))
+      << result.error();
+}
+
+TEST(SandboxEvaluator, OtherOperationsGoThroughCall) {
+  SandboxEvaluator evaluator(fake_options());
+  auto pong = evaluator.call("ping", {}, 5);
+  ASSERT_TRUE(pong.ok()) << pong.error();
+  EXPECT_EQ((*pong)["device"]["name"], "fake");
+  auto unknown = evaluator.call("peeks", {{"detail", 1}}, 5);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_TRUE(contains(unknown.error(), "peeks: unknown op 'peeks'")) << unknown.error();
+  // A hang is an error for call(), and costs only that worker.
+  auto hung = evaluator.call("evaluate", nlohmann::json::parse(R"({"task_json": "{}",
+      "reference": {"source": ""}, "candidate": {"source": "HANG"}})"),
+                             0.3);
+  ASSERT_FALSE(hung.ok());
+  EXPECT_TRUE(contains(hung.error(), "no answer within 0.3 s")) << hung.error();
+  expect_healthy(evaluator);
+}
+
+TEST(SandboxEvaluator, ShutdownLetsTheWorkerExitCleanly) {
+  SandboxEvaluator evaluator(fake_options());
+  ASSERT_TRUE(evaluator.start().ok());
+  pid_t pid = evaluator.worker_pid();
+  evaluator.shutdown();
+  EXPECT_EQ(evaluator.worker_pid(), -1);
+  EXPECT_TRUE(process_dead(pid));
+  expect_healthy(evaluator);  // and starts again on demand
+}
+
+TEST(SandboxEvaluator, ConcurrentCallersAreServedOneAfterAnother) {
+  SandboxEvaluator evaluator(fake_options());
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      auto r = evaluator.evaluate(request_for("fine"));
+      if (r.ok() && r->verdict == Verdict::kOk) ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok, 4);
+  EXPECT_EQ(evaluator.workers_started(), 1);
+}
+
+TEST(EvaluatorPool, SpreadsConcurrentRequestsOverItsDevices) {
+  auto pool = EvaluatorPool::for_devices(fake_options(), {0, 1});
+  ASSERT_EQ(pool->size(), 2u);
+  std::mutex mutex;
+  std::set<int> devices;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&] {
+      auto r = pool->evaluate(request_for("SLOW 300"));
+      ASSERT_TRUE(r.ok()) << r.error();
+      std::lock_guard lock(mutex);
+      devices.insert(r->device["ordinal"].get<int>());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(devices, (std::set<int>{0, 1}));  // both busy at once, so both were used
+  EXPECT_TRUE(contains(pool->name(), "--device 1"));
+}
+
+TEST(EvaluatorPool, OneMembersHangDoesNotCostTheOthersResult) {
+  auto pool = EvaluatorPool::for_devices(fake_options(), {0, 1});
+  Result<EvalResult> hung = make_error("not run"), fine = make_error("not run");
+  std::thread a([&] { hung = pool->evaluate(request_for("HANG")); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread b([&] { fine = pool->evaluate(request_for("fine")); });
+  a.join();
+  b.join();
+  ASSERT_TRUE(hung.ok() && fine.ok());
+  EXPECT_EQ(hung->verdict, Verdict::kTimeout);
+  EXPECT_EQ(fine->verdict, Verdict::kOk);
+  auto after = pool->evaluate(request_for("fine"));
+  ASSERT_TRUE(after.ok()) << after.error();
+  EXPECT_EQ(after->verdict, Verdict::kOk);
+}
+
+}  // namespace
+}  // namespace kopt

@@ -1,0 +1,168 @@
+// A stand-in for kopt-sandbox that speaks the real protocol (sandbox/protocol.h) and misbehaves
+// on request, so the supervisor's handling of hangs, deaths and garbage is tested without a GPU.
+//
+// Start-up behaviour, from arguments:
+//   --device N          reported back as device.ordinal
+//   --start=fail        print a start-up error line (as the real worker does without a GPU), exit 3
+//   --start=silent      exit 4 without a word
+//   --start=hang        never answer
+//   --start=garbage     answer the ping with a line that is not JSON
+//   --version=N         speak protocol version N
+// Per request, from the candidate's source text:
+//   HANG                sleep forever            HANG_CHILD PATH   also fork a sleeping child,
+//   DIE                 raise SIGSEGV                              its pid written to PATH
+//   EXIT                exit 5 mid-request       FATAL             answer crash + "fatal", exit
+//   GARBAGE             answer a non-JSON line   WRONG_ID          answer with another id
+//   STDERR              write to stderr, then die                  REFUSE  answer ok:false
+//   SLOW MS             answer ok after MS milliseconds
+// Anything else is answered with verdict ok and the request echoed in detail and device.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "sandbox/protocol.h"
+
+namespace {
+
+using nlohmann::json;
+
+int g_version = kopt::kProtocolVersion;
+int g_device = -1;
+int g_requests = 0;
+
+void send(const json& message) { std::cout << kopt::encode_line(message) << std::flush; }
+
+json response(int64_t id, bool ok, const json& extra = json::object()) {
+  json j = kopt::make_response(id, ok);
+  j["v"] = g_version;
+  j.update(extra);
+  return j;
+}
+
+json device_info() {
+  const char* greeting = std::getenv("KOPT_FAKE_GREETING");
+  return {{"name", "fake"},
+          {"ordinal", g_device},
+          {"pid", static_cast<int>(getpid())},
+          {"requests", g_requests},
+          {"greeting", greeting ? greeting : ""}};
+}
+
+[[noreturn]] void sleep_forever() {
+  while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+bool has(const std::string& text, const char* word) { return text.find(word) != std::string::npos; }
+
+// The word after `word` in `text` (a path or a number).
+std::string argument_of(const std::string& text, const char* word) {
+  size_t start = text.find(word) + std::strlen(word);
+  while (start < text.size() && text[start] == ' ') ++start;
+  size_t end = text.find_first_of(" \n", start);
+  return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+void evaluate(int64_t id, const json& body) {
+  auto request = kopt::eval_request_from_json(body);
+  if (!request) {
+    send(response(id, false, {{"error", request.error()}}));
+    return;
+  }
+  const std::string& source = request->candidate.source;
+  if (has(source, "HANG_CHILD")) {
+    pid_t child = fork();
+    if (child == 0) sleep_forever();
+    std::ofstream(argument_of(source, "HANG_CHILD")) << child << "\n";
+    sleep_forever();
+  }
+  if (has(source, "HANG")) sleep_forever();
+  if (has(source, "STDERR")) {
+    std::fprintf(stderr, "fake worker: about to fail\nfake worker: CUDA_ERROR_ILLEGAL_ADDRESS\n");
+    std::fflush(stderr);
+    raise(SIGSEGV);
+  }
+  if (has(source, "DIE")) raise(SIGSEGV);
+  if (has(source, "EXIT")) std::exit(5);
+  if (has(source, "GARBAGE")) {
+    std::cout << "this is not a protocol line\n" << std::flush;
+    return;
+  }
+  if (has(source, "SLOW")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(argument_of(source, "SLOW"))));
+  }
+  kopt::EvalResult result;
+  if (has(source, "REFUSE")) {
+    send(response(id, false, {{"error", "cannot parse the task"}}));
+    return;
+  }
+  if (has(source, "FATAL")) {
+    result.verdict = kopt::Verdict::kCrash;
+    result.detail = "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS";
+    send(response(id, true, {{"result", kopt::to_json(result)}, {"fatal", true}}));
+    std::exit(0);
+  }
+  result.verdict = kopt::Verdict::kOk;
+  result.detail = "echo " + request->candidate.origin +
+                  " rounds=" + std::to_string(request->options.rounds) +
+                  " seed=" + std::to_string(request->options.seed);
+  result.device = device_info();
+  result.candidate_time = kopt::TimingSummary{12.5, 0.004, 12.0, 40, 1};
+  send(
+      response(has(source, "WRONG_ID") ? id + 100 : id, true, {{"result", kopt::to_json(result)}}));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string start = "ok";
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--device" && i + 1 < argc) g_device = std::atoi(argv[++i]);
+    if (arg.rfind("--start=", 0) == 0) start = arg.substr(8);
+    if (arg.rfind("--version=", 0) == 0) g_version = std::atoi(arg.c_str() + 10);
+  }
+  if (start == "fail") {
+    send({{"v", g_version},
+          {"id", 0},
+          {"ok", false},
+          {"fatal", true},
+          {"error", "no NVIDIA driver: libcuda.so.1 not found (fake)"}});
+    return 3;
+  }
+  if (start == "silent") return 4;
+  if (start == "hang") sleep_forever();
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    auto message = kopt::parse_message(line);
+    if (!message) {
+      send(response(0, false, {{"error", "malformed request: " + message.error()}}));
+      continue;
+    }
+    ++g_requests;
+    std::string op = message->body.value("op", "");
+    if (op == "ping") {
+      if (start == "garbage") {
+        std::cout << "Segmentation fault (core dumped)\n" << std::flush;
+        continue;
+      }
+      send(response(message->id, true, {{"device", device_info()}}));
+    } else if (op == "evaluate") {
+      evaluate(message->id, message->body);
+    } else if (op == "shutdown") {
+      send(response(message->id, true));
+      return 0;
+    } else {
+      send(response(message->id, false, {{"error", "unknown op '" + op + "'"}}));
+    }
+  }
+  return 0;
+}
