@@ -7,6 +7,9 @@ const std::vector<Command>& commands() {
       {"doctor", "check the GPU, driver, CUDA, NVRTC, CUPTI, database and LLM setup", run_doctor},
       {"tasks", "list tasks, or check that they parse, validate and compile", run_tasks},
       {"eval", "compile, verify and time one kernel file against a task", run_eval},
+      {"run", "the daemon: optimize the tasks' kernels until a budget runs out", run_run},
+      {"status", "the daemon's run: per-task speedup, %SOL, candidates, cost", run_status},
+      {"submit", "add a task to the running daemon", run_submit},
   };
   return table;
 }

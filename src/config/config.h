@@ -88,6 +88,16 @@ struct DaemonConfig {
   } budgets;
   std::vector<int> gpus;                    // empty: every visible GPU
   std::vector<std::string> worker_command;  // template with {worker} and {gpu}; empty: run locally
+  std::string worker;                       // the kopt-sandbox binary; "": the one beside kopt
+  std::filesystem::path prompts_dir;        // "": $KOPT_PROMPTS, ./prompts, the source tree's
+  std::optional<int64_t> max_in_flight;     // concurrent jobs; unset: 2 x GPUs + 2 with an LLM
+  std::optional<double> drain_s;            // after SIGINT/SIGTERM, how long work may finish
+  // The search loop's knobs (src/orchestrator/run_options.h has the defaults).
+  struct Search {
+    std::optional<int64_t> beam_width, plans_per_iteration, max_repairs, memory_examples,
+        plateau_candidates, tuner_max_configs;
+    std::optional<double> sol_threshold_percent;
+  } search;
 };
 
 struct Config {

@@ -52,6 +52,22 @@ DaemonConfig read_daemon_section(JsonReader& reader, const json* section) {
   r.integer_list("gpus", d.gpus);
   r.string_list("worker_command", d.worker_command);
   check_worker_template(reader, r.path_of("worker_command"), d.worker_command);
+  r.string("worker", d.worker);
+  std::string prompts;
+  r.string("prompts_dir", prompts);
+  d.prompts_dir = prompts;
+  r.integer("max_in_flight", d.max_in_flight, Bound::kPositive);
+  r.number("drain_s", d.drain_s, Bound::kNonNegative);
+
+  ObjectReader search(reader, r.object("search"), "$.daemon.search");
+  search.integer("beam_width", d.search.beam_width, Bound::kPositive);
+  search.integer("plans_per_iteration", d.search.plans_per_iteration, Bound::kPositive);
+  search.integer("max_repairs", d.search.max_repairs, Bound::kNonNegative);
+  search.integer("memory_examples", d.search.memory_examples, Bound::kNonNegative);
+  search.integer("plateau_candidates", d.search.plateau_candidates, Bound::kPositive);
+  search.integer("tuner_max_configs", d.search.tuner_max_configs, Bound::kPositive);
+  search.number("sol_threshold_percent", d.search.sol_threshold_percent, Bound::kPositive);
+  search.finish();
   r.finish();
   return d;
 }

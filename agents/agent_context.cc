@@ -1,0 +1,69 @@
+#include "agents/agent_context.h"
+
+#include <fmt/format.h>
+
+#include "common/strings.h"
+
+namespace kopt::agents {
+
+std::string describe_measurements(const std::optional<Measurements>& m) {
+  if (!m || m->median_us <= 0) return "not measured yet";
+  std::string text = fmt::format("- time: median {:.2f} us (noise {:.1f}%)", m->median_us,
+                                 m->noise * 100);
+  if (m->baseline_us > 0) {
+    text += fmt::format("\n- speedup over the task's baseline ({:.2f} us): {:.3f}x",
+                        m->baseline_us, m->speedup);
+  }
+  if (m->sol_us > 0) {
+    text += fmt::format(
+        "\n- speed of light: {:.2f} us; this kernel reaches {:.1f}% of it (headroom {:.2f}x)",
+        m->sol_us, m->sol_percent, m->median_us / m->sol_us);
+  }
+  if (m->registers > 0) {
+    text += fmt::format(
+        "\n- resources: {} registers/thread, {} bytes local memory/thread{}, {} B static + {} B "
+        "dynamic shared memory/block, theoretical occupancy {:.0f}%",
+        m->registers, m->local_bytes, m->local_bytes > 0 ? " (spills!)" : "",
+        m->static_shared_bytes, m->dynamic_shared_bytes, m->occupancy * 100);
+  }
+  if (!m->tunables.empty()) text += "\n- tunables as measured: " + m->tunables;
+  return text;
+}
+
+std::string describe_examples(const std::vector<MemoryExample>& examples,
+                              const std::string& empty_text) {
+  if (examples.empty()) return empty_text;
+  std::string text;
+  int number = 1;
+  for (const MemoryExample& e : examples) {
+    text += fmt::format("### {} {}: {:.2f}x on task {}\n", e.speedup >= 1 ? "Example" : "Warning",
+                        number++, e.speedup, e.task);
+    text += "Lesson: " + (e.summary.empty() ? std::string("(no lesson recorded)") : e.summary) +
+            "\n";
+    if (!e.tags.empty()) text += "Tags: " + join(e.tags, ", ") + "\n";
+    if (!e.diff.empty()) text += "```diff\n" + e.diff + (e.diff.back() == '\n' ? "" : "\n") +
+                                 "```\n";
+    text += "\n";
+  }
+  return text;
+}
+
+std::map<std::string, std::string> task_values(const TaskBrief& task) {
+  return {{"task_name", task.name},
+          {"task_description", task.description},
+          {"task_tags", join(task.tags, ", ")},
+          {"task_sizes", task.sizes},
+          {"gpu", task.gpu.empty() ? std::string("an NVIDIA GPU") : task.gpu},
+          {"bound", task.bound}};
+}
+
+std::string shorten(const std::string& text, size_t max_chars) {
+  if (text.size() <= max_chars) return text;
+  size_t head = max_chars * 2 / 3;
+  size_t tail = max_chars - head;
+  return text.substr(0, head) +
+         fmt::format("\n[... {} characters left out ...]\n", text.size() - head - tail) +
+         text.substr(text.size() - tail);
+}
+
+}  // namespace kopt::agents

@@ -1,0 +1,79 @@
+// What the agents are told: plain descriptions of a task, a kernel and its measurements, and the
+// pairs retrieved from memory. The orchestrator fills these from the evaluator's results and the
+// memory store; the agents turn them into prompt text and know nothing of CUPTI or SQLite.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kopt::agents {
+
+struct TaskBrief {
+  std::string name;
+  std::string description;
+  std::vector<std::string> tags;
+  std::string sizes;   // "n=67108864" (the timed shape) and the sweep, one line
+  std::string gpu;     // "NVIDIA H100 80GB HBM3 (sm_90a, 132 SMs)"
+  std::string bound;   // "memory-bound" or "compute-bound", with the speed-of-light time
+};
+
+// How a kernel did on the GPU. Zero means "not measured".
+struct Measurements {
+  double median_us = 0;
+  double noise = 0;        // relative
+  double baseline_us = 0;  // the task's baseline, timed interleaved
+  double speedup = 0;      // over the baseline
+  double sol_us = 0;       // speed-of-light time of the operation
+  double sol_percent = 0;  // sol_us / median_us * 100
+  int registers = 0;
+  int local_bytes = 0;     // spills and local arrays per thread
+  int static_shared_bytes = 0;
+  int64_t dynamic_shared_bytes = 0;
+  double occupancy = 0;    // theoretical, 0..1
+  std::string tunables;    // "BLOCK=256" as evaluated
+};
+
+struct KernelSnapshot {
+  std::string source;  // the whole kernel file
+  std::optional<Measurements> measurements;
+};
+
+// A pair from memory, shown to the planner and coder as an example (speedup > 1) or as a
+// warning (speedup < 1).
+struct MemoryExample {
+  int64_t pair_id = 0;
+  std::string task;
+  double speedup = 0;  // before / after
+  std::string summary;
+  std::vector<std::string> tags;
+  std::string diff;    // unified diff from the slower to the faster kernel (may be shortened)
+};
+
+// Everything an agent working on one kernel of one task may need.
+struct WorkContext {
+  TaskBrief task;
+  KernelSnapshot current;
+  std::vector<MemoryExample> examples;  // positive pairs
+  std::vector<MemoryExample> warnings;  // negative pairs
+  std::vector<std::string> tried_plans;  // earlier plans on this task with their outcome
+  std::vector<std::string> beam;         // the other kernels kept for this task, one line each
+};
+
+// "median 301.2 us (noise 0.4%), 1.02x over the baseline (307.1 us), 89.3% of speed of light
+// (268.9 us); 16 registers, no spills, ...", several lines; "not measured yet" when empty.
+std::string describe_measurements(const std::optional<Measurements>& m);
+
+// Examples as numbered blocks: speedup, task, lesson, tags, diff; `empty_text` when none.
+std::string describe_examples(const std::vector<MemoryExample>& examples,
+                              const std::string& empty_text);
+
+// The placeholders every task-level template shares (task_*, gpu, bound).
+std::map<std::string, std::string> task_values(const TaskBrief& task);
+
+// `text` cut to at most `max_chars`, keeping its start and end and saying how much was cut.
+std::string shorten(const std::string& text, size_t max_chars);
+
+}  // namespace kopt::agents

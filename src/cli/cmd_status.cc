@@ -1,0 +1,90 @@
+// kopt status [--db PATH] [--run ID] [--json]: the state of the daemon's run, read from the
+// database from any shell while the daemon works (or after it stopped).
+#include <unistd.h>
+
+#include <csignal>
+#include <iostream>
+
+#include "memory_store/memory_store.h"
+#include "src/cli/command.h"
+#include "src/cli/options.h"
+#include "src/config/config.h"
+#include "src/orchestrator/daemon_lock.h"
+#include "src/orchestrator/daemon_tables.h"
+#include "src/orchestrator/progress.h"
+
+namespace kopt::cli {
+
+int run_status(int argc, char** argv) {
+  cxxopts::Options options("kopt status", "show the state of the daemon's current or last run");
+  options.add_options()("db", "memory database (default: the config's)",
+                        cxxopts::value<std::string>())(
+      "config", "config file", cxxopts::value<std::string>())(
+      "run", "a run id (default: the latest)", cxxopts::value<int64_t>())(
+      "json", "print the status as JSON");
+  int code = 0;
+  auto args = parse_options(options, argc, argv, code);
+  if (!args) return code;
+  std::filesystem::path db_path;
+  if (args->count("db")) {
+    db_path = (*args)["db"].as<std::string>();
+  } else {
+    std::optional<std::filesystem::path> config_path;
+    if (args->count("config")) config_path = (*args)["config"].as<std::string>();
+    auto config = load_config_or_defaults(config_path);
+    if (!config) {
+      std::cerr << "kopt status: " << config.error() << "\n";
+      return 2;
+    }
+    db_path = config->database_path;
+  }
+  memory::OpenOptions open_options;
+  open_options.create = false;
+  auto store = memory::MemoryStore::open(db_path, open_options);
+  if (!store) {
+    std::cerr << "kopt status: " << store.error() << "\n";
+    return 2;
+  }
+  std::optional<int64_t> run_id;
+  if (args->count("run")) run_id = (*args)["run"].as<int64_t>();
+  auto row = orchestrator::read_status(store->database(), run_id);
+  if (!row) {
+    std::cerr << "kopt status: " << row.error() << "\n";
+    return 2;
+  }
+  if (!*row) {
+    std::cerr << "kopt status: no daemon run recorded in " << db_path.string()
+              << " (start one with kopt run)\n";
+    return 1;
+  }
+  auto parsed = nlohmann::json::parse((*row)->status_json, nullptr, false);
+  orchestrator::RunProgress progress =
+      orchestrator::RunProgress::from_json(parsed.is_object() ? parsed : nlohmann::json::object());
+  // The published state says "running" until the daemon writes its last status; a daemon that
+  // was killed never does, so ask the lock who holds it.
+  auto holder = orchestrator::DaemonLock::holder(db_path);
+  bool alive = holder && (*holder == 0 || *holder == progress.pid);
+  if ((progress.state == "running" || progress.state == "draining") && !alive) {
+    progress.state = "stopped (the daemon is gone; kopt run --resume continues)";
+  }
+  if (auto pending = orchestrator::pending_submissions(store->database())) {
+    progress.pending_submissions = *pending;
+  }
+  if (args->count("json")) {
+    nlohmann::json out = progress.to_json();
+    out["updated_at"] = (*row)->updated_at;
+    out["daemon_running"] = alive;
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "run " << progress.run_id << " (" << progress.mode << " mode"
+            << (progress.gpu.empty() ? "" : ", " + progress.gpu) << "), last update "
+            << (*row)->updated_at << (alive ? ", daemon pid " + std::to_string(progress.pid) : "")
+            << "\n";
+  for (const std::string& line : orchestrator::render_progress(progress)) {
+    std::cout << line << "\n";
+  }
+  return 0;
+}
+
+}  // namespace kopt::cli

@@ -1,0 +1,86 @@
+// kopt submit TASKDIR [--db PATH]: hands a task to the running daemon through the database. The
+// task is checked here first (it parses, its kernels parse), so a typo fails in the submitter's
+// shell rather than in the daemon's log.
+#include <iostream>
+
+#include "memory_store/memory_store.h"
+#include "sandbox/kernel_file.h"
+#include "sandbox/task_catalog.h"
+#include "sandbox/task_spec.h"
+#include "src/cli/command.h"
+#include "src/cli/options.h"
+#include "src/config/config.h"
+#include "src/orchestrator/daemon_lock.h"
+#include "src/orchestrator/daemon_tables.h"
+
+namespace kopt::cli {
+
+int run_submit(int argc, char** argv) {
+  cxxopts::Options options("kopt submit", "add a task to the running daemon (or to the next "
+                                          "kopt run --resume)");
+  options.add_options()("task", "task folder or name", cxxopts::value<std::string>())(
+      "db", "memory database (default: the config's)", cxxopts::value<std::string>())(
+      "config", "config file", cxxopts::value<std::string>());
+  options.parse_positional({"task"});
+  options.positional_help("TASKDIR");
+  int code = 0;
+  auto args = parse_options(options, argc, argv, code);
+  if (!args) return code;
+  if (!args->count("task")) {
+    std::cerr << "kopt submit: missing TASKDIR (see --help)\n";
+    return 2;
+  }
+  auto dir = resolve_task_dir((*args)["task"].as<std::string>(), default_tasks_root());
+  if (!dir) {
+    std::cerr << "kopt submit: " << dir.error() << "\n";
+    return 2;
+  }
+  auto task = load_task(*dir);
+  if (!task) {
+    std::cerr << task.error() << "\n";
+    return 2;
+  }
+  for (const char* name : {"reference.cu", "baseline.cu"}) {
+    auto file = load_kernel_file(*dir / name, &*task);
+    if (!file) {
+      std::cerr << file.error() << "\n";
+      return 2;
+    }
+  }
+  std::filesystem::path db_path;
+  if (args->count("db")) {
+    db_path = (*args)["db"].as<std::string>();
+  } else {
+    std::optional<std::filesystem::path> config_path;
+    if (args->count("config")) config_path = (*args)["config"].as<std::string>();
+    auto config = load_config_or_defaults(config_path);
+    if (!config) {
+      std::cerr << "kopt submit: " << config.error() << "\n";
+      return 2;
+    }
+    db_path = config->database_path;
+  }
+  auto store = memory::MemoryStore::open(db_path);
+  if (!store) {
+    std::cerr << "kopt submit: " << store.error() << "\n";
+    return 2;
+  }
+  auto id = orchestrator::submit_task(store->database(), dir->string());
+  if (!id) {
+    std::cerr << "kopt submit: " << id.error() << "\n";
+    return 1;
+  }
+  auto holder = orchestrator::DaemonLock::holder(db_path);
+  if (holder) {
+    std::cout << "submitted " << task->name << " (" << dir->string() << ") to the daemon"
+              << (*holder > 0 ? " (pid " + std::to_string(*holder) + ")" : std::string())
+              << "; it starts within seconds\n";
+  } else {
+    std::cout << "queued " << task->name << " (" << dir->string()
+              << "); no daemon is running on " << db_path.string()
+              << ", the next kopt run takes it\n";
+  }
+  return 0;
+}
+
+}  // namespace kopt::cli

@@ -1,0 +1,157 @@
+#include "src/orchestrator/candidate_evaluation.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "sandbox/kernel_file.h"
+
+namespace kopt::orchestrator {
+
+using nlohmann::json;
+
+namespace {
+
+std::string json_text(const json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key)) return "";
+  const json& v = object.at(key);
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+json resources_json(const std::optional<KernelResources>& r) {
+  if (!r) return json::object();
+  return {{"registers", r->registers},
+          {"local_bytes", r->local_bytes},
+          {"static_shared_bytes", r->static_shared_bytes},
+          {"dynamic_shared_bytes", r->dynamic_shared_bytes},
+          {"occupancy", r->occupancy}};
+}
+
+}  // namespace
+
+GpuIdentity gpu_from_device(const json& device) {
+  GpuIdentity gpu;
+  gpu.model = json_text(device, "name");
+  gpu.cc = json_text(device, "cc");
+  gpu.arch = json_text(device, "arch");
+  gpu.driver = json_text(device, "driver");
+  if (device.is_object() && device.contains("sms") && device["sms"].is_number_integer()) {
+    gpu.sms = device["sms"].get<int>();
+  }
+  if (gpu.model.empty()) gpu.model = "unknown GPU";
+  gpu.device = device;
+  return gpu;
+}
+
+std::string describe_mismatch(const Mismatch& m) {
+  return fmt::format("{}[{}] at {} ({}, round {}): expected {}, got {}", m.output, m.index,
+                     m.shape.empty() ? std::string("the default shape") : m.shape, m.phase,
+                     m.round, m.expected, m.actual);
+}
+
+void CandidateEvaluator::record(const CandidateInput& input, CandidateOutcome& outcome,
+                                const memory::EvaluationRecord& evaluation) {
+  memory::KernelRecord kernel;
+  kernel.source = input.source;
+  kernel.task = input.task->name;
+  kernel.parent_id = input.parent_id;
+  kernel.origin = input.origin;
+  kernel.tunables_json = input.tunables_json;
+  auto id = recorder_.record_evaluation(std::move(kernel), evaluation);
+  if (!id) {
+    // The verdict stands; losing its record is worth a loud line, not the run.
+    spdlog::error("[{}] could not store an evaluation: {}", input.task->name, id.error());
+    return;
+  }
+  outcome.kernel_id = *id;
+}
+
+CandidateOutcome CandidateEvaluator::reject_locally(const CandidateInput& input, Verdict verdict,
+                                                    const std::string& detail) {
+  CandidateOutcome outcome;
+  outcome.judged = true;
+  outcome.verdict = verdict;
+  outcome.detail = detail;
+  outcome.gpu = input.gpu;
+  memory::EvaluationRecord evaluation;
+  evaluation.gpu = {input.gpu->model, input.gpu->cc, input.gpu->driver, nvrtc_version()};
+  evaluation.verdict = verdict_name(verdict);
+  evaluation.detail = detail.substr(0, 20000);
+  evaluation.tunables_json = input.tunables_json;
+  record(input, outcome, evaluation);
+  return outcome;
+}
+
+CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
+  if (input.gpu) {
+    auto file = parse_kernel_file(input.source, "candidate.cu", input.task);
+    if (!file) return reject_locally(input, Verdict::kInvalidPlan, file.error());
+    if (!input.gpu->arch.empty()) {
+      auto compiled = compile_kernel(make_compile_request(*file, {}, input.gpu->arch), cache_);
+      if (!compiled) {
+        CandidateOutcome outcome;
+        outcome.error = "compile gate: " + compiled.error();
+        return outcome;
+      }
+      if (!compiled->ok) return reject_locally(input, Verdict::kCompileError, compiled->log);
+    }
+  }
+
+  EvalRequest request;
+  request.task_json = input.task->raw_json;
+  request.reference = {input.reference_source, "reference.cu", {}};
+  if (input.gpu) request.baseline = KernelSource{input.baseline_source, "baseline.cu", {}};
+  request.candidate = {input.source, "candidate.cu", {}};
+  auto result = evaluator_.evaluate(request);
+  CandidateOutcome outcome;
+  if (!result) {
+    outcome.error = result.error();
+    return outcome;
+  }
+  outcome.judged = true;
+  outcome.verdict = result->verdict;
+  outcome.gpu = gpu_from_device(result->device);
+  if (input.gpu && outcome.gpu->model == "unknown GPU") outcome.gpu = input.gpu;
+  outcome.detail = result->detail;
+  if (result->verdict == Verdict::kCompileError && !result->compile_log.empty()) {
+    outcome.detail = result->compile_log;
+  }
+  if (result->mismatch) outcome.detail += "\nfirst mismatch: " + describe_mismatch(*result->mismatch);
+
+  double median = result->candidate_time ? result->candidate_time->median_us : 0;
+  // The baseline is evaluated without a second copy of itself: it is its own reference point.
+  double baseline_us = result->baseline_time ? result->baseline_time->median_us : median;
+  double speedup = result->baseline_time ? result->speedup : 1.0;
+
+  memory::EvaluationRecord evaluation;
+  evaluation.gpu = {outcome.gpu->model, outcome.gpu->cc, outcome.gpu->driver, nvrtc_version()};
+  evaluation.verdict = verdict_name(result->verdict);
+  evaluation.detail = outcome.detail.substr(0, 20000);
+  evaluation.tunables_json = input.tunables_json;
+  evaluation.median_us = median;
+  evaluation.noise = result->candidate_time ? result->candidate_time->noise : 0;
+  evaluation.baseline_us = baseline_us;
+  evaluation.speedup = result->verdict == Verdict::kOk ? speedup : 0;
+  evaluation.sol_percent = result->verdict == Verdict::kOk ? result->sol_percent : 0;
+  evaluation.resources_json = resources_json(result->resources).dump();
+  record(input, outcome, evaluation);
+
+  if (result->verdict == Verdict::kOk && median > 0 && outcome.kernel_id > 0) {
+    VerifiedKernel k;
+    k.kernel_id = outcome.kernel_id;
+    k.parent_id = input.parent_id;
+    k.source = input.source;
+    k.origin = input.origin.agent;
+    k.median_us = median;
+    k.noise = evaluation.noise;
+    k.baseline_us = baseline_us;
+    k.speedup = speedup;
+    k.sol_us = result->sol_us;
+    k.sol_percent = result->sol_percent;
+    k.resources = result->resources;
+    outcome.verified = std::move(k);
+  }
+  outcome.result = std::move(*result);
+  return outcome;
+}
+
+}  // namespace kopt::orchestrator

@@ -1,0 +1,393 @@
+#include "src/orchestrator/daemon.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cxxopts.hpp>
+#include <iostream>
+
+#include "agents/prompt_library.h"
+#include "common/files.h"
+#include "common/strings.h"
+#include "memory_store/memory_store.h"
+#include "sandbox/cuda_driver.h"
+#include "sandbox/evaluator_pool.h"
+#include "sandbox/task_catalog.h"
+#include "src/llm/llm_service.h"
+#include "src/orchestrator/daemon_lock.h"
+#include "src/orchestrator/live_display.h"
+#include "src/orchestrator/orchestrator.h"
+#include "src/orchestrator/run_logging.h"
+
+namespace kopt::orchestrator {
+
+namespace {
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+// Task folders from --tasks arguments: a task folder, a folder of task folders, or a task name
+// under the default root.
+Result<std::vector<std::filesystem::path>> resolve_tasks(const DaemonInvocation& invocation) {
+  std::vector<std::string> args = invocation.tasks;
+  if (args.empty()) args.push_back(invocation.default_tasks_root.string());
+  std::vector<std::filesystem::path> dirs;
+  for (const std::string& arg : args) {
+    std::filesystem::path path(arg);
+    std::error_code ec;
+    if (std::filesystem::exists(path / "task.json", ec)) {
+      dirs.push_back(std::filesystem::absolute(path, ec).lexically_normal());
+      continue;
+    }
+    if (std::filesystem::is_directory(path, ec)) {
+      auto found = find_task_dirs(path);
+      if (found.empty()) return make_error("--tasks " + arg + ": no task folder (with a task.json) in it");
+      for (const auto& dir : found) {
+        dirs.push_back(std::filesystem::absolute(dir, ec).lexically_normal());
+      }
+      continue;
+    }
+    auto dir = resolve_task_dir(arg, invocation.default_tasks_root);
+    if (!dir) return make_error("--tasks " + arg + ": " + dir.error());
+    dirs.push_back(std::filesystem::absolute(*dir, ec).lexically_normal());
+  }
+  return dirs;
+}
+
+std::vector<int> visible_gpus() {
+  auto driver = load_cuda_driver();
+  int count = 0;
+  if (driver && (*driver)->cuDeviceGetCount(&count) == CUDA_SUCCESS && count > 0) {
+    std::vector<int> all(static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i) all[static_cast<size_t>(i)] = i;
+    return all;
+  }
+  // No driver here: the worker says so in its own words when it starts.
+  return {0};
+}
+
+void apply_config(const DaemonConfig& d, RunOptions& options) {
+  SearchSettings& s = options.search;
+  auto set = [](auto& target, const auto& value) {
+    if (value) target = static_cast<std::decay_t<decltype(target)>>(*value);
+  };
+  set(s.beam_width, d.search.beam_width);
+  set(s.plans_per_iteration, d.search.plans_per_iteration);
+  set(s.max_repairs, d.search.max_repairs);
+  set(s.memory_examples, d.search.memory_examples);
+  set(s.plateau_candidates, d.search.plateau_candidates);
+  set(s.tuner_max_configs, d.search.tuner_max_configs);
+  set(s.sol_threshold_percent, d.search.sol_threshold_percent);
+  set(options.max_in_flight, d.max_in_flight);
+  set(options.drain_seconds, d.drain_s);
+  options.budgets.hours = d.budgets.hours;
+  options.budgets.max_usd = d.budgets.max_usd;
+  options.budgets.candidates_per_task = d.budgets.candidates_per_task;
+}
+
+}  // namespace
+
+std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& exit_code,
+                                                    const std::string& program) {
+  cxxopts::Options options(program,
+                           "optimize the tasks' kernels until the budgets run out (the built-in "
+                           "tuner alone when no LLM is configured)");
+  options.add_options()("tasks", "task folders, or folders holding task folders (repeatable)",
+                        cxxopts::value<std::vector<std::string>>())(
+      "hours", "wall-time budget", cxxopts::value<double>())(
+      "max-usd", "LLM cost budget in US dollars", cxxopts::value<double>())(
+      "candidates-per-task", "kernels judged per task at most", cxxopts::value<int64_t>())(
+      "gpus", "GPU indices, e.g. 0,1 (default: the config's, else every visible GPU)",
+      cxxopts::value<std::string>())("config", "config file", cxxopts::value<std::string>())(
+      "db", "memory database (default: the config's)", cxxopts::value<std::string>())(
+      "resume", "continue the last run of this database")(
+      "tuner-only", "use the built-in tuner even when an LLM is configured")(
+      "no-display", "plain log lines even on a terminal")(
+      "log-level", "trace, debug, info, warn or error",
+      cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
+  try {
+    auto args = options.parse(argc, argv);
+    if (args.count("help")) {
+      std::cout << options.help() << "\n";
+      exit_code = 0;
+      return std::nullopt;
+    }
+    if (!args.unmatched().empty()) {
+      throw cxxopts::exceptions::exception("unexpected argument '" + args.unmatched().front() +
+                                           "' (task folders go after --tasks)");
+    }
+    DaemonInvocation inv;
+    if (args.count("tasks")) inv.tasks = args["tasks"].as<std::vector<std::string>>();
+    if (args.count("hours")) inv.hours = args["hours"].as<double>();
+    if (args.count("max-usd")) inv.max_usd = args["max-usd"].as<double>();
+    if (args.count("candidates-per-task")) {
+      inv.candidates_per_task = args["candidates-per-task"].as<int64_t>();
+    }
+    if (args.count("gpus")) {
+      std::vector<int> gpus;
+      for (const std::string& part : split(args["gpus"].as<std::string>(), ',')) {
+        std::string t = trim(part);
+        if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos) {
+          throw cxxopts::exceptions::exception("--gpus: '" + t + "' is not a GPU index");
+        }
+        gpus.push_back(std::stoi(t));
+      }
+      inv.gpus = gpus;
+    }
+    if (args.count("config")) inv.config = args["config"].as<std::string>();
+    if (args.count("db")) inv.db = args["db"].as<std::string>();
+    inv.resume = args.count("resume") > 0;
+    inv.tuner_only = args.count("tuner-only") > 0;
+    inv.no_display = args.count("no-display") > 0;
+    inv.log_level = args["log-level"].as<std::string>();
+    if ((inv.hours && *inv.hours <= 0) || (inv.max_usd && *inv.max_usd < 0) ||
+        (inv.candidates_per_task && *inv.candidates_per_task <= 0)) {
+      throw cxxopts::exceptions::exception("budgets must be positive");
+    }
+    return inv;
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << program << ": " << e.what() << " (see --help)\n";
+    exit_code = 2;
+    return std::nullopt;
+  }
+}
+
+std::string default_worker_path(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto sibling = self.parent_path() / "kopt-sandbox";
+    if (std::filesystem::exists(sibling, ec)) return sibling.string();
+  }
+  return "kopt-sandbox";
+}
+
+Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daemon,
+                                                       const std::string& worker,
+                                                       const std::vector<int>& gpus) {
+  std::vector<SandboxOptions> all;
+  const auto& tpl = daemon.worker_command;
+  size_t worker_at = tpl.size();
+  for (size_t i = 0; i < tpl.size(); ++i) {
+    if (tpl[i].find("{worker}") != std::string::npos) worker_at = i;
+  }
+  if (!tpl.empty() && worker_at == tpl.size()) {
+    return make_error("daemon.worker_command must contain {worker}, the kopt-sandbox binary");
+  }
+  for (int gpu : gpus) {
+    SandboxOptions options;
+    options.worker = worker;
+    options.device = gpu;
+    if (!tpl.empty()) {
+      // With a template, the template says everything: kopt adds no --device of its own,
+      // because a scheduler (srun --gres=gpu:1) numbers the one GPU it grants as 0.
+      auto fill = [&](const std::string& arg) {
+        return replace_all(replace_all(arg, "{worker}", worker), "{gpu}", std::to_string(gpu));
+      };
+      options.command_prefix.clear();
+      for (size_t i = 0; i < worker_at; ++i) options.command_prefix.push_back(fill(tpl[i]));
+      options.worker = fill(tpl[worker_at]);
+      for (size_t i = worker_at + 1; i < tpl.size(); ++i) options.extra_args.push_back(fill(tpl[i]));
+      options.device = -1;
+    }
+    all.push_back(std::move(options));
+  }
+  return all;
+}
+
+int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
+  auto config = load_config_or_defaults(invocation.config);
+  if (!config) {
+    std::cerr << "kopt run: " << config.error() << "\n";
+    return 2;
+  }
+  std::filesystem::path db_path = invocation.db ? *invocation.db : config->database_path;
+  auto lock = DaemonLock::acquire(db_path);
+  if (!lock) {
+    std::cerr << "kopt run: " << lock.error() << "\n";
+    return 1;
+  }
+  auto store = memory::MemoryStore::open(db_path);
+  if (!store) {
+    std::cerr << "kopt run: " << store.error() << "\n";
+    return 2;
+  }
+  RunRecorder recorder(*store);
+
+  RunOptions options;
+  apply_config(config->daemon, options);
+  std::optional<int64_t> resume_id;
+  if (invocation.resume) {
+    auto last = store->latest_run();
+    if (!last || !*last) {
+      std::cerr << "kopt run --resume: " << (last ? "this database has no run to resume"
+                                                  : last.error())
+                << " (" << db_path.string() << ")\n";
+      return 2;
+    }
+    resume_id = (*last)->id;
+    auto saved = nlohmann::json::parse((*last)->config_json, nullptr, false);
+    if (saved.is_object() && saved.contains("options")) {
+      // Budgets from the command line and the config win over the saved ones.
+      if (invocation.hours) options.budgets.hours = invocation.hours;
+      if (invocation.max_usd) options.budgets.max_usd = invocation.max_usd;
+      if (invocation.candidates_per_task) {
+        options.budgets.candidates_per_task = invocation.candidates_per_task;
+      }
+      apply_saved_options(saved["options"], options);
+    }
+  }
+  if (!resume_id || !invocation.tasks.empty()) {
+    auto dirs = resolve_tasks(invocation);
+    if (!dirs) {
+      std::cerr << "kopt run: " << dirs.error() << "\n";
+      return 2;
+    }
+    if (resume_id) {
+      for (const auto& dir : *dirs) {
+        if (std::find(options.task_dirs.begin(), options.task_dirs.end(), dir) ==
+            options.task_dirs.end()) {
+          options.task_dirs.push_back(dir);
+        }
+      }
+    } else {
+      options.task_dirs = *dirs;
+    }
+  }
+  if (invocation.hours) options.budgets.hours = invocation.hours;
+  if (invocation.max_usd) options.budgets.max_usd = invocation.max_usd;
+  if (invocation.candidates_per_task) {
+    options.budgets.candidates_per_task = invocation.candidates_per_task;
+  }
+
+  std::vector<int> gpus = invocation.gpus ? *invocation.gpus : config->daemon.gpus;
+  if (gpus.empty()) gpus = config->daemon.worker_command.empty() ? visible_gpus() : std::vector<int>{0};
+
+  // Prompts and the LLM are checked before any work: a broken template or a missing key is an
+  // error now, not at the first plan.
+  options.use_llm = config->llm.has_value() && !invocation.tuner_only;
+  std::optional<agents::PromptLibrary> prompts;
+  std::unique_ptr<LlmService> llm;
+  if (options.use_llm) {
+    std::filesystem::path prompts_dir = config->daemon.prompts_dir;
+    if (!prompts_dir.empty() && prompts_dir.is_relative() && !config->source.empty()) {
+      prompts_dir = config->source.parent_path() / prompts_dir;
+    }
+    auto loaded = agents::PromptLibrary::load(agents::default_prompts_dir(prompts_dir));
+    if (!loaded) {
+      std::cerr << "kopt run: " << loaded.error() << "\n";
+      return 2;
+    }
+    prompts = std::move(*loaded);
+    auto service = LlmService::create(*config->llm, &recorder);
+    if (!service) {
+      std::cerr << "kopt run: " << service.error() << "\n";
+      return 2;
+    }
+    llm = std::move(*service);
+  }
+
+  std::unique_ptr<Evaluator> evaluator;
+  if (hooks.make_evaluator) {
+    auto made = hooks.make_evaluator(*config, gpus);
+    if (!made) {
+      std::cerr << "kopt run: " << made.error() << "\n";
+      return 2;
+    }
+    evaluator = std::move(*made);
+  } else {
+    auto sandboxes =
+        sandbox_options_for(config->daemon, default_worker_path(config->daemon.worker), gpus);
+    if (!sandboxes) {
+      std::cerr << "kopt run: " << sandboxes.error() << "\n";
+      return 2;
+    }
+    std::vector<std::unique_ptr<Evaluator>> members;
+    for (auto& o : *sandboxes) members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
+    evaluator = std::make_unique<EvaluatorPool>(std::move(members));
+  }
+
+  // The run's record first, so that its folder (and log) exists from the first line on.
+  int64_t run_id = 0;
+  if (resume_id) {
+    run_id = *resume_id;
+  } else {
+    nlohmann::json extra = {{"config", describe(*config)}, {"gpus", gpus}};
+    auto id = recorder.start_run(run_record_json(options, extra).dump());
+    if (!id) {
+      std::cerr << "kopt run: cannot record the run: " << id.error() << "\n";
+      return 1;
+    }
+    run_id = *id;
+  }
+  auto run_dir = run_directory(db_path, run_id);
+  if (!run_dir) {
+    std::cerr << "kopt run: " << run_dir.error() << "\n";
+    return 1;
+  }
+  std::shared_ptr<LiveDisplay> display;
+  if (!invocation.no_display && is_interactive_terminal(stderr)) {
+    display = std::make_shared<LiveDisplay>(stderr);
+  }
+  if (auto s = setup_run_logging(*run_dir, display, invocation.log_level); !s) {
+    std::cerr << "kopt run: " << s.error() << "\n";
+    return 1;
+  }
+  spdlog::info("kopt {} run {}: database {}, log {}", KOPT_VERSION, run_id, db_path.string(),
+               (*run_dir / "kopt.log").string());
+  for (const auto& line : split(describe(*config), '\n')) {
+    if (!trim(line).empty()) spdlog::info("config: {}", line);
+  }
+  if (!options.use_llm) {
+    spdlog::info(config->llm ? "--tuner-only: the LLM agents stay idle"
+                             : "no LLM configured: the built-in tuner works alone");
+  }
+
+  CompileCache cache(cache_directory() / "compile");
+  OrchestratorDeps deps;
+  deps.recorder = &recorder;
+  deps.evaluator = evaluator.get();
+  deps.evaluator_slots = static_cast<int>(gpus.size());
+  deps.llm = llm.get();
+  deps.prompts = prompts ? &*prompts : nullptr;
+  if (config->llm) {
+    if (const AgentConfig* coder = config->llm->agent("coder")) deps.coder_model = coder->model;
+  }
+  deps.compile_cache = &cache;
+  deps.stop = &StopSignal::install();
+  LlmService* service = llm.get();
+  deps.cancel_llm = [service] {
+    if (service) service->shutdown();
+  };
+  if (display) deps.on_progress = [display](const RunProgress& p) { display->update(p); };
+
+  Orchestrator orchestrator(options, deps);
+  auto outcome = orchestrator.run(resume_id);
+  if (display) display->finish();
+  if (!outcome) {
+    spdlog::error("{}", outcome.error());
+    return 2;
+  }
+  for (const std::string& line : render_progress(outcome->progress)) {
+    std::printf("%s\n", line.c_str());
+  }
+  std::printf("run %lld %s: %s\n", static_cast<long long>(outcome->run_id),
+              outcome->status.c_str(), outcome->stop_reason.c_str());
+  std::fflush(stdout);
+  int code = outcome->status == "failed" ? 1 : 0;
+  if (outcome->abandoned_jobs > 0) {
+    // Threads still wait on evaluations that missed the drain deadline; everything they could
+    // lose is already in the database, so leave without unwinding them.
+    spdlog::shutdown();
+    std::_Exit(code);
+  }
+  return code;
+}
+
+}  // namespace kopt::orchestrator

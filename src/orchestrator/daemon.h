@@ -1,0 +1,63 @@
+// `kopt run`: everything around the search loop. Reads the config and the command line, takes
+// the database's lock, opens the memory, sets up logging and the live display, builds the GPU
+// workers (one per GPU, optionally through a command template such as srun or ssh) and the LLM
+// client (none configured: the built-in tuner alone), installs the signal handlers, runs the
+// orchestrator and prints the summary. A library function, so that a test executable can run the
+// same daemon with a fake evaluator.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "sandbox/evaluator.h"
+#include "src/config/config.h"
+
+namespace kopt::orchestrator {
+
+struct DaemonInvocation {
+  std::vector<std::string> tasks;  // task folders, or folders of task folders
+  std::filesystem::path default_tasks_root;  // used when `tasks` is empty
+  std::optional<double> hours;
+  std::optional<double> max_usd;
+  std::optional<int64_t> candidates_per_task;
+  std::optional<std::vector<int>> gpus;
+  std::optional<std::filesystem::path> config;
+  std::optional<std::filesystem::path> db;
+  bool resume = false;
+  bool tuner_only = false;  // ignore a configured LLM
+  bool no_display = false;
+  std::string log_level = "info";
+};
+
+// Parses `kopt run`'s arguments (argv[0] is the command's name). nullopt with exit_code set
+// for --help (0) and bad arguments (2, with a message on stderr).
+std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& exit_code,
+                                                    const std::string& program = "kopt run");
+
+struct DaemonHooks {
+  // Builds the evaluator for the run's GPUs; unset: one kopt-sandbox worker per GPU.
+  std::function<Result<std::unique_ptr<Evaluator>>(const Config& config,
+                                                   const std::vector<int>& gpus)>
+      make_evaluator;
+};
+
+// Runs the daemon; returns the process's exit code: 0 when the run finished, ran out of a budget
+// or was stopped by a signal, 1 when it failed, 2 for bad input (config, tasks, prompts).
+int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks = {});
+
+// The sandbox worker for each GPU: `kopt-sandbox --device N`, or the config's worker_command
+// template with {worker} and {gpu} filled in.
+Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daemon,
+                                                       const std::string& worker,
+                                                       const std::vector<int>& gpus);
+
+// The kopt-sandbox binary: the configured one, else the one beside the running executable,
+// else "kopt-sandbox" (searched in PATH).
+std::string default_worker_path(const std::string& configured);
+
+}  // namespace kopt::orchestrator

@@ -1,0 +1,425 @@
+#include "src/orchestrator/orchestrator.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+
+#include "common/files.h"
+#include "common/sha256.h"
+#include "common/strings.h"
+#include "sandbox/kernel_file.h"
+
+namespace kopt::orchestrator {
+
+namespace {
+
+constexpr auto kWakeInterval = std::chrono::milliseconds(200);
+constexpr auto kStatusInterval = std::chrono::seconds(1);
+constexpr auto kSubmissionInterval = std::chrono::seconds(2);
+
+std::string signal_name(int sig) {
+  if (sig == SIGINT) return "SIGINT";
+  if (sig == SIGTERM) return "SIGTERM";
+  return "signal " + std::to_string(sig);
+}
+
+}  // namespace
+
+Orchestrator::Orchestrator(RunOptions options, OrchestratorDeps deps)
+    : options_(std::move(options)),
+      deps_(std::move(deps)),
+      stop_(deps_.stop ? *deps_.stop : StopSignal::instance()) {
+  if (!deps_.recorder || !deps_.evaluator) {
+    throw std::invalid_argument("the orchestrator needs a recorder and an evaluator");
+  }
+  candidates_ = std::make_unique<CandidateEvaluator>(*deps_.evaluator, *deps_.recorder,
+                                                     deps_.compile_cache);
+  if (!options_.use_llm) deps_.llm = nullptr;
+  if (deps_.llm) {
+    if (!deps_.prompts) throw std::invalid_argument("an LLM needs prompt templates");
+    caller_ = std::make_unique<agents::AgentCaller>(*deps_.llm, *deps_.prompts);
+    planner_ = std::make_unique<agents::Planner>(*caller_);
+    coder_ = std::make_unique<agents::Coder>(*caller_);
+    summarizer_ = std::make_unique<agents::Summarizer>(*caller_);
+  }
+  int slots = std::max(1, deps_.evaluator_slots);
+  max_in_flight_ = options_.max_in_flight > 0 ? options_.max_in_flight
+                                              : (deps_.llm ? 2 * slots + 2 : slots);
+}
+
+Orchestrator::~Orchestrator() {
+  for (Job& job : jobs_) {
+    if (job.thread.joinable()) job.thread.join();
+  }
+}
+
+Status Orchestrator::add_task(const std::filesystem::path& dir, bool restore) {
+  auto spec = load_task(dir);
+  if (!spec) return make_error(spec.error());
+  {
+    std::lock_guard lock(mutex_);
+    for (const TaskState& t : tasks_) {
+      if (t.spec.name == spec->name) {
+        return make_error("task " + spec->name + " is already part of this run (from " +
+                          t.spec.dir.string() + ")");
+      }
+    }
+  }
+  auto reference = read_file(dir / "reference.cu");
+  if (!reference) return make_error(reference.error());
+  auto baseline = read_file(dir / "baseline.cu");
+  if (!baseline) return make_error(baseline.error());
+  for (const auto& [name, text] : {std::pair{"reference.cu", &*reference}, {"baseline.cu", &*baseline}}) {
+    auto file = parse_kernel_file(*text, (dir / name).string(), &*spec);
+    if (!file) return make_error(file.error());
+  }
+  if (auto s = deps_.recorder->upsert_task(*spec); !s) return s;
+  std::lock_guard lock(mutex_);
+  TaskState& task = tasks_.emplace_back(std::move(*spec), std::move(*reference),
+                                        std::move(*baseline), options_.search);
+  if (restore) restore_task(task);
+  spdlog::info("task {} from {} (priority {}){}", task.spec.name, dir.string(), task.spec.priority,
+               restore ? fmt::format(": {} candidates judged before the resume", task.candidates)
+                       : "");
+  return ok_status();
+}
+
+void Orchestrator::take_submissions() {
+  auto submissions = deps_.recorder->take_submissions();
+  if (!submissions) {
+    spdlog::warn("submissions: {}", submissions.error());
+    return;
+  }
+  for (const Submission& s : *submissions) {
+    if (auto added = add_task(s.task_dir, false); !added) {
+      spdlog::error("submitted task {} refused: {}", s.task_dir, added.error());
+    } else {
+      std::lock_guard lock(mutex_);
+      options_.task_dirs.push_back(s.task_dir);
+      spdlog::info("took submitted task {}", s.task_dir);
+    }
+  }
+}
+
+bool Orchestrator::all_done() const {
+  std::lock_guard lock(mutex_);
+  return jobs_.empty() && std::all_of(tasks_.begin(), tasks_.end(),
+                                      [](const TaskState& t) { return t.finished(); });
+}
+
+double Orchestrator::elapsed_seconds() const {
+  return elapsed_before_ + std::chrono::duration<double>(Clock::now() - started_).count();
+}
+
+std::optional<std::string> Orchestrator::exhausted_budget() {
+  if (options_.budgets.hours && elapsed_seconds() >= *options_.budgets.hours * 3600) {
+    return fmt::format("the time budget of {} h ran out", *options_.budgets.hours);
+  }
+  if (options_.budgets.max_usd) {
+    std::lock_guard lock(mutex_);
+    double spent = cost_before_ + usage_.cost_usd;
+    if (spent >= *options_.budgets.max_usd) {
+      return fmt::format("the LLM cost budget of ${:.2f} ran out (${:.2f} spent)",
+                         *options_.budgets.max_usd, spent);
+    }
+  }
+  return std::nullopt;
+}
+
+void Orchestrator::begin_drain(const std::string& reason, const std::string& status) {
+  if (draining_.exchange(true)) return;
+  {
+    std::lock_guard lock(mutex_);
+    stop_reason_ = reason;
+    final_status_ = status;
+    state_ = "draining";
+  }
+  spdlog::info("stopping: {}; no new work, waiting up to {:.0f} s for the work in flight", reason,
+               options_.drain_seconds);
+  if (deps_.cancel_llm) deps_.cancel_llm();
+  changed_.notify_all();
+}
+
+bool Orchestrator::update_task_phase(TaskState& task) {
+  if (task.finished()) return false;
+  auto finish = [&](const std::string& note) {
+    task.phase = TaskState::Phase::kDone;
+    task.note = note;
+    spdlog::info("[{}] done: {} (best {:.2f}x, {:.1f}% SOL, {} candidates)", task.spec.name, note,
+                 task.best_speedup, task.best_sol_percent, task.candidates);
+    return false;
+  };
+  const SearchSettings& s = options_.search;
+  if (task.best_sol_percent >= s.sol_threshold_percent) {
+    return finish(fmt::format("reached {:.1f}% of speed of light", task.best_sol_percent));
+  }
+  if (options_.budgets.candidates_per_task &&
+      task.candidates >= *options_.budgets.candidates_per_task) {
+    return finish(fmt::format("candidate budget of {} used", *options_.budgets.candidates_per_task));
+  }
+  if (deps_.llm && task.since_improvement >= s.plateau_candidates) {
+    return finish(fmt::format("plateau: {} candidates without a {:.0f}% gain",
+                              task.since_improvement, (s.min_improvement - 1) * 100));
+  }
+  return true;
+}
+
+bool Orchestrator::launch_next_job() {
+  std::unique_lock lock(mutex_);
+  TaskState* chosen = nullptr;
+  double chosen_score = 0;
+  enum class Kind { kBaseline, kTune, kCode, kPlan } kind = Kind::kBaseline;
+  bool llm_up = deps_.llm != nullptr;
+  if (llm_up) {
+    auto availability = deps_.llm->availability("coder");
+    llm_up = availability.available;
+  }
+  for (TaskState& task : tasks_) {
+    if (!update_task_phase(task)) continue;
+    std::optional<Kind> next;
+    if (task.phase == TaskState::Phase::kNeedsBaseline) {
+      next = Kind::kBaseline;
+    } else if (task.phase == TaskState::Phase::kSearching) {
+      if (!task.tune_queue.empty()) {
+        next = Kind::kTune;
+      } else if (llm_up && !task.code_queue.empty()) {
+        next = Kind::kCode;
+      } else if (llm_up && !task.plan_in_flight && task.code_queue.empty() && !task.beam.empty()) {
+        next = Kind::kPlan;
+      } else if (!deps_.llm && task.in_flight == 0) {
+        task.phase = TaskState::Phase::kDone;
+        task.note = "every tunable configuration tried";
+        spdlog::info("[{}] done: {} (best {:.2f}x, {:.1f}% SOL)", task.spec.name, task.note,
+                     task.best_speedup, task.best_sol_percent);
+      }
+    }
+    if (!next) continue;
+    double score = static_cast<double>(task.jobs_started + 1) / task.weight();
+    if (!chosen || score < chosen_score) {
+      chosen = &task;
+      chosen_score = score;
+      kind = *next;
+    }
+  }
+  if (!chosen) return false;
+  TaskState& task = *chosen;
+  switch (kind) {
+    case Kind::kBaseline:
+      task.phase = TaskState::Phase::kBaselineRunning;
+      launch(task, [this, &task] { run_baseline(task); });
+      break;
+    case Kind::kTune: {
+      TuneItem item = task.tune_queue.front();
+      task.tune_queue.pop_front();
+      --item.target->queued;
+      ++item.target->in_flight;
+      launch(task, [this, &task, item] { run_tune(task, item); });
+      break;
+    }
+    case Kind::kCode: {
+      auto item = std::make_shared<CodeItem>(std::move(task.code_queue.front()));
+      task.code_queue.pop_front();
+      launch(task, [this, &task, item] { run_code(task, std::move(*item)); });
+      break;
+    }
+    case Kind::kPlan:
+      task.plan_in_flight = true;
+      launch(task, [this, &task] { run_plan(task); });
+      break;
+  }
+  return true;
+}
+
+void Orchestrator::launch(TaskState& task, std::function<void()> body) {
+  ++task.in_flight;
+  ++task.jobs_started;
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  Job& job = jobs_.emplace_back();
+  job.done = done;
+  job.thread = std::thread([this, &task, body = std::move(body), done] {
+    try {
+      body();
+    } catch (const std::exception& e) {
+      // A bug in one job must not take the night's other work down with it.
+      spdlog::error("[{}] job failed: {}", task.spec.name, e.what());
+    }
+    {
+      std::lock_guard lock(mutex_);
+      --task.in_flight;
+      done->store(true);
+    }
+    changed_.notify_all();
+  });
+}
+
+void Orchestrator::reap_jobs(bool wait_all, Clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (it->done->load()) {
+        std::thread thread = std::move(it->thread);
+        it = jobs_.erase(it);
+        lock.unlock();
+        thread.join();
+        lock.lock();
+      } else {
+        ++it;
+      }
+    }
+    if (!wait_all || jobs_.empty() || Clock::now() >= deadline) return;
+    changed_.wait_until(lock, std::min(deadline, Clock::now() + kWakeInterval));
+    lock.unlock();
+    publish_progress(false);
+    lock.lock();
+  }
+}
+
+RunProgress Orchestrator::progress() const {
+  std::lock_guard lock(mutex_);
+  RunProgress p;
+  p.run_id = deps_.recorder->run_id();
+  p.pid = ::getpid();
+  p.state = state_;
+  p.stop_reason = stop_reason_;
+  p.mode = deps_.llm ? "llm" : "tuner";
+  p.gpu = gpu_ ? gpu_->model : "";
+  p.gpus = deps_.evaluator_slots;
+  p.elapsed_seconds = elapsed_seconds();
+  if (options_.budgets.hours) {
+    p.time_left_seconds = std::max(0.0, *options_.budgets.hours * 3600 - p.elapsed_seconds);
+  }
+  p.max_usd = options_.budgets.max_usd;
+  p.tokens = tokens_before_ + usage_.input_tokens + usage_.output_tokens;
+  p.cost_usd = cost_before_ + usage_.cost_usd;
+  for (const TaskState& t : tasks_) p.tasks.push_back(t.progress());
+  return p;
+}
+
+void Orchestrator::publish_progress(bool force) {
+  auto now = Clock::now();
+  if (!force && now - last_status_write_ < kStatusInterval) return;
+  last_status_write_ = now;
+  RunProgress p = progress();
+  p.pending_submissions = deps_.recorder->pending_submissions();
+  StatusRow row;
+  row.run_id = p.run_id;
+  row.pid = p.pid;
+  row.active_seconds = p.elapsed_seconds;
+  row.status_json = p.to_json().dump();
+  if (auto s = deps_.recorder->write_status(row); !s) spdlog::warn("status: {}", s.error());
+  if (deps_.on_progress) deps_.on_progress(p);
+}
+
+Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
+  RunRecorder& recorder = *deps_.recorder;
+  bool resuming = resume_run_id.has_value();
+  if (resuming) {
+    if (auto s = recorder.resume_run(*resume_run_id); !s) return make_error(s.error());
+    auto totals = recorder.run_totals();
+    if (totals) {
+      cost_before_ = totals->cost_usd;
+      tokens_before_ = totals->prompt_tokens + totals->completion_tokens;
+    }
+    // The status row keeps the run's active time across resumes: the wall-time budget is for
+    // work done, not for the hours the machine sat idle in between.
+    elapsed_before_ = recorder.active_seconds(*resume_run_id);
+    spdlog::info("resuming run {} ({} of work and ${:.2f} of LLM spend so far)", *resume_run_id,
+                 format_duration(elapsed_before_), cost_before_);
+  } else if (recorder.run_id() == 0) {
+    auto id = recorder.start_run(run_record_json(options_).dump());
+    if (!id) return make_error("cannot start a run: " + id.error());
+  }
+  if (!resuming) spdlog::info("run {} started", recorder.run_id());
+  started_ = Clock::now();
+  std::vector<std::string> refused;
+  for (const auto& dir : options_.task_dirs) {
+    if (auto s = add_task(dir, resuming); !s) {
+      spdlog::error("task {} refused: {}", dir.string(), s.error());
+      refused.push_back(s.error());
+    }
+  }
+  take_submissions();
+  if (tasks_.empty()) {
+    (void)recorder.finish_run("failed");
+    return make_error(refused.empty() ? std::string("no task to work on")
+                                      : "no task could be loaded:\n" + join(refused, "\n"));
+  }
+  spdlog::info("{} tasks, {}, up to {} jobs at once on {}", tasks_.size(),
+               deps_.llm ? "LLM agents and the tuner" : "the built-in tuner only (no LLM)",
+               max_in_flight_, deps_.evaluator->name());
+
+  Clock::time_point drain_deadline{};
+  while (true) {
+    if (stop_.requested() && !stopping()) {
+      int sig = stop_.signal_number();
+      begin_drain(sig ? "interrupted by " + signal_name(sig) : std::string("a stop was requested"),
+                  "interrupted");
+    }
+    if (!stopping()) {
+      if (auto reason = exhausted_budget()) begin_drain(*reason, "budget");
+    }
+    if (stopping()) {
+      if (drain_deadline == Clock::time_point{}) {
+        drain_deadline = Clock::now() + std::chrono::milliseconds(
+                                            static_cast<int64_t>(options_.drain_seconds * 1000));
+      }
+      reap_jobs(true, drain_deadline);
+      break;
+    }
+    if (Clock::now() - last_submission_poll_ >= kSubmissionInterval) {
+      last_submission_poll_ = Clock::now();
+      take_submissions();
+    }
+    reap_jobs(false, Clock::now());
+    while (!stopping()) {
+      {
+        std::lock_guard lock(mutex_);
+        if (static_cast<int>(jobs_.size()) >= max_in_flight_) break;
+      }
+      if (!launch_next_job()) break;
+    }
+    if (all_done()) take_submissions();  // a task submitted just now still counts
+    {
+      std::unique_lock lock(mutex_);
+      bool all_finished = std::all_of(tasks_.begin(), tasks_.end(),
+                                      [](const TaskState& t) { return t.finished(); });
+      if (jobs_.empty() && all_finished) {
+        size_t failed = static_cast<size_t>(std::count_if(
+            tasks_.begin(), tasks_.end(),
+            [](const TaskState& t) { return t.phase == TaskState::Phase::kFailed; }));
+        final_status_ = failed == tasks_.size() ? "failed" : "finished";
+        stop_reason_ = failed == tasks_.size()
+                           ? "every task failed (" + tasks_.front().note + ")"
+                           : fmt::format("all {} tasks are done", tasks_.size());
+        break;
+      }
+      changed_.wait_for(lock, kWakeInterval);
+    }
+    publish_progress(false);
+  }
+
+  RunOutcome outcome;
+  {
+    std::lock_guard lock(mutex_);
+    outcome.abandoned_jobs = static_cast<int>(jobs_.size());
+    state_ = final_status_;
+    outcome.status = final_status_;
+    outcome.stop_reason = stop_reason_;
+  }
+  if (outcome.abandoned_jobs > 0) {
+    spdlog::warn("{} jobs still running at the drain deadline are abandoned; what they finished "
+                 "is stored",
+                 outcome.abandoned_jobs);
+  }
+  outcome.run_id = recorder.run_id();
+  publish_progress(true);
+  if (auto s = recorder.finish_run(outcome.status); !s) spdlog::error("run: {}", s.error());
+  outcome.progress = progress();
+  spdlog::info("run {} {}: {}", outcome.run_id, outcome.status, outcome.stop_reason);
+  return outcome;
+}
+
+}  // namespace kopt::orchestrator

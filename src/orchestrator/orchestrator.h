@@ -1,0 +1,153 @@
+// The search loop of `kopt run`. Per task: measure the baseline, then keep a beam of the best
+// verified kernels; the built-in tuner sweeps the tunables of every new kernel, and with an LLM
+// the planner proposes plans from beam kernels and the coder writes (and repairs) a kernel per
+// plan. Every judged kernel is recorded as it is judged, with the pair against its parent and
+// that pair's lesson.
+//
+// Work is a set of jobs (a baseline, a tuner configuration, a planner call, a coder's plan) run
+// on threads of their own, at most max_in_flight at once: with more jobs than GPUs, the GPUs are
+// kept busy while other jobs wait on the model. The next job goes to the task with the least
+// work done per unit of weight, weight = (1 - best %SOL) x priority, so tasks far from speed of
+// light get more of the night; a task stops at the %SOL threshold, on a plateau or at its
+// candidate budget, and its share goes to the others.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agents/coder.h"
+#include "agents/planner.h"
+#include "agents/prompt_library.h"
+#include "agents/summarizer.h"
+#include "common/result.h"
+#include "sandbox/compiler.h"
+#include "sandbox/evaluator.h"
+#include "src/llm/llm_client.h"
+#include "src/orchestrator/candidate_evaluation.h"
+#include "src/orchestrator/progress.h"
+#include "src/orchestrator/run_options.h"
+#include "src/orchestrator/run_recorder.h"
+#include "src/orchestrator/stop_signal.h"
+#include "src/orchestrator/task_state.h"
+
+namespace kopt::orchestrator {
+
+struct OrchestratorDeps {
+  RunRecorder* recorder = nullptr;    // required
+  Evaluator* evaluator = nullptr;     // required
+  int evaluator_slots = 1;            // GPUs behind the evaluator
+  LlmClient* llm = nullptr;           // null: the built-in tuner only
+  const agents::PromptLibrary* prompts = nullptr;  // required with an LLM
+  std::string coder_model;            // recorded as the origin of coder kernels
+  const CompileCache* compile_cache = nullptr;     // may be null
+  StopSignal* stop = nullptr;         // null: StopSignal::instance()
+  std::function<void()> cancel_llm;   // called once when draining starts
+  // Called from the loop's thread about once a second, and once at the end.
+  std::function<void(const RunProgress&)> on_progress;
+};
+
+struct RunOutcome {
+  int64_t run_id = 0;
+  std::string status;       // "finished", "budget", "interrupted", "failed"
+  std::string stop_reason;  // "the time budget of 0.05 h ran out", ...
+  int abandoned_jobs = 0;   // still running at the drain deadline: exit without destructors
+  RunProgress progress;
+};
+
+class Orchestrator {
+ public:
+  Orchestrator(RunOptions options, OrchestratorDeps deps);
+  ~Orchestrator();  // waits for job threads still running
+  Orchestrator(const Orchestrator&) = delete;
+  Orchestrator& operator=(const Orchestrator&) = delete;
+
+  // Runs until every task is done, a budget runs out, or a stop is requested. With a run id,
+  // continues that run: what it evaluated is read back from the memory instead of redone.
+  // Without one, uses the recorder's run when it has started one, else starts a run.
+  // An error only when nothing could start (no task loads, the database refuses the run).
+  Result<RunOutcome> run(std::optional<int64_t> resume_run_id = std::nullopt);
+
+  RunProgress progress() const;
+
+ private:
+  struct Job {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  using Clock = std::chrono::steady_clock;
+
+  // ---- set-up (orchestrator.cc) ----
+  Status add_task(const std::filesystem::path& dir, bool restore);
+  void restore_task(TaskState& task);
+  void take_submissions();
+
+  // ---- the loop (orchestrator.cc) ----
+  bool launch_next_job();  // false when no task has launchable work
+  void launch(TaskState& task, std::function<void()> body);
+  void reap_jobs(bool wait_all, Clock::time_point deadline);
+  std::optional<std::string> exhausted_budget();
+  void begin_drain(const std::string& reason, const std::string& status);
+  void publish_progress(bool force);
+  double elapsed_seconds() const;
+  bool all_done() const;  // no job running and every task finished
+  bool stopping() const { return draining_.load(); }
+  // Marks tasks done whose threshold, plateau or budget says so; returns whether `task` may
+  // start new work.
+  bool update_task_phase(TaskState& task);
+
+  // ---- jobs (search_jobs.cc); each runs on its own thread ----
+  void run_baseline(TaskState& task);
+  void run_tune(TaskState& task, TuneItem item);
+  void run_plan(TaskState& task);
+  void run_code(TaskState& task, CodeItem item);
+
+  // ---- shared by the jobs (search_jobs.cc) ----
+  CandidateInput candidate_input(const TaskState& task, std::string source,
+                                 memory::KernelOrigin origin, std::optional<int64_t> parent) const;
+  // Counts a judged candidate and offers a verified one to the beam. Requires mutex_.
+  void count_candidate(TaskState& task, const CandidateOutcome& outcome);
+  // Stores the pair parent -> kernel when the change is large enough, with its lesson.
+  void record_pair(TaskState& task, const VerifiedKernel& parent, const VerifiedKernel& kernel,
+                   const std::string& mechanical_lesson);
+  // Starts sweeping `kernel`'s tunables when it declares any. Requires mutex_.
+  void add_tune_target(TaskState& task, const VerifiedKernel& kernel);
+  void queue_next_tune_batch(TaskState& task, TuneTarget& target);
+  agents::WorkContext work_context(const TaskState& task, const VerifiedKernel& current) const;
+
+  RunOptions options_;
+  OrchestratorDeps deps_;
+  StopSignal& stop_;
+  std::unique_ptr<CandidateEvaluator> candidates_;
+  std::unique_ptr<agents::AgentCaller> caller_;
+  std::unique_ptr<agents::Planner> planner_;
+  std::unique_ptr<agents::Coder> coder_;
+  std::unique_ptr<agents::Summarizer> summarizer_;
+
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable changed_;
+  std::list<TaskState> tasks_;  // a list: jobs hold references
+  std::list<Job> jobs_;
+  std::optional<GpuIdentity> gpu_;
+  agents::AgentUsage usage_;     // this process's LLM use, all tasks
+  double cost_before_ = 0;       // LLM spend of the run before a resume
+  int64_t tokens_before_ = 0;
+  double elapsed_before_ = 0;    // active seconds of the run before a resume
+  Clock::time_point started_;
+  Clock::time_point last_status_write_{};
+  Clock::time_point last_submission_poll_{};
+  std::atomic<bool> draining_{false};
+  std::string state_ = "running";
+  std::string stop_reason_;
+  std::string final_status_;
+  int max_in_flight_ = 1;
+};
+
+}  // namespace kopt::orchestrator

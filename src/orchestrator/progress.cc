@@ -1,0 +1,135 @@
+#include "src/orchestrator/progress.h"
+
+#include <fmt/format.h>
+
+namespace kopt::orchestrator {
+
+using nlohmann::json;
+
+json RunProgress::to_json() const {
+  json tasks_json = json::array();
+  for (const TaskProgress& t : tasks) {
+    tasks_json.push_back({{"name", t.name},
+                          {"state", t.state},
+                          {"note", t.note},
+                          {"best_speedup", t.best_speedup},
+                          {"best_sol_percent", t.best_sol_percent},
+                          {"best_us", t.best_us},
+                          {"candidates", t.candidates},
+                          {"failures", t.failures},
+                          {"in_flight", t.in_flight},
+                          {"tokens", t.tokens},
+                          {"cost_usd", t.cost_usd}});
+  }
+  json j = {{"format", 1},
+            {"run_id", run_id},
+            {"pid", pid},
+            {"state", state},
+            {"stop_reason", stop_reason},
+            {"mode", mode},
+            {"gpu", gpu},
+            {"gpus", gpus},
+            {"elapsed_seconds", elapsed_seconds},
+            {"time_left_seconds", time_left_seconds ? json(*time_left_seconds) : json(nullptr)},
+            {"max_usd", max_usd ? json(*max_usd) : json(nullptr)},
+            {"tokens", tokens},
+            {"cost_usd", cost_usd},
+            {"pending_submissions", pending_submissions},
+            {"tasks", std::move(tasks_json)}};
+  return j;
+}
+
+RunProgress RunProgress::from_json(const json& j) {
+  RunProgress p;
+  p.run_id = j.value("run_id", int64_t{0});
+  p.pid = j.value("pid", int64_t{0});
+  p.state = j.value("state", "");
+  p.stop_reason = j.value("stop_reason", "");
+  p.mode = j.value("mode", "");
+  p.gpu = j.value("gpu", "");
+  p.gpus = j.value("gpus", 0);
+  p.elapsed_seconds = j.value("elapsed_seconds", 0.0);
+  if (j.contains("time_left_seconds") && j["time_left_seconds"].is_number()) {
+    p.time_left_seconds = j["time_left_seconds"].get<double>();
+  }
+  if (j.contains("max_usd") && j["max_usd"].is_number()) p.max_usd = j["max_usd"].get<double>();
+  p.tokens = j.value("tokens", int64_t{0});
+  p.cost_usd = j.value("cost_usd", 0.0);
+  p.pending_submissions = j.value("pending_submissions", int64_t{0});
+  if (j.contains("tasks") && j["tasks"].is_array()) {
+    for (const json& t : j["tasks"]) {
+      TaskProgress task;
+      task.name = t.value("name", "");
+      task.state = t.value("state", "");
+      task.note = t.value("note", "");
+      task.best_speedup = t.value("best_speedup", 0.0);
+      task.best_sol_percent = t.value("best_sol_percent", 0.0);
+      task.best_us = t.value("best_us", 0.0);
+      task.candidates = t.value("candidates", int64_t{0});
+      task.failures = t.value("failures", int64_t{0});
+      task.in_flight = t.value("in_flight", int64_t{0});
+      task.tokens = t.value("tokens", int64_t{0});
+      task.cost_usd = t.value("cost_usd", 0.0);
+      p.tasks.push_back(std::move(task));
+    }
+  }
+  return p;
+}
+
+std::string format_duration(double seconds) {
+  if (seconds < 0) seconds = 0;
+  auto total = static_cast<int64_t>(seconds + 0.5);
+  if (total >= 3600) return fmt::format("{}h{:02}m", total / 3600, (total % 3600) / 60);
+  if (total >= 60) return fmt::format("{}m{:02}s", total / 60, total % 60);
+  return fmt::format("{}s", total);
+}
+
+namespace {
+
+std::string tokens_text(int64_t tokens) {
+  if (tokens >= 1'000'000) return fmt::format("{:.1f}M", tokens / 1e6);
+  if (tokens >= 1'000) return fmt::format("{:.1f}k", tokens / 1e3);
+  return std::to_string(tokens);
+}
+
+std::string fit(std::string line, size_t width) {
+  if (line.size() > width) line.resize(width);
+  return line;
+}
+
+}  // namespace
+
+std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
+  std::vector<std::string> lines;
+  lines.push_back(fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  {}", "task",
+                                  "speedup", "%SOL", "cands", "fail", "tokens", "cost", "state"),
+                      width));
+  int64_t candidates = 0, failures = 0;
+  for (const TaskProgress& t : p.tasks) {
+    candidates += t.candidates;
+    failures += t.failures;
+    std::string speedup = t.best_speedup > 0 ? fmt::format("{:.2f}x", t.best_speedup) : "-";
+    std::string sol = t.best_sol_percent > 0 ? fmt::format("{:.1f}", t.best_sol_percent) : "-";
+    std::string state = t.state;
+    if (t.in_flight > 0) state += fmt::format(" ({} running)", t.in_flight);
+    if (!t.note.empty()) state += ": " + t.note;
+    lines.push_back(fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  {}",
+                                    t.name.substr(0, 18), speedup, sol, t.candidates, t.failures,
+                                    tokens_text(t.tokens), fmt::format("${:.2f}", t.cost_usd),
+                                    state),
+                        width));
+  }
+  std::string left = p.time_left_seconds ? format_duration(*p.time_left_seconds) + " left"
+                                         : std::string("no time limit");
+  std::string budget = p.max_usd ? fmt::format(" of ${:.2f}", *p.max_usd) : "";
+  std::string total = fmt::format(
+      "total: {} tasks, {} candidates, {} failed, {} tokens, ${:.2f}{}; run {} {} for {}, {}",
+      p.tasks.size(), candidates, failures, tokens_text(p.tokens), p.cost_usd, budget, p.run_id,
+      p.state, format_duration(p.elapsed_seconds), left);
+  if (p.pending_submissions > 0) total += fmt::format("; {} submitted", p.pending_submissions);
+  lines.push_back(fit(total, width));
+  if (!p.stop_reason.empty()) lines.push_back(fit("stopping: " + p.stop_reason, width));
+  return lines;
+}
+
+}  // namespace kopt::orchestrator

@@ -1,0 +1,55 @@
+// A snapshot of a run's progress: what the live display draws, what the daemon publishes in the
+// database for `kopt status`, and what `kopt status --json` prints. Rendering is separate from
+// collecting, so the display and the status command print the same table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kopt::orchestrator {
+
+struct TaskProgress {
+  std::string name;
+  std::string state;        // "waiting", "baseline", "tuning", "searching", "done", "failed"
+  std::string note;         // why it is done or failed
+  double best_speedup = 0;  // over the baseline; 0 before the baseline is measured
+  double best_sol_percent = 0;
+  double best_us = 0;
+  int64_t candidates = 0;   // kernels judged (the baseline not counted)
+  int64_t failures = 0;     // judged and rejected
+  int64_t in_flight = 0;
+  int64_t tokens = 0;
+  double cost_usd = 0;
+};
+
+struct RunProgress {
+  int64_t run_id = 0;
+  int64_t pid = 0;
+  std::string state;        // "running", "draining", "finished", "interrupted", "failed"
+  std::string stop_reason;  // set once the run stops taking work
+  std::string mode;         // "llm" or "tuner"
+  std::string gpu;          // the GPU model, once known
+  int gpus = 0;
+  double elapsed_seconds = 0;  // over every resume
+  std::optional<double> time_left_seconds;
+  std::optional<double> max_usd;
+  int64_t tokens = 0;
+  double cost_usd = 0;
+  int64_t pending_submissions = 0;
+  std::vector<TaskProgress> tasks;
+
+  nlohmann::json to_json() const;
+  static RunProgress from_json(const nlohmann::json& j);
+};
+
+// "1h02m", "3m05s", "42s".
+std::string format_duration(double seconds);
+
+// The table: a header, one line per task, a total line. `width` caps the line length.
+std::vector<std::string> render_progress(const RunProgress& progress, size_t width = 120);
+
+}  // namespace kopt::orchestrator

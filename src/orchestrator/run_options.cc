@@ -1,0 +1,67 @@
+#include "src/orchestrator/run_options.h"
+
+namespace kopt::orchestrator {
+
+using nlohmann::json;
+
+namespace {
+
+template <typename T>
+json optional_json(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+}  // namespace
+
+json RunOptions::to_json() const {
+  json dirs = json::array();
+  for (const auto& dir : task_dirs) dirs.push_back(dir.string());
+  const SearchSettings& s = search;
+  return {{"task_dirs", dirs},
+          {"budgets",
+           {{"hours", optional_json(budgets.hours)},
+            {"max_usd", optional_json(budgets.max_usd)},
+            {"candidates_per_task", optional_json(budgets.candidates_per_task)}}},
+          {"use_llm", use_llm},
+          {"max_in_flight", max_in_flight},
+          {"search",
+           {{"beam_width", s.beam_width},
+            {"plans_per_iteration", s.plans_per_iteration},
+            {"max_repairs", s.max_repairs},
+            {"memory_examples", s.memory_examples},
+            {"sol_threshold_percent", s.sol_threshold_percent},
+            {"plateau_candidates", s.plateau_candidates},
+            {"tuner_max_configs", s.tuner_max_configs}}}};
+}
+
+json run_record_json(const RunOptions& options, const json& extra) {
+  json record = extra.is_object() ? extra : json::object();
+  record["options"] = options.to_json();
+  return record;
+}
+
+void apply_saved_options(const json& saved, RunOptions& options) {
+  if (!saved.is_object()) return;
+  if (saved.contains("task_dirs") && saved["task_dirs"].is_array()) {
+    options.task_dirs.clear();
+    for (const json& dir : saved["task_dirs"]) {
+      if (dir.is_string()) options.task_dirs.emplace_back(dir.get<std::string>());
+    }
+  }
+  // Budgets given on the resuming command line win; the others continue as the run began.
+  if (saved.contains("budgets") && saved["budgets"].is_object()) {
+    const json& b = saved["budgets"];
+    if (!options.budgets.hours && b.value("hours", json()).is_number()) {
+      options.budgets.hours = b["hours"].get<double>();
+    }
+    if (!options.budgets.max_usd && b.value("max_usd", json()).is_number()) {
+      options.budgets.max_usd = b["max_usd"].get<double>();
+    }
+    if (!options.budgets.candidates_per_task &&
+        b.value("candidates_per_task", json()).is_number_integer()) {
+      options.budgets.candidates_per_task = b["candidates_per_task"].get<int64_t>();
+    }
+  }
+}
+
+}  // namespace kopt::orchestrator

@@ -1,0 +1,57 @@
+// The settings of one daemon run, resolved from the config file's daemon section and the command
+// line (the command line wins). Everything the search loop reads is here, so tests build one
+// directly.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kopt::orchestrator {
+
+struct SearchSettings {
+  int beam_width = 4;              // verified kernels kept per task
+  double near_copy_similarity = 0.92;  // token similarity above which two kernels are one
+  int plans_per_iteration = 4;     // plans the planner proposes from one beam kernel
+  int max_repairs = 2;             // coder repairs after a compile error or a wrong answer
+  int memory_examples = 4;         // pairs retrieved from memory into each prompt
+  double sol_threshold_percent = 90;  // a task at this share of speed of light is done
+  int plateau_candidates = 40;     // candidates without a 1% improvement end a task
+  double min_improvement = 1.01;   // what counts as an improvement of the task's best
+  int tuner_max_configs = 24;      // tunable configurations tried per kernel
+  double positive_pair_speedup = 1.04;  // pairs kept as examples (AccelOpt's threshold)
+  double negative_pair_speedup = 1.15;  // slowdowns kept as warnings (1/1.15x and worse)
+};
+
+struct Budgets {
+  std::optional<double> hours;                 // wall time of the run
+  std::optional<double> max_usd;               // LLM spend of the run
+  std::optional<int64_t> candidates_per_task;  // kernels judged per task
+};
+
+struct RunOptions {
+  std::vector<std::filesystem::path> task_dirs;  // one folder per task (already resolved)
+  Budgets budgets;
+  SearchSettings search;
+  bool use_llm = true;          // false: the built-in tuner only
+  int max_in_flight = 0;        // concurrent jobs; 0: derived from the GPUs and the LLM
+  double drain_seconds = 60;    // after a stop signal, how long in-flight work may finish
+  std::filesystem::path run_dir;  // logs of this run; empty: no file log
+
+  // For the run record (resume reads task_dirs and budgets back).
+  nlohmann::json to_json() const;
+};
+
+// What the run record's config_json holds: {"options": ...}; `extra` is merged in (the
+// effective config's description, the GPUs).
+nlohmann::json run_record_json(const RunOptions& options,
+                               const nlohmann::json& extra = nlohmann::json::object());
+
+// Reads the parts of RunOptions that a resumed run takes over from the run record.
+void apply_saved_options(const nlohmann::json& saved, RunOptions& options);
+
+}  // namespace kopt::orchestrator

@@ -1,0 +1,177 @@
+#include "src/orchestrator/run_recorder.h"
+
+#include <spdlog/spdlog.h>
+
+namespace kopt::orchestrator {
+
+Result<int64_t> RunRecorder::start_run(const std::string& config_json) {
+  std::lock_guard lock(mutex_);
+  if (auto s = ensure_daemon_tables(store_.database()); !s) return make_error(s.error());
+  auto id = store_.start_run(config_json);
+  if (id) run_id_ = *id;
+  return id;
+}
+
+Status RunRecorder::resume_run(int64_t run_id) {
+  std::lock_guard lock(mutex_);
+  if (auto s = ensure_daemon_tables(store_.database()); !s) return s;
+  if (auto s = reopen_run(store_.database(), run_id); !s) return s;
+  run_id_ = run_id;
+  return ok_status();
+}
+
+Status RunRecorder::finish_run(const std::string& status) {
+  std::lock_guard lock(mutex_);
+  return store_.finish_run(run_id_, status);
+}
+
+Status RunRecorder::upsert_task(const TaskSpec& task) {
+  std::lock_guard lock(mutex_);
+  memory::TaskRecord record;
+  record.name = task.name;
+  record.spec_hash = task.spec_hash;
+  record.tags = task.tags;
+  record.spec_json = task.raw_json;
+  auto id = store_.upsert_task(record);
+  if (!id) return make_error(id.error());
+  return ok_status();
+}
+
+Result<int64_t> RunRecorder::record_evaluation(memory::KernelRecord kernel,
+                                               memory::EvaluationRecord evaluation) {
+  std::lock_guard lock(mutex_);
+  kernel.run_id = run_id_;
+  auto transaction = store_.begin();
+  if (!transaction) return make_error(transaction.error());
+  auto kernel_id = store_.add_kernel(kernel);
+  if (!kernel_id) return make_error(kernel_id.error());
+  evaluation.kernel_id = *kernel_id;
+  evaluation.task = kernel.task;
+  evaluation.run_id = run_id_;
+  auto evaluation_id = store_.add_evaluation(evaluation);
+  if (!evaluation_id) return make_error(evaluation_id.error());
+  if (auto s = transaction->commit(); !s) return make_error(s.error());
+  return *kernel_id;
+}
+
+Result<int64_t> RunRecorder::add_pair(const memory::PairRecord& pair) {
+  std::lock_guard lock(mutex_);
+  return store_.add_pair(pair);
+}
+
+Result<std::vector<memory::RetrievedPair>> RunRecorder::retrieve(
+    const memory::RetrievalQuery& query) {
+  std::lock_guard lock(mutex_);
+  auto pairs = store_.retrieve(query);
+  if (!pairs) return pairs;
+  std::vector<int64_t> ids;
+  for (const auto& p : *pairs) ids.push_back(p.pair.id);
+  if (auto s = store_.mark_retrieved(ids); !s) spdlog::warn("memory: {}", s.error());
+  return pairs;
+}
+
+void RunRecorder::record_outcome(const std::vector<int64_t>& pair_ids, bool improved) {
+  std::lock_guard lock(mutex_);
+  for (int64_t id : pair_ids) {
+    if (auto s = store_.record_outcome(id, improved); !s) spdlog::warn("memory: {}", s.error());
+  }
+}
+
+std::optional<memory::KernelRecord> RunRecorder::kernel(int64_t id) {
+  std::lock_guard lock(mutex_);
+  auto k = store_.kernel(id);
+  if (!k) {
+    spdlog::warn("memory: {}", k.error());
+    return std::nullopt;
+  }
+  return *k;
+}
+
+void RunRecorder::record(const LlmCallRecord& call) {
+  memory::LlmCallRecord row;
+  row.agent = call.agent;
+  row.provider = call.provider;
+  row.model = call.model;
+  row.prompt_tokens = call.input_tokens;
+  row.completion_tokens = call.output_tokens;
+  row.cost_usd = call.cost_usd;
+  row.latency_ms = static_cast<double>(call.latency.count());
+  row.status = llm_status_name(call.status);
+  row.error = call.error;
+  std::lock_guard lock(mutex_);
+  if (run_id_ > 0) row.run_id = run_id_;
+  if (auto id = store_.record_llm_call(row); !id) spdlog::warn("memory: {}", id.error());
+}
+
+Result<memory::RunTotals> RunRecorder::run_totals() {
+  std::lock_guard lock(mutex_);
+  return store_.run_totals(run_id_);
+}
+
+Status RunRecorder::write_status(const StatusRow& row) {
+  std::lock_guard lock(mutex_);
+  return orchestrator::write_status(store_.database(), row);
+}
+
+double RunRecorder::active_seconds(int64_t run_id) {
+  std::lock_guard lock(mutex_);
+  auto row = read_status(store_.database(), run_id);
+  return row && *row ? (*row)->active_seconds : 0.0;
+}
+
+Result<std::vector<Submission>> RunRecorder::take_submissions() {
+  std::lock_guard lock(mutex_);
+  return orchestrator::take_submissions(store_.database(), run_id_);
+}
+
+int64_t RunRecorder::pending_submissions() {
+  std::lock_guard lock(mutex_);
+  auto n = orchestrator::pending_submissions(store_.database());
+  return n ? *n : 0;
+}
+
+Result<std::vector<PastEvaluation>> RunRecorder::history(const std::string& task) {
+  std::lock_guard lock(mutex_);
+  auto statement = store_.database().cached(
+      "SELECT e.id, e.kernel_id, k.parent_id, k.source, k.origin_agent, k.origin_tuner,"
+      " e.gpu_model, e.compute_capability, e.driver_version, e.cuda_version, e.verdict, e.detail,"
+      " e.tunables_json, e.median_us, e.noise, e.baseline_us, e.speedup, e.sol_percent,"
+      " e.resources_json, e.created_at"
+      " FROM evaluations e JOIN kernels k ON k.id = e.kernel_id JOIN tasks t ON t.id = e.task_id"
+      " WHERE e.run_id = ?1 AND t.name = ?2 ORDER BY e.id");
+  statement->bind(1, run_id_).bind(2, task);
+  std::vector<PastEvaluation> out;
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error(row.error());
+    if (!*row) break;
+    PastEvaluation p;
+    p.evaluation_id = statement->column_int64(0);
+    p.kernel_id = statement->column_int64(1);
+    p.parent_id = statement->column_optional_int64(2);
+    p.source = statement->column_text(3);
+    p.origin_agent = statement->column_text(4);
+    p.tuner = statement->column_int64(5) != 0;
+    memory::EvaluationRecord& e = p.evaluation;
+    e.id = p.evaluation_id;
+    e.kernel_id = p.kernel_id;
+    e.task = task;
+    e.run_id = run_id_;
+    e.gpu = {statement->column_text(6), statement->column_text(7), statement->column_text(8),
+             statement->column_text(9)};
+    e.verdict = statement->column_text(10);
+    e.detail = statement->column_text(11);
+    e.tunables_json = statement->column_text(12);
+    e.median_us = statement->column_double(13);
+    e.noise = statement->column_double(14);
+    e.baseline_us = statement->column_double(15);
+    e.speedup = statement->column_double(16);
+    e.sol_percent = statement->column_double(17);
+    e.resources_json = statement->column_text(18);
+    e.created_at = statement->column_text(19);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace kopt::orchestrator

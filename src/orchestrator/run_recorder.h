@@ -1,0 +1,74 @@
+// Everything the daemon writes to the memory store goes through here, as it happens: a kernel and
+// its evaluation in one transaction, pairs and lessons, LLM calls, the run's status. One store
+// connection shared by the job threads, behind one mutex; SQLite's WAL lets `kopt status` and
+// `kopt memory` read meanwhile. After kill -9, everything recorded before is in the file.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "memory_store/memory_store.h"
+#include "sandbox/task_spec.h"
+#include "src/llm/accounting.h"
+#include "src/orchestrator/daemon_tables.h"
+
+namespace kopt::orchestrator {
+
+// An evaluation of this run as read back for --resume, with its kernel.
+struct PastEvaluation {
+  int64_t evaluation_id = 0;
+  int64_t kernel_id = 0;
+  std::optional<int64_t> parent_id;
+  std::string source;
+  std::string origin_agent;
+  bool tuner = false;
+  memory::EvaluationRecord evaluation;
+};
+
+class RunRecorder final : public LlmCallSink {
+ public:
+  explicit RunRecorder(memory::MemoryStore& store) : store_(store) {}
+
+  Result<int64_t> start_run(const std::string& config_json);
+  // Continues `run_id` (kopt run --resume).
+  Status resume_run(int64_t run_id);
+  Status finish_run(const std::string& status);
+  int64_t run_id() const { return run_id_; }
+
+  Status upsert_task(const TaskSpec& task);
+
+  // Stores the kernel (a known source keeps its id) and its evaluation in one transaction.
+  // kernel.run_id and evaluation.run_id/kernel_id/task are filled in. Returns the kernel id.
+  Result<int64_t> record_evaluation(memory::KernelRecord kernel,
+                                    memory::EvaluationRecord evaluation);
+  // Stores a pair (a repeated pair merges, a lesson fills an empty summary).
+  Result<int64_t> add_pair(const memory::PairRecord& pair);
+  // The pairs worth showing a prompt for `query`, counted as retrieved.
+  Result<std::vector<memory::RetrievedPair>> retrieve(const memory::RetrievalQuery& query);
+  void record_outcome(const std::vector<int64_t>& pair_ids, bool improved);
+  std::optional<memory::KernelRecord> kernel(int64_t id);
+
+  // LlmCallSink: one row in llm_calls per call, tagged with this run.
+  void record(const LlmCallRecord& call) override;
+  Result<memory::RunTotals> run_totals();
+
+  Status write_status(const StatusRow& row);
+  // The active seconds the status row of `run_id` records (0 when it has none).
+  double active_seconds(int64_t run_id);
+  Result<std::vector<Submission>> take_submissions();
+  int64_t pending_submissions();
+
+  // This run's evaluations of `task`, oldest first.
+  Result<std::vector<PastEvaluation>> history(const std::string& task);
+
+ private:
+  std::mutex mutex_;
+  memory::MemoryStore& store_;
+  int64_t run_id_ = 0;
+};
+
+}  // namespace kopt::orchestrator

@@ -1,0 +1,497 @@
+// The orchestrator's jobs: measuring a baseline, evaluating one tuner configuration, asking the
+// planner for plans, and developing one plan with the coder. Each runs on its own thread; they
+// touch shared state only under the orchestrator's mutex and never hold it across a GPU
+// evaluation or an LLM call.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/sha256.h"
+#include "memory_store/line_diff.h"
+#include "sandbox/kernel_file.h"
+#include "src/orchestrator/orchestrator.h"
+#include "src/orchestrator/work_context.h"
+
+namespace kopt::orchestrator {
+
+namespace {
+
+// After this many failures in a row of the same kind, a task stops instead of spinning.
+constexpr int kMaxFailuresInARow = 5;
+
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+}
+
+std::string arch_from_cc(const std::string& cc) {
+  auto dot = cc.find('.');
+  if (dot == std::string::npos) return "";
+  int major = std::atoi(cc.substr(0, dot).c_str());
+  return "sm_" + cc.substr(0, dot) + cc.substr(dot + 1) + (major >= 9 ? "a" : "");
+}
+
+VerifiedKernel verified_from_history(const PastEvaluation& p) {
+  VerifiedKernel k;
+  k.kernel_id = p.kernel_id;
+  k.parent_id = p.parent_id;
+  k.source = p.source;
+  k.origin = p.origin_agent;
+  const memory::EvaluationRecord& e = p.evaluation;
+  k.median_us = e.median_us;
+  k.noise = e.noise;
+  k.baseline_us = e.baseline_us;
+  k.speedup = e.speedup > 0 ? e.speedup : 1.0;
+  k.sol_percent = e.sol_percent;
+  k.sol_us = e.sol_percent / 100.0 * e.median_us;
+  auto r = nlohmann::json::parse(e.resources_json, nullptr, false);
+  if (r.is_object() && r.contains("registers")) {
+    KernelResources res;
+    res.registers = r.value("registers", 0);
+    res.local_bytes = r.value("local_bytes", 0);
+    res.static_shared_bytes = r.value("static_shared_bytes", 0);
+    res.dynamic_shared_bytes = r.value("dynamic_shared_bytes", int64_t{0});
+    res.occupancy = r.value("occupancy", 0.0);
+    k.resources = res;
+  }
+  return k;
+}
+
+TunableConfig config_from_json(const std::string& text) {
+  TunableConfig config;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return config;
+  for (const auto& [name, value] : j.items()) {
+    if (value.is_number_integer()) config[name] = value.get<int64_t>();
+  }
+  return config;
+}
+
+std::string describe_result(const CandidateOutcome& outcome) {
+  if (!outcome.judged) return "no verdict: " + first_line(outcome.error);
+  if (outcome.verified) {
+    return fmt::format("ok {:.3f}x ({:.2f} us, {:.1f}% SOL)", outcome.verified->speedup,
+                       outcome.verified->median_us, outcome.verified->sol_percent);
+  }
+  return verdict_name(outcome.verdict) + ": " + first_line(outcome.detail);
+}
+
+}  // namespace
+
+CandidateInput Orchestrator::candidate_input(const TaskState& task, std::string source,
+                                             memory::KernelOrigin origin,
+                                             std::optional<int64_t> parent) const {
+  CandidateInput input;
+  input.task = &task.spec;
+  input.reference_source = task.reference_source;
+  input.baseline_source = task.baseline_source;
+  {
+    std::lock_guard lock(mutex_);
+    input.gpu = gpu_;
+  }
+  input.source = std::move(source);
+  input.origin = std::move(origin);
+  input.parent_id = parent;
+  return input;
+}
+
+void Orchestrator::add_tune_target(TaskState& task, const VerifiedKernel& kernel) {
+  auto file = parse_kernel_file(kernel.source, "kernel.cu", &task.spec);
+  if (!file) return;
+  TunerSweep sweep(file->tunables, options_.search.tuner_max_configs);
+  if (!sweep.has_space()) return;
+  TunableConfig defaults = sweep.defaults();
+  TuneTarget& target = task.tune_targets.emplace_back(
+      TuneTarget{kernel, std::move(sweep), std::move(defaults), kernel.speedup});
+  queue_next_tune_batch(task, target);
+}
+
+void Orchestrator::queue_next_tune_batch(TaskState& task, TuneTarget& target) {
+  for (TunableConfig& config : target.sweep.next_batch(target.best)) {
+    task.tune_queue.push_back({&target, std::move(config)});
+    ++target.queued;
+  }
+}
+
+void Orchestrator::count_candidate(TaskState& task, const CandidateOutcome& outcome) {
+  if (!outcome.judged) {
+    if (++task.evaluator_errors >= kMaxFailuresInARow && !task.finished()) {
+      task.phase = TaskState::Phase::kFailed;
+      task.note = "the evaluator keeps failing: " + first_line(outcome.error);
+      spdlog::error("[{}] {}", task.spec.name, task.note);
+    }
+    return;
+  }
+  task.evaluator_errors = 0;
+  ++task.candidates;
+  ++task.since_improvement;
+  if (!outcome.verified) {
+    ++task.failures;
+    return;
+  }
+  const VerifiedKernel& k = *outcome.verified;
+  if (k.speedup > task.best_speedup * options_.search.min_improvement) task.since_improvement = 0;
+  if (k.speedup > task.best_speedup) {
+    task.best_speedup = k.speedup;
+    task.best_us = k.median_us;
+  }
+  task.best_sol_percent = std::max(task.best_sol_percent, k.sol_percent);
+  bool entered = task.beam.offer(k);
+  if (entered && k.origin != "tuner") add_tune_target(task, k);
+}
+
+agents::WorkContext Orchestrator::work_context(const TaskState& task,
+                                               const VerifiedKernel& current) const {
+  agents::WorkContext context;
+  context.task = make_brief(task.spec, gpu_.value_or(GpuIdentity{}), current.sol_us);
+  context.current.source = current.source;
+  context.current.measurements = measurements_of(current);
+  size_t first = task.tried_plans.size() > 12 ? task.tried_plans.size() - 12 : 0;
+  context.tried_plans.assign(task.tried_plans.begin() + static_cast<ptrdiff_t>(first),
+                             task.tried_plans.end());
+  context.beam = beam_lines(task.beam, current.kernel_id);
+  return context;
+}
+
+void Orchestrator::record_pair(TaskState& task, const VerifiedKernel& parent,
+                               const VerifiedKernel& kernel, const std::string& mechanical_lesson) {
+  if (parent.kernel_id == kernel.kernel_id || kernel.kernel_id == 0) return;
+  // Both speedups were timed interleaved with the same baseline, so their ratio cancels drift
+  // between the two evaluations.
+  double ratio = parent.speedup > 0 && kernel.speedup > 0 ? kernel.speedup / parent.speedup
+                                                          : parent.median_us / kernel.median_us;
+  const SearchSettings& s = options_.search;
+  if (!(ratio >= s.positive_pair_speedup || ratio <= 1.0 / s.negative_pair_speedup)) return;
+  memory::PairRecord pair;
+  pair.slow_kernel_id = parent.kernel_id;
+  pair.fast_kernel_id = kernel.kernel_id;
+  pair.task = task.spec.name;
+  pair.speedup = ratio;
+  {
+    std::lock_guard lock(mutex_);
+    pair.gpu_model = gpu_ ? gpu_->model : "unknown GPU";
+    pair.gpu_arch = gpu_ ? gpu_->arch : "";
+  }
+  pair.tags = task.spec.tags;
+  // Stored at once, lesson or not, so that a crash during the summarizer's call loses nothing.
+  auto id = deps_.recorder->add_pair(pair);
+  if (!id) {
+    spdlog::error("[{}] could not store a pair: {}", task.spec.name, id.error());
+    return;
+  }
+  std::string lesson = mechanical_lesson;
+  if (lesson.empty() && summarizer_ && !stopping()) {
+    agents::PairFacts facts;
+    {
+      std::lock_guard lock(mutex_);
+      facts.task = make_brief(task.spec, gpu_.value_or(GpuIdentity{}), kernel.sol_us);
+    }
+    facts.before_source = parent.source;
+    facts.after_source = kernel.source;
+    facts.before = measurements_of(parent);
+    facts.after = measurements_of(kernel);
+    facts.speedup = ratio;
+    facts.diff = agents::shorten(
+        memory::unified_diff(parent.source, kernel.source, "before.cu", "after.cu"), 6000);
+    agents::AgentUsage usage;
+    auto summary = summarizer_->summarize(facts, usage);
+    {
+      std::lock_guard lock(mutex_);
+      task.usage.add(usage);
+      usage_.add(usage);
+    }
+    if (summary) {
+      lesson = summary->summary;
+      for (const auto& tag : summary->tags) {
+        if (std::find(pair.tags.begin(), pair.tags.end(), tag) == pair.tags.end()) {
+          pair.tags.push_back(tag);
+        }
+      }
+    } else {
+      spdlog::warn("[{}] no lesson for pair {}: {}", task.spec.name, *id, summary.error());
+    }
+  }
+  if (lesson.empty()) {
+    lesson = fmt::format("A rewrite of the {} kernel was {:.2f}x {} ({:.2f} -> {:.2f} us).",
+                         task.spec.name, ratio >= 1 ? ratio : 1 / ratio,
+                         ratio >= 1 ? "faster" : "slower", parent.median_us, kernel.median_us);
+  }
+  pair.summary = lesson;
+  if (auto merged = deps_.recorder->add_pair(pair); !merged) {
+    spdlog::error("[{}] could not store a lesson: {}", task.spec.name, merged.error());
+  }
+  spdlog::info("[{}] pair {}: kernel {} -> {} is {:.3f}x: {}", task.spec.name, *id,
+               parent.kernel_id, kernel.kernel_id, ratio, first_line(lesson));
+}
+
+void Orchestrator::run_baseline(TaskState& task) {
+  CandidateInput input = candidate_input(task, task.baseline_source, {"baseline", "", "", false},
+                                         std::nullopt);
+  input.gpu.reset();  // no local gate and no interleaved copy of itself
+  CandidateOutcome outcome = candidates_->judge(input);
+  std::lock_guard lock(mutex_);
+  task.judged_sources.insert(sha256_hex(task.baseline_source));
+  if (!outcome.judged || !outcome.verified) {
+    task.phase = TaskState::Phase::kFailed;
+    task.note = !outcome.judged ? "no verdict on the baseline: " + first_line(outcome.error)
+                                : "the baseline does not verify: " + describe_result(outcome);
+    spdlog::error("[{}] {}", task.spec.name, task.note);
+    return;
+  }
+  if (!gpu_ && outcome.gpu) {
+    gpu_ = outcome.gpu;
+    spdlog::info("GPU: {} ({}, driver {})", gpu_->model, gpu_->arch, gpu_->driver);
+  }
+  const VerifiedKernel& k = *outcome.verified;
+  task.baseline = k;
+  task.beam.offer(k);
+  task.best_speedup = 1.0;
+  task.best_us = k.median_us;
+  task.best_sol_percent = k.sol_percent;
+  task.phase = TaskState::Phase::kSearching;
+  add_tune_target(task, k);
+  spdlog::info("[{}] baseline: {:.2f} us, {:.1f}% of speed of light ({:.2f} us){}",
+               task.spec.name, k.median_us, k.sol_percent, k.sol_us,
+               task.tune_queue.empty() ? "" : fmt::format("; {} tuner configurations queued",
+                                                          task.tune_queue.size()));
+}
+
+void Orchestrator::run_tune(TaskState& task, TuneItem item) {
+  TuneTarget& target = *item.target;
+  auto source = with_default_tunables(target.root.source, item.config);
+  bool skip = false;
+  {
+    std::lock_guard lock(mutex_);
+    skip = !source || stopping() || task.finished() ||
+           !task.judged_sources.insert(sha256_hex(*source)).second;
+    if (skip) {
+      --target.in_flight;
+      if (target.queued == 0 && target.in_flight == 0 && !stopping()) {
+        queue_next_tune_batch(task, target);
+      }
+    }
+  }
+  if (skip) return;
+  CandidateInput input = candidate_input(task, *source, {"tuner", "", "", true},
+                                         target.root.kernel_id);
+  input.tunables_json = config_json(item.config);
+  CandidateOutcome outcome = candidates_->judge(input);
+  if (outcome.verified) outcome.verified->origin = "tuner";
+  spdlog::info("[{}] tuner {}: {}", task.spec.name, describe_config(item.config),
+               describe_result(outcome));
+  {
+    std::lock_guard lock(mutex_);
+    count_candidate(task, outcome);
+    --target.in_flight;
+    if (outcome.verified && outcome.verified->speedup > target.best_speedup) {
+      target.best = item.config;
+      target.best_speedup = outcome.verified->speedup;
+    }
+    if (target.queued == 0 && target.in_flight == 0 && !stopping()) {
+      queue_next_tune_batch(task, target);
+    }
+  }
+  if (outcome.verified) {
+    const VerifiedKernel& k = *outcome.verified;
+    double ratio = k.speedup / std::max(1e-9, target.root.speedup);
+    std::string gpu;
+    {
+      std::lock_guard lock(mutex_);
+      gpu = gpu_ ? gpu_->model : "this GPU";
+    }
+    record_pair(task, target.root, k,
+                fmt::format("Tuning the {} kernel on {}: {} instead of the declared defaults ({}) "
+                            "made it {:.2f}x {} ({:.2f} -> {:.2f} us).",
+                            task.spec.name, gpu, describe_config(item.config),
+                            describe_config(target.sweep.defaults()),
+                            ratio >= 1 ? ratio : 1 / ratio, ratio >= 1 ? "faster" : "slower",
+                            target.root.median_us, k.median_us));
+  }
+}
+
+void Orchestrator::run_plan(TaskState& task) {
+  agents::WorkContext context;
+  VerifiedKernel parent;
+  memory::RetrievalQuery query;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping() || task.finished() || task.beam.empty()) {
+      task.plan_in_flight = false;
+      return;
+    }
+    const auto& members = task.beam.members();
+    parent = members[task.next_parent++ % members.size()];
+    context = work_context(task, parent);
+    query.task = task.spec.name;
+    query.family_tags = task.spec.tags;
+    query.gpu_arch = gpu_ ? gpu_->arch : "";
+  }
+  query.kernel_source = parent.source;
+  query.k = options_.search.memory_examples;
+  std::vector<int64_t> retrieved;
+  if (query.k > 0) {
+    auto pairs = deps_.recorder->retrieve(query);
+    if (pairs) {
+      add_memory_examples(*pairs, *deps_.recorder, context);
+      for (const auto& p : *pairs) retrieved.push_back(p.pair.id);
+    } else {
+      spdlog::warn("[{}] retrieval: {}", task.spec.name, pairs.error());
+    }
+  }
+  agents::AgentUsage usage;
+  auto plans = planner_->propose(context, options_.search.plans_per_iteration, usage);
+  std::lock_guard lock(mutex_);
+  task.usage.add(usage);
+  usage_.add(usage);
+  task.plan_in_flight = false;
+  if (!plans) {
+    spdlog::warn("[{}] planner: {}", task.spec.name, plans.error());
+    if (!stopping() && ++task.planner_failures >= kMaxFailuresInARow && !task.finished()) {
+      task.phase = TaskState::Phase::kFailed;
+      task.note = "the planner keeps failing: " + first_line(plans.error());
+    }
+    return;
+  }
+  task.planner_failures = 0;
+  spdlog::info("[{}] {} plans from kernel {} ({:.2f}x), {} memory pairs in the prompt",
+               task.spec.name, plans->size(), parent.kernel_id, parent.speedup, retrieved.size());
+  for (agents::Plan& plan : *plans) {
+    task.code_queue.push_back(CodeItem{parent, std::move(plan), context, retrieved});
+  }
+}
+
+void Orchestrator::run_code(TaskState& task, CodeItem item) {
+  std::optional<VerifiedKernel> accepted;
+  agents::Judge judge = [&](const std::string& source, int attempt) -> agents::Judgement {
+    if (stopping()) return {false, false, "stopped", "the daemon is stopping"};
+    {
+      std::lock_guard lock(mutex_);
+      if (task.finished()) return {false, false, "task_done", task.note};
+      if (options_.budgets.candidates_per_task &&
+          task.candidates >= *options_.budgets.candidates_per_task) {
+        return {false, false, "budget", "the task's candidate budget is used"};
+      }
+      if (!task.judged_sources.insert(sha256_hex(source)).second) {
+        // Judged without a GPU, and counted: a model that keeps answering with the same file
+        // must run into the task's budget and plateau like any other failing candidate.
+        ++task.candidates;
+        ++task.failures;
+        ++task.since_improvement;
+        return {false, true, "duplicate",
+                "this kernel file is identical to one already evaluated for this task; write the "
+                "change the plan asks for"};
+      }
+    }
+    memory::KernelOrigin origin{"coder", deps_.coder_model,
+                                attempt == 1 ? "coder.txt" : "repair.txt", false};
+    CandidateOutcome outcome =
+        candidates_->judge(candidate_input(task, source, origin, item.parent.kernel_id));
+    spdlog::info("[{}] coder '{}' attempt {}: {}", task.spec.name, item.plan.title, attempt,
+                 describe_result(outcome));
+    {
+      std::lock_guard lock(mutex_);
+      count_candidate(task, outcome);
+    }
+    if (!outcome.judged) return {false, false, "evaluator_error", outcome.error};
+    if (outcome.verified) {
+      accepted = outcome.verified;
+      return {true, false, "ok", ""};
+    }
+    return {false, true, verdict_name(outcome.verdict), outcome.detail};
+  };
+  agents::AgentUsage usage;
+  agents::CoderOutcome result =
+      coder_->develop(item.context, item.plan, judge, options_.search.max_repairs, usage);
+  double ratio = accepted ? accepted->speedup / std::max(1e-9, item.parent.speedup) : 0;
+  {
+    std::lock_guard lock(mutex_);
+    task.usage.add(usage);
+    usage_.add(usage);
+    std::string verdict =
+        accepted ? fmt::format("verified, {:.2f}x its parent", ratio)
+                 : (!result.error.empty() ? "no kernel: " + first_line(result.error)
+                                          : (result.failures.empty() ? std::string("not judged")
+                                                                     : result.failures.back()));
+    task.tried_plans.push_back(item.plan.title + " -> " + first_line(verdict));
+  }
+  if (!result.error.empty() && !accepted) {
+    spdlog::warn("[{}] coder '{}': {}", task.spec.name, item.plan.title, result.error);
+  }
+  if (result.attempts > 0 && !item.retrieved_pairs.empty()) {
+    deps_.recorder->record_outcome(item.retrieved_pairs, accepted && ratio > 1.0);
+  }
+  if (accepted) record_pair(task, item.parent, *accepted, "");
+}
+
+void Orchestrator::restore_task(TaskState& task) {
+  auto history = deps_.recorder->history(task.spec.name);
+  if (!history) {
+    spdlog::warn("[{}] cannot read the run's history: {}", task.spec.name, history.error());
+    return;
+  }
+  std::vector<const PastEvaluation*> tuned;
+  for (const PastEvaluation& p : *history) {
+    task.judged_sources.insert(sha256_hex(p.source));
+    bool ok = p.evaluation.verdict == "ok";
+    if (p.origin_agent == "baseline" && !p.parent_id) {
+      if (!ok) continue;
+      VerifiedKernel k = verified_from_history(p);
+      task.baseline = k;
+      task.beam.offer(k);
+      task.best_speedup = std::max(task.best_speedup, 1.0);
+      task.best_us = task.best_us > 0 ? task.best_us : k.median_us;
+      task.best_sol_percent = std::max(task.best_sol_percent, k.sol_percent);
+      task.phase = TaskState::Phase::kSearching;
+      if (!gpu_) {
+        GpuIdentity gpu;
+        gpu.model = p.evaluation.gpu.model;
+        gpu.cc = p.evaluation.gpu.compute_capability;
+        gpu.driver = p.evaluation.gpu.driver_version;
+        gpu.arch = arch_from_cc(gpu.cc);
+        gpu_ = gpu;
+      }
+      continue;
+    }
+    CandidateOutcome outcome;
+    outcome.judged = true;
+    if (ok) outcome.verified = verified_from_history(p);
+    // Tune targets are rebuilt below from the restored beam, not while counting.
+    bool tuner = p.tuner;
+    if (outcome.verified && tuner) outcome.verified->origin = "tuner";
+    ++task.candidates;
+    ++task.since_improvement;
+    if (!outcome.verified) {
+      ++task.failures;
+      continue;
+    }
+    const VerifiedKernel& k = *outcome.verified;
+    if (k.speedup > task.best_speedup * options_.search.min_improvement) task.since_improvement = 0;
+    if (k.speedup > task.best_speedup) {
+      task.best_speedup = k.speedup;
+      task.best_us = k.median_us;
+    }
+    task.best_sol_percent = std::max(task.best_sol_percent, k.sol_percent);
+    task.beam.offer(k);
+    if (tuner) tuned.push_back(&p);
+  }
+  if (task.phase != TaskState::Phase::kSearching) return;
+  for (const VerifiedKernel& k : std::vector<VerifiedKernel>(task.beam.members())) {
+    if (k.origin != "tuner") add_tune_target(task, k);
+  }
+  if (task.baseline && !task.beam.contains(task.baseline->kernel_id)) {
+    add_tune_target(task, *task.baseline);
+  }
+  // Configurations judged before the resume count as tried; the best of them steers the sweep.
+  for (TuneTarget& target : task.tune_targets) {
+    for (const PastEvaluation* p : tuned) {
+      if (p->parent_id != target.root.kernel_id) continue;
+      TunableConfig config = config_from_json(p->evaluation.tunables_json);
+      target.sweep.mark_tried(config);
+      if (p->evaluation.speedup > target.best_speedup) {
+        target.best = config;
+        target.best_speedup = p->evaluation.speedup;
+      }
+    }
+  }
+}
+
+}  // namespace kopt::orchestrator

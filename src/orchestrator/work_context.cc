@@ -1,0 +1,101 @@
+#include "src/orchestrator/work_context.h"
+
+#include <fmt/format.h>
+
+#include "common/strings.h"
+#include "memory_store/line_diff.h"
+
+namespace kopt::orchestrator {
+
+namespace {
+
+// A diff longer than this is cut: the lesson says what matters, the diff only illustrates it.
+constexpr size_t kMaxDiffChars = 3000;
+
+std::string binding_text(const ShapeBinding& binding) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : binding) parts.push_back(name + "=" + std::to_string(value));
+  return parts.empty() ? std::string("the default") : join(parts, " ");
+}
+
+}  // namespace
+
+agents::TaskBrief make_brief(const TaskSpec& task, const GpuIdentity& gpu, double sol_us) {
+  agents::TaskBrief brief;
+  brief.name = task.name;
+  brief.description = task.description;
+  brief.tags = task.tags;
+  std::vector<std::string> sweep;
+  for (const auto& shape : task.shapes) sweep.push_back(binding_text(shape));
+  std::string constants;
+  for (const auto& [name, value] : task.constants) {
+    constants += fmt::format("{}{}={}", constants.empty() ? "" : " ", name, value);
+  }
+  brief.sizes = "timed at " + binding_text(task.sizes) + "; correctness checked at " +
+                join(sweep, ", ") + " (overrides of the timed sizes) and at hidden shapes" +
+                (constants.empty() ? std::string() : "; constants " + constants);
+  brief.gpu = gpu.model.empty() ? std::string("an NVIDIA GPU") : gpu.model;
+  if (!gpu.arch.empty()) {
+    brief.gpu += " (" + gpu.arch + (gpu.sms > 0 ? fmt::format(", {} SMs", gpu.sms) : "") + ")";
+  }
+  bool compute = std::find(task.tags.begin(), task.tags.end(), "compute-bound") != task.tags.end();
+  brief.bound = compute ? "compute-bound" : "memory-bound";
+  if (sol_us > 0) {
+    brief.bound += fmt::format(
+        " (speed of light {:.2f} us = max(flops / peak {}, bytes / DRAM bandwidth))", sol_us,
+        task.peak);
+  }
+  return brief;
+}
+
+agents::Measurements measurements_of(const VerifiedKernel& kernel) {
+  agents::Measurements m;
+  m.median_us = kernel.median_us;
+  m.noise = kernel.noise;
+  m.baseline_us = kernel.baseline_us;
+  m.speedup = kernel.speedup;
+  m.sol_us = kernel.sol_us;
+  m.sol_percent = kernel.sol_percent;
+  if (kernel.resources) {
+    m.registers = kernel.resources->registers;
+    m.local_bytes = kernel.resources->local_bytes;
+    m.static_shared_bytes = kernel.resources->static_shared_bytes;
+    m.dynamic_shared_bytes = kernel.resources->dynamic_shared_bytes;
+    m.occupancy = kernel.resources->occupancy;
+  }
+  return m;
+}
+
+std::vector<std::string> beam_lines(const Beam& beam, int64_t current) {
+  std::vector<std::string> lines;
+  for (const VerifiedKernel& k : beam.members()) {
+    if (k.kernel_id == current) continue;
+    lines.push_back(fmt::format("kernel {} ({}): {:.2f} us, {:.2f}x over the baseline, {:.1f}% of "
+                                "speed of light",
+                                k.kernel_id, k.origin, k.median_us, k.speedup, k.sol_percent));
+  }
+  return lines;
+}
+
+void add_memory_examples(const std::vector<memory::RetrievedPair>& pairs, RunRecorder& recorder,
+                         agents::WorkContext& context) {
+  for (const memory::RetrievedPair& retrieved : pairs) {
+    const memory::PairRecord& pair = retrieved.pair;
+    agents::MemoryExample example;
+    example.pair_id = pair.id;
+    example.task = pair.task;
+    example.speedup = pair.speedup;
+    example.summary = pair.summary;
+    example.tags = pair.tags;
+    auto slow = recorder.kernel(pair.slow_kernel_id);
+    auto fast = recorder.kernel(pair.fast_kernel_id);
+    if (slow && fast) {
+      example.diff = agents::shorten(
+          memory::unified_diff(slow->source, fast->source, "before.cu", "after.cu", 2),
+          kMaxDiffChars);
+    }
+    (pair.is_negative ? context.warnings : context.examples).push_back(std::move(example));
+  }
+}
+
+}  // namespace kopt::orchestrator

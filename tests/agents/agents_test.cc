@@ -1,0 +1,214 @@
+// The planner, the coder and the summarizer against a scripted LLM and the shipped prompts: what
+// they put in the prompt, how they read the answer, and the coder's bounded repair loop.
+#include <gtest/gtest.h>
+
+#include "agents/coder.h"
+#include "agents/planner.h"
+#include "agents/prompt_library.h"
+#include "agents/summarizer.h"
+#include "tests/agents/scripted_llm.h"
+
+namespace kopt::agents {
+namespace {
+
+using kopt::testing::ScriptedLlm;
+
+const char* kKernel = R"~(// axpy
+/* kopt:plan
+{"launches": [{"kernel": "axpy", "grid": ["ceil_div(n, 256)"], "block": [256],
+               "args": ["x", "y", "out", "n", "alpha"]}]}
+*/
+extern "C" __global__ void axpy(const float* x, const float* y, float* out, int n, float alpha) {
+  int i = blockIdx.x * 256 + threadIdx.x;
+  if (i < n) out[i] = alpha * x[i] + y[i];
+}
+)~";
+
+std::string fenced(const std::string& code) { return "Here you go:\n```cuda\n" + code + "```\n"; }
+
+class AgentsTest : public ::testing::Test {
+ protected:
+  AgentsTest() {
+    auto loaded = PromptLibrary::load(std::filesystem::path(KOPT_SOURCE_DIR) / "prompts");
+    if (!loaded) throw std::runtime_error(loaded.error());
+    library_.emplace(std::move(*loaded));
+    caller_.emplace(llm_, *library_);
+    context_.task = {"axpy", "out = alpha * x + y", {"elementwise", "memory-bound", "fp32"},
+                     "timed at n=67108864", "NVIDIA H100 (sm_90a, 132 SMs)", "memory-bound"};
+    context_.current.source = kKernel;
+    Measurements m;
+    m.median_us = 301.5;
+    m.baseline_us = 301.5;
+    m.speedup = 1.0;
+    m.sol_us = 268.4;
+    m.sol_percent = 89.0;
+    m.registers = 16;
+    m.occupancy = 1.0;
+    context_.current.measurements = m;
+    context_.examples.push_back({7, "gelu", 1.31, "float4 loads cut instructions 4x",
+                                 {"elementwise", "float4"}, "-a\n+b\n"});
+    context_.warnings.push_back({9, "axpy", 0.7, "shared-memory staging only added latency",
+                                 {"elementwise"}, ""});
+  }
+
+  ScriptedLlm llm_;
+  std::optional<PromptLibrary> library_;
+  std::optional<AgentCaller> caller_;
+  WorkContext context_;
+  AgentUsage usage_;
+};
+
+TEST_F(AgentsTest, PlannerPromptCarriesTaskKernelMeasurementsAndMemory) {
+  llm_.reply("planner", R"({"plans": [{"title": "float4", "detail": "vectorize"},
+                                       {"title": "Float4!", "detail": "the same again"},
+                                       {"title": "grid stride", "detail": "fewer blocks"},
+                                       "unroll by four"]})");
+  Planner planner(*caller_);
+  auto plans = planner.propose(context_, 2, usage_);
+  ASSERT_TRUE(plans) << plans.error();
+  ASSERT_EQ(plans->size(), 2u);  // the near-duplicate "Float4!" is dropped, then the cap
+  EXPECT_EQ((*plans)[0].title, "float4");
+  EXPECT_EQ((*plans)[1].title, "grid stride");
+  auto prompt = llm_.prompts("planner").at(0);
+  for (const char* needed : {"out = alpha * x + y", "extern \"C\" __global__ void axpy",
+                             "301.50 us", "89.0% of it", "16 registers", "float4 loads cut",
+                             "shared-memory staging only added latency", "Propose 2 DISTINCT",
+                             "/* kopt:plan", "memory-bound"}) {
+    EXPECT_NE(prompt.find(needed), std::string::npos) << needed;
+  }
+  EXPECT_NE(llm_.requests().at(0).system.find("NVIDIA H100"), std::string::npos);
+  EXPECT_EQ(usage_.calls, 1);
+  EXPECT_EQ(usage_.input_tokens, 1000);
+}
+
+TEST_F(AgentsTest, PlanParsingAcceptsCommonShapesAndRefusesNone) {
+  auto bare = parse_plans("Sure!\n```json\n[{\"name\": \"tile\", \"description\": \"d\"}]\n```");
+  ASSERT_TRUE(bare) << bare.error();
+  EXPECT_EQ(bare->at(0).title, "tile");
+  EXPECT_EQ(bare->at(0).detail, "d");
+  EXPECT_FALSE(parse_plans("I would vectorize it."));
+  EXPECT_FALSE(parse_plans(R"({"ideas": []})"));
+  EXPECT_FALSE(parse_plans(R"({"plans": [{"title": ""}]})"));
+}
+
+TEST_F(AgentsTest, CoderRepairsACompileErrorWithTheLogInThePrompt) {
+  llm_.reply("coder", fenced(std::string(kKernel) + "broken;\n"));
+  llm_.reply("coder", fenced(kKernel));
+  Coder coder(*caller_);
+  std::vector<std::string> judged;
+  Judge judge = [&](const std::string& source, int attempt) {
+    judged.push_back(source);
+    if (attempt == 1) return Judgement{false, true, "compile_error", "line 9: error: broken"};
+    return Judgement{true, false, "ok", ""};
+  };
+  auto outcome = coder.develop(context_, {"vectorize", "use float4"}, judge, 2, usage_);
+  EXPECT_TRUE(outcome.accepted);
+  EXPECT_EQ(outcome.attempts, 2);
+  ASSERT_EQ(judged.size(), 2u);
+  EXPECT_EQ(outcome.source, kKernel);
+  auto prompts = llm_.prompts("coder");
+  ASSERT_EQ(prompts.size(), 2u);
+  EXPECT_NE(prompts[0].find("use float4"), std::string::npos);
+  EXPECT_NE(prompts[1].find("line 9: error: broken"), std::string::npos);
+  EXPECT_NE(prompts[1].find("compile_error"), std::string::npos);
+  EXPECT_NE(prompts[1].find("broken;"), std::string::npos);  // the failed file is shown
+  EXPECT_EQ(usage_.calls, 2);
+}
+
+TEST_F(AgentsTest, CoderRepairsAreBounded) {
+  llm_.set_default("coder", fenced(kKernel));
+  Coder coder(*caller_);
+  int calls = 0;
+  Judge judge = [&](const std::string&, int) {
+    ++calls;
+    return Judgement{false, true, "incorrect", "out[1020] at n=1023: expected 1.5, got 0"};
+  };
+  auto outcome = coder.develop(context_, {"vectorize", ""}, judge, 2, usage_);
+  EXPECT_FALSE(outcome.accepted);
+  EXPECT_EQ(outcome.attempts, 3);  // the first kernel and two repairs
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(outcome.failures.size(), 3u);
+  EXPECT_EQ(llm_.prompts("coder").size(), 3u);
+  EXPECT_NE(llm_.prompts("coder")[2].find("expected 1.5, got 0"), std::string::npos);
+}
+
+TEST_F(AgentsTest, CoderStopsWhenTheJudgeSaysRepairIsPointless) {
+  llm_.set_default("coder", fenced(kKernel));
+  Coder coder(*caller_);
+  Judge judge = [&](const std::string&, int) {
+    return Judgement{false, false, "stopped", "the daemon is stopping"};
+  };
+  auto outcome = coder.develop(context_, {"vectorize", ""}, judge, 5, usage_);
+  EXPECT_EQ(outcome.attempts, 1);
+  EXPECT_EQ(llm_.prompts("coder").size(), 1u);
+}
+
+TEST_F(AgentsTest, CoderAnswersWithoutAKernelFileAreErrors) {
+  EXPECT_FALSE(extract_kernel_file("I cannot help with that."));
+  auto no_plan = extract_kernel_file(fenced("__global__ void k() {}\n"));
+  ASSERT_FALSE(no_plan);
+  EXPECT_NE(no_plan.error().find("kopt:plan"), std::string::npos);
+  llm_.fail("coder", LlmStatus::kRateLimited, "HTTP 429: slow down");
+  Coder coder(*caller_);
+  auto outcome = coder.develop(context_, {"x", ""}, [](const std::string&, int) {
+    return Judgement{true, false, "ok", ""};
+  }, 2, usage_);
+  EXPECT_FALSE(outcome.accepted);
+  EXPECT_EQ(outcome.attempts, 0);
+  EXPECT_NE(outcome.error.find("rate_limited"), std::string::npos) << outcome.error;
+  EXPECT_EQ(usage_.failed_calls, 1);
+}
+
+TEST_F(AgentsTest, CoderTruncatedAnswerIsAnError) {
+  LlmResponse r;
+  llm_.fail("coder", LlmStatus::kTruncated, "length");
+  Coder coder(*caller_);
+  auto written = coder.write(context_, {"x", ""}, usage_);
+  ASSERT_FALSE(written);
+  EXPECT_NE(written.error().find("cut off"), std::string::npos) << written.error();
+}
+
+TEST_F(AgentsTest, SummarizerPromptAndLesson) {
+  llm_.reply("summarizer",
+             "```json\n{\"lesson\": \"float4 quarters the memory instructions.\", "
+             "\"tags\": [\"Vectorized Loads\", \"float4\", \"float4\"]}\n```");
+  Summarizer summarizer(*caller_);
+  PairFacts facts;
+  facts.task = context_.task;
+  facts.before_source = kKernel;
+  facts.after_source = std::string(kKernel) + "// faster\n";
+  facts.speedup = 1.42;
+  facts.diff = "+// faster\n";
+  auto lesson = summarizer.summarize(facts, usage_);
+  ASSERT_TRUE(lesson) << lesson.error();
+  EXPECT_EQ(lesson->summary, "float4 quarters the memory instructions.");
+  EXPECT_EQ(lesson->tags, (std::vector<std::string>{"vectorized-loads", "float4"}));
+  auto prompt = llm_.prompts("summarizer").at(0);
+  EXPECT_NE(prompt.find("1.420x"), std::string::npos);
+  EXPECT_NE(prompt.find("is faster"), std::string::npos);
+  EXPECT_NE(prompt.find("+// faster"), std::string::npos);
+}
+
+TEST_F(AgentsTest, LessonParsing) {
+  auto plain = parse_lesson("Use float4: fewer instructions.");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->summary, "Use float4: fewer instructions.");
+  EXPECT_FALSE(parse_lesson("   "));
+  EXPECT_FALSE(parse_lesson(R"({"lesson": ""})"));
+}
+
+TEST(AgentContext, MeasurementsDescribeTimeSolResourcesAndSpills) {
+  EXPECT_EQ(describe_measurements(std::nullopt), "not measured yet");
+  Measurements m;
+  m.median_us = 10;
+  m.sol_us = 5;
+  m.sol_percent = 50;
+  m.registers = 255;
+  m.local_bytes = 64;
+  std::string text = describe_measurements(m);
+  EXPECT_NE(text.find("50.0% of it (headroom 2.00x)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(spills!)"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace kopt::agents

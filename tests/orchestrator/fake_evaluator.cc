@@ -1,0 +1,141 @@
+#include "tests/orchestrator/fake_evaluator.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+
+#include "common/strings.h"
+#include "sandbox/kernel_file.h"
+#include "sandbox/task_spec.h"
+
+namespace kopt::testing {
+
+namespace {
+
+// The value of `key=` on a "// test-evaluator:" line, or "".
+std::string script_value(const std::string& source, const std::string& key) {
+  for (const std::string& line : split(source, '\n')) {
+    std::string t = trim(line);
+    if (!starts_with(t, "// test-evaluator:")) continue;
+    for (const std::string& word : split(t.substr(18), ' ')) {
+      if (starts_with(word, key + "=")) return word.substr(key.size() + 1);
+    }
+  }
+  return "";
+}
+
+double scripted_number(const std::string& source, const std::string& key, double fallback) {
+  std::string value = script_value(source, key);
+  return value.empty() ? fallback : std::atof(value.c_str());
+}
+
+// The scripted time of a parsed kernel file at its default tunables.
+double scripted_time(const KernelFile& file) {
+  double time = scripted_number(file.source, "time_us", 100.0);
+  auto values = file.tunable_values({});
+  auto block = values.find("BLOCK");
+  if (block != values.end() && block->second > 0) {
+    time *= 1.0 + 0.1 * std::fabs(std::log2(static_cast<double>(block->second) / 512.0));
+  }
+  return time;
+}
+
+TimingSummary timing(double median) {
+  TimingSummary t;
+  t.median_us = median;
+  t.min_us = median * 0.98;
+  t.noise = 0.002;
+  t.samples = 20;
+  return t;
+}
+
+}  // namespace
+
+FakeEvaluator::FakeEvaluator(Options options) : options_(std::move(options)) {
+  if (!options_.compile_cache.empty()) cache_.emplace(options_.compile_cache);
+}
+
+std::vector<std::string> FakeEvaluator::sources() const {
+  std::lock_guard lock(mutex_);
+  return sources_;
+}
+
+Result<EvalResult> FakeEvaluator::evaluate(const EvalRequest& request) {
+  int now = ++running_;
+  int seen = max_concurrent_.load();
+  while (now > seen && !max_concurrent_.compare_exchange_weak(seen, now)) {
+  }
+  struct Leave {
+    std::atomic<int>& running;
+    ~Leave() { --running; }
+  } leave{running_};
+  ++evaluations_;
+  {
+    std::lock_guard lock(mutex_);
+    sources_.push_back(request.candidate.source);
+  }
+  if (options_.delay.count() > 0) std::this_thread::sleep_for(options_.delay);
+
+  auto task = parse_task(request.task_json, "task.json");
+  if (!task) return make_error("the fake evaluator cannot read the task: " + task.error());
+  EvalResult result;
+  result.device = {{"name", options_.gpu_name}, {"cc", "9.0"},      {"arch", "sm_90a"},
+                   {"sms", 132},                {"driver", "580.0"}, {"ordinal", 0}};
+  auto file = parse_kernel_file(request.candidate.source, request.candidate.origin, &*task);
+  if (!file) {
+    result.verdict = Verdict::kInvalidPlan;
+    result.detail = file.error();
+    return result;
+  }
+  auto compiled = compile_kernel(make_compile_request(*file, request.candidate.tunables, "sm_90a"),
+                                 cache_ ? &*cache_ : nullptr);
+  if (!compiled) return make_error(compiled.error());
+  if (!compiled->ok) {
+    result.verdict = Verdict::kCompileError;
+    result.detail = "compile error";
+    result.compile_log = compiled->log;
+    return result;
+  }
+  std::string verdict = script_value(request.candidate.source, "verdict");
+  if (!verdict.empty() && verdict != "ok") {
+    auto parsed = parse_verdict(verdict);
+    result.verdict = parsed ? *parsed : Verdict::kCrash;
+    result.detail = "scripted verdict " + verdict;
+    if (result.verdict == Verdict::kIncorrect) {
+      Mismatch m;
+      m.output = task->outputs.front().name;
+      m.shape = "n=1023";
+      m.index = 1020;
+      m.expected = 1.5;
+      m.actual = 0;
+      m.phase = "sweep";
+      result.mismatch = m;
+    }
+    return result;
+  }
+  double median = scripted_time(*file);
+  result.verdict = Verdict::kOk;
+  result.detail = "verified (scripted)";
+  result.candidate_time = timing(median);
+  if (request.baseline) {
+    auto base = parse_kernel_file(request.baseline->source, "baseline.cu", &*task);
+    if (!base) return make_error("the baseline does not parse: " + base.error());
+    double baseline_us = scripted_time(*base);
+    result.baseline_time = timing(baseline_us);
+    result.speedup = baseline_us / median;
+  }
+  result.sol_us = scripted_number(request.candidate.source, "sol_us", 50.0);
+  result.sol_percent = 100.0 * result.sol_us / median;
+  result.resources = KernelResources{24, 0, 0, 0, 1.0};
+  return result;
+}
+
+FakeEvaluator::Options fake_evaluator_options_from_env() {
+  FakeEvaluator::Options options;
+  if (const char* delay = std::getenv("KOPT_FAKE_DELAY_MS"); delay && *delay) {
+    options.delay = std::chrono::milliseconds(std::atol(delay));
+  }
+  return options;
+}
+
+}  // namespace kopt::testing

@@ -1,0 +1,59 @@
+// A test double for the GPU: it reads the task and the candidate as the real worker does and
+// compiles the candidate with real NVRTC (a compile error is a real compile error), but times
+// nothing. Verdicts and times are scripted by comment lines in the kernel file:
+//
+//   // test-evaluator: time_us=85          the candidate's median time (default 100)
+//   // test-evaluator: verdict=incorrect   any verdict name (sandbox/verdict.h)
+//   // test-evaluator: sol_us=40           the speed-of-light time (default 50)
+//
+// and by the tunables: a kernel with a BLOCK tunable takes (1 + 0.1 * |log2(BLOCK / 512)|) times
+// its scripted time, so the tuner has a real optimum to find (BLOCK=512). The baseline in the
+// request is timed the same way, so speedups are ratios of scripted times.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sandbox/compiler.h"
+#include "sandbox/evaluator.h"
+
+namespace kopt::testing {
+
+class FakeEvaluator final : public Evaluator {
+ public:
+  struct Options {
+    std::chrono::milliseconds delay{0};  // per evaluation, like a GPU taking its time
+    std::filesystem::path compile_cache;  // "" for none
+    std::string gpu_name = "Fake H100 80GB HBM3";
+  };
+
+  FakeEvaluator() : FakeEvaluator(Options{}) {}
+  explicit FakeEvaluator(Options options);
+
+  Result<EvalResult> evaluate(const EvalRequest& request) override;
+  std::string name() const override { return "fake evaluator"; }
+
+  int evaluations() const { return evaluations_.load(); }
+  // The most evaluations that ran at once.
+  int max_concurrent() const { return max_concurrent_.load(); }
+  // Origins of the candidates evaluated, in order ("candidate.cu" ...) with their tunables.
+  std::vector<std::string> sources() const;
+
+ private:
+  Options options_;
+  std::optional<CompileCache> cache_;
+  std::atomic<int> evaluations_{0};
+  std::atomic<int> running_{0};
+  std::atomic<int> max_concurrent_{0};
+  mutable std::mutex mutex_;
+  std::vector<std::string> sources_;
+};
+
+// Options from the environment, for the test daemon: KOPT_FAKE_DELAY_MS.
+FakeEvaluator::Options fake_evaluator_options_from_env();
+
+}  // namespace kopt::testing

@@ -1,0 +1,314 @@
+// The search loop in-process: real tasks (copies of tasks/axpy and tasks/softmax), real NVRTC,
+// a real SQLite memory, the fake evaluator for the GPU and a scripted LLM.
+#include "src/orchestrator/orchestrator.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <thread>
+
+#include "agents/prompt_library.h"
+#include "common/sha256.h"
+#include "src/orchestrator/daemon_tables.h"
+#include "tests/agents/scripted_llm.h"
+#include "tests/orchestrator/fake_evaluator.h"
+#include "tests/orchestrator/orchestrator_test_support.h"
+
+namespace kopt::orchestrator {
+namespace {
+
+using kopt::testing::FakeEvaluator;
+using kopt::testing::ScriptedLlm;
+using kopt::testing::TempDir;
+
+const char* kPlans = R"({"plans": [
+  {"title": "float4 vectorized loads", "detail": "Move four floats per thread."},
+  {"title": "several elements per thread", "detail": "ITEMS coalesced elements per thread."}]})";
+const char* kLesson = R"({"lesson": "float4 accesses quarter the memory instructions of a
+bandwidth-bound kernel.", "tags": ["vectorized-loads"]})";
+
+class OrchestratorTest : public ::testing::Test {
+ protected:
+  OrchestratorTest() {
+    kopt::testing::isolate_environment(dir_.path());
+    StopSignal::instance().reset();
+    auto store = memory::MemoryStore::open(db_path());
+    if (!store) throw std::runtime_error(store.error());
+    store_.emplace(std::move(*store));
+    recorder_.emplace(*store_);
+    cache_.emplace(dir_ / "compile-cache");
+  }
+  ~OrchestratorTest() override { StopSignal::instance().reset(); }
+
+  std::filesystem::path db_path() const { return dir_ / "memory.db"; }
+
+  RunOptions options(std::vector<std::string> tasks, bool llm) {
+    RunOptions o;
+    for (const auto& t : tasks) o.task_dirs.push_back(kopt::testing::copy_task(t, dir_ / "tasks"));
+    o.use_llm = llm;
+    o.drain_seconds = 10;
+    return o;
+  }
+
+  OrchestratorDeps deps(Evaluator& evaluator, LlmClient* llm = nullptr) {
+    OrchestratorDeps d;
+    d.recorder = &*recorder_;
+    d.evaluator = &evaluator;
+    d.llm = llm;
+    if (llm) {
+      auto prompts = agents::PromptLibrary::load(std::filesystem::path(KOPT_SOURCE_DIR) / "prompts");
+      if (!prompts) throw std::runtime_error(prompts.error());
+      prompts_.emplace(std::move(*prompts));
+      d.prompts = &*prompts_;
+      d.coder_model = "scripted";
+    }
+    d.compile_cache = &*cache_;
+    return d;
+  }
+
+  int64_t count(const std::string& sql) { return kopt::testing::query_count(db_path(), sql); }
+
+  TempDir dir_;
+  std::optional<memory::MemoryStore> store_;
+  std::optional<RunRecorder> recorder_;
+  std::optional<CompileCache> cache_;
+  std::optional<agents::PromptLibrary> prompts_;
+};
+
+TEST_F(OrchestratorTest, TheTunerAloneFindsTheBestBlockSizeAndStoresEverything) {
+  FakeEvaluator evaluator;
+  Orchestrator orchestrator(options({"axpy"}, false), deps(evaluator));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_EQ(outcome->stop_reason, "all 1 tasks are done");
+  ASSERT_EQ(outcome->progress.tasks.size(), 1u);
+  const TaskProgress& axpy = outcome->progress.tasks[0];
+  EXPECT_EQ(axpy.note, "every tunable configuration tried");
+  EXPECT_EQ(axpy.candidates, 3);  // BLOCK 128, 512 and 1024 besides the default 256
+  EXPECT_NEAR(axpy.best_speedup, 1.1, 1e-9);  // BLOCK=512 is the fake GPU's optimum
+  EXPECT_EQ(evaluator.evaluations(), 4);
+
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'ok'"), 4);
+  EXPECT_EQ(count("SELECT count(*) FROM kernels WHERE origin_tuner = 1"), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM llm_calls"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'finished'"), 1);
+  // One pair is large enough to keep: the default to BLOCK=512 (1.1x); 128 (0.92x) and 1024
+  // (1.0x) are within the noise band.
+  auto wins = store_->wins({});
+  ASSERT_TRUE(wins) << wins.error();
+  ASSERT_EQ(wins->size(), 1u);
+  EXPECT_NEAR(wins->at(0).speedup, 1.1, 1e-9);
+  EXPECT_NE(wins->at(0).summary.find("BLOCK=512 instead of the declared defaults (BLOCK=256)"),
+            std::string::npos)
+      << wins->at(0).summary;
+  auto best = store_->kernel(wins->at(0).fast_kernel_id);
+  ASSERT_TRUE(best && *best);
+  EXPECT_NE((*best)->source.find("\"BLOCK\":[512,256,128,1024]"), std::string::npos)
+      << (*best)->source;
+  EXPECT_EQ((*best)->parent_id, wins->at(0).slow_kernel_id);
+}
+
+TEST_F(OrchestratorTest, TheLlmLoopRepairsVerifiesTunesAndLearns) {
+  FakeEvaluator evaluator;
+  ScriptedLlm llm;
+  llm.set_default("planner", kPlans);
+  // The first kernel does not compile; the repair is the float4 kernel.
+  llm.reply("coder", kopt::testing::replay_file("03_axpy_compile_error.txt"));
+  llm.reply("coder", kopt::testing::replay_file("01_axpy_vec4.txt"));
+  llm.set_default("coder", kopt::testing::replay_file("05_axpy_unrolled.txt"));
+  llm.set_default("summarizer", kLesson);
+  RunOptions o = options({"axpy"}, true);
+  o.max_in_flight = 1;  // one job at a time: the order of the replies is the order of the asks
+  o.budgets.candidates_per_task = 16;
+  Orchestrator orchestrator(o, deps(evaluator, &llm));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, "finished");
+  const TaskProgress& axpy = outcome->progress.tasks.at(0);
+  EXPECT_EQ(axpy.note, "candidate budget of 16 used");
+  EXPECT_EQ(axpy.candidates, 16);
+  // The baseline, 3 tuner configurations, the compile error, vec4, 2 of its configurations,
+  // the unrolled kernel and 5 of its configurations: 14 evaluations. The last 3 candidates are
+  // the unrolled kernel written again, which is refused as a duplicate without an evaluation.
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations"), 14);
+  // The vec4 kernel tuned to BLOCK=512: 85 us against the baseline's 110.
+  EXPECT_NEAR(axpy.best_speedup, 110.0 / 85.0, 1e-9);
+
+  // Every judged kernel is in the memory, the compile error with its log.
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'compile_error' AND detail "
+                  "LIKE '%alpah%'"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM kernels WHERE origin_agent = 'coder' AND "
+                  "origin_prompt_template = 'coder.txt' AND source LIKE '%alpah%'"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM kernels WHERE origin_agent = 'coder' AND "
+                  "origin_prompt_template = 'repair.txt' AND source LIKE '%axpy_vec4%'"),
+            1);
+  // The repair prompt showed the compile log.
+  auto coder_prompts = llm.prompts("coder");
+  ASSERT_GE(coder_prompts.size(), 2u);
+  EXPECT_NE(coder_prompts[1].find("alpah"), std::string::npos);
+  EXPECT_NE(coder_prompts[1].find("compile_error"), std::string::npos);
+
+  // The pair parent -> vec4 carries the summarizer's lesson and tags.
+  EXPECT_GE(count("SELECT count(*) FROM pairs p JOIN kernels k ON k.id = p.fast_kernel_id WHERE "
+                  "k.source LIKE '%axpy_vec4%' AND p.summary LIKE 'float4 accesses quarter%' AND "
+                  "p.tags LIKE '%vectorized-loads%'"),
+            1);
+  // The planner saw what memory had learned by then: the tuner's lesson.
+  auto planner_prompts = llm.prompts("planner");
+  ASSERT_GE(planner_prompts.size(), 1u);
+  EXPECT_NE(planner_prompts[0].find("Tuning the axpy kernel"), std::string::npos);
+  EXPECT_GE(count("SELECT max(retrieved_count) FROM pairs"), 1);
+  // New kernels with tunables were tuned too.
+  EXPECT_GE(count("SELECT count(*) FROM kernels WHERE origin_tuner = 1 AND source LIKE "
+                  "'%axpy_vec4%'"),
+            1);
+}
+
+TEST_F(OrchestratorTest, TheCostBudgetStopsTheRunAndSaysSo) {
+  FakeEvaluator evaluator;
+  ScriptedLlm llm;
+  llm.set_cost_per_call(0.4);
+  llm.set_default("planner", kPlans);
+  llm.set_default("coder", kopt::testing::replay_file("03_axpy_compile_error.txt"));
+  RunOptions o = options({"axpy"}, true);
+  o.budgets.max_usd = 1.0;
+  Orchestrator orchestrator(o, deps(evaluator, &llm));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, "budget");
+  EXPECT_NE(outcome->stop_reason.find("LLM cost budget of $1.00 ran out"), std::string::npos)
+      << outcome->stop_reason;
+  EXPECT_GE(outcome->progress.cost_usd, 1.0);
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'budget'"), 1);
+}
+
+TEST_F(OrchestratorTest, TheTimeBudgetStopsTheRunAndSaysSo) {
+  FakeEvaluator::Options slow;
+  slow.delay = std::chrono::milliseconds(300);
+  FakeEvaluator evaluator(slow);
+  RunOptions o = options({"axpy", "softmax"}, false);
+  o.budgets.hours = 1.0 / 3600;  // one second
+  auto start = std::chrono::steady_clock::now();
+  Orchestrator orchestrator(o, deps(evaluator));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, "budget");
+  EXPECT_NE(outcome->stop_reason.find("time budget"), std::string::npos) << outcome->stop_reason;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_GT(evaluator.evaluations(), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations"), evaluator.evaluations());
+}
+
+TEST_F(OrchestratorTest, AStopRequestDrainsInFlightWorkAndKeepsIt) {
+  FakeEvaluator::Options slow;
+  slow.delay = std::chrono::milliseconds(400);
+  FakeEvaluator evaluator(slow);
+  RunOptions o = options({"axpy", "softmax"}, false);
+  o.max_in_flight = 2;
+  std::thread stopper([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    StopSignal::instance().request(SIGTERM);
+  });
+  Orchestrator orchestrator(o, deps(evaluator));
+  auto outcome = orchestrator.run();
+  stopper.join();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, "interrupted");
+  EXPECT_EQ(outcome->stop_reason, "interrupted by SIGTERM");
+  EXPECT_EQ(outcome->abandoned_jobs, 0);
+  // What was in flight when the stop came finished and was stored.
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations"), evaluator.evaluations());
+  EXPECT_LT(evaluator.evaluations(), 8);  // it did not go on to finish both tasks
+  EXPECT_EQ(evaluator.max_concurrent(), 2);
+}
+
+TEST_F(OrchestratorTest, AResumedRunRedoesNothing) {
+  FakeEvaluator::Options slow;
+  slow.delay = std::chrono::milliseconds(150);
+  FakeEvaluator first_evaluator(slow);
+  RunOptions o = options({"axpy"}, false);
+  int64_t run_id = 0;
+  {
+    std::thread stopper([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      StopSignal::instance().request(SIGINT);
+    });
+    Orchestrator first(o, deps(first_evaluator));
+    auto outcome = first.run();
+    stopper.join();
+    ASSERT_TRUE(outcome) << outcome.error();
+    ASSERT_EQ(outcome->status, "interrupted");
+    run_id = outcome->run_id;
+  }
+  int before = first_evaluator.evaluations();
+  ASSERT_GT(before, 0);
+  ASSERT_LT(before, 4);
+  StopSignal::instance().reset();
+  FakeEvaluator second_evaluator;
+  Orchestrator second(o, deps(second_evaluator));
+  auto outcome = second.run(run_id);
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_EQ(outcome->run_id, run_id);
+  EXPECT_EQ(before + second_evaluator.evaluations(), 4);
+  EXPECT_EQ(outcome->progress.tasks.at(0).candidates, 3);
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations"), 4);
+  EXPECT_EQ(count("SELECT count(DISTINCT kernel_id) FROM evaluations"), 4);
+  EXPECT_EQ(count("SELECT count(*) FROM runs"), 1);
+}
+
+TEST_F(OrchestratorTest, ASubmittedTaskJoinsTheRun) {
+  FakeEvaluator::Options slow;
+  slow.delay = std::chrono::milliseconds(200);
+  FakeEvaluator evaluator(slow);
+  auto softmax = kopt::testing::copy_task("softmax", dir_ / "later");
+  std::thread submitter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto other = memory::MemoryStore::open(db_path());
+    ASSERT_TRUE(other);
+    ASSERT_TRUE(submit_task(other->database(), softmax.string()));
+  });
+  Orchestrator orchestrator(options({"axpy"}, false), deps(evaluator));
+  auto outcome = orchestrator.run();
+  submitter.join();
+  ASSERT_TRUE(outcome) << outcome.error();
+  ASSERT_EQ(outcome->progress.tasks.size(), 2u);
+  EXPECT_EQ(outcome->progress.tasks[1].name, "softmax");
+  EXPECT_EQ(outcome->progress.tasks[1].state, "done");
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations e JOIN tasks t ON t.id = e.task_id WHERE "
+                  "t.name = 'softmax'"),
+            4);
+}
+
+TEST_F(OrchestratorTest, ABaselineThatFailsFailsItsTaskAndTheRun) {
+  FakeEvaluator evaluator;
+  auto task = kopt::testing::copy_task("axpy", dir_ / "tasks");
+  kopt::testing::write_text(task / "baseline.cu", kopt::testing::replay_kernel("06_axpy_tail_bug.txt"));
+  RunOptions o;
+  o.task_dirs = {task};
+  o.use_llm = false;
+  Orchestrator orchestrator(o, deps(evaluator));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, "failed");
+  EXPECT_NE(outcome->stop_reason.find("the baseline does not verify: out_of_bounds"),
+            std::string::npos)
+      << outcome->stop_reason;
+}
+
+TEST_F(OrchestratorTest, ATaskThatDoesNotLoadIsAnErrorBeforeAnyWork) {
+  FakeEvaluator evaluator;
+  RunOptions o;
+  o.task_dirs = {dir_ / "missing"};
+  Orchestrator orchestrator(o, deps(evaluator));
+  auto outcome = orchestrator.run();
+  ASSERT_FALSE(outcome);
+  EXPECT_NE(outcome.error().find("no task could be loaded"), std::string::npos) << outcome.error();
+  EXPECT_EQ(evaluator.evaluations(), 0);
+}
+
+}  // namespace
+}  // namespace kopt::orchestrator
