@@ -2,7 +2,7 @@
 // global memory (no shared-memory tiling, no register blocking). BLOCK_X x BLOCK_Y is tunable.
 /* kopt:plan
 {
-  "tunables": {"BLOCK_X": [16, 32, 8], "BLOCK_Y": [16, 8, 32]},
+  "tunables": {"BLOCK_X": [32, 16, 8], "BLOCK_Y": [16, 8, 32]},
   "launches": [{"kernel": "sgemm_naive", "grid": ["ceil_div(n, BLOCK_X)", "ceil_div(m, BLOCK_Y)"],
                 "block": ["BLOCK_X", "BLOCK_Y"], "args": ["A", "B", "C", "m", "n", "k"]}]
 }
