@@ -85,9 +85,12 @@ std::optional<CompileOutput> CompileCache::lookup(const std::string& key) const 
     CompileOutput out;
     out.ok = j.at("ok").get<bool>();
     out.log = j.at("log").get<std::string>();
-    auto bin = read_file(dir_ / key.substr(0, 2) / (key + ".cubin"));
-    if (out.ok && !bin) return std::nullopt;
-    if (bin) out.cubin = std::move(*bin);
+    if (out.ok) {
+      // A truncated or damaged CUBIN must not reach the GPU: it is checked against its digest.
+      auto bin = read_file(dir_ / key.substr(0, 2) / (key + ".cubin"));
+      if (!bin || sha256_hex(*bin) != j.at("cubin_sha256").get<std::string>()) return std::nullopt;
+      out.cubin = std::move(*bin);
+    }
     out.lowered_names = j.at("lowered_names").get<std::map<std::string, std::string>>();
     out.key = key;
     out.cache_hit = true;
@@ -101,6 +104,7 @@ void CompileCache::store(const CompileOutput& output) const {
   nlohmann::json j = {{"ok", output.ok},
                       {"log", output.log},
                       {"lowered_names", output.lowered_names},
+                      {"cubin_sha256", sha256_hex(output.cubin)},
                       {"nvrtc", nvrtc_version()}};
   // The CUBIN goes first so a reader never finds metadata without its binary.
   if (output.ok &&
@@ -147,6 +151,16 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
     out.log.resize(log_size);
     nvrtcGetProgramLog(program.get(), out.log.data());
     out.log.resize(log_size - 1);
+    // The -pch notice ("using precompiled header file ...") is noise for a reader of the log.
+    std::string kept;
+    for (size_t start = 0; start < out.log.size();) {
+      size_t end = out.log.find('\n', start);
+      if (end == std::string::npos) end = out.log.size();
+      std::string line = out.log.substr(start, end - start);
+      if (line.find("precompiled header file") == std::string::npos) kept += line + "\n";
+      start = end + 1;
+    }
+    out.log = kept;
   }
   if (compile_rc == NVRTC_SUCCESS) {
     size_t cubin_size = 0;

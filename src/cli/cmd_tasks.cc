@@ -8,6 +8,7 @@
 #include "src/cli/command.h"
 #include "src/cli/options.h"
 #include "src/cli/gpu_checks.h"
+#include "src/cli/sandbox_flags.h"
 
 namespace kopt::cli {
 namespace {
@@ -42,7 +43,7 @@ int list_tasks(const std::filesystem::path& root, bool as_json) {
 }
 
 int check_tasks(const std::filesystem::path& root, const std::vector<std::string>& names,
-                bool compile_only, const std::string& arch_option) {
+                bool compile_only, const std::string& arch_option, const SandboxOptions& worker) {
   std::vector<std::filesystem::path> dirs;
   if (names.empty()) {
     dirs = find_task_dirs(root);
@@ -80,7 +81,7 @@ int check_tasks(const std::filesystem::path& root, const std::vector<std::string
   std::printf("%zu tasks, %d failed compile checks\n", dirs.size(), failed_tasks);
   if (failed_tasks) return 1;
   if (compile_only) return 0;
-  return run_gpu_task_checks(dirs);
+  return run_gpu_task_checks(dirs, worker);
 }
 
 }  // namespace
@@ -93,6 +94,7 @@ int run_tasks(int argc, char** argv) {
       "compile-only", "parse, validate and compile only (no GPU needed)")(
       "arch", "target architecture when compiling (default: the GPU's, else sm_90a)",
       cxxopts::value<std::string>()->default_value(""))("json", "machine-readable output");
+  add_sandbox_flags(options);
   options.parse_positional({"action", "names"});
   options.positional_help("list|check [TASK...]");
   int code = 0;
@@ -105,7 +107,8 @@ int run_tasks(int argc, char** argv) {
   if (action == "check") {
     std::vector<std::string> names;
     if (args->count("names")) names = (*args)["names"].as<std::vector<std::string>>();
-    return check_tasks(root, names, args->count("compile-only") > 0, (*args)["arch"].as<std::string>());
+    return check_tasks(root, names, args->count("compile-only") > 0, (*args)["arch"].as<std::string>(),
+                       sandbox_options_from(*args));
   }
   std::cerr << "kopt tasks: unknown action '" << action << "' (list or check)\n";
   return 2;

@@ -2,7 +2,9 @@
 
 #include <iostream>
 
+#include "common/files.h"
 #include "sandbox/cuda_driver.h"
+#include "sandbox/task_spec.h"
 
 namespace kopt::cli {
 
@@ -23,16 +25,55 @@ std::optional<std::string> detect_gpu_arch() {
   return arch;
 }
 
-int run_gpu_task_checks(const std::vector<std::filesystem::path>& task_dirs) {
+int run_gpu_task_checks(const std::vector<std::filesystem::path>& task_dirs,
+                        const SandboxOptions& worker) {
   auto driver = load_cuda_driver();
   if (!driver) {
     std::cerr << "kopt tasks check: " << driver.error()
               << "\n  (use --compile-only on machines without a GPU)\n";
     return 3;
   }
-  std::cerr << "kopt tasks check: the GPU checks of " << task_dirs.size()
-            << " tasks need the sandbox evaluator, which is not built yet\n";
-  return 3;
+  SandboxEvaluator evaluator(worker);
+  if (auto started = evaluator.start(); !started) {
+    std::cerr << "kopt tasks check: " << started.error() << "\n";
+    return 3;
+  }
+  int unsound = 0;
+  for (const auto& dir : task_dirs) {
+    auto task = load_task(dir);
+    auto reference = read_file(dir / "reference.cu");
+    auto baseline = read_file(dir / "baseline.cu");
+    if (!task || !reference || !baseline) {
+      std::printf("FAIL %s: %s\n", dir.filename().c_str(),
+                  !task ? task.error().c_str()
+                        : (!reference ? reference.error() : baseline.error()).c_str());
+      ++unsound;
+      continue;
+    }
+    nlohmann::json body = {{"task_json", task->raw_json},
+                           {"reference", {{"source", *reference}, {"origin", "reference.cu"}}},
+                           {"baseline", {{"source", *baseline}, {"origin", "baseline.cu"}}}};
+    auto answer = evaluator.call("check_task", std::move(body), 600);
+    if (!answer) {
+      std::printf("FAIL %s: %s\n", dir.filename().c_str(), answer.error().c_str());
+      ++unsound;
+      continue;
+    }
+    const nlohmann::json& result = (*answer)["result"];
+    std::vector<std::string> problems;
+    for (const auto& f : result["findings"])
+      problems.push_back(f.value("problem", "") + " (" + f.value("shape", "") + ")");
+    if (result.value("baseline_verdict", "ok") != "ok")
+      problems.push_back("the baseline disagrees with the reference: " +
+                         result.value("baseline_verdict", "") + ": " +
+                         result.value("baseline_detail", ""));
+    std::printf("%-4s %s (GPU hygiene)\n", problems.empty() ? "ok" : "FAIL",
+                dir.filename().c_str());
+    for (const auto& p : problems) std::printf("     %s\n", p.c_str());
+    unsound += problems.empty() ? 0 : 1;
+  }
+  std::printf("%zu tasks, %d refused by the GPU hygiene checks\n", task_dirs.size(), unsound);
+  return unsound ? 1 : 0;
 }
 
 }  // namespace kopt::cli

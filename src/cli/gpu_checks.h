@@ -6,12 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/evaluator.h"
+
 namespace kopt::cli {
 
 // "sm_90a" for the first GPU when a driver and a GPU are present, else nullopt.
 std::optional<std::string> detect_gpu_arch();
 
-// The GPU part of `kopt tasks check`: reference hygiene and baseline agreement per task.
-int run_gpu_task_checks(const std::vector<std::filesystem::path>& task_dirs);
+// The GPU part of `kopt tasks check`: reference hygiene and baseline agreement per task, run by
+// the kopt-sandbox worker. Returns the exit code (0 when every task is sound).
+int run_gpu_task_checks(const std::vector<std::filesystem::path>& task_dirs,
+                        const SandboxOptions& worker);
 
 }  // namespace kopt::cli
