@@ -79,7 +79,8 @@ class CommandBackend : public ProviderBackend {
       result.error = "the command failed (" +
                      (run->exit_code < 0 ? std::string("killed by a signal")
                                          : "exit " + std::to_string(run->exit_code)) +
-                     "): " + tail(run->stderr_text, 300);
+                     ")" +
+                     (trim(run->stderr_text).empty() ? "" : ": " + tail(run->stderr_text, 300));
       return result;
     }
     if (run->stdout_text.size() > max_response_bytes_) {

@@ -115,6 +115,8 @@ std::vector<CodeBlock> find_code_blocks(std::string_view text) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       body.push_back(std::move(line));
     }
+    // Text ending in a newline splits into a last empty line, which is no line of the block.
+    if (!block.closed && !body.empty() && body.back().empty()) body.pop_back();
     block.code = join(body, "\n");
     if (!body.empty()) block.code += "\n";
     blocks.push_back(std::move(block));

@@ -71,7 +71,7 @@ AttemptResult ProviderClient::run_attempts(const LlmRequest& request, int& attem
       return r;
     }
     auto wait = backoff_.delay(attempt, r.retry_after);
-    spdlog::warn("llm {}/{} {}: attempt {}/{} failed: {}{}{}; retrying in {:.1f} s", config_.name,
+    spdlog::warn("llm {}/{} {}: attempt {}/{} failed: {}{}{}; retrying in {:.2f} s", config_.name,
                  request.model.value_or(""), request.agent, attempt, config_.max_attempts,
                  llm_status_name(r.status),
                  r.http_status ? " (HTTP " + std::to_string(r.http_status) + ")" : "",

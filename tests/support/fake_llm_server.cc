@@ -262,8 +262,8 @@ void FakeLlmServer::serve(int fd) {
     for (const auto& h : response.headers) head += h + "\r\n";
     send_all(fd, head + "\r\n");
     bool cut = reply.fault == FakeFault::kTruncatedBody;
-    send_all(fd, std::string_view(response.body).substr(0, cut ? response.body.size() / 2
-                                                               : response.body.size()));
+    send_all(fd, std::string_view(response.body)
+                     .substr(0, cut ? response.body.size() / 2 : response.body.size()));
   }
   std::lock_guard lock(mutex_);
   --active_;

@@ -2,7 +2,8 @@
 // machine demos without a real model. Serves the files of --replay DIR in name order, cycling
 // (a "*.fault" file holds a fault name such as 429 or reset), on 127.0.0.1 only.
 //
-//   fake-llm-server --port 8090 --replay docs/replay/     # then: kopt run --config configs/fake-server.json
+//   fake-llm-server --port 8090 --replay docs/replay/     # then: kopt run --config
+//   configs/fake-server.json
 #include <signal.h>
 
 #include <cstdio>

@@ -25,14 +25,14 @@ std::string completion_body(const FakeReply& reply, const RecordedRequest& reque
   std::string model = requested_model(request);
   if (anthropic_shape(request)) {
     json content = empty ? json::array() : json::array({{{"type", "text"}, {"text", text}}});
-    return json{{"id", "msg_fake_" + std::to_string(serial)},
-                {"type", "message"},
-                {"role", "assistant"},
-                {"model", model},
-                {"content", content},
-                {"stop_reason", cut ? "max_tokens" : "end_turn"},
-                {"usage", {{"input_tokens", reply.input_tokens},
-                           {"output_tokens", reply.output_tokens}}}}
+    return json{
+        {"id", "msg_fake_" + std::to_string(serial)},
+        {"type", "message"},
+        {"role", "assistant"},
+        {"model", model},
+        {"content", content},
+        {"stop_reason", cut ? "max_tokens" : "end_turn"},
+        {"usage", {{"input_tokens", reply.input_tokens}, {"output_tokens", reply.output_tokens}}}}
         .dump();
   }
   json choices = empty ? json::array()
@@ -44,9 +44,10 @@ std::string completion_body(const FakeReply& reply, const RecordedRequest& reque
               {"created", 0},
               {"model", model},
               {"choices", choices},
-              {"usage", {{"prompt_tokens", reply.input_tokens},
-                         {"completion_tokens", reply.output_tokens},
-                         {"total_tokens", reply.input_tokens + reply.output_tokens}}}}
+              {"usage",
+               {{"prompt_tokens", reply.input_tokens},
+                {"completion_tokens", reply.output_tokens},
+                {"total_tokens", reply.input_tokens + reply.output_tokens}}}}
       .dump();
 }
 
@@ -87,8 +88,8 @@ FakeHttpResponse build_fake_response(const FakeReply& reply, const RecordedReque
       r.body = completion_body(reply, request, "", false, true, serial);
       break;
     case FakeFault::kHugeBody:
-      r.body = completion_body(reply, request, std::string(reply.huge_bytes, 'x'), false, false,
-                               serial);
+      r.body =
+          completion_body(reply, request, std::string(reply.huge_bytes, 'x'), false, false, serial);
       break;
     case FakeFault::kMalformedJson:
       r.body = "{\"choices\": [{\"message\": {\"content\": \"unterminated";

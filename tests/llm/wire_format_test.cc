@@ -1,0 +1,84 @@
+// Reply shapes the fake server does not produce: odd but real bodies from hosted APIs, local
+// servers and proxies, read by the wire formats directly.
+#include "src/llm/wire_format.h"
+
+#include <gtest/gtest.h>
+
+#include "src/llm/http_transport.h"
+
+namespace kopt {
+namespace {
+
+using nlohmann::json;
+
+ProviderConfig provider_of(ProviderType type) {
+  ProviderConfig p;
+  p.type = type;
+  return p;
+}
+
+TEST(WireFormatTest, OpenAiNullContentWithLengthIsTruncated) {
+  auto format = make_openai_format(provider_of(ProviderType::kOpenAi));
+  auto r = format->parse(json::parse(
+      R"({"choices":[{"message":{"role":"assistant","content":null},"finish_reason":"length"}]})"));
+  EXPECT_EQ(r.status, LlmStatus::kTruncated);
+}
+
+TEST(WireFormatTest, OpenAiShapesThatAreNotCompletionsAreMalformed) {
+  auto format = make_openai_format(provider_of(ProviderType::kOpenAi));
+  EXPECT_EQ(format->parse(json::parse(R"({"object":"list"})")).status, LlmStatus::kMalformed);
+  EXPECT_EQ(format->parse(json::parse(R"({"choices":[42]})")).status, LlmStatus::kMalformed);
+  EXPECT_EQ(format->parse(json::parse(R"({"choices":[{"index":0}]})")).status,
+            LlmStatus::kMalformed);
+  EXPECT_EQ(format->parse(json::parse("[1,2]")).status, LlmStatus::kMalformed);
+}
+
+TEST(WireFormatTest, OpenAiLegacyTextChoiceIsRead) {
+  auto format = make_openai_format(provider_of(ProviderType::kOpenAi));
+  auto r = format->parse(json::parse(R"({"choices":[{"text":"hi","finish_reason":"stop"}]})"));
+  EXPECT_EQ(r.status, LlmStatus::kOk);
+  EXPECT_EQ(r.text, "hi");
+}
+
+TEST(WireFormatTest, AnthropicSkipsNonTextBlocksAndCountsCachedInput) {
+  auto format = make_anthropic_format(provider_of(ProviderType::kAnthropic));
+  auto r = format->parse(json::parse(R"({
+    "content": [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "a"},
+                {"type": "text", "text": "b"}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 5, "cache_read_input_tokens": 100, "output_tokens": 7}})"));
+  EXPECT_EQ(r.status, LlmStatus::kOk);
+  EXPECT_EQ(r.text, "ab");
+  EXPECT_EQ(r.usage.input_tokens, 105);
+  EXPECT_EQ(r.usage.output_tokens, 7);
+}
+
+TEST(WireFormatTest, AnthropicErrorObjectWithStatus200IsMalformed) {
+  auto format = make_anthropic_format(provider_of(ProviderType::kAnthropic));
+  auto r = format->parse(json::parse(R"({"type":"error","error":{"message":"x"}})"));
+  EXPECT_EQ(r.status, LlmStatus::kMalformed);
+}
+
+TEST(WireFormatTest, ServerErrorMessageReadsEveryKnownShape) {
+  EXPECT_EQ(server_error_message(R"({"error":{"message":"quota exceeded","type":"x"}})"),
+            "quota exceeded");
+  EXPECT_EQ(server_error_message(R"({"error":"model 'llama9' not found"})"),
+            "model 'llama9' not found");  // Ollama
+  EXPECT_EQ(server_error_message(R"({"object":"error","message":"too long"})"),
+            "too long");                                                      // vLLM
+  EXPECT_EQ(server_error_message(R"({"detail":"Not Found"})"), "Not Found");  // FastAPI
+  EXPECT_EQ(server_error_message("<html>502 Bad Gateway</html>"), "<html>502 Bad Gateway</html>");
+  EXPECT_EQ(server_error_message(""), "(empty body)");
+  EXPECT_LE(server_error_message(std::string(10000, 'x')).size(), 510u);
+}
+
+TEST(WireFormatTest, RetryAfterAcceptsSecondsAndDates) {
+  EXPECT_EQ(parse_retry_after("7"), std::chrono::milliseconds(7000));
+  EXPECT_EQ(parse_retry_after(" 0 "), std::chrono::milliseconds(0));
+  EXPECT_EQ(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), std::chrono::milliseconds(0));
+  EXPECT_FALSE(parse_retry_after("soon").has_value());
+  EXPECT_FALSE(parse_retry_after("").has_value());
+}
+
+}  // namespace
+}  // namespace kopt
