@@ -4,5 +4,13 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$here/scripts/setup.sh"
+# Test-only dependency (not kopt's): the report test renders HTML in headless Chromium.
+if [ ! -x /usr/bin/chromium ]; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  echo "test.sh: installing chromium for the report rendering test" >&2
+  "${sudo_cmd[@]}" apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq chromium >&2
+fi
 cd "${KOPT_BUILD_DIR:-$here/build}"
 ctest --output-on-failure -j "$(nproc)" "$@"

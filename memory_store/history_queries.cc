@@ -49,18 +49,15 @@ Result<std::optional<RunRecord>> MemoryStore::run(int64_t id) {
 }
 
 Result<std::vector<RunRecord>> MemoryStore::list_runs() {
-  return collect<RunRecord>(db_, std::string(kRunColumns) + " ORDER BY id",
-                            std::nullopt, read_run);
+  return collect<RunRecord>(db_, std::string(kRunColumns) + " ORDER BY id", std::nullopt, read_run);
 }
 
-Result<std::vector<EvaluationRecord>> MemoryStore::list_evaluations(
-    std::optional<int64_t> run_id) {
-  return collect<EvaluationRecord>(
-      db_,
-      std::string("SELECT ") + rows::kEvaluationColumns +
-          " FROM evaluations e JOIN tasks t ON t.id = e.task_id"
-          " WHERE (?1 IS NULL OR e.run_id = ?1) ORDER BY e.id",
-      run_id, rows::read_evaluation);
+Result<std::vector<EvaluationRecord>> MemoryStore::list_evaluations(std::optional<int64_t> run_id) {
+  return collect<EvaluationRecord>(db_,
+                                   std::string("SELECT ") + rows::kEvaluationColumns +
+                                       " FROM evaluations e JOIN tasks t ON t.id = e.task_id"
+                                       " WHERE (?1 IS NULL OR e.run_id = ?1) ORDER BY e.id",
+                                   run_id, rows::read_evaluation);
 }
 
 Result<std::vector<LlmCallRecord>> MemoryStore::list_llm_calls(std::optional<int64_t> run_id) {

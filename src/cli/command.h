@@ -24,5 +24,6 @@ int run_eval(int argc, char** argv);
 int run_run(int argc, char** argv);
 int run_status(int argc, char** argv);
 int run_submit(int argc, char** argv);
+int run_report(int argc, char** argv);
 
 }  // namespace kopt::cli

@@ -10,6 +10,7 @@ const std::vector<Command>& commands() {
       {"run", "the daemon: optimize the tasks' kernels until a budget runs out", run_run},
       {"status", "the daemon's run: per-task speedup, %SOL, candidates, cost", run_status},
       {"submit", "add a task to the running daemon", run_submit},
+      {"report", "write the morning report (HTML with charts, or markdown)", run_report},
   };
   return table;
 }

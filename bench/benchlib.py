@@ -1,0 +1,273 @@
+"""Shared pieces of the kopt GPU benchmarks: the worker client, the task suite, statistics and
+the result writers. Each benchmark writes NAME.json and NAME.md into its output folder and
+prints the markdown table last (the GPU machine's reply carries only the end of the output)."""
+import datetime
+import json
+import os
+import pathlib
+import platform
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TASKS = ROOT / "tasks"
+DEFAULT_WORKER = ROOT / "build" / "bin" / "kopt-sandbox"
+
+
+# ---------------------------------------------------------------------------- tasks
+
+class Task:
+    """One task directory: task.json, reference.cu, baseline.cu."""
+
+    def __init__(self, directory):
+        self.dir = pathlib.Path(directory)
+        self.json_text = (self.dir / "task.json").read_text()
+        self.spec = json.loads(self.json_text)
+        self.name = self.spec["name"]
+        self.reference = (self.dir / "reference.cu").read_text()
+        self.baseline = (self.dir / "baseline.cu").read_text()
+
+    def with_sizes(self, **sizes):
+        """task.json text with some default sizes replaced (the timed shape changes)."""
+        spec = json.loads(self.json_text)
+        spec["sizes"].update(sizes)
+        return json.dumps(spec)
+
+
+def load_tasks(names=None):
+    tasks = [Task(d) for d in sorted(TASKS.iterdir()) if (d / "task.json").exists()]
+    if names:
+        wanted = set(names)
+        unknown = wanted - {t.name for t in tasks}
+        if unknown:
+            sys.exit("unknown task(s): " + ", ".join(sorted(unknown)))
+        tasks = [t for t in tasks if t.name in wanted]
+    return tasks
+
+
+def tunables(source):
+    """The kopt:plan's tunables: {name: [default, other values...]}."""
+    import re
+    match = re.search(r"/\*\s*kopt:plan(.*?)\*/", source, re.S)
+    if not match:
+        return {}
+    return json.loads(match.group(1)).get("tunables", {})
+
+
+def variants(source, count):
+    """Up to `count` tunable settings other than the default, one tunable changed at a time
+    (what a first sweep of the built-in tuner tries)."""
+    out = []
+    for name, values in tunables(source).items():
+        for value in values[1:]:
+            out.append({name: value})
+    return out[:count]
+
+
+# ---------------------------------------------------------------------------- the worker
+
+class WorkerError(RuntimeError):
+    pass
+
+
+class Worker:
+    """One long-lived kopt-sandbox process speaking protocol v1 on stdin/stdout, as kopt's
+    SandboxEvaluator runs it: one per GPU, many requests, restarted after a fatal answer."""
+
+    def __init__(self, binary=DEFAULT_WORKER, device=None, cache_dir=None, log_path=None):
+        self.binary = str(binary)
+        self.device = device
+        self.cache_dir = cache_dir
+        self.log_path = log_path
+        self.next_id = 1
+        self.restarts = -1
+        self.proc = None
+        self.info = None
+        self.start_seconds = None
+        self.start()
+
+    def start(self):
+        env = dict(os.environ)
+        if self.cache_dir:
+            env["KOPT_CACHE_DIR"] = str(self.cache_dir)
+        argv = [self.binary] + (["--device", str(self.device)] if self.device is not None else [])
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        began = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=log, env=env, bufsize=0)
+        self.restarts += 1
+        answer = self.request({"op": "ping"}, timeout=180)
+        if not answer.get("ok"):
+            raise WorkerError("worker did not start: %s" % answer.get("error"))
+        self.info = answer.get("device", {})
+        self.start_seconds = time.perf_counter() - began
+
+    def request(self, message, timeout):
+        message = dict(message, v=1, id=self.next_id)
+        self.next_id += 1
+        try:
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise WorkerError("worker exited (%s)" % self.proc.poll())
+        deadline = time.monotonic() + timeout
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise WorkerError("timeout after %.0f s" % timeout)
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                chunk = self.proc.stdout.readline()
+                if not chunk:
+                    raise WorkerError("worker exited (%s)" % self.proc.wait())
+                line += chunk
+        answer = json.loads(line)
+        if answer.get("fatal"):
+            self.proc.wait(timeout=10)
+        return answer
+
+    def evaluate(self, task, candidate, origin="candidate.cu", tunables=None, baseline=True,
+                 options=None, task_json=None, timeout=None):
+        """Judges one candidate. Returns (result dict or None, error or None, wall ms)."""
+        cand = {"source": candidate, "origin": origin}
+        if tunables:
+            cand["tunables"] = tunables
+        request = {"op": "evaluate", "task_json": task_json or task.json_text,
+                   "reference": {"source": task.reference, "origin": "reference.cu"},
+                   "candidate": cand, "options": options or {}}
+        if baseline:
+            request["baseline"] = {"source": task.baseline, "origin": "baseline.cu"}
+        wall_budget = (options or {}).get("max_wall_seconds", 20)
+        began = time.perf_counter()
+        try:
+            if self.proc.poll() is not None:
+                self.start()
+            answer = self.request(request, timeout or wall_budget + 60)
+        except WorkerError as e:
+            self.kill()
+            self.start()
+            return None, str(e), (time.perf_counter() - began) * 1e3
+        wall_ms = (time.perf_counter() - began) * 1e3
+        if answer.get("fatal") or self.proc.poll() is not None:
+            self.start()
+        if not answer.get("ok"):
+            return None, answer.get("error", "worker refused the request"), wall_ms
+        return answer["result"], None, wall_ms
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.request({"op": "shutdown"}, timeout=10)
+                self.proc.wait(timeout=10)
+            except (WorkerError, subprocess.TimeoutExpired, OSError, ValueError):
+                self.kill()
+
+
+def unique_source(source, tag):
+    """The same kernel with a comment that changes its hash, so no compile cache can answer."""
+    return source + "\n// kopt-bench %s\n" % tag
+
+
+# ---------------------------------------------------------------------------- statistics
+
+def percentile(values, p):
+    """Linear interpolation between closest ranks (numpy's default); None for no values."""
+    if not values:
+        return None
+    xs = sorted(values)
+    k = (len(xs) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def summary(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"n": 0}
+    return {"n": len(values), "p50": percentile(values, 50), "p90": percentile(values, 90),
+            "mean": statistics.fmean(values), "min": min(values), "max": max(values)}
+
+
+def fmt(value, digits=1, unit=""):
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    return ("%.*f" % (digits, value)) + unit
+
+
+# ---------------------------------------------------------------------------- environment
+
+def gpu_environment():
+    """What nvidia-smi says about the GPUs, plus host facts, for the result file."""
+    env = {"host": platform.node(), "python": platform.python_version(),
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    query = "name,driver_version,memory.total,clocks.max.sm,clocks.sm,power.limit,temperature.gpu"
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=" + query, "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout
+        env["gpus"] = [dict(zip(query.split(","), [c.strip() for c in line.split(",")]))
+                       for line in out.strip().splitlines()]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        env["gpus"] = "nvidia-smi failed: %s" % e
+    try:
+        env["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                       capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        env["commit"] = ""
+    env["command"] = " ".join([pathlib.Path(sys.argv[0]).name] + sys.argv[1:])
+    return env
+
+
+def fresh_dir(prefix):
+    return pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def remove_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- output
+
+def markdown_table(header, rows, align=None):
+    align = align or ["---"] + ["---:"] * (len(header) - 1)
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(lines)
+
+
+def output_file(out_dir, name):
+    """A path in out_dir (created), for logs beside the results."""
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return str(out / name)
+
+
+def write_results(out_dir, name, results, markdown):
+    """NAME.json and NAME.md in out_dir; the markdown is printed last."""
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / (name + ".json")).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    (out / (name + ".md")).write_text(markdown + "\n")
+    print("\nwrote %s and %s\n" % (out / (name + ".json"), out / (name + ".md")))
+    print(markdown)
+    sys.stdout.flush()
+
+
+def log(*parts):
+    """Progress lines go to stderr so that the table stays the last thing on stdout."""
+    print(*parts, file=sys.stderr, flush=True)

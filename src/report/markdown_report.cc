@@ -1,0 +1,85 @@
+#include "src/report/markdown_report.h"
+
+#include <fmt/format.h>
+
+#include "common/strings.h"
+#include "src/report/markup.h"
+
+namespace kopt::report {
+
+namespace {
+
+std::string origin_of(const memory::KernelRecord& kernel) {
+  if (kernel.origin.tuner) return "tuner";
+  return kernel.origin.model.empty() ? kernel.origin.agent : kernel.origin.model;
+}
+
+// A fence longer than any backtick run in `text`, so a diff can never close its block early.
+std::string fence_for(const std::string& text) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return std::string(std::max<size_t>(3, longest + 1), '`');
+}
+
+}  // namespace
+
+std::string render_markdown(const ReportData& data) {
+  std::string out = "## kopt report\n\n";
+  out += "Scope: " + describe_scope(data) +
+         ". GPU: " + (data.gpus.empty() ? std::string("none") : join(data.gpus, ", ")) + ".\n\n";
+  int improved = 0;
+  for (const auto& t : data.tasks) improved += t.best && t.best->speedup > 1.0;
+  out += fmt::format(
+      "- **{}** candidates judged on **{}** tasks, {} verified\n"
+      "- **{} / {}** tasks faster than their baseline; geomean best speedup **{}**\n"
+      "- **{}** wins (slow-to-fast pairs)\n"
+      "- LLM: {} calls ({} failed), {} prompt + {} completion tokens, **${:.2f}**\n\n",
+      data.evaluations, data.tasks.size(), data.verified, improved, data.tasks.size(),
+      format_speedup(geomean_best_speedup(data)), data.wins.size(), data.llm_totals.calls,
+      data.llm_totals.failed_calls, data.llm_totals.prompt_tokens,
+      data.llm_totals.completion_tokens, data.llm_totals.cost_usd);
+
+  out +=
+      "### Tasks\n\n| task | candidates | verified | baseline | best | speedup | %SOL baseline "
+      "-> best | best from | failures |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- "
+      "| --- |\n";
+  for (const auto& t : data.tasks) {
+    std::vector<std::string> failures;
+    for (const auto& [verdict, count] : t.verdicts) {
+      if (verdict != "ok") failures.push_back(verdict + " " + std::to_string(count));
+    }
+    out += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(t.task), t.candidates,
+        t.verified, format_micros(t.baseline_us), format_micros(t.best ? t.best->median_us : 0),
+        format_speedup(t.best ? t.best->speedup : 0),
+        t.best ? fixed(t.baseline_sol_percent, 1) + "% -> " + fixed(t.best->sol_percent, 1) + "%"
+               : "-",
+        markdown_cell(t.best_origin), markdown_cell(failures.empty() ? "-" : join(failures, ", ")));
+  }
+
+  out += "\n### Wins\n\n";
+  if (data.wins.empty()) return out + "No win recorded.\n";
+  out +=
+      "| task | speedup | change | from | why it is faster |\n| --- | ---: | --- | --- | --- |\n";
+  for (const auto& w : data.wins) {
+    out += fmt::format("| {} | {} | kernel {} -> {} | {} | {} |\n", markdown_cell(w.pair.task),
+                       format_speedup(w.pair.speedup), w.slow.id, w.fast.id,
+                       markdown_cell(origin_of(w.fast)), markdown_cell(w.pair.summary));
+  }
+  out += "\n";
+  for (const auto& w : data.wins) {
+    std::string body = w.diff;
+    if (!body.empty() && body.back() != '\n') body += '\n';
+    std::string fence = fence_for(body);
+    out += fmt::format("<details><summary>{} {}: kernel {} -> {}</summary>\n\n{}diff\n{}{}\n\n",
+                       w.pair.task, format_speedup(w.pair.speedup), w.slow.id, w.fast.id, fence,
+                       body, fence);
+    out += "</details>\n\n";
+  }
+  return out;
+}
+
+}  // namespace kopt::report

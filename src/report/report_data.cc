@@ -1,0 +1,225 @@
+#include "src/report/report_data.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "memory_store/line_diff.h"
+#include "src/report/markup.h"
+
+namespace kopt::report {
+
+namespace {
+
+using memory::EvaluationRecord;
+
+// Hours from `origin` (epoch seconds) to `iso`; an unreadable time counts as the origin.
+double hours_after(double origin, const std::string& iso) {
+  double t = parse_utc_seconds(iso);
+  if (t < 0 || origin < 0) return 0;
+  return std::max(0.0, (t - origin) / 3600.0);
+}
+
+// Better means faster against the baseline; without a baseline time, the lower median wins.
+bool better(const EvaluationRecord& a, const EvaluationRecord& b) {
+  if (a.speedup > 0 || b.speedup > 0) return a.speedup > b.speedup;
+  return a.median_us < b.median_us;
+}
+
+std::string origin_name(const memory::KernelRecord& kernel) {
+  if (kernel.origin.tuner) return "tuner";
+  if (!kernel.origin.model.empty()) return kernel.origin.model;
+  return kernel.origin.agent.empty() ? "unknown" : kernel.origin.agent;
+}
+
+// The earliest parseable time among the records: the origin of the axes without a run.
+template <typename Records>
+void earliest(const Records& records, double& origin, std::string& origin_text) {
+  for (const auto& r : records) {
+    double t = parse_utc_seconds(r.created_at);
+    if (t >= 0 && (origin < 0 || t < origin)) {
+      origin = t;
+      origin_text = r.created_at;
+    }
+  }
+}
+
+Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationRecord>& evals,
+                       double origin, ReportData& data) {
+  std::map<std::string, TaskSummary> by_task;
+  std::map<std::string, std::map<std::string, std::map<std::string, int64_t>>> details;
+  std::map<std::string, double> running_best;
+  for (const auto& e : evals) {
+    TaskSummary& t = by_task[e.task];
+    t.task = e.task;
+    ++t.candidates;
+    ++t.verdicts[e.verdict];
+    if (std::find(data.gpus.begin(), data.gpus.end(), e.gpu.model) == data.gpus.end())
+      data.gpus.push_back(e.gpu.model);
+    if (e.verdict != "ok") {
+      ++details[e.task][e.verdict][first_line(e.detail, 160)];
+      continue;
+    }
+    ++t.verified;
+    if (e.median_us <= 0) continue;
+    if (!t.best || better(e, *t.best)) t.best = e;
+    if (t.best_speedup.empty()) t.best_speedup.push_back({0.0, 1.0});
+    double& best = running_best.try_emplace(e.task, 1.0).first->second;
+    if (e.speedup > best) {
+      best = e.speedup;
+      t.best_speedup.push_back({hours_after(origin, e.created_at), best});
+    }
+  }
+  for (auto& [name, t] : by_task) {
+    for (const auto& [verdict, counts] : details[name]) {
+      auto top = std::max_element(counts.begin(), counts.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+      t.example_failure[verdict] = top->first;
+    }
+    if (!t.best_speedup.empty()) t.best_speedup.push_back({data.span_hours, running_best[name]});
+    if (t.best) {
+      t.baseline_us = t.best->baseline_us;
+      if (t.best->baseline_us > 0)
+        t.baseline_sol_percent = t.best->sol_percent * t.best->median_us / t.best->baseline_us;
+      auto kernel = store.kernel(t.best->kernel_id);
+      if (!kernel) return make_error(kernel.error());
+      t.best_origin = *kernel ? origin_name(**kernel) : "unknown";
+    }
+    data.tasks.push_back(std::move(t));
+  }
+  return ok_status();
+}
+
+void summarize_llm(const std::vector<memory::LlmCallRecord>& calls, double origin,
+                   ReportData& data) {
+  std::map<std::string, memory::RunTotals> by_model;
+  memory::RunTotals& total = data.llm_totals;
+  for (const auto& call : calls) {
+    for (memory::RunTotals* sum : {&total, &by_model[call.model]}) {
+      ++sum->calls;
+      if (call.status != "ok") ++sum->failed_calls;
+      sum->prompt_tokens += call.prompt_tokens;
+      sum->completion_tokens += call.completion_tokens;
+      sum->cost_usd += call.cost_usd;
+    }
+    double h = hours_after(origin, call.created_at);
+    data.prompt_tokens.push_back({h, double(total.prompt_tokens)});
+    data.completion_tokens.push_back({h, double(total.completion_tokens)});
+    data.cost_usd.push_back({h, total.cost_usd});
+  }
+  if (!calls.empty()) {
+    for (auto* series : {&data.prompt_tokens, &data.completion_tokens, &data.cost_usd}) {
+      series->insert(series->begin(), {0.0, 0.0});
+    }
+  }
+  data.llm_by_model.assign(by_model.begin(), by_model.end());
+}
+
+// A kernel is stored once, under the run that first wrote it: a pair recorded while a run was
+// going on belongs to that run even when its fast kernel was found earlier.
+bool during_run(const memory::RunRecord& run, const std::string& created_at) {
+  double t = parse_utc_seconds(created_at), start = parse_utc_seconds(run.started_at);
+  double end = run.finished_at.empty() ? -1 : parse_utc_seconds(run.finished_at);
+  return t >= 0 && start >= 0 && t >= start && (end < 0 || t <= end);
+}
+
+Status collect_wins(memory::MemoryStore& store, const ReportScope& scope, ReportData& data) {
+  memory::WinsFilter filter;
+  filter.min_speedup = 1.0;
+  filter.limit = 1000000;  // a run filter is applied below, on the kernels
+  auto pairs = store.wins(filter);
+  if (!pairs) return make_error(pairs.error());
+  for (const auto& pair : *pairs) {
+    if (int(data.wins.size()) >= scope.max_wins) break;
+    if (pair.is_negative || pair.speedup <= 1.0) continue;
+    auto slow = store.kernel(pair.slow_kernel_id);
+    auto fast = store.kernel(pair.fast_kernel_id);
+    if (!slow) return make_error(slow.error());
+    if (!fast) return make_error(fast.error());
+    if (!*slow || !*fast) continue;
+    if (data.run && (*fast)->run_id != data.run->id && !during_run(*data.run, pair.created_at))
+      continue;
+    Win win{pair, **slow, **fast, ""};
+    win.diff = memory::unified_diff(win.slow.source, win.fast.source,
+                                    "kernel " + std::to_string(win.slow.id),
+                                    "kernel " + std::to_string(win.fast.id));
+    data.wins.push_back(std::move(win));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<ReportData> load_report_data(memory::MemoryStore& store, const std::string& database,
+                                    const ReportScope& scope) {
+  ReportData data;
+  data.database = database;
+  data.generated_at = memory::utc_timestamp();
+  if (scope.run_id) {
+    auto run = store.run(*scope.run_id);
+    if (!run) return make_error(run.error());
+    if (!*run) return make_error("no run " + std::to_string(*scope.run_id) + " in " + database);
+    data.run = **run;
+  }
+  auto evals = store.list_evaluations(scope.run_id);
+  if (!evals) return make_error(evals.error());
+  auto calls = store.list_llm_calls(scope.run_id);
+  if (!calls) return make_error(calls.error());
+
+  double origin = -1;
+  if (data.run) {
+    origin = parse_utc_seconds(data.run->started_at);
+    data.start = data.run->started_at;
+  }
+  if (origin < 0) {
+    earliest(*evals, origin, data.start);
+    earliest(*calls, origin, data.start);
+  }
+  for (const auto& e : *evals)
+    data.span_hours = std::max(data.span_hours, hours_after(origin, e.created_at));
+  for (const auto& c : *calls)
+    data.span_hours = std::max(data.span_hours, hours_after(origin, c.created_at));
+  if (data.run && !data.run->finished_at.empty())
+    data.span_hours = std::max(data.span_hours, hours_after(origin, data.run->finished_at));
+
+  if (auto s = summarize_tasks(store, *evals, origin, data); !s) return make_error(s.error());
+  summarize_llm(*calls, origin, data);
+  if (auto s = collect_wins(store, scope, data); !s) return make_error(s.error());
+
+  for (const auto& t : data.tasks) {
+    data.evaluations += t.candidates;
+    data.verified += t.verified;
+    for (const auto& [verdict, count] : t.verdicts) {
+      if (std::find(data.verdict_order.begin(), data.verdict_order.end(), verdict) ==
+          data.verdict_order.end())
+        data.verdict_order.push_back(verdict);
+    }
+  }
+  // "ok" first, then the failures by name, so colors and columns are the same in every report.
+  std::sort(data.verdict_order.begin(), data.verdict_order.end(),
+            [](const std::string& a, const std::string& b) {
+              return std::pair(a != "ok", a) < std::pair(b != "ok", b);
+            });
+  return data;
+}
+
+std::string describe_scope(const ReportData& data) {
+  if (!data.run) return "every run in the memory";
+  std::string text = "run " + std::to_string(data.run->id) + " (" + data.run->status +
+                     "), started " + data.run->started_at;
+  if (!data.run->finished_at.empty()) text += ", finished " + data.run->finished_at;
+  return text;
+}
+
+double geomean_best_speedup(const ReportData& data) {
+  double log_sum = 0;
+  int count = 0;
+  for (const auto& t : data.tasks) {
+    if (t.best && t.best->speedup > 0) {
+      log_sum += std::log(t.best->speedup);
+      ++count;
+    }
+  }
+  return count ? std::exp(log_sum / count) : 0;
+}
+
+}  // namespace kopt::report

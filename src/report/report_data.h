@@ -1,0 +1,74 @@
+// What a morning report shows, gathered from the memory in one pass through its public API:
+// per task the best kernel, %SOL and verdicts, the best speedup over time, LLM tokens and cost
+// over time, and the wins with their diffs. The HTML and markdown writers only format this.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "memory_store/memory_store.h"
+
+namespace kopt::report {
+
+// Which part of the memory a report covers.
+struct ReportScope {
+  std::optional<int64_t> run_id;  // empty: every run and every evaluation
+  int max_wins = 50;              // the best wins shown, each with its diff
+};
+
+// (hours since the report's start, value)
+using TimePoint = std::pair<double, double>;
+
+struct TaskSummary {
+  std::string task;
+  int64_t candidates = 0;                   // evaluations in scope
+  int64_t verified = 0;                     // of which verdict "ok"
+  std::map<std::string, int64_t> verdicts;  // verdict name -> count
+  // The most common failure detail of each failing verdict, for "why".
+  std::map<std::string, std::string> example_failure;
+  std::optional<memory::EvaluationRecord> best;  // the verified evaluation with the best speedup
+  double baseline_us = 0;                        // the baseline timed beside the best
+  double baseline_sol_percent = 0;               // derived from the best's baseline time
+  std::vector<TimePoint> best_speedup;           // running best, starting at 1x at time 0
+  std::string best_origin;                       // "tuner", a model name, "baseline"
+};
+
+struct Win {
+  memory::PairRecord pair;
+  memory::KernelRecord slow, fast;
+  std::string diff;  // unified diff slow -> fast
+};
+
+struct ReportData {
+  std::string database;  // the file, for the header
+  std::optional<memory::RunRecord> run;
+  std::string start;                       // ISO time that the time axes count from
+  double span_hours = 0;                   // the last event after start
+  std::vector<std::string> gpus;           // GPU models evaluated on
+  std::vector<TaskSummary> tasks;          // by name
+  std::vector<std::string> verdict_order;  // every verdict seen, "ok" first
+  // LLM accounting: cumulative over time, and totals by model.
+  std::vector<TimePoint> prompt_tokens, completion_tokens, cost_usd;
+  memory::RunTotals llm_totals;
+  std::vector<std::pair<std::string, memory::RunTotals>> llm_by_model;
+  std::vector<Win> wins;  // best first
+  int64_t evaluations = 0, verified = 0;
+  std::string generated_at;
+};
+
+// Reads everything the report needs for `scope`.
+Result<ReportData> load_report_data(memory::MemoryStore& store, const std::string& database,
+                                    const ReportScope& scope);
+
+// "run 3 (finished), started 2026-11-22T01:00:00Z" or "every run in the memory".
+std::string describe_scope(const ReportData& data);
+
+// The geometric mean of the best speedups of tasks that have one (0 when none has).
+double geomean_best_speedup(const ReportData& data);
+
+}  // namespace kopt::report
