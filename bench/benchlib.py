@@ -2,6 +2,7 @@
 the result writers. Each benchmark writes NAME.json and NAME.md into its output folder and
 prints the markdown table last (the GPU machine's reply carries only the end of the output)."""
 import datetime
+import hashlib
 import json
 import os
 import pathlib
@@ -228,6 +229,13 @@ def gpu_environment():
                                        capture_output=True, text=True, timeout=10).stdout.strip()
     except OSError:
         env["commit"] = ""
+    # A copy of the tree without .git (the GPU machine's) still names what ran: $KOPT_COMMIT,
+    # else "unknown", and the worker binary's digest.
+    env["commit"] = env["commit"] or os.environ.get("KOPT_COMMIT", "unknown")
+    try:
+        env["worker_sha256"] = hashlib.sha256(DEFAULT_WORKER.read_bytes()).hexdigest()[:16]
+    except OSError:
+        env["worker_sha256"] = ""
     env["command"] = " ".join([pathlib.Path(sys.argv[0]).name] + sys.argv[1:])
     return env
 

@@ -4,7 +4,7 @@ one worker per GPU (kopt's evaluator pool), fed from one shared queue.
 
     bench/multi_gpu.py OUT_DIR [--worker build/bin/kopt-sandbox] [--gpus 2] [--seconds 75]
 
-Each phase starts its workers (start-up not counted), then feeds them the suite's baselines and
+Each phase starts its workers and warms each with one request (neither counted), then feeds them the suite's baselines and
 tunable variants round-robin for --seconds; requests in flight at the end are waited for and
 counted. Every candidate carries a unique comment, so each is a real compile in either phase,
 and each phase starts with an empty compile cache.
@@ -38,6 +38,12 @@ def run_phase(binary, gpus, seconds, tasks, out_dir):
                for g in range(gpus)]
     names = [w.info.get("name") for w in workers]
     log("phase with %d worker(s): %s" % (gpus, names))
+    # One warm-up request per worker before the clock starts: the worker's first request pays
+    # one-off costs (device peaks, support kernels, the NVRTC precompiled header) that would
+    # otherwise favour whichever phase runs second.
+    warm = tasks[0]
+    for i, w in enumerate(workers):
+        w.evaluate(warm, benchlib.unique_source(warm.baseline, "warm-%d" % i), "warm.cu")
     items = work_items(tasks)
     lock = threading.Lock()
     records = []
