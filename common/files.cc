@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -11,6 +13,10 @@
 namespace kopt {
 
 Result<std::string> read_file(const std::filesystem::path& path) {
+  // An ifstream opens a directory without complaint and then reads nothing: say what it is.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return make_error(path.string() + ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return make_error(path.string() + ": cannot open: " + std::strerror(errno));
@@ -25,19 +31,27 @@ Status write_file_atomic(const std::filesystem::path& path, const std::string& c
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   if (ec) return make_error(path.parent_path().string() + ": cannot create: " + ec.message());
+  // Unique per process and per call, so threads writing the same path never share a temp file.
+  static std::atomic<uint64_t> counter{0};
   std::filesystem::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return make_error(tmp.string() + ": cannot write: " + std::strerror(errno));
     out << contents;
     out.flush();
-    if (!out) return make_error(tmp.string() + ": write failed: " + std::strerror(errno));
+    if (!out) {
+      std::string why = std::strerror(errno);
+      out.close();
+      std::filesystem::remove(tmp, ec);  // a full disk must not also fill up with temp files
+      return make_error(tmp.string() + ": write failed: " + why);
+    }
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
+    std::string why = ec.message();
     std::filesystem::remove(tmp, ec);
-    return make_error(path.string() + ": cannot rename into place");
+    return make_error(path.string() + ": cannot rename into place: " + why);
   }
   return ok_status();
 }

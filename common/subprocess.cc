@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <thread>
 
 extern char** environ;
@@ -27,6 +29,41 @@ void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
 }
+
+// A write to a pipe whose reader has exited raises SIGPIPE, which kills any process that has not
+// ignored it (kopt's main does; tests and other embedders may not). Blocking SIGPIPE in this
+// thread around the write turns it into a plain EPIPE; a SIGPIPE the write left pending is
+// consumed before the old mask returns, so it is never delivered late.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&pipe_only_);
+    sigaddset(&pipe_only_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_only_, &old_mask_);
+  }
+  ~SigpipeBlock() {
+    if (!was_pending_) {
+      sigset_t pending;
+      sigpending(&pending);
+      if (sigismember(&pending, SIGPIPE) == 1) {
+        timespec no_wait{};
+        while (sigtimedwait(&pipe_only_, nullptr, &no_wait) < 0 && errno == EINTR) {
+        }
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_only_;
+  sigset_t old_mask_;
+  bool was_pending_ = false;
+};
 
 }  // namespace
 
@@ -128,6 +165,8 @@ void Subprocess::close_all() {
 }
 
 Status Subprocess::write_all(const std::string& data) {
+  if (stdin_fd_ < 0) return make_error("write to child: its stdin is closed");
+  SigpipeBlock no_sigpipe;
   size_t written = 0;
   while (written < data.size()) {
     ssize_t n = ::write(stdin_fd_, data.data() + written, data.size() - written);

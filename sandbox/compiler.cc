@@ -153,12 +153,12 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
     out.log.resize(log_size - 1);
     // The -pch notice ("using precompiled header file ...") is noise for a reader of the log.
     std::string kept;
-    for (size_t start = 0; start < out.log.size();) {
-      size_t end = out.log.find('\n', start);
+    for (size_t line_start = 0; line_start < out.log.size();) {
+      size_t end = out.log.find('\n', line_start);
       if (end == std::string::npos) end = out.log.size();
-      std::string line = out.log.substr(start, end - start);
+      std::string line = out.log.substr(line_start, end - line_start);
       if (line.find("precompiled header file") == std::string::npos) kept += line + "\n";
-      start = end + 1;
+      line_start = end + 1;
     }
     out.log = kept;
   }

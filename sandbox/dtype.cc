@@ -11,6 +11,8 @@ std::optional<DType> parse_dtype(const std::string& name) {
   return std::nullopt;
 }
 
+std::vector<std::string> dtype_names() { return {"f32", "f16", "bf16", "i32", "i64"}; }
+
 std::string dtype_name(DType dtype) {
   switch (dtype) {
     case DType::kF32:

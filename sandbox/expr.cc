@@ -191,7 +191,7 @@ Result<int64_t> eval_node(const Node& node, const Bindings& bindings, const std:
       } else if (op == "*") {
         if (__builtin_mul_overflow(x, y, &r)) return fail("overflow in *");
       } else if (op == "/" || op == "%" || op == "ceil_div") {
-        if (y == 0) return fail("division by zero");
+        if (y == 0) return fail(op == "%" ? "modulo by zero" : "division by zero");
         if (x == INT64_MIN && y == -1) return fail("overflow in division");
         if (op == "/") r = x / y;
         if (op == "%") r = x % y;

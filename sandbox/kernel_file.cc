@@ -1,5 +1,6 @@
 #include "sandbox/kernel_file.h"
 
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -19,12 +20,22 @@ const std::vector<std::string> kPlanKeys = {"tunables", "scratch", "launches", "
 const std::vector<std::string> kLaunchKeys = {"kernel", "grid", "block", "shared_bytes", "args"};
 const std::vector<std::string> kScratchKeys = {"name", "dtype", "count", "zero"};
 
-// Strips // and /* */ comments so a kernel mentioned only in a comment does not count as defined.
+// Strips // and /* */ comments so a kernel mentioned only in a comment does not count as
+// defined. String and character literals are blanked (their quotes kept): a "/*" inside one
+// starts no comment, and a kernel spelled inside one is not a definition.
 std::string strip_comments(const std::string& source) {
   std::string out;
   out.reserve(source.size());
   for (size_t i = 0; i < source.size(); ++i) {
-    if (source.compare(i, 2, "//") == 0) {
+    char c = source[i];
+    if (c == '"' || c == '\'') {
+      out += c;
+      for (++i; i < source.size() && source[i] != c && source[i] != '\n'; ++i) {
+        if (source[i] == '\\' && i + 1 < source.size()) ++i;
+        out += ' ';
+      }
+      if (i < source.size()) out += source[i];
+    } else if (source.compare(i, 2, "//") == 0) {
       while (i < source.size() && source[i] != '\n') ++i;
       out += '\n';
     } else if (source.compare(i, 2, "/*") == 0) {
@@ -33,15 +44,33 @@ std::string strip_comments(const std::string& source) {
       i = end + 1;
       out += ' ';
     } else {
-      out += source[i];
+      out += c;
     }
   }
   return out;
 }
 
+bool is_identifier(const std::string& text) {
+  static const std::regex kIdentifier("[A-Za-z_][A-Za-z0-9_]*");
+  return std::regex_match(text, kIdentifier);
+}
+
+// True when `code` (comments stripped) defines __global__ `kernel`: its parameter list is
+// followed by a body. A bare declaration ("...);") does not count: the plan would name a kernel
+// that this file does not provide.
 bool defines_kernel(const std::string& code, const std::string& kernel) {
   std::regex pattern("__global__[^;{]*\\b" + kernel + "\\s*\\(");
-  return std::regex_search(code, pattern);
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), pattern);
+       it != std::sregex_iterator(); ++it) {
+    size_t pos = static_cast<size_t>(it->position() + it->length());
+    for (int depth = 1; pos < code.size() && depth > 0; ++pos) {
+      if (code[pos] == '(') ++depth;
+      if (code[pos] == ')') --depth;
+    }
+    size_t next = code.find_first_of("{;", pos);
+    if (next != std::string::npos && code[next] == '{') return true;
+  }
+  return false;
 }
 
 struct Symbols {
@@ -179,8 +208,10 @@ Result<KernelFile> parse_kernel_file(const std::string& source, const std::strin
   if (close == std::string::npos)
     return make_error(origin + ":" + std::to_string(plan_line) +
                       ": the kopt:plan comment is not closed with */");
-  if (source.find(kPlanOpen, close) != std::string::npos)
-    return make_error(origin + ": more than one kopt:plan block");
+  if (size_t second = source.find(kPlanOpen, close); second != std::string::npos)
+    return make_error(origin + ":" + std::to_string(line_of_offset(source, second)) +
+                      ": more than one kopt:plan block (the first is on line " +
+                      std::to_string(plan_line) + ")");
 
   std::string plan_text = source.substr(body, close - body);
   JsonReader reader(origin);
@@ -223,8 +254,14 @@ Result<KernelFile> parse_kernel_file(const std::string& source, const std::strin
     for (const auto& t : task->outputs) symbols.buffers.insert(t.name);
   }
   for (const auto& t : file.tunables) {
+    std::string path = "$.tunables." + t.name;
+    if (!is_identifier(t.name))
+      checker.error(
+          path, "'" + t.name + "' is not an identifier (it is passed as -D" + t.name + "=VALUE)");
     if (symbols.integers.count(t.name) || symbols.floats.count(t.name))
-      checker.error("$.tunables." + t.name, "clashes with a size or constant of the task");
+      checker.error(path, "clashes with a size or constant of the task");
+    if (symbols.buffers.count(t.name))
+      checker.error(path, "clashes with tensor '" + t.name + "' of the task");
     symbols.integers.insert(t.name);
   }
 
@@ -232,14 +269,25 @@ Result<KernelFile> parse_kernel_file(const std::string& source, const std::strin
     for (size_t i = 0; i < s->size(); ++i) {
       std::string path = "$.scratch[" + std::to_string(i) + "]";
       const json& item = (*s)[i];
+      if (!item.is_object()) {
+        checker.error(path, "expected an object");
+        continue;
+      }
       checker.check_keys(item, path, kScratchKeys);
       ScratchBuffer buffer;
-      buffer.name = checker.string_field(item, path, "name", true).value_or("");
+      std::optional<std::string> name = checker.string_field(item, path, "name", true);
+      buffer.name = name.value_or("");
+      if (name && !is_identifier(buffer.name))
+        checker.error(path + ".name", "'" + buffer.name + "' is not an identifier");
+      if (symbols.integers.count(buffer.name) || symbols.floats.count(buffer.name))
+        checker.error(path + ".name",
+                      "'" + buffer.name + "' clashes with a size or constant of the task");
       std::string dtype = checker.string_field(item, path, "dtype", true).value_or("f32");
       if (auto d = parse_dtype(dtype)) {
         buffer.dtype = *d;
       } else {
-        checker.error(path + ".dtype", "unknown dtype '" + dtype + "'");
+        checker.error(path + ".dtype",
+                      "unknown dtype '" + dtype + "'" + did_you_mean(dtype, dtype_names()));
       }
       buffer.count = checker.string_field(item, path, "count", true).value_or("0");
       check_integer_expression(checker, path + ".count", buffer.count, task ? &symbols : nullptr);
@@ -273,7 +321,7 @@ Result<KernelFile> parse_kernel_file(const std::string& source, const std::strin
     launch.plan_line = plan_line;
     launch.kernel = checker.string_field(item, path, "kernel", true).value_or("");
     if (!launch.kernel.empty()) {
-      if (!std::regex_match(launch.kernel, std::regex("[A-Za-z_][A-Za-z0-9_]*"))) {
+      if (!is_identifier(launch.kernel)) {
         checker.error(path + ".kernel", "'" + launch.kernel + "' is not an identifier");
       } else if (!defines_kernel(code, launch.kernel)) {
         checker.error(path + ".kernel",

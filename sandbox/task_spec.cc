@@ -1,5 +1,6 @@
 #include "sandbox/task_spec.h"
 
+#include <optional>
 #include <set>
 
 #include "common/files.h"
@@ -78,6 +79,10 @@ InitSpec read_init(JsonReader& reader, const json& tensor, const std::string& pa
         reader.error(ipath + "." + key, "expected an integer or an expression string");
       }
     }
+    if (node->contains("low") && node->contains("high") && node->at("low").is_number_integer() &&
+        node->at("high").is_number_integer() &&
+        node->at("low").get<int64_t>() >= node->at("high").get<int64_t>())
+      reader.error(ipath, "low must be below high (high is exclusive)");
   } else {
     reader.error(ipath + ".dist", "unknown distribution '" + init.dist + "'" +
                                       did_you_mean(init.dist, {"normal", "uniform", "randint"}));
@@ -109,8 +114,8 @@ std::vector<TensorSpec> read_tensors(JsonReader& reader, const json& root, const
     if (auto d = parse_dtype(dtype)) {
       t.dtype = *d;
     } else {
-      reader.error(path + ".dtype", "unknown dtype '" + dtype + "'" +
-                                        did_you_mean(dtype, {"f32", "f16", "bf16", "i32", "i64"}));
+      reader.error(path + ".dtype",
+                   "unknown dtype '" + dtype + "'" + did_you_mean(dtype, dtype_names()));
     }
     t.shape = reader.string_list(item, path, "shape", true);
     for (size_t d = 0; d < t.shape.size(); ++d)
@@ -195,11 +200,16 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   task.spec_hash = sha256_hex(text);
   if (auto f = reader.integer_field(root, "$", "format", true)) {
     task.format = static_cast<int>(*f);
+    if (*f < 1)
+      reader.error("$.format",
+                   "format " + std::to_string(*f) + " is not valid (must be at least 1)");
     if (*f > kTaskFormatVersion)
       reader.error("$.format", "format " + std::to_string(*f) + " is newer than this kopt (" +
                                    std::to_string(kTaskFormatVersion) + "); upgrade kopt");
   }
-  task.name = reader.string_field(root, "$", "name", true).value_or("");
+  std::optional<std::string> name_field = reader.string_field(root, "$", "name", true);
+  task.name = name_field.value_or("");
+  if (name_field && task.name.empty()) reader.error("$.name", "must not be empty");
   if (!task.name.empty() && task.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") !=
                                 std::string::npos)
     reader.error("$.name", "use lower-case letters, digits, '_' and '-' only");
@@ -233,12 +243,14 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   task.inputs = read_tensors(reader, root, "inputs", symbols, true);
   task.outputs = read_tensors(reader, root, "outputs", symbols, false);
   std::set<std::string> tensor_names;
-  for (const auto* list : {&task.inputs, &task.outputs}) {
-    for (const auto& t : *list) {
-      if (!t.name.empty() && !tensor_names.insert(t.name).second)
-        reader.error("$", "tensor name '" + t.name + "' is used twice");
-      if (symbols.count(t.name) || task.constants.count(t.name))
-        reader.error("$", "tensor name '" + t.name + "' is also a size or constant");
+  for (const auto& [key, list] : {std::pair{"inputs", &task.inputs}, {"outputs", &task.outputs}}) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string& tensor = (*list)[i].name;
+      std::string path = std::string("$.") + key + "[" + std::to_string(i) + "].name";
+      if (!tensor.empty() && !tensor_names.insert(tensor).second)
+        reader.error(path, "tensor name '" + tensor + "' is used twice");
+      if (symbols.count(tensor) || task.constants.count(tensor))
+        reader.error(path, "tensor name '" + tensor + "' is also a size or constant");
     }
   }
 
@@ -254,8 +266,10 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
         reader.number_field(*tol, "$.tolerance", "max_error", true).value_or(0);
     task.tolerance.min_pass_fraction =
         reader.number_field(*tol, "$.tolerance", "min_pass_fraction", false).value_or(1.0);
-    if (task.tolerance.atol < 0 || task.tolerance.rtol < 0 || task.tolerance.max_error <= 0)
-      reader.error("$.tolerance", "atol and rtol must be >= 0 and max_error > 0");
+    if (task.tolerance.atol < 0) reader.error("$.tolerance.atol", "must be >= 0");
+    if (task.tolerance.rtol < 0) reader.error("$.tolerance.rtol", "must be >= 0");
+    if (task.tolerance.max_error <= 0 && tol->contains("max_error"))
+      reader.error("$.tolerance.max_error", "must be > 0");
     if (task.tolerance.min_pass_fraction <= 0 || task.tolerance.min_pass_fraction > 1)
       reader.error("$.tolerance.min_pass_fraction", "must be in (0, 1]");
   }
