@@ -160,10 +160,13 @@ Result<json> SandboxEvaluator::start_locked() {
   // failed write is not yet an error: its line is read below.
   (void)process.write_all(encode_line(make_request(id, "ping")));
 
-  auto fail = [&](const std::string& message) -> Result<json> {
+  // `reason`: what the worker itself said, if anything; its stderr often repeats it.
+  auto fail = [&](const std::string& message, const std::string& reason = "") -> Result<json> {
     if (!process.wait_for(millis(options_.exit_grace_seconds))) process.kill_group();
     (void)process.read_all(after_seconds(0.2));
-    std::string text = message + stderr_tail();
+    std::string tail = stderr_tail();
+    std::string text = message;
+    if (reason.empty() || tail.find(reason) == std::string::npos) text += tail;
     worker_.reset();
     return make_error(text);
   };
@@ -185,7 +188,8 @@ Result<json> SandboxEvaluator::start_locked() {
     // The start-up failure line ("no NVIDIA driver") is honoured even without an envelope.
     json raw = json::parse(**line, nullptr, false);
     if (raw.is_object() && !bool_member(raw, "ok") && !string_member(raw, "error").empty()) {
-      return fail(who + " cannot start: " + string_member(raw, "error"));
+      std::string reason = string_member(raw, "error");
+      return fail(who + " cannot start: " + reason, reason);
     }
     auto message = parse_message(**line);
     if (!message) {

@@ -7,6 +7,7 @@
 #include "common/files.h"
 #include "sandbox/compiler.h"
 #include "sandbox/cuda_driver.h"
+#include "src/config/config.h"
 #include "src/cli/command.h"
 #include "src/cli/options.h"
 
@@ -59,11 +60,49 @@ void check_gpu(Report& report) {
   }
 }
 
+// The LLM side of the config: each provider's endpoint, the models agents use on it, and
+// whether its key variable is set (never the key).
+void check_llm(Report& report, const std::optional<std::filesystem::path>& path) {
+  auto config = load_config_or_defaults(path);
+  if (!config) {
+    report.lacking("config", "\n" + config.error());
+    return;
+  }
+  report.found("config", config->source.empty() ? "none (built-in defaults)"
+                                                : config->source.string());
+  if (!config->llm) {
+    report.found("LLM", "none configured: the daemon uses its built-in tuner");
+    return;
+  }
+  for (const auto& [name, p] : config->llm->providers) {
+    std::string models;
+    for (const auto& [role, agent] : config->llm->agents) {
+      if (agent.provider != name) continue;
+      models += (models.empty() ? "" : ", ") + agent.model + " (" + role + ")";
+    }
+    std::string endpoint =
+        p.type == ProviderType::kCommand
+            ? "command " + (p.command.empty() ? std::string() : p.command[0])
+            : std::string(provider_type_name(p.type)) + " " + redact_url(p.base_url);
+    std::string line = endpoint + "; models: " + (models.empty() ? "none" : models);
+    const char* key = p.api_key_env.empty() ? nullptr : std::getenv(p.api_key_env.c_str());
+    if (p.api_key_env.empty()) {
+      report.found("LLM " + name, line + "; no key");
+    } else if (key && *key) {
+      report.found("LLM " + name, line + "; $" + p.api_key_env + " is set");
+    } else {
+      report.lacking("LLM " + name, line + "; $" + p.api_key_env + " is not set");
+    }
+  }
+}
+
 }  // namespace
 
 int run_doctor(int argc, char** argv) {
   cxxopts::Options options("kopt doctor", "check what kopt needs on this machine");
-  options.add_options()("db", "database path", cxxopts::value<std::string>());
+  options.add_options()("db", "database path", cxxopts::value<std::string>())(
+      "config", "config file (default: $KOPT_CONFIG, else the data directory's config.json)",
+      cxxopts::value<std::string>());
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
@@ -88,6 +127,9 @@ int run_doctor(int argc, char** argv) {
                                                : data_directory() / "memory.db";
   report.found("database", db.string() + (std::filesystem::exists(db) ? "" : " (not created yet)"));
   report.found("compile cache", (cache_directory() / "compile").string());
+  check_llm(report, args->count("config")
+                        ? std::optional<std::filesystem::path>((*args)["config"].as<std::string>())
+                        : std::nullopt);
   std::printf("%s\n", report.missing ? "some things kopt needs are missing (see MISSING above)"
                                      : "everything kopt needs is here");
   return report.missing ? 1 : 0;

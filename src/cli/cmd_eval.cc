@@ -1,17 +1,82 @@
-// kopt eval TASK [KERNEL.cu] [--compile-only] [--json]
+// kopt eval TASK [KERNEL.cu] [--compile-only] [--json]: the compile gate here, then the GPU
+// verdict and timing from the kopt-sandbox worker (through SandboxEvaluator).
+#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
 #include "sandbox/compiler.h"
+#include "sandbox/evaluator.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_catalog.h"
 #include "sandbox/task_spec.h"
 #include "src/cli/command.h"
 #include "src/cli/gpu_checks.h"
 #include "src/cli/options.h"
+#include "src/cli/sandbox_flags.h"
 
 namespace kopt::cli {
+namespace {
+
+std::string bytes_text(int64_t bytes) {
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes / 1024) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+void print_timing(const char* label, const TimingSummary& t) {
+  std::printf("%-10s %.2f us median, noise %.2f%%, min %.2f us (%d samples", label, t.median_us,
+              100 * t.noise, t.min_us, t.samples);
+  if (t.discarded) std::printf(", %d throttled discarded", t.discarded);
+  std::printf(")\n");
+}
+
+// The human-readable report of one evaluation.
+void print_result(const EvalResult& r, const std::string& kernel) {
+  std::string device =
+      r.device.is_object() && r.device.contains("name") && r.device["name"].is_string()
+          ? r.device["name"].get<std::string>()
+          : "the GPU";
+  std::printf("%-10s %s on %s\n", "kernel", kernel.c_str(), device.c_str());
+  std::printf("%-10s %s\n", "verdict", verdict_name(r.verdict).c_str());
+  if (!r.detail.empty()) std::printf("%-10s %s\n", "detail", r.detail.c_str());
+  if (r.mismatch) {
+    const Mismatch& m = *r.mismatch;
+    std::printf("%-10s %s[%lld] at %s (%s, round %d): got %.9g, expected %.9g\n", "mismatch",
+                m.output.c_str(), static_cast<long long>(m.index), m.shape.c_str(), m.phase.c_str(),
+                m.round, m.actual, m.expected);
+  }
+  if (r.verdict == Verdict::kCompileError && !r.compile_log.empty()) {
+    std::printf("%s\n", r.compile_log.c_str());
+  }
+  if (r.candidate_time) print_timing("candidate", *r.candidate_time);
+  if (r.baseline_time) print_timing("baseline", *r.baseline_time);
+  if (r.candidate_time && r.baseline_time && r.speedup > 0) {
+    std::printf("%-10s %.3fx over the baseline\n", "speedup", r.speedup);
+  }
+  if (r.candidate_time && r.sol_us > 0) {
+    std::printf("%-10s %.1f%% of speed of light (bound %.2f us)\n", "SOL", r.sol_percent, r.sol_us);
+  }
+  if (r.resources) {
+    const KernelResources& k = *r.resources;
+    std::printf(
+        "%-10s %d registers/thread, %s local, %s static + %s dynamic shared, "
+        "occupancy %.0f%%\n",
+        "resources", k.registers, bytes_text(k.local_bytes).c_str(),
+        bytes_text(k.static_shared_bytes).c_str(), bytes_text(k.dynamic_shared_bytes).c_str(),
+        100 * k.occupancy);
+  }
+  std::printf("%-10s compile %.0f ms%s, verify %.0f ms, time %.0f ms, total %.0f ms\n", "latency",
+              r.compile_ms, r.compile_cache_hit ? " (cached)" : "", r.verify_ms, r.time_ms,
+              r.total_ms);
+}
+
+Result<KernelSource> kernel_source(const std::filesystem::path& path) {
+  auto text = read_file(path);
+  if (!text) return make_error(text.error());
+  return KernelSource{*text, path.string(), {}};
+}
+
+}  // namespace
 
 int run_eval(int argc, char** argv) {
   cxxopts::Options options("kopt eval",
@@ -22,7 +87,12 @@ int run_eval(int argc, char** argv) {
       "tasks", "folder of task directories", cxxopts::value<std::string>())(
       "compile-only", "stop after the compile gate (no GPU needed)")(
       "arch", "target architecture (default: the GPU's, else sm_90a)",
-      cxxopts::value<std::string>()->default_value(""))("json", "print the result as JSON");
+      cxxopts::value<std::string>()->default_value(""))("json", "print the result as JSON")(
+      "seed", "seed of the random inputs (default: a fresh one per evaluation)",
+      cxxopts::value<uint64_t>()->default_value("0"))(
+      "rounds", "rounds of fresh random inputs per shape",
+      cxxopts::value<int>()->default_value("5"))("no-time", "verify only, do not time");
+  add_sandbox_flags(options);
   options.parse_positional({"task", "kernel"});
   options.positional_help("TASK [KERNEL.cu]");
   int code = 0;
@@ -53,7 +123,8 @@ int run_eval(int argc, char** argv) {
     std::cerr << file.error() << "\n";
     return 2;
   }
-  std::string arch = (*args)["arch"].as<std::string>();
+  std::string requested_arch = (*args)["arch"].as<std::string>();
+  std::string arch = requested_arch;
   if (arch.empty()) arch = detect_gpu_arch().value_or("sm_90a");
   CompileCache cache(cache_directory() / "compile");
   auto compiled = compile_kernel(make_compile_request(*file, {}, arch), &cache);
@@ -88,8 +159,51 @@ int run_eval(int argc, char** argv) {
     }
     return 0;
   }
-  std::cerr << "kopt eval: GPU evaluation is not built yet; use --compile-only\n";
-  return 3;
+
+  // The GPU part: reference, candidate and (unless the candidate is the baseline itself) the
+  // baseline, timed interleaved in one worker.
+  EvalRequest request;
+  request.task_json = task->raw_json;
+  auto reference = kernel_source(*dir / "reference.cu");
+  if (!reference) {
+    std::cerr << "kopt eval: " << reference.error() << "\n";
+    return 2;
+  }
+  request.reference = std::move(*reference);
+  request.candidate = {file->source, kernel_path.string(), {}};
+  std::error_code same_error;
+  if (!std::filesystem::equivalent(kernel_path, *dir / "baseline.cu", same_error)) {
+    auto baseline = kernel_source(*dir / "baseline.cu");
+    if (!baseline) {
+      std::cerr << "kopt eval: " << baseline.error() << "\n";
+      return 2;
+    }
+    request.baseline = std::move(*baseline);
+  }
+  request.options.arch = requested_arch;
+  request.options.seed = (*args)["seed"].as<uint64_t>();
+  request.options.rounds = (*args)["rounds"].as<int>();
+  request.options.time = !args->count("no-time");
+  if (request.options.rounds < 1) {
+    std::cerr << "kopt eval: --rounds must be at least 1\n";
+    return 2;
+  }
+  SandboxEvaluator evaluator(sandbox_options_from(*args));
+  auto result = evaluator.evaluate(request);
+  if (!result) {
+    // No verdict at all: no GPU, no worker binary, a worker of another version.
+    std::cerr << "kopt eval: " << result.error() << "\n";
+    return 3;
+  }
+  if (json_out) {
+    nlohmann::json out = to_json(*result);
+    out["kernel"] = kernel_path.string();
+    out["task"] = task->name;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    print_result(*result, kernel_path.string());
+  }
+  return result->verdict == Verdict::kOk ? 0 : 1;
 }
 
 }  // namespace kopt::cli

@@ -8,7 +8,7 @@
 #include "memory_store/memory_store.h"
 #include "src/cli/command.h"
 #include "src/cli/options.h"
-#include "src/config/config.h"
+#include "src/cli/daemon_options.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "src/orchestrator/progress.h"
@@ -17,27 +17,18 @@ namespace kopt::cli {
 
 int run_status(int argc, char** argv) {
   cxxopts::Options options("kopt status", "show the state of the daemon's current or last run");
-  options.add_options()("db", "memory database (default: the config's)",
-                        cxxopts::value<std::string>())(
-      "config", "config file", cxxopts::value<std::string>())(
-      "run", "a run id (default: the latest)", cxxopts::value<int64_t>())(
+  add_daemon_database_options(options);
+  options.add_options()("run", "a run id (default: the latest)", cxxopts::value<int64_t>())(
       "json", "print the status as JSON");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
-  std::filesystem::path db_path;
-  if (args->count("db")) {
-    db_path = (*args)["db"].as<std::string>();
-  } else {
-    std::optional<std::filesystem::path> config_path;
-    if (args->count("config")) config_path = (*args)["config"].as<std::string>();
-    auto config = load_config_or_defaults(config_path);
-    if (!config) {
-      std::cerr << "kopt status: " << config.error() << "\n";
-      return 2;
-    }
-    db_path = config->database_path;
+  auto db = daemon_database_path(*args);
+  if (!db) {
+    std::cerr << "kopt status: " << db.error() << "\n";
+    return 2;
   }
+  const std::filesystem::path& db_path = *db;
   memory::OpenOptions open_options;
   open_options.create = false;
   auto store = memory::MemoryStore::open(db_path, open_options);

@@ -9,7 +9,7 @@
 #include "sandbox/task_spec.h"
 #include "src/cli/command.h"
 #include "src/cli/options.h"
-#include "src/config/config.h"
+#include "src/cli/daemon_options.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/daemon_tables.h"
 
@@ -18,9 +18,8 @@ namespace kopt::cli {
 int run_submit(int argc, char** argv) {
   cxxopts::Options options("kopt submit", "add a task to the running daemon (or to the next "
                                           "kopt run --resume)");
-  options.add_options()("task", "task folder or name", cxxopts::value<std::string>())(
-      "db", "memory database (default: the config's)", cxxopts::value<std::string>())(
-      "config", "config file", cxxopts::value<std::string>());
+  options.add_options()("task", "task folder or name", cxxopts::value<std::string>());
+  add_daemon_database_options(options);
   options.parse_positional({"task"});
   options.positional_help("TASKDIR");
   int code = 0;
@@ -47,19 +46,12 @@ int run_submit(int argc, char** argv) {
       return 2;
     }
   }
-  std::filesystem::path db_path;
-  if (args->count("db")) {
-    db_path = (*args)["db"].as<std::string>();
-  } else {
-    std::optional<std::filesystem::path> config_path;
-    if (args->count("config")) config_path = (*args)["config"].as<std::string>();
-    auto config = load_config_or_defaults(config_path);
-    if (!config) {
-      std::cerr << "kopt submit: " << config.error() << "\n";
-      return 2;
-    }
-    db_path = config->database_path;
+  auto db = daemon_database_path(*args);
+  if (!db) {
+    std::cerr << "kopt submit: " << db.error() << "\n";
+    return 2;
   }
+  const std::filesystem::path& db_path = *db;
   auto store = memory::MemoryStore::open(db_path);
   if (!store) {
     std::cerr << "kopt submit: " << store.error() << "\n";

@@ -21,6 +21,8 @@ const std::vector<Command>& commands();
 int run_doctor(int argc, char** argv);
 int run_tasks(int argc, char** argv);
 int run_eval(int argc, char** argv);
+int run_memory(int argc, char** argv);
+int run_export(int argc, char** argv);
 int run_run(int argc, char** argv);
 int run_status(int argc, char** argv);
 int run_submit(int argc, char** argv);

@@ -7,6 +7,8 @@ const std::vector<Command>& commands() {
       {"doctor", "check the GPU, driver, CUDA, NVRTC, CUPTI, database and LLM setup", run_doctor},
       {"tasks", "list tasks, or check that they parse, validate and compile", run_tasks},
       {"eval", "compile, verify and time one kernel file against a task", run_eval},
+      {"memory", "query, share and prune the memory of slow-to-fast kernel pairs", run_memory},
+      {"export", "write the best verified kernels into a repository folder", run_export},
       {"run", "the daemon: optimize the tasks' kernels until a budget runs out", run_run},
       {"status", "the daemon's run: per-task speedup, %SOL, candidates, cost", run_status},
       {"submit", "add a task to the running daemon", run_submit},

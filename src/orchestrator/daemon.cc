@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cxxopts.hpp>
 #include <iostream>
 
@@ -110,16 +111,15 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
       "no-display", "plain log lines even on a terminal")(
       "log-level", "trace, debug, info, warn or error",
       cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
+  // `--tasks a b c` and bare folders both name tasks.
+  options.parse_positional({"tasks"});
+  options.positional_help("[TASKDIR...]");
   try {
     auto args = options.parse(argc, argv);
     if (args.count("help")) {
       std::cout << options.help() << "\n";
       exit_code = 0;
       return std::nullopt;
-    }
-    if (!args.unmatched().empty()) {
-      throw cxxopts::exceptions::exception("unexpected argument '" + args.unmatched().front() +
-                                           "' (task folders go after --tasks)");
     }
     DaemonInvocation inv;
     if (args.count("tasks")) inv.tasks = args["tasks"].as<std::vector<std::string>>();
@@ -155,6 +155,13 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
     exit_code = 2;
     return std::nullopt;
   }
+}
+
+std::filesystem::path resolve_database_path(const std::optional<std::filesystem::path>& flag,
+                                            const Config& config) {
+  if (flag) return *flag;
+  if (const char* env = std::getenv("KOPT_DB"); env && *env) return env;
+  return config.database_path;
 }
 
 std::string default_worker_path(const std::string& configured) {
@@ -207,7 +214,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
     std::cerr << "kopt run: " << config.error() << "\n";
     return 2;
   }
-  std::filesystem::path db_path = invocation.db ? *invocation.db : config->database_path;
+  std::filesystem::path db_path = resolve_database_path(invocation.db, *config);
   auto lock = DaemonLock::acquire(db_path);
   if (!lock) {
     std::cerr << "kopt run: " << lock.error() << "\n";

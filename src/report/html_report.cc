@@ -29,6 +29,7 @@ h3 { font-size: 15px; margin: 18px 0 6px; }
 .card .v { font-size: 22px; font-weight: 600; }
 .card .k { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 10px; }
+.grid.wide { grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); }
 .panel { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 8px; overflow-x: auto; }
 svg.chart { display: block; font-size: 12px; max-width: 100%; height: auto; }
 svg .title { font-weight: 600; font-size: 13px; fill: var(--ink); }
@@ -207,7 +208,7 @@ std::string llm_section(const ReportData& data) {
                                  {"completion", "#f28e2b", data.completion_tokens, true}});
   LineChart cost = cumulative("llm-cost", "cost in USD (cumulative)", "USD",
                               {{"cost", "#e15759", data.cost_usd, true}});
-  out += "<div class=\"grid\"><div class=\"panel\">" + render_line_chart(tokens) +
+  out += "<div class=\"grid wide\"><div class=\"panel\">" + render_line_chart(tokens) +
          "</div><div class=\"panel\">" + render_line_chart(cost) + "</div></div>";
   out +=
       "<h3>By model</h3><table id=\"llm-models\"><tr><th>model</th><th class=\"n\">calls</th>"

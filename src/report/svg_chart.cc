@@ -205,7 +205,8 @@ std::string render_bar_chart(const BarChart& chart) {
   size_t series = chart.series_names.size();
   size_t label_chars = 4;
   for (const auto& c : chart.categories) label_chars = std::max(label_chars, c.size());
-  const double left = std::min<double>(200, 12 + kCharWidth * double(label_chars));
+  // Category labels sit left of the bars; allow a wide character so none is clipped.
+  const double left = std::min<double>(220, 16 + (kCharWidth + 1) * double(label_chars));
   const double right = 56, top_title = chart.title.empty() ? 6 : 26;
   const double plot_w = chart.width - left - right;
   const double bar_h = chart.stacked ? 16 : 10;

@@ -1,0 +1,71 @@
+// kopt export --out DIR [--task T] [--gpu G] [--git-commit]: the best verified kernel of each
+// task into a folder of your repository, with a launcher header, a manifest and a README table.
+#include <cstdio>
+#include <iostream>
+
+#include "memory_store/kernel_export.h"
+#include "src/cli/command.h"
+#include "src/cli/memory_options.h"
+#include "src/cli/options.h"
+
+namespace kopt::cli {
+
+int run_export(int argc, char** argv) {
+  cxxopts::Options options(
+      "kopt export",
+      "write the best verified kernel of each task into DIR: TASK.cu (with its launch plan), "
+      "TASK.cuh (a C++ launcher), manifest.json (provenance) and a README.md table; running it "
+      "twice changes nothing");
+  options.add_options()("out", "the folder to write into (created if missing)",
+                        cxxopts::value<std::string>())(
+      "task", "only this task", cxxopts::value<std::string>())(
+      "gpu", "the GPU model the kernel was verified on (or a part of its name); default: per "
+             "task, the GPU with the most verified evaluations",
+      cxxopts::value<std::string>())(
+      "git-commit", "commit the written files in the git repository holding DIR");
+  add_database_option(options);
+  int code = 0;
+  auto args = parse_options(options, argc, argv, code);
+  if (!args) return code;
+  if (!args->count("out")) {
+    std::cerr << "kopt export: missing --out DIR (see --help)\n";
+    return 2;
+  }
+  exporter::ExportOptions export_options;
+  export_options.out_dir = (*args)["out"].as<std::string>();
+  if (args->count("task")) export_options.task = (*args)["task"].as<std::string>();
+  if (args->count("gpu")) export_options.gpu = (*args)["gpu"].as<std::string>();
+  export_options.git_commit = args->count("git-commit") > 0;
+
+  auto store = open_memory(*args, /*create=*/false, "kopt export");
+  if (!store) return 1;
+  auto report = exporter::export_kernels(*store, export_options);
+  if (!report) {
+    std::cerr << "kopt export: " << report.error() << "\n";
+    return 1;
+  }
+  for (const auto& skipped : report->skipped) std::printf("skipped %s\n", skipped.c_str());
+  if (report->kernels.empty()) {
+    std::cerr << "kopt export: no verified kernel to export"
+              << (export_options.gpu.empty() ? "" : " on " + export_options.gpu) << "\n";
+    return 1;
+  }
+  for (const auto& k : report->kernels) {
+    std::printf("%-9s %-24s %6.2fx  %5.1f%% SOL  %s  %s\n", k.changed ? "exported" : "unchanged",
+                k.task.c_str(), k.speedup, k.sol_percent, k.gpu_model.c_str(),
+                k.sha256.substr(0, 12).c_str());
+  }
+  std::printf("%zu files written to %s%s\n", report->written.size(),
+              export_options.out_dir.c_str(),
+              report->written.empty() ? " (everything was up to date)" : "");
+  if (export_options.git_commit) {
+    if (report->commit.empty()) {
+      std::printf("nothing to commit\n");
+    } else {
+      std::printf("committed %s\n", report->commit.substr(0, 12).c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace kopt::cli

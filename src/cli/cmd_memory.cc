@@ -1,0 +1,375 @@
+// kopt memory wins|search|show|stats|export|import|prune: ask the memory what won, look inside
+// it, share it, keep it small. Read commands never create a database.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "common/files.h"
+#include "common/strings.h"
+#include "memory_store/jsonl_io.h"
+#include "memory_store/line_diff.h"
+#include "src/cli/command.h"
+#include "src/cli/memory_options.h"
+#include "src/cli/options.h"
+
+namespace kopt::cli {
+namespace {
+
+using nlohmann::json;
+using memory::MemoryStore;
+using memory::PairRecord;
+
+constexpr const char* kUsage =
+    "the memory of slow-to-fast kernel pairs\n"
+    "  kopt memory wins [--task T] [--gpu G] [--min-speedup X] [--since DATE] [--json]\n"
+    "  kopt memory search \"QUERY\" [--json]\n"
+    "  kopt memory show ID\n"
+    "  kopt memory stats [--json]\n"
+    "  kopt memory export --jsonl FILE\n"
+    "  kopt memory import --jsonl FILE\n"
+    "  kopt memory prune [--dry-run] [--max-per-task N] [--max-per-family N] "
+    "[--max-negatives-per-task N]";
+
+std::string shorten(const std::string& text, size_t width) {
+  std::string flat = text;
+  for (char& c : flat) {
+    if (c == '\n' || c == '\t') c = ' ';
+  }
+  return flat.size() <= width ? flat : flat.substr(0, width - 3) + "...";
+}
+
+json pair_json(const PairRecord& p) {
+  return {{"id", p.id},
+          {"task", p.task},
+          {"speedup", p.speedup},
+          {"gpu_model", p.gpu_model},
+          {"gpu_arch", p.gpu_arch},
+          {"summary", p.summary},
+          {"tags", p.tags},
+          {"negative", p.is_negative},
+          {"slow_kernel", p.slow_kernel_id},
+          {"fast_kernel", p.fast_kernel_id},
+          {"lineage", p.lineage_root_id},
+          {"retrieved", p.retrieved_count},
+          {"improved", p.improved_count},
+          {"created_at", p.created_at}};
+}
+
+// An unknown --task is an error that names it, not an empty table.
+bool check_task(MemoryStore& store, const std::string& task, const char* command) {
+  if (task.empty()) return true;
+  auto found = store.find_task(task);
+  if (found && *found) return true;
+  std::vector<std::string> names;
+  if (auto all = store.list_tasks()) {
+    for (const auto& t : *all) names.push_back(t.name);
+  }
+  std::cerr << command << ": " << (found ? "unknown task '" + task + "' (not in the memory)" +
+                                               did_you_mean(task, names)
+                                         : found.error())
+            << "\n";
+  return false;
+}
+
+int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
+  memory::WinsFilter filter;
+  if (args.count("task")) filter.task = args["task"].as<std::string>();
+  if (args.count("gpu")) filter.gpu = args["gpu"].as<std::string>();
+  filter.min_speedup = args["min-speedup"].as<double>();
+  filter.limit = args["limit"].as<int64_t>();
+  if (args.count("since")) {
+    filter.since = args["since"].as<std::string>();
+    static const std::regex kDate(R"(\d{4}-\d{2}-\d{2}(T[0-9:]*Z?)?)");
+    if (!std::regex_match(filter.since, kDate)) {
+      std::cerr << "kopt memory wins: --since '" << filter.since
+                << "' is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)\n";
+      return 2;
+    }
+  }
+  if (!check_task(store, filter.task, "kopt memory wins")) return 1;
+  auto pairs = store.wins(filter);
+  if (!pairs) {
+    std::cerr << "kopt memory wins: " << pairs.error() << "\n";
+    return 1;
+  }
+  if (args.count("json")) {
+    json out = json::array();
+    for (const auto& p : *pairs) out.push_back(pair_json(p));
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if (pairs->empty()) {
+    std::cout << "no wins match\n";
+    return 0;
+  }
+  std::printf("%6s  %-18s %8s  %-24s %-7s %5s %5s  %s\n", "pair", "task", "speedup", "gpu", "arch",
+              "shown", "help", "why it is faster");
+  for (const auto& p : *pairs) {
+    std::printf("%6lld  %-18s %7.2fx  %-24s %-7s %5lld %5lld  %s\n", static_cast<long long>(p.id),
+                shorten(p.task, 18).c_str(), p.speedup, shorten(p.gpu_model, 24).c_str(),
+                p.gpu_arch.c_str(), static_cast<long long>(p.retrieved_count),
+                static_cast<long long>(p.improved_count), shorten(p.summary, 60).c_str());
+  }
+  return 0;
+}
+
+int search(MemoryStore& store, const cxxopts::ParseResult& args,
+           const std::vector<std::string>& words) {
+  if (words.empty()) {
+    std::cerr << "kopt memory search: missing QUERY (see --help)\n";
+    return 2;
+  }
+  auto hits = store.search(join(words, " "), args["limit"].as<int64_t>());
+  if (!hits) {
+    std::cerr << "kopt memory search: " << hits.error() << "\n";
+    return 1;
+  }
+  if (args.count("json")) {
+    json out = json::array();
+    for (const auto& h : *hits) {
+      out.push_back({{"kind", h.kind}, {"id", h.id}, {"task", h.task}, {"text", h.text},
+                     {"speedup", h.speedup}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if (hits->empty()) std::cout << "nothing matches\n";
+  for (const auto& h : *hits) {
+    if (h.kind == "pair") {
+      std::printf("pair   %6lld  %-18s %6.2fx  %s\n", static_cast<long long>(h.id),
+                  shorten(h.task, 18).c_str(), h.speedup, shorten(h.text, 70).c_str());
+    } else {
+      std::printf("kernel %6lld  %-18s          %s\n", static_cast<long long>(h.id),
+                  shorten(h.task, 18).c_str(), h.text.c_str());
+    }
+  }
+  return 0;
+}
+
+int show(MemoryStore& store, const std::vector<std::string>& words) {
+  if (words.size() != 1 || words[0].empty() ||
+      words[0].find_first_not_of("0123456789") != std::string::npos) {
+    std::cerr << "kopt memory show: expected one pair ID (a number; see kopt memory wins)\n";
+    return 2;
+  }
+  int64_t id = std::stoll(words[0]);
+  auto pair = store.pair(id);
+  if (!pair) {
+    std::cerr << "kopt memory show: " << pair.error() << "\n";
+    return 1;
+  }
+  if (!*pair) {
+    std::cerr << "kopt memory show: no pair " << id << " in " << store.database().path().string()
+              << "\n";
+    return 1;
+  }
+  const PairRecord& p = **pair;
+  auto slow = store.kernel(p.slow_kernel_id);
+  auto fast = store.kernel(p.fast_kernel_id);
+  if (!slow || !fast || !*slow || !*fast) {
+    std::cerr << "kopt memory show: the kernels of pair " << id << " are missing\n";
+    return 1;
+  }
+  std::printf("pair %lld: %s, %.3fx %s on %s (%s)\n", static_cast<long long>(p.id), p.task.c_str(),
+              p.speedup, p.is_negative ? "(slower: a warning)" : "faster", p.gpu_model.c_str(),
+              p.gpu_arch.empty() ? "arch unknown" : p.gpu_arch.c_str());
+  std::printf("tags: %s\n", join(p.tags, ", ").c_str());
+  std::printf("shown in prompts %lld times, helped %lld times; lineage %lld; recorded %s\n",
+              static_cast<long long>(p.retrieved_count), static_cast<long long>(p.improved_count),
+              static_cast<long long>(p.lineage_root_id), p.created_at.c_str());
+  std::printf("slow kernel %lld (%s), fast kernel %lld (%s)\n\n",
+              static_cast<long long>(p.slow_kernel_id), (*slow)->sha256.substr(0, 12).c_str(),
+              static_cast<long long>(p.fast_kernel_id), (*fast)->sha256.substr(0, 12).c_str());
+  std::printf("%s\n\n", p.summary.empty() ? "(no summary)" : p.summary.c_str());
+  std::string diff = memory::unified_diff(
+      (*slow)->source, (*fast)->source, "kernel " + std::to_string(p.slow_kernel_id) + " (slow)",
+      "kernel " + std::to_string(p.fast_kernel_id) + " (fast)");
+  std::cout << (diff.empty() ? "(the sources are identical)\n" : diff);
+  return 0;
+}
+
+void print_counts(const char* title, const std::vector<std::pair<std::string, int64_t>>& counts) {
+  std::printf("%s:\n", title);
+  if (counts.empty()) std::printf("  (none)\n");
+  for (const auto& [name, count] : counts) {
+    std::printf("  %-32s %lld\n", name.c_str(), static_cast<long long>(count));
+  }
+}
+
+int stats(MemoryStore& store, const cxxopts::ParseResult& args) {
+  auto s = store.stats();
+  if (!s) {
+    std::cerr << "kopt memory stats: " << s.error() << "\n";
+    return 1;
+  }
+  if (args.count("json")) {
+    auto pairs_to_json = [](const auto& counts) {
+      json out = json::object();
+      for (const auto& [name, count] : counts) out[name] = count;
+      return out;
+    };
+    std::cout << json{{"database", store.database().path().string()},
+                      {"schema_version", s->schema_version},
+                      {"file_bytes", s->file_bytes},
+                      {"tasks", s->tasks},
+                      {"kernels", s->kernels},
+                      {"evaluations", s->evaluations},
+                      {"pairs", s->pairs},
+                      {"negative_pairs", s->negative_pairs},
+                      {"runs", s->runs},
+                      {"llm_calls", s->llm_calls},
+                      {"evaluations_by_task", pairs_to_json(s->evaluations_by_task)},
+                      {"pairs_by_task", pairs_to_json(s->pairs_by_task)},
+                      {"evaluations_by_verdict", pairs_to_json(s->evaluations_by_verdict)},
+                      {"evaluations_by_gpu", pairs_to_json(s->evaluations_by_gpu)}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::printf("database %s (schema version %d), %.1f MiB\n",
+              store.database().path().c_str(), s->schema_version,
+              static_cast<double>(s->file_bytes) / (1024.0 * 1024.0));
+  std::printf("%lld tasks, %lld kernels, %lld evaluations, %lld pairs (%lld negative), %lld runs, "
+              "%lld LLM calls\n",
+              static_cast<long long>(s->tasks), static_cast<long long>(s->kernels),
+              static_cast<long long>(s->evaluations), static_cast<long long>(s->pairs),
+              static_cast<long long>(s->negative_pairs), static_cast<long long>(s->runs),
+              static_cast<long long>(s->llm_calls));
+  print_counts("evaluations by task", s->evaluations_by_task);
+  print_counts("pairs by task", s->pairs_by_task);
+  print_counts("evaluations by verdict", s->evaluations_by_verdict);
+  print_counts("evaluations by GPU", s->evaluations_by_gpu);
+  return 0;
+}
+
+int export_memory(MemoryStore& store, const std::string& file) {
+  std::ostringstream out;
+  auto counts = memory::export_jsonl(store, out);
+  if (!counts) {
+    std::cerr << "kopt memory export: " << counts.error() << "\n";
+    return 1;
+  }
+  if (file == "-") {
+    std::cout << out.str();
+  } else if (auto s = write_file_atomic(file, out.str()); !s) {
+    std::cerr << "kopt memory export: " << s.error() << "\n";
+    return 1;
+  }
+  std::fprintf(file == "-" ? stderr : stdout,
+               "exported %lld tasks, %lld kernels, %lld evaluations, %lld pairs%s%s\n",
+               static_cast<long long>(counts->tasks), static_cast<long long>(counts->kernels),
+               static_cast<long long>(counts->evaluations), static_cast<long long>(counts->pairs),
+               file == "-" ? "" : " to ", file == "-" ? "" : file.c_str());
+  return 0;
+}
+
+int import_memory(MemoryStore& store, const std::string& file) {
+  auto text = read_file(file);
+  if (!text) {
+    std::cerr << "kopt memory import: " << text.error() << "\n";
+    return 1;
+  }
+  auto report = memory::import_jsonl(store, *text, file);
+  if (!report) {
+    std::cerr << "kopt memory import: " << report.error() << "\nnothing was imported\n";
+    return 1;
+  }
+  const auto& a = report->added;
+  const auto& p = report->present;
+  std::printf("imported %s: added %lld tasks, %lld kernels, %lld evaluations, %lld pairs; "
+              "already present %lld tasks, %lld kernels, %lld evaluations, %lld pairs\n",
+              file.c_str(), static_cast<long long>(a.tasks), static_cast<long long>(a.kernels),
+              static_cast<long long>(a.evaluations), static_cast<long long>(a.pairs),
+              static_cast<long long>(p.tasks), static_cast<long long>(p.kernels),
+              static_cast<long long>(p.evaluations), static_cast<long long>(p.pairs));
+  return 0;
+}
+
+int prune(MemoryStore& store, const cxxopts::ParseResult& args) {
+  memory::PruneCaps caps;
+  caps.max_pairs_per_task = args["max-per-task"].as<int64_t>();
+  caps.max_pairs_per_family = args["max-per-family"].as<int64_t>();
+  caps.max_negatives_per_task = args["max-negatives-per-task"].as<int64_t>();
+  caps.dry_run = args.count("dry-run") > 0;
+  auto result = store.prune(caps);
+  if (!result) {
+    std::cerr << "kopt memory prune: " << result.error() << "\n";
+    return 1;
+  }
+  for (size_t i = 0; i < result->removed.size(); ++i) {
+    const PairRecord& p = result->removed[i];
+    std::printf("%s pair %lld  %-18s %6.2fx  shown %lld helped %lld  (%s)\n",
+                caps.dry_run ? "would drop" : "dropped", static_cast<long long>(p.id),
+                shorten(p.task, 18).c_str(), p.speedup, static_cast<long long>(p.retrieved_count),
+                static_cast<long long>(p.improved_count), result->reasons[i].c_str());
+  }
+  std::printf("%s %zu pairs\n", caps.dry_run ? "would drop" : "dropped", result->removed.size());
+  return 0;
+}
+
+}  // namespace
+
+int run_memory(int argc, char** argv) {
+  cxxopts::Options options("kopt memory", kUsage);
+  options.add_options()("action", "wins | search | show | stats | export | import | prune",
+                        cxxopts::value<std::string>())(
+      "words", "search words, or the pair ID to show", cxxopts::value<std::vector<std::string>>())(
+      "task", "only this task", cxxopts::value<std::string>())(
+      "gpu", "only this GPU (part of its model name, or an arch like sm_90)",
+      cxxopts::value<std::string>())("min-speedup", "only pairs at least this fast",
+                                     cxxopts::value<double>()->default_value("0"))(
+      "since", "only pairs recorded on or after DATE (YYYY-MM-DD)", cxxopts::value<std::string>())(
+      "limit", "at most this many rows", cxxopts::value<int64_t>()->default_value("50"))(
+      "json", "machine-readable output")("jsonl", "the JSON-lines file to export to or import from",
+                                         cxxopts::value<std::string>())(
+      "dry-run", "prune: show what would be dropped, change nothing")(
+      "max-per-task", "prune: positive pairs kept per task",
+      cxxopts::value<int64_t>()->default_value("500"))(
+      "max-per-family", "prune: positive pairs kept per operation family",
+      cxxopts::value<int64_t>()->default_value("2000"))(
+      "max-negatives-per-task", "prune: negative pairs kept per task",
+      cxxopts::value<int64_t>()->default_value("100"));
+  add_database_option(options);
+  options.parse_positional({"action", "words"});
+  options.positional_help("wins|search|show|stats|export|import|prune [ARGS]");
+  int code = 0;
+  auto args = parse_options(options, argc, argv, code);
+  if (!args) return code;
+  if (!args->count("action")) {
+    std::cerr << "kopt memory: missing action (see --help)\n";
+    return 2;
+  }
+  std::string action = (*args)["action"].as<std::string>();
+  std::vector<std::string> words;
+  if (args->count("words")) words = (*args)["words"].as<std::vector<std::string>>();
+  const std::vector<std::string> actions = {"wins",   "search", "show", "stats",
+                                            "export", "import", "prune"};
+  if (std::find(actions.begin(), actions.end(), action) == actions.end()) {
+    std::cerr << "kopt memory: unknown action '" << action << "'" << did_you_mean(action, actions)
+              << " (see --help)\n";
+    return 2;
+  }
+  if ((action == "export" || action == "import") && !args->count("jsonl")) {
+    std::cerr << "kopt memory " << action << ": missing --jsonl FILE\n";
+    return 2;
+  }
+  if (args->count("limit") && (*args)["limit"].as<int64_t>() <= 0) {
+    std::cerr << "kopt memory " << action << ": --limit must be positive\n";
+    return 2;
+  }
+  // Only import may create the database: reading or pruning a memory that is not there is a
+  // mistake in --db, and an empty new file would hide it.
+  auto store = open_memory(*args, action == "import", "kopt memory " + action);
+  if (!store) return 1;
+  if (action == "wins") return wins(*store, *args);
+  if (action == "search") return search(*store, *args, words);
+  if (action == "show") return show(*store, words);
+  if (action == "stats") return stats(*store, *args);
+  if (action == "export") return export_memory(*store, (*args)["jsonl"].as<std::string>());
+  if (action == "import") return import_memory(*store, (*args)["jsonl"].as<std::string>());
+  return prune(*store, *args);
+}
+
+}  // namespace kopt::cli
