@@ -57,6 +57,17 @@ std::map<std::string, std::string> task_values(const TaskBrief& task) {
           {"bound", task.bound}};
 }
 
+std::map<std::string, std::string> work_values(const WorkContext& context) {
+  auto values = task_values(context.task);
+  values["current_kernel"] = context.current.source;
+  values["measurements"] = describe_measurements(context.current.measurements);
+  values["memory_examples"] =
+      describe_examples(context.examples, "(memory holds no similar improvement yet)");
+  values["memory_warnings"] =
+      describe_examples(context.warnings, "(memory holds no similar regression yet)");
+  return values;
+}
+
 std::string shorten(const std::string& text, size_t max_chars) {
   if (text.size() <= max_chars) return text;
   size_t head = max_chars * 2 / 3;

@@ -73,6 +73,10 @@ std::string describe_examples(const std::vector<MemoryExample>& examples,
 // The placeholders every task-level template shares (task_*, gpu, bound).
 std::map<std::string, std::string> task_values(const TaskBrief& task);
 
+// task_values() plus the current kernel, its measurements and the memory's examples and
+// warnings: what the planner's and the coder's prompts share.
+std::map<std::string, std::string> work_values(const WorkContext& context);
+
 // `text` cut to at most `max_chars`, keeping its start and end and saying how much was cut.
 std::string shorten(const std::string& text, size_t max_chars);
 

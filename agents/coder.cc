@@ -32,14 +32,8 @@ Result<std::string> extract_kernel_file(const std::string& reply) {
 
 Result<std::string> Coder::write(const WorkContext& context, const Plan& plan,
                                  AgentUsage& usage) {
-  auto values = task_values(context.task);
+  auto values = work_values(context);
   values["plan"] = plan_text(plan);
-  values["current_kernel"] = context.current.source;
-  values["measurements"] = describe_measurements(context.current.measurements);
-  values["memory_examples"] =
-      describe_examples(context.examples, "(memory holds no similar improvement yet)");
-  values["memory_warnings"] =
-      describe_examples(context.warnings, "(memory holds no similar regression yet)");
   values["kernel_format"] = caller_.prompts().kernel_format();
   auto reply = caller_.ask("coder", "coder.txt", values, context.task.name, usage);
   if (!reply) return make_error(reply.error());

@@ -1,5 +1,6 @@
 #include "agents/planner.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "common/strings.h"
@@ -70,13 +71,7 @@ Result<std::vector<Plan>> parse_plans(const std::string& reply) {
 
 Result<std::vector<Plan>> Planner::propose(const WorkContext& context, int count,
                                            AgentUsage& usage) {
-  auto values = task_values(context.task);
-  values["current_kernel"] = context.current.source;
-  values["measurements"] = describe_measurements(context.current.measurements);
-  values["memory_examples"] =
-      describe_examples(context.examples, "(memory holds no similar improvement yet)");
-  values["memory_warnings"] =
-      describe_examples(context.warnings, "(memory holds no similar regression yet)");
+  auto values = work_values(context);
   values["num_plans"] = std::to_string(count);
   values["kernel_format"] = caller_.prompts().kernel_format();
   values["tried_plans"] = context.tried_plans.empty()

@@ -112,8 +112,10 @@ class Orchestrator {
   // ---- shared by the jobs (search_jobs.cc) ----
   CandidateInput candidate_input(const TaskState& task, std::string source,
                                  memory::KernelOrigin origin, std::optional<int64_t> parent) const;
-  // Counts a judged candidate and offers a verified one to the beam. Requires mutex_.
-  void count_candidate(TaskState& task, const CandidateOutcome& outcome);
+  // Counts a judged candidate and offers a verified one to the beam (and, when it enters and
+  // `tune_new_kernels`, to the tuner). Requires mutex_.
+  void count_candidate(TaskState& task, const CandidateOutcome& outcome,
+                       bool tune_new_kernels = true);
   // Stores the pair parent -> kernel when the change is large enough, with its lesson.
   void record_pair(TaskState& task, const VerifiedKernel& parent, const VerifiedKernel& kernel,
                    const std::string& mechanical_lesson);

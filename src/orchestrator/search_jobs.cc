@@ -112,7 +112,8 @@ void Orchestrator::queue_next_tune_batch(TaskState& task, TuneTarget& target) {
   }
 }
 
-void Orchestrator::count_candidate(TaskState& task, const CandidateOutcome& outcome) {
+void Orchestrator::count_candidate(TaskState& task, const CandidateOutcome& outcome,
+                                   bool tune_new_kernels) {
   if (!outcome.judged) {
     if (++task.evaluator_errors >= kMaxFailuresInARow && !task.finished()) {
       task.phase = TaskState::Phase::kFailed;
@@ -136,7 +137,7 @@ void Orchestrator::count_candidate(TaskState& task, const CandidateOutcome& outc
   }
   task.best_sol_percent = std::max(task.best_sol_percent, k.sol_percent);
   bool entered = task.beam.offer(k);
-  if (entered && k.origin != "tuner") add_tune_target(task, k);
+  if (entered && tune_new_kernels && k.origin != "tuner") add_tune_target(task, k);
 }
 
 agents::WorkContext Orchestrator::work_context(const TaskState& task,
@@ -454,24 +455,10 @@ void Orchestrator::restore_task(TaskState& task) {
     CandidateOutcome outcome;
     outcome.judged = true;
     if (ok) outcome.verified = verified_from_history(p);
+    if (outcome.verified && p.tuner) outcome.verified->origin = "tuner";
     // Tune targets are rebuilt below from the restored beam, not while counting.
-    bool tuner = p.tuner;
-    if (outcome.verified && tuner) outcome.verified->origin = "tuner";
-    ++task.candidates;
-    ++task.since_improvement;
-    if (!outcome.verified) {
-      ++task.failures;
-      continue;
-    }
-    const VerifiedKernel& k = *outcome.verified;
-    if (k.speedup > task.best_speedup * options_.search.min_improvement) task.since_improvement = 0;
-    if (k.speedup > task.best_speedup) {
-      task.best_speedup = k.speedup;
-      task.best_us = k.median_us;
-    }
-    task.best_sol_percent = std::max(task.best_sol_percent, k.sol_percent);
-    task.beam.offer(k);
-    if (tuner) tuned.push_back(&p);
+    count_candidate(task, outcome, /*tune_new_kernels=*/false);
+    if (ok && p.tuner) tuned.push_back(&p);
   }
   if (task.phase != TaskState::Phase::kSearching) return;
   for (const VerifiedKernel& k : std::vector<VerifiedKernel>(task.beam.members())) {
