@@ -20,6 +20,8 @@
 
 #include "memory_store/memory_store.h"
 
+using kopt::make_error;
+using kopt::Status;
 using namespace kopt::memory;
 
 namespace {
