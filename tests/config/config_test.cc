@@ -52,8 +52,8 @@ TEST(ConfigTest, EveryExampleInConfigsLoads) {
   for (const auto& entry : std::filesystem::directory_iterator(KOPT_SOURCE_DIR "/configs")) {
     if (entry.path().extension() != ".json") continue;
     auto config = load_config(entry.path());
-    EXPECT_TRUE(config.ok()) << config.error();
-    if (config.ok()) EXPECT_FALSE(describe(*config).empty());
+    ASSERT_TRUE(config.ok()) << entry.path() << ": " << config.error();
+    EXPECT_FALSE(describe(*config).empty());
     ++loaded;
   }
   EXPECT_GE(loaded, 6);

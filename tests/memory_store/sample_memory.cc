@@ -43,7 +43,7 @@ int64_t evaluate(MemoryStore& store, int64_t kernel, const std::string& task, do
 }  // namespace
 
 std::string fast_axpy_source() {
-  return R"(// axpy with float4 loads: four elements per thread.
+  return R"cu(// axpy with float4 loads: four elements per thread.
 /* kopt:plan
 {
   "tunables": {"BLOCK": [256, 512]},
@@ -62,7 +62,7 @@ extern "C" __global__ void axpy_vec4(const float* x, const float* y, float* out,
     for (; i < n; ++i) out[i] = alpha * x[i] + y[i];
   }
 }
-)";
+)cu";
 }
 
 SampleMemory fill_sample_memory(MemoryStore& store) {
