@@ -119,15 +119,18 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
     size_names.push_back(name);
   }
   for (const auto& [name, value] : task.constants) params.push_back("double " + name);
-  std::string unused;  // every size and constant is referenced, so no warning for unused ones
-  for (const auto& name : size_names) unused += "  (void)" + name + ";\n";
+  // Every parameter is referenced, so no warning for an unused one. workspace_layout() takes
+  // only the sizes; launch() takes the constants too.
+  std::string unused_sizes;
+  for (const auto& name : size_names) unused_sizes += "  (void)" + name + ";\n";
+  std::string unused = unused_sizes;
   for (const auto& [name, value] : task.constants) unused += "  (void)" + name + ";\n";
 
   // Scratch buffers live in one workspace, each aligned to 256 bytes.
   h << "// Offsets of the scratch buffers in the workspace, and its size in bytes.\n"
     << "struct Workspace {\n  size_t offset[" << std::max<size_t>(kernel.scratch.size(), 1)
     << "] = {};\n  size_t bytes = 0;\n};\n\n"
-    << "inline Workspace workspace_layout(" << size_params << ") {\n" << unused
+    << "inline Workspace workspace_layout(" << size_params << ") {\n" << unused_sizes
     << "  Workspace kopt_w;\n";
   for (size_t i = 0; i < kernel.scratch.size(); ++i) {
     auto count = expression_to_cpp(kernel.scratch[i].count);

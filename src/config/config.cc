@@ -62,7 +62,7 @@ Result<Config> parse_config(const std::string& text, const std::filesystem::path
 
   // "llm": null says "no LLM" explicitly, as does leaving the section out.
   if (root->contains("llm") && (*root)["llm"].is_null()) {
-    r.object("llm");  // marks the key as known without reading it
+    r.ignore("llm");
   } else if (const json* llm = r.object("llm")) {
     config.llm = read_llm_section(reader, *llm);
   }

@@ -40,6 +40,9 @@ class ObjectReader {
   // A nested object, or nullptr when absent (or not an object, which is recorded).
   const nlohmann::json* object(const std::string& key, bool required = false);
 
+  // Accepts `key` without reading it (for a value whose meaning is "nothing here", like null).
+  void ignore(const std::string& key) { known_.push_back(key); }
+
   // Records "required field is missing" when `key` is absent (for keys read with defaults).
   void require(const std::string& key);
 

@@ -85,8 +85,34 @@ size_t balanced_end(std::string_view text, size_t start) {
   return std::string_view::npos;
 }
 
+// Models often break a long JSON string across lines with a raw newline (or tab), which strict
+// JSON forbids. Escapes raw control characters inside strings; everything else is untouched.
+std::string escape_raw_controls_in_strings(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string && !escaped && static_cast<unsigned char>(c) < 0x20) {
+      out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : " ";
+      continue;
+    }
+    out += c;
+    if (escaped) {
+      escaped = false;
+    } else if (in_string && c == '\\') {
+      escaped = true;
+    } else if (c == '"') {
+      in_string = !in_string;
+    }
+  }
+  return out;
+}
+
 std::optional<json> parse_structured(std::string_view text) {
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) {
+    value = json::parse(escape_raw_controls_in_strings(text), nullptr, false);
+  }
   if (value.is_discarded() || !(value.is_object() || value.is_array())) return std::nullopt;
   return value;
 }

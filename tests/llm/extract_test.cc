@@ -110,6 +110,16 @@ TEST(ExtractJsonTest, UnclosedFenceStillParses) {
   EXPECT_EQ((*value)["a"], 1);
 }
 
+TEST(ExtractJsonTest, RawNewlinesAndTabsInsideStringsAreTolerated) {
+  // Strict JSON refuses these; models write them when a lesson runs over a line.
+  auto value = extract_json("{\"lesson\": \"line one\nline\ttwo \\\"quoted\\\"\",\n \"n\": 2}");
+  ASSERT_TRUE(value.ok()) << value.error();
+  EXPECT_EQ((*value)["lesson"], "line one\nline\ttwo \"quoted\"");
+  EXPECT_EQ((*value)["n"], 2);
+  // A newline outside any string stays a plain separator; broken JSON stays broken.
+  EXPECT_FALSE(extract_json("{\"a\": \"x\"\n \"b\": 1}").ok());
+}
+
 TEST(ExtractJsonTest, NoJsonIsAnError) {
   EXPECT_FALSE(extract_json("no structure here").ok());
   EXPECT_FALSE(extract_json("{ not json at all }").ok());

@@ -33,6 +33,31 @@ TEST(FakeServerTest, ReplaysFilesInNameOrderCyclingAndServesFaultFiles) {
                                             "rate_limited", "```cuda\nfirst\n```\n"}));
 }
 
+TEST(FakeServerTest, ReplaysEachTasksFilesWithACursorPerModel) {
+  TempDir dir;
+  write_text(dir / "01_axpy_a.txt", "axpy a");
+  write_text(dir / "02_softmax_a.txt", "softmax a");
+  write_text(dir / "03_axpy_b.txt", "axpy b");
+  FakeLlmServer::Options options;
+  options.replay_dir = dir.path();
+  auto server = FakeLlmServer::start(options);
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto client = make_provider_client(fake_provider(**server, ProviderType::kOpenAi));
+  auto ask = [&](const std::string& prompt, const std::string& model) {
+    LlmRequest r = test_request(prompt);
+    r.model = model;
+    return client->complete(r).text;
+  };
+  EXPECT_EQ(ask("# Task: axpy\n", "coder"), "axpy a");
+  EXPECT_EQ(ask("# Task: softmax\n", "coder"), "softmax a");  // other tasks do not advance it
+  EXPECT_EQ(ask("# Task: axpy\n", "planner"), "axpy a");     // another model, its own cursor
+  EXPECT_EQ(ask("# Task: axpy\n", "coder"), "axpy b");
+  EXPECT_EQ(ask("# Task: axpy\n", "coder"), "axpy a");
+  // A task with no files of its own, or no task at all: every file in turn.
+  EXPECT_EQ(ask("# Task: gemm\n", "coder"), "axpy a");
+  EXPECT_EQ(ask("no task here", "coder"), "softmax a");
+}
+
 TEST(FakeServerTest, QueueComesBeforeTheDefault) {
   auto server = FakeLlmServer::start();
   ASSERT_TRUE(server.ok());

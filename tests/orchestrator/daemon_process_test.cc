@@ -199,10 +199,13 @@ std::filesystem::path write_llm_config(const std::filesystem::path& dir, const s
            {{"type", "openai"}, {"base_url", base_url}, {"timeout_s", 30}, {"max_attempts", 2},
             {"backoff_initial_s", 0.1}}}}},
         {"agents",
-         {{"planner", {{"provider", "fake"}, {"model", "replay"}}},
-          {"coder", {{"provider", "fake"}, {"model", "replay"}}},
-          {"summarizer", {{"provider", "fake"}, {"model", "replay"}}}}},
-        {"prices", {{"replay", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}}}}}}};
+         {{"planner", {{"provider", "fake"}, {"model", "replay-planner"}}},
+          {"coder", {{"provider", "fake"}, {"model", "replay-coder"}}},
+          {"summarizer", {{"provider", "fake"}, {"model", "replay-summarizer"}}}}},
+        {"prices",
+         {{"replay-planner", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}},
+          {"replay-coder", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}},
+          {"replay-summarizer", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}}}}}}};
   config["daemon"] = std::move(daemon);
   auto path = dir / "config.json";
   kopt::testing::write_text(path, config.dump(2));
@@ -230,7 +233,7 @@ TEST_F(DaemonProcessTest, TheWholeLoopWithTheReplayedLlm) {
   options.replay_dir = std::filesystem::path(KOPT_SOURCE_DIR) / "tests/orchestrator/replay";
   auto server = kopt::testing::FakeLlmServer::start(options);
   ASSERT_TRUE(server) << server.error();
-  // One job at a time, so that the cycle of replayed answers meets the agents in a fixed order.
+  // One job at a time; the server gives each task and agent (model) its own replay cursor.
   auto config =
       write_llm_config(dir_.path(), (*server)->openai_base_url(), {{"max_in_flight", 1}});
   auto out = run({"--tasks", tasks_.string(), "--config", config.string(),
@@ -250,7 +253,7 @@ TEST_F(DaemonProcessTest, TheWholeLoopWithTheReplayedLlm) {
                                 "AND k.source LIKE '%") +
                     kernel + "%'"),
               1)
-        << kernel;
+        << kernel << "\n" << out.stderr_text;
   }
   EXPECT_GE(count("SELECT count(*) FROM evaluations WHERE verdict = 'compile_error'"), 1);
   EXPECT_GE(count("SELECT count(*) FROM evaluations WHERE verdict IN ('incorrect', "
@@ -261,7 +264,7 @@ TEST_F(DaemonProcessTest, TheWholeLoopWithTheReplayedLlm) {
                   "k.origin_agent = 'coder' AND p.summary <> '' AND p.summary NOT LIKE "
                   "'A rewrite of%'"),
             1);
-  EXPECT_GE(count("SELECT count(*) FROM kernels WHERE origin_model = 'replay'"), 1);
+  EXPECT_GE(count("SELECT count(*) FROM kernels WHERE origin_model = 'replay-coder'"), 1);
 }
 
 }  // namespace

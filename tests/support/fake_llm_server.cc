@@ -10,9 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include <nlohmann/json.hpp>
 
 #include "common/files.h"
 #include "common/strings.h"
@@ -213,9 +216,42 @@ bool FakeLlmServer::wait(std::chrono::milliseconds delay) {
   return !stopping_cv_.wait_for(lock, delay, [this] { return stopping_; });
 }
 
-// A reply from the queue, else the next replay file (a "*.fault" file names a fault, any other
-// file is a completion's text), else the default.
-FakeReply FakeLlmServer::next_reply() {
+namespace {
+
+// "axpy" from a prompt that says "# Task: axpy"; "" when the request names no task.
+std::string task_of(const std::string& body) {
+  const std::string marker = "# Task: ";
+  size_t at = body.find(marker);
+  if (at == std::string::npos) return "";
+  size_t start = at + marker.size(), end = start;
+  while (end < body.size() && (std::isalnum(static_cast<unsigned char>(body[end])) ||
+                               body[end] == '_' || body[end] == '-' || body[end] == '.')) {
+    ++end;
+  }
+  return body.substr(start, end - start);
+}
+
+std::string model_of(const std::string& body) {
+  auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object() || !parsed.contains("model") || !parsed["model"].is_string()) return "";
+  return parsed["model"].get<std::string>();
+}
+
+// "01_axpy_vec4.txt" is a file for task "axpy".
+bool replay_file_is_for(const std::filesystem::path& file, const std::string& task) {
+  std::string stem = file.stem().string();
+  size_t digits = 0;
+  while (digits < stem.size() && std::isdigit(static_cast<unsigned char>(stem[digits]))) ++digits;
+  if (digits < stem.size() && stem[digits] == '_') ++digits;
+  std::string rest = stem.substr(digits);
+  return rest == task || rest.rfind(task + "_", 0) == 0;
+}
+
+}  // namespace
+
+// A reply from the queue, else the next replay file for the request's task and model (a
+// "*.fault" file names a fault, any other file is a completion's text), else the default.
+FakeReply FakeLlmServer::next_reply(const RecordedRequest& request) {
   std::lock_guard lock(mutex_);
   if (!queue_.empty()) {
     FakeReply r = std::move(queue_.front());
@@ -223,10 +259,23 @@ FakeReply FakeLlmServer::next_reply() {
     return r;
   }
   if (replay_files_.empty()) return default_reply_;
-  const auto& file = replay_files_[replay_next_++ % replay_files_.size()];
-  auto text = read_file(file);
+  std::string task = task_of(request.body);
+  std::vector<const std::filesystem::path*> files;
+  if (!task.empty()) {
+    for (const auto& f : replay_files_) {
+      if (replay_file_is_for(f, task)) files.push_back(&f);
+    }
+  }
+  const std::filesystem::path* file;
+  if (files.empty()) {
+    file = &replay_files_[replay_next_++ % replay_files_.size()];
+  } else {
+    size_t& cursor = replay_cursors_[task + "/" + model_of(request.body)];
+    file = files[cursor++ % files.size()];
+  }
+  auto text = read_file(*file);
   if (!text) return FakeReply::failure(FakeFault::kServerError);
-  if (file.extension() == ".fault") {
+  if (file->extension() == ".fault") {
     auto fault = parse_fake_fault(trim(*text));
     return FakeReply::failure(fault ? *fault : FakeFault::kServerError);
   }
@@ -243,7 +292,7 @@ void FakeLlmServer::serve(int fd) {
     serial = static_cast<int64_t>(requests_.size());
     max_active_ = std::max(max_active_, ++active_);
   }
-  FakeReply reply = next_reply();
+  FakeReply reply = next_reply(request);
   if (options_.log_requests) {
     std::fprintf(stderr, "fake-llm-server: %s %s -> request %lld\n", request.method.c_str(),
                  request.path.c_str(), static_cast<long long>(serial));

@@ -68,7 +68,11 @@ class FakeLlmServer {
  public:
   struct Options {
     int port = 0;                      // 0: an ephemeral port
-    std::filesystem::path replay_dir;  // files served in name order, cycling; "" for none
+    // Files served in name order, cycling; "" for none. A request whose prompt says
+    // "# Task: NAME" gets the files named NN_NAME_*.txt (when there are any), each model name
+    // (one per agent in a test config) with its own cursor: the answers a task's coder sees do
+    // not depend on how the daemon interleaves tasks and agents.
+    std::filesystem::path replay_dir;
     bool log_requests = false;         // one line per request on stderr
   };
 
@@ -100,7 +104,7 @@ class FakeLlmServer {
   FakeLlmServer() = default;
   void accept_loop();
   void serve(int fd);
-  FakeReply next_reply();
+  FakeReply next_reply(const RecordedRequest& request);
   // Waits `delay`; false when the server is stopping.
   bool wait(std::chrono::milliseconds delay);
 
@@ -118,6 +122,7 @@ class FakeLlmServer {
   FakeReply default_reply_;
   std::vector<std::filesystem::path> replay_files_;
   size_t replay_next_ = 0;
+  std::map<std::string, size_t> replay_cursors_;  // by task + "/" + model
   std::vector<RecordedRequest> requests_;
   int active_ = 0;
   int max_active_ = 0;

@@ -1,6 +1,7 @@
 // fake-llm-server: the tests' fake LLM endpoint as a program, for end-to-end runs and GPU
 // machine demos without a real model. Serves the files of --replay DIR in name order, cycling
-// (a "*.fault" file holds a fault name such as 429 or reset), on 127.0.0.1 only.
+// (a "*.fault" file holds a fault name such as 429 or reset), on 127.0.0.1 only; a prompt that
+// says "# Task: NAME" gets the files NN_NAME_*, with one cursor per task and model.
 //
 //   fake-llm-server --port 8090 --replay docs/replay/     # then: kopt run --config
 //   configs/fake-server.json
@@ -21,6 +22,8 @@ int usage(const char* why) {
                "usage: fake-llm-server [--port P] [--replay DIR] [--quiet]\n"
                "  --port P      port on 127.0.0.1 (default 0: any free port, printed)\n"
                "  --replay DIR  completions to serve, one file each, in name order, cycling;\n"
+               "                a prompt with \"# Task: NAME\" gets the files NN_NAME_* only,\n"
+               "                with one cursor per task and model;\n"
                "                a *.fault file names a fault (429, 500, 503, reset, malformed,\n"
                "                empty, truncated_body, huge, 401, 404, 400, length)\n"
                "  without --replay every request gets the completion \"ok\"\n");
