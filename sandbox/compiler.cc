@@ -151,6 +151,9 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
     out.log.resize(log_size);
     nvrtcGetProgramLog(program.get(), out.log.data());
     out.log.resize(log_size - 1);
+    // With --ptxas-options=-v NVRTC appends ptxas' log after a NUL of its own; a NUL in the
+    // middle would end the log early for C readers and shows as \u0000 in JSON.
+    std::erase(out.log, '\0');
     // The -pch notice ("using precompiled header file ...") is noise for a reader of the log.
     std::string kept;
     for (size_t line_start = 0; line_start < out.log.size();) {

@@ -58,6 +58,9 @@ TEST(Compiler, ExternCKernelCompilesToCubin) {
   EXPECT_EQ(out.lowered_names.at("axpy"), "axpy");
   EXPECT_FALSE(out.cache_hit);
   EXPECT_EQ(out.key.size(), 64u);
+  // The resource report of ptxas is in the log, which holds no NUL (NVRTC puts one before it).
+  EXPECT_NE(out.log.find("Used "), std::string::npos) << out.log;
+  EXPECT_EQ(out.log.find('\0'), std::string::npos);
 }
 
 TEST(Compiler, MangledKernelNameIsLowered) {
