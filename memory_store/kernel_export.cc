@@ -232,6 +232,12 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
     }
     auto best = store.best_kernel(task.name, gpu);
     if (!best) return make_error(best.error());
+    if ((*best)->speedup <= options.min_speedup) {
+      report.skipped.push_back(task.name + ": the best kernel on " + gpu + " is " +
+                               fixed((*best)->speedup, 3) + "x the baseline, not above " +
+                               fixed(options.min_speedup, 3) + "x (--min-speedup)");
+      continue;
+    }
     auto kernel = store.kernel((*best)->kernel_id);
     if (!kernel) return make_error(kernel.error());
     if (!*kernel) return make_error(task.name + ": kernel " + std::to_string((*best)->kernel_id) +

@@ -27,6 +27,9 @@ struct ExportOptions {
   std::string gpu;          // GPU model (exact, or a unique case-insensitive part of one);
                             // empty: per task, the GPU with the most verified evaluations
   bool git_commit = false;  // commit the changed files in the repository holding out_dir
+  // A task is exported only when its best kernel is more than this many times as fast as the
+  // baseline: by default only real wins reach the user's repository, never the baseline itself.
+  double min_speedup = 1.0;
 };
 
 struct ExportedKernel {

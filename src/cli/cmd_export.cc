@@ -1,5 +1,6 @@
-// kopt export --out DIR [--task T] [--gpu G] [--git-commit]: the best verified kernel of each
-// task into a folder of your repository, with a launcher header, a manifest and a README table.
+// kopt export --out DIR [--task T] [--gpu G] [--min-speedup X] [--git-commit]: the best verified
+// kernel of each task that beats its baseline into a folder of your repository, with a launcher
+// header, a manifest and a README table.
 #include <cstdio>
 #include <iostream>
 
@@ -22,7 +23,11 @@ int run_export(int argc, char** argv) {
       "gpu", "the GPU model the kernel was verified on (or a part of its name); default: per "
              "task, the GPU with the most verified evaluations",
       cxxopts::value<std::string>())(
-      "git-commit", "commit the written files in the git repository holding DIR");
+      "git-commit", "commit the written files in the git repository holding DIR")(
+      "min-speedup",
+      "export a task only when its best kernel is more than X times as fast as the baseline "
+      "(0: every task, even where nothing beat the baseline)",
+      cxxopts::value<double>()->default_value("1.0"), "X");
   add_database_option(options);
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
@@ -36,6 +41,11 @@ int run_export(int argc, char** argv) {
   if (args->count("task")) export_options.task = (*args)["task"].as<std::string>();
   if (args->count("gpu")) export_options.gpu = (*args)["gpu"].as<std::string>();
   export_options.git_commit = args->count("git-commit") > 0;
+  export_options.min_speedup = (*args)["min-speedup"].as<double>();
+  if (!(export_options.min_speedup >= 0)) {
+    std::cerr << "kopt export: --min-speedup must be a number >= 0\n";
+    return 2;
+  }
 
   auto store = open_memory(*args, /*create=*/false, "kopt export");
   if (!store) return 1;
@@ -47,7 +57,8 @@ int run_export(int argc, char** argv) {
   for (const auto& skipped : report->skipped) std::printf("skipped %s\n", skipped.c_str());
   if (report->kernels.empty()) {
     std::cerr << "kopt export: no verified kernel to export"
-              << (export_options.gpu.empty() ? "" : " on " + export_options.gpu) << "\n";
+              << (export_options.gpu.empty() ? "" : " on " + export_options.gpu)
+              << (report->skipped.empty() ? "" : " (see the skipped tasks above)") << "\n";
     return 1;
   }
   for (const auto& k : report->kernels) {

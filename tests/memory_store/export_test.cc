@@ -177,6 +177,28 @@ TEST_F(ExportTest, UnknownTaskAndNoVerifiedKernel) {
   EXPECT_TRUE(contains(out.stderr_text, "missing --out DIR"));
 }
 
+TEST_F(ExportTest, OnlyKernelsAboveTheMinimumSpeedupAreExported) {
+  // axpy's best is 1.11x, softmax's 2.00x.
+  auto out = kopt({"export", "--db", db_, "--out", out_.string(), "--min-speedup", "1.5"});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  EXPECT_TRUE(contains(out.stdout_text, "skipped axpy: the best kernel on NVIDIA H100 80GB HBM3 is "
+                                        "1.107x the baseline, not above 1.500x"))
+      << out.stdout_text;
+  auto files = snapshot(out_);
+  EXPECT_EQ(files.count("axpy.cu"), 0u);
+  EXPECT_EQ(files.count("softmax.cu"), 1u);
+  EXPECT_EQ(nlohmann::json::parse(files["manifest.json"])["kernels"].size(), 1u);
+
+  out = kopt({"export", "--db", db_, "--out", (dir_ / "none").string(), "--min-speedup", "3"});
+  EXPECT_EQ(out.exit_code, 1);
+  EXPECT_TRUE(contains(out.stderr_text, "no verified kernel to export (see the skipped tasks"))
+      << out.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "none"));
+  out = kopt({"export", "--db", db_, "--out", out_.string(), "--min-speedup", "-1"});
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_TRUE(contains(out.stderr_text, "--min-speedup must be a number >= 0")) << out.stderr_text;
+}
+
 TEST_F(ExportTest, UnwritableExportFolder) {
   ASSERT_TRUE(write_file_atomic(dir_ / "plain-file", "x").ok());
   auto out = kopt({"export", "--db", db_, "--out", (dir_ / "plain-file" / "kernels").string()});
