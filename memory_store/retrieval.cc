@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "memory_store/bm25.h"
 #include "memory_store/memory_store.h"
 #include "memory_store/row_readers.h"
 #include "memory_store/source_identifiers.h"
@@ -16,12 +17,16 @@ namespace kopt::memory {
 
 namespace {
 
-// How many BM25 candidates to re-score. Enough that boosts can reorder the top, small enough
-// that 100,000 pairs stay well under 10 ms (bench/retrieval_bench.cc).
-constexpr int64_t kTextCandidates = 200;
+// Candidate counts. Enough that the ranking has real choices, small enough that 100,000 pairs
+// stay well under 10 ms (bench/retrieval_bench.cc).
 // The task's own pairs are always candidates, even when their words match poorly.
 constexpr int64_t kTaskCandidates = 50;
-// Identifiers taken from the current kernel; more add little but cost time.
+// The newest pairs tagged with the query's operation family.
+constexpr int64_t kFamilyCandidates = 100;
+// The newest pairs that share any word with the query (other families with similar code).
+constexpr int64_t kTextCandidates = 100;
+// Identifiers of the current kernel in the candidate query (the longest), and in BM25.
+constexpr size_t kProbeTerms = 12;
 constexpr size_t kMaxSourceTerms = 48;
 
 bool contains(const std::vector<std::string>& tags, const std::string& tag) {
@@ -92,34 +97,82 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
   auto terms = index_terms(query.kernel_source);
   if (terms.size() > kMaxSourceTerms) terms.resize(kMaxSourceTerms);
   words.insert(words.end(), terms.begin(), terms.end());
+  // BM25 below compares lower-cased tokens (FTS5 matching is case-insensitive).
+  for (auto& word : words) {
+    std::transform(word.begin(), word.end(), word.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  }
   std::sort(words.begin(), words.end());
   words.erase(std::unique(words.begin(), words.end()), words.end());
 
-  std::map<int64_t, double> text;  // pair id -> BM25 relevance (higher is better)
-  if (std::string match = fts_any_of(words); !match.empty()) {
-    auto statement = db_.cached(
-        "SELECT rowid, -rank FROM pair_fts WHERE pair_fts MATCH ?1 ORDER BY rank LIMIT ?2");
-    statement->bind(1, match).bind(2, kTextCandidates);
+  // Candidates, each source a LIMITed read in index order so that its cost does not grow with
+  // the memory: the task's own pairs (strongest first), the newest pairs of the operation family,
+  // the newest pairs matching any word of the query.
+  std::set<int64_t> ids;
+  auto collect = [&](sql::CachedStatement& statement) -> Status {
     while (true) {
       auto row = statement->step();
       if (!row) return make_error("retrieval: " + row.error());
-      if (!*row) break;
-      text[statement->column_int64(0)] = statement->column_double(1);
+      if (!*row) return ok_status();
+      ids.insert(statement->column_int64(0));
     }
-  }
-  std::vector<int64_t> ids;
-  for (const auto& [id, score] : text) ids.push_back(id);
+  };
   {
     auto statement = db_.cached(
         "SELECT p.id FROM pairs p JOIN tasks t ON t.id = p.task_id WHERE t.name = ?1"
         " ORDER BY max(p.speedup, 1.0 / p.speedup) DESC, p.id LIMIT ?2");
     statement->bind(1, query.task).bind(2, kTaskCandidates);
+    if (auto s = collect(statement); !s) return make_error(s.error());
+  }
+  if (!query.family_tags.empty()) {
+    if (std::string family = fts_any_of(text_words(query.family_tags.front())); !family.empty()) {
+      auto statement = db_.cached(
+          "SELECT rowid FROM pair_fts WHERE pair_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2");
+      statement->bind(1, "{tags} : (" + family + ")").bind(2, kFamilyCandidates);
+      if (auto s = collect(statement); !s) return make_error(s.error());
+    }
+  }
+  // The OR query opens one doclist per word: the task and family words and only the longest
+  // (most specific) identifiers of the kernel keep it cheap; BM25 below still uses them all.
+  std::vector<std::string> probe = text_words(query.task);
+  for (const auto& tag : query.family_tags) {
+    for (auto& word : text_words(tag)) probe.push_back(std::move(word));
+  }
+  {
+    std::vector<std::string> longest = terms;
+    std::stable_sort(longest.begin(), longest.end(),
+                     [](const auto& a, const auto& b) { return a.size() > b.size(); });
+    if (longest.size() > kProbeTerms) longest.resize(kProbeTerms);
+    probe.insert(probe.end(), longest.begin(), longest.end());
+  }
+  if (std::string any = fts_any_of(probe); !any.empty()) {
+    auto statement = db_.cached(
+        "SELECT rowid FROM pair_fts WHERE pair_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2");
+    statement->bind(1, any).bind(2, kTextCandidates);
+    if (auto s = collect(statement); !s) return make_error(s.error());
+  }
+  const std::string id_list = nlohmann::json(std::vector<int64_t>(ids.begin(), ids.end())).dump();
+
+  // BM25 of every candidate over what pair_fts holds for it. The slow kernel's identifiers count:
+  // a pair whose "before" looks like the current kernel is the one whose change applies.
+  std::map<int64_t, double> text;  // pair id -> BM25 relevance (higher is better)
+  {
+    std::vector<int64_t> doc_ids;
+    std::vector<std::string> documents;
+    auto statement = db_.cached(
+        "SELECT f.rowid, f.summary || ' ' || f.tags || ' ' || f.task || ' ' || f.slow_terms || ' ' ||"
+        " f.fast_terms"
+        " FROM json_each(?1) j JOIN pair_fts f ON f.rowid = j.value");
+    statement->bind(1, id_list);
     while (true) {
       auto row = statement->step();
       if (!row) return make_error("retrieval: " + row.error());
       if (!*row) break;
-      ids.push_back(statement->column_int64(0));
+      doc_ids.push_back(statement->column_int64(0));
+      documents.push_back(statement->column_text(1));
     }
+    std::vector<double> scores = bm25_scores(words, documents);
+    for (size_t i = 0; i < doc_ids.size(); ++i) text[doc_ids[i]] = scores[i];
   }
 
   double best_text = 0;
@@ -127,10 +180,10 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
   std::vector<RetrievedPair> candidates;
   {
     auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
-                                " FROM pairs p JOIN tasks t ON t.id = p.task_id"
-                                " WHERE p.id IN (SELECT value FROM json_each(?1))"
-                                " AND (?2 OR p.is_negative = 0)");
-    statement->bind(1, nlohmann::json(ids).dump()).bind(2, query.include_negatives);
+                                " FROM json_each(?1) j JOIN pairs p ON p.id = j.value"
+                                " JOIN tasks t ON t.id = p.task_id"
+                                " WHERE (?2 OR p.is_negative = 0)");
+    statement->bind(1, id_list).bind(2, query.include_negatives);
     while (true) {
       auto row = statement->step();
       if (!row) return make_error("retrieval: " + row.error());

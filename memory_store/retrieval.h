@@ -1,10 +1,13 @@
 // Choosing the few pairs worth showing an LLM for a task and its current kernel.
 //
-// Candidates come from FTS5 (BM25 over summaries, tags, the task name and the identifiers of
-// both kernels, matched against the query's task, family tags and the identifiers of the
-// current kernel) plus the task's own pairs. Each candidate is then scored:
+// Candidates come from three bounded reads, so the cost stays flat as the memory grows: the
+// task's own pairs (strongest first), the newest pairs tagged with the query's operation family,
+// and the newest pairs that FTS5 matches on any of the query's words (its task, family tags and
+// the longest identifiers of the current kernel). Each candidate is then scored:
 //
-//   score = 1.0 * text      BM25 relative to the best candidate, 0..1
+//   score = 1.0 * text      BM25 (bm25.h) of its summary, tags, task name and the identifiers of
+//                           both kernels against all the query's words, relative to the best
+//                           candidate, 0..1
 //         + 0.6 * family    the query's operation family (first tag) 0.5, other tags 0.5 shared
 //         + 0.4 * same_task
 //         + 0.3 * gpu       same arch 1, same major architecture 0.5
