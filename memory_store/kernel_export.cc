@@ -138,24 +138,24 @@ Result<std::string> git_commit(const std::filesystem::path& dir,
   status_args.insert(status_args.end(), files.begin(), files.end());
   auto status = git(dir, status_args);
   if (!status || status->exit_code != 0) {
-    return make_error(dir.string() + ": git status failed: " +
-                      (status ? status->stderr_text : status.error()));
+    return make_error(dir.string() +
+                      ": git status failed: " + (status ? status->stderr_text : status.error()));
   }
   if (trim(status->stdout_text).empty()) return std::string();  // nothing to commit
   std::vector<std::string> add = {"add", "--"};
   add.insert(add.end(), files.begin(), files.end());
   auto added = git(dir, add);
   if (!added || added->exit_code != 0) {
-    return make_error(dir.string() + ": git add failed: " +
-                      (added ? added->stderr_text : added.error()));
+    return make_error(dir.string() +
+                      ": git add failed: " + (added ? added->stderr_text : added.error()));
   }
   std::vector<std::string> commit = {"commit", "-q", "-m", message, "--"};
   commit.insert(commit.end(), files.begin(), files.end());
   auto committed = git(dir, commit);
   if (!committed || committed->exit_code != 0) {
-    return make_error(dir.string() + ": git commit failed (the files are written): " +
-                      (committed ? committed->stderr_text + committed->stdout_text
-                                 : committed.error()));
+    return make_error(
+        dir.string() + ": git commit failed (the files are written): " +
+        (committed ? committed->stderr_text + committed->stdout_text : committed.error()));
   }
   auto head = git(dir, {"rev-parse", "HEAD"});
   return head && head->exit_code == 0 ? trim(head->stdout_text) : std::string("HEAD");
@@ -240,10 +240,12 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
     }
     auto kernel = store.kernel((*best)->kernel_id);
     if (!kernel) return make_error(kernel.error());
-    if (!*kernel) return make_error(task.name + ": kernel " + std::to_string((*best)->kernel_id) +
-                                    " is missing from the memory");
+    if (!*kernel)
+      return make_error(task.name + ": kernel " + std::to_string((*best)->kernel_id) +
+                        " is missing from the memory");
     auto spec = parse_task(task.spec_json, "memory: task " + task.name);
-    if (!spec) return make_error(task.name + ": the stored task spec does not parse: " + spec.error());
+    if (!spec)
+      return make_error(task.name + ": the stored task spec does not parse: " + spec.error());
     std::string cu_name = task.name + ".cu", header_name = task.name + ".cuh";
     auto file = parse_kernel_file((*kernel)->source, cu_name, &*spec);
     if (!file) return make_error(task.name + ": " + file.error());
@@ -263,32 +265,33 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
     planned.push_back({dir / header_name, *header});
     json chosen = json::object();
     for (const auto& [name, value] : file->tunable_values(tunables)) chosen[name] = value;
-    entries.push_back(json{
-        {"task", task.name},
-        {"kernel_file", cu_name},
-        {"header", header_name},
-        {"launcher", "kopt_" + cpp_identifier(task.name) + "::launch"},
-        {"source_sha256", (*kernel)->sha256},
-        {"task_spec_sha256", task.spec_hash},
-        {"gpu",
-         {{"model", e.gpu.model},
-          {"compute_capability", e.gpu.compute_capability},
-          {"driver_version", e.gpu.driver_version},
-          {"cuda_version", e.gpu.cuda_version}}},
-        {"median_us", e.median_us},
-        {"noise", e.noise},
-        {"baseline_us", e.baseline_us},
-        {"speedup", e.speedup},
-        {"sol_percent", e.sol_percent},
-        {"tunables", chosen},
-        {"compile_options", file->compile_options},
-        {"date", e.created_at},
-        {"verification", {{"verdict", e.verdict}, {"detail", e.detail}, {"method", kVerificationMethod}}},
-        {"origin",
-         {{"agent", (*kernel)->origin.agent},
-          {"model", (*kernel)->origin.model},
-          {"prompt_template", (*kernel)->origin.prompt_template},
-          {"tuner", (*kernel)->origin.tuner}}}});
+    entries.push_back(
+        json{{"task", task.name},
+             {"kernel_file", cu_name},
+             {"header", header_name},
+             {"launcher", "kopt_" + cpp_identifier(task.name) + "::launch"},
+             {"source_sha256", (*kernel)->sha256},
+             {"task_spec_sha256", task.spec_hash},
+             {"gpu",
+              {{"model", e.gpu.model},
+               {"compute_capability", e.gpu.compute_capability},
+               {"driver_version", e.gpu.driver_version},
+               {"cuda_version", e.gpu.cuda_version}}},
+             {"median_us", e.median_us},
+             {"noise", e.noise},
+             {"baseline_us", e.baseline_us},
+             {"speedup", e.speedup},
+             {"sol_percent", e.sol_percent},
+             {"tunables", chosen},
+             {"compile_options", file->compile_options},
+             {"date", e.created_at},
+             {"verification",
+              {{"verdict", e.verdict}, {"detail", e.detail}, {"method", kVerificationMethod}}},
+             {"origin",
+              {{"agent", (*kernel)->origin.agent},
+               {"model", (*kernel)->origin.model},
+               {"prompt_template", (*kernel)->origin.prompt_template},
+               {"tuner", (*kernel)->origin.tuner}}}});
     report.kernels.push_back({task.name, gpu, e.speedup, e.sol_percent, (*kernel)->sha256, false});
   }
   if (report.kernels.empty()) return report;
@@ -330,8 +333,8 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
                           (report.kernels.size() == 1 ? "" : "s") + "\n\n";
     for (const auto& k : report.kernels) {
       message += "- " + k.task + ": " + fixed(k.speedup, 2) + "x over baseline, " +
-                 fixed(k.sol_percent, 1) + "% of speed of light on " + k.gpu_model +
-                 " (source " + k.sha256.substr(0, 12) + ")\n";
+                 fixed(k.sol_percent, 1) + "% of speed of light on " + k.gpu_model + " (source " +
+                 k.sha256.substr(0, 12) + ")\n";
     }
     auto commit = git_commit(dir, relative, message);
     if (!commit) return make_error(commit.error());

@@ -16,11 +16,21 @@ namespace {
 std::string pointer_type(DType dtype, bool is_const) {
   std::string base;
   switch (dtype) {
-    case DType::kF32: base = "float"; break;
-    case DType::kF16: base = "__half"; break;
-    case DType::kBF16: base = "__nv_bfloat16"; break;
-    case DType::kI32: base = "int32_t"; break;
-    case DType::kI64: base = "int64_t"; break;
+    case DType::kF32:
+      base = "float";
+      break;
+    case DType::kF16:
+      base = "__half";
+      break;
+    case DType::kBF16:
+      base = "__nv_bfloat16";
+      break;
+    case DType::kI32:
+      base = "int32_t";
+      break;
+    case DType::kI64:
+      base = "int64_t";
+      break;
   }
   return (is_const ? "const " : "") + base + "*";
 }
@@ -130,14 +140,14 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
   h << "// Offsets of the scratch buffers in the workspace, and its size in bytes.\n"
     << "struct Workspace {\n  size_t offset[" << std::max<size_t>(kernel.scratch.size(), 1)
     << "] = {};\n  size_t bytes = 0;\n};\n\n"
-    << "inline Workspace workspace_layout(" << size_params << ") {\n" << unused_sizes
-    << "  Workspace kopt_w;\n";
+    << "inline Workspace workspace_layout(" << size_params << ") {\n"
+    << unused_sizes << "  Workspace kopt_w;\n";
   for (size_t i = 0; i < kernel.scratch.size(); ++i) {
     auto count = expression_to_cpp(kernel.scratch[i].count);
     if (!count) return make_error("scratch " + kernel.scratch[i].name + ": " + count.error());
     h << "  kopt_w.offset[" << i << "] = kopt_w.bytes;  // " << kernel.scratch[i].name << "\n"
-      << "  kopt_w.bytes += (static_cast<size_t>" << *count << " * " << dtype_size(kernel.scratch[i].dtype)
-      << " + 255) / 256 * 256;\n";
+      << "  kopt_w.bytes += (static_cast<size_t>" << *count << " * "
+      << dtype_size(kernel.scratch[i].dtype) << " + 255) / 256 * 256;\n";
   }
   h << "  return kopt_w;\n}\n\n"
     << "// Bytes of device memory launch() needs as `kopt_workspace` (0: pass nullptr).\n"
@@ -156,8 +166,8 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
     for (size_t i = 0; i < kernel.scratch.size(); ++i) {
       const auto& s = kernel.scratch[i];
       h << "  " << pointer_type(s.dtype, false) << " " << s.name << " = reinterpret_cast<"
-        << pointer_type(s.dtype, false) << ">(static_cast<char*>(kopt_workspace) + kopt_layout.offset[" << i
-        << "]);\n";
+        << pointer_type(s.dtype, false)
+        << ">(static_cast<char*>(kopt_workspace) + kopt_layout.offset[" << i << "]);\n";
       if (s.zero) {
         auto count = expression_to_cpp(s.count);
         if (!count) return make_error(count.error());
@@ -226,7 +236,8 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
       << "        reinterpret_cast<const void*>(&::" << launch.kernel << "),\n"
       << "        dim3(static_cast<unsigned>(kopt_grid[0]), static_cast<unsigned>(kopt_grid[1]),\n"
       << "             static_cast<unsigned>(kopt_grid[2])),\n"
-      << "        dim3(static_cast<unsigned>(kopt_block[0]), static_cast<unsigned>(kopt_block[1]),\n"
+      << "        dim3(static_cast<unsigned>(kopt_block[0]), "
+         "static_cast<unsigned>(kopt_block[1]),\n"
       << "             static_cast<unsigned>(kopt_block[2])),\n"
       << "        kopt_args, static_cast<size_t>(kopt_shared), kopt_stream);\n"
       << "    if (kopt_error != cudaSuccess) return kopt_error;\n  }\n";

@@ -160,8 +160,8 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
     std::vector<int64_t> doc_ids;
     std::vector<std::string> documents;
     auto statement = db_.cached(
-        "SELECT f.rowid, f.summary || ' ' || f.tags || ' ' || f.task || ' ' || f.slow_terms || ' ' ||"
-        " f.fast_terms"
+        "SELECT f.rowid,"
+        " f.summary || ' ' || f.tags || ' ' || f.task || ' ' || f.slow_terms || ' ' || f.fast_terms"
         " FROM json_each(?1) j JOIN pair_fts f ON f.rowid = j.value");
     statement->bind(1, id_list);
     while (true) {

@@ -18,12 +18,13 @@ int run_export(int argc, char** argv) {
       "TASK.cuh (a C++ launcher), manifest.json (provenance) and a README.md table; running it "
       "twice changes nothing");
   options.add_options()("out", "the folder to write into (created if missing)",
-                        cxxopts::value<std::string>())(
-      "task", "only this task", cxxopts::value<std::string>())(
-      "gpu", "the GPU model the kernel was verified on (or a part of its name); default: per "
-             "task, the GPU with the most verified evaluations",
-      cxxopts::value<std::string>())(
-      "git-commit", "commit the written files in the git repository holding DIR")(
+                        cxxopts::value<std::string>())("task", "only this task",
+                                                       cxxopts::value<std::string>())(
+      "gpu",
+      "the GPU model the kernel was verified on (or a part of its name); default: per "
+      "task, the GPU with the most verified evaluations",
+      cxxopts::value<std::string>())("git-commit",
+                                     "commit the written files in the git repository holding DIR")(
       "min-speedup",
       "export a task only when its best kernel is more than X times as fast as the baseline "
       "(0: every task, even where nothing beat the baseline)",
@@ -66,8 +67,7 @@ int run_export(int argc, char** argv) {
                 k.task.c_str(), k.speedup, k.sol_percent, k.gpu_model.c_str(),
                 k.sha256.substr(0, 12).c_str());
   }
-  std::printf("%zu files written to %s%s\n", report->written.size(),
-              export_options.out_dir.c_str(),
+  std::printf("%zu files written to %s%s\n", report->written.size(), export_options.out_dir.c_str(),
               report->written.empty() ? " (everything was up to date)" : "");
   if (export_options.git_commit) {
     if (report->commit.empty()) {

@@ -50,7 +50,7 @@ TEST(FakeServerTest, ReplaysEachTasksFilesWithACursorPerModel) {
   };
   EXPECT_EQ(ask("# Task: axpy\n", "coder"), "axpy a");
   EXPECT_EQ(ask("# Task: softmax\n", "coder"), "softmax a");  // other tasks do not advance it
-  EXPECT_EQ(ask("# Task: axpy\n", "planner"), "axpy a");     // another model, its own cursor
+  EXPECT_EQ(ask("# Task: axpy\n", "planner"), "axpy a");      // another model, its own cursor
   EXPECT_EQ(ask("# Task: axpy\n", "coder"), "axpy b");
   EXPECT_EQ(ask("# Task: axpy\n", "coder"), "axpy a");
   // A task with no files of its own, or no task at all: every file in turn.

@@ -21,7 +21,8 @@ namespace {
 
 using namespace testing;
 
-CommandOutput run(std::vector<std::string> args, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+CommandOutput run(std::vector<std::string> args,
+                  std::chrono::seconds timeout = std::chrono::seconds(60)) {
   auto out = run_command(args, "", timeout);
   if (!out) throw std::runtime_error(out.error());
   return *out;
@@ -72,12 +73,14 @@ TEST_F(ExportTest, WritesKernelsHeadersManifestAndReadme) {
   EXPECT_TRUE(contains(header, "#define BLOCK 512\n")) << header;  // the verified tunable
   EXPECT_TRUE(contains(header, "#include \"axpy.cu\"")) << header;
   EXPECT_TRUE(contains(header, "namespace kopt_axpy {")) << header;
-  EXPECT_TRUE(contains(header, "inline cudaError_t launch(const float* x, const float* y, float* out, "
-                               "int64_t n, double alpha, void* kopt_workspace = nullptr, "
-                               "cudaStream_t kopt_stream = 0)"))
+  EXPECT_TRUE(contains(header,
+                       "inline cudaError_t launch(const float* x, const float* y, float* out, "
+                       "int64_t n, double alpha, void* kopt_workspace = nullptr, "
+                       "cudaStream_t kopt_stream = 0)"))
       << header;
-  EXPECT_TRUE(contains(header, "kopt_ceil_div(kopt_ceil_div(static_cast<int64_t>(n), 4LL), "
-                               "static_cast<int64_t>(BLOCK))"))
+  EXPECT_TRUE(contains(header,
+                       "kopt_ceil_div(kopt_ceil_div(static_cast<int64_t>(n), 4LL), "
+                       "static_cast<int64_t>(BLOCK))"))
       << header;
   EXPECT_TRUE(contains(header, "&::axpy_vec4")) << header;
 
@@ -100,8 +103,9 @@ TEST_F(ExportTest, WritesKernelsHeadersManifestAndReadme) {
   EXPECT_EQ(manifest["kernels"][1]["task"], "softmax");
 
   const std::string& readme = files["README.md"];
-  EXPECT_TRUE(contains(readme, "| axpy | 1.11x | 85.7% | NVIDIA H100 80GB HBM3 | 280.0 | "
-                               "[axpy.cu](axpy.cu) | [axpy.cuh](axpy.cuh) | 2026-11-22 |"))
+  EXPECT_TRUE(contains(readme,
+                       "| axpy | 1.11x | 85.7% | NVIDIA H100 80GB HBM3 | 280.0 | "
+                       "[axpy.cu](axpy.cu) | [axpy.cuh](axpy.cuh) | 2026-11-22 |"))
       << readme;
   EXPECT_TRUE(contains(readme, "| softmax | 2.00x |")) << readme;
 }
@@ -131,15 +135,16 @@ TEST_F(ExportTest, OneTaskKeepsTheOthersAndTheUsersReadme) {
       << files["README.md"];
   EXPECT_TRUE(contains(files["README.md"], "| softmax |"));
   // Once: the table is replaced between its markers, not appended again.
-  EXPECT_EQ(files["README.md"].find("kopt:export:begin"), files["README.md"].rfind("kopt:export:begin"));
+  EXPECT_EQ(files["README.md"].find("kopt:export:begin"),
+            files["README.md"].rfind("kopt:export:begin"));
 }
 
 TEST_F(ExportTest, RefusesPathEscapingTaskNames) {
   for (const char* bad : {"../x", "..", "a/b", ".hidden"}) {
     auto out = kopt({"export", "--db", db_, "--out", out_.string(), "--task", bad});
     EXPECT_EQ(out.exit_code, 1) << bad;
-    EXPECT_TRUE(contains(out.stderr_text, std::string("task name '") + bad +
-                                              "' would write outside"))
+    EXPECT_TRUE(
+        contains(out.stderr_text, std::string("task name '") + bad + "' would write outside"))
         << out.stderr_text;
   }
   EXPECT_FALSE(std::filesystem::exists(out_));
@@ -181,8 +186,9 @@ TEST_F(ExportTest, OnlyKernelsAboveTheMinimumSpeedupAreExported) {
   // axpy's best is 1.11x, softmax's 2.00x.
   auto out = kopt({"export", "--db", db_, "--out", out_.string(), "--min-speedup", "1.5"});
   ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
-  EXPECT_TRUE(contains(out.stdout_text, "skipped axpy: the best kernel on NVIDIA H100 80GB HBM3 is "
-                                        "1.107x the baseline, not above 1.500x"))
+  EXPECT_TRUE(contains(out.stdout_text,
+                       "skipped axpy: the best kernel on NVIDIA H100 80GB HBM3 is "
+                       "1.107x the baseline, not above 1.500x"))
       << out.stdout_text;
   auto files = snapshot(out_);
   EXPECT_EQ(files.count("axpy.cu"), 0u);
@@ -228,15 +234,17 @@ TEST_F(ExportTest, GitCommitListsKernelsAndSpeedups) {
   std::filesystem::path repo = dir_ / "repo";
   std::filesystem::create_directories(repo);
   ASSERT_EQ(run({"git", "-C", repo.string(), "init", "-q"}).exit_code, 0);
-  ASSERT_EQ(run({"git", "-C", repo.string(), "config", "user.email", "t@example.com"}).exit_code, 0);
+  ASSERT_EQ(run({"git", "-C", repo.string(), "config", "user.email", "t@example.com"}).exit_code,
+            0);
   ASSERT_EQ(run({"git", "-C", repo.string(), "config", "user.name", "Test"}).exit_code, 0);
   auto out = kopt({"export", "--db", db_, "--out", out_.string(), "--git-commit"});
   ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
   EXPECT_TRUE(contains(out.stdout_text, "committed ")) << out.stdout_text;
   auto log = run({"git", "-C", repo.string(), "log", "--format=%B", "-1"});
   EXPECT_TRUE(contains(log.stdout_text, "kopt export: 2 kernels")) << log.stdout_text;
-  EXPECT_TRUE(contains(log.stdout_text, "- axpy: 1.11x over baseline, 85.7% of speed of light on "
-                                        "NVIDIA H100 80GB HBM3"))
+  EXPECT_TRUE(contains(log.stdout_text,
+                       "- axpy: 1.11x over baseline, 85.7% of speed of light on "
+                       "NVIDIA H100 80GB HBM3"))
       << log.stdout_text;
   EXPECT_TRUE(contains(log.stdout_text, "- softmax: 2.00x")) << log.stdout_text;
   auto files = run({"git", "-C", repo.string(), "show", "--name-only", "--format=", "HEAD"});
@@ -293,28 +301,33 @@ TEST(LauncherCodegenTest, HeadersForTheTaskSuiteCompile) {
       std::string call = "kopt_" + exporter::cpp_identifier(task->name) + "::launch(";
       bool first = true;
       for (const auto* list : {&task->inputs, &task->outputs}) {
-        for (size_t i = 0; i < list->size(); ++i, first = false) call += first ? "nullptr" : ", nullptr";
+        for (size_t i = 0; i < list->size(); ++i, first = false)
+          call += first ? "nullptr" : ", nullptr";
       }
       for (size_t i = 0; i < task->sizes.size(); ++i) call += ", 1";
       for (size_t i = 0; i < task->constants.size(); ++i) call += ", 1.0";
       call += ");";
-      std::string user = "#include \"" + stem + ".cuh\"\nvoid use_" + stem + "() { (void)" + call + " }\n";
+      std::string user =
+          "#include \"" + stem + ".cuh\"\nvoid use_" + stem + "() { (void)" + call + " }\n";
       ASSERT_TRUE(write_file_atomic(dir / ("use_" + stem + ".cu"), user).ok());
       sources.push_back(dir / ("use_" + stem + ".cu"));
     }
   }
   ASSERT_GE(sources.size(), 4u);
   std::filesystem::path nvcc = std::filesystem::path(KOPT_CUDA_ROOT) / "bin" / "nvcc";
-  if (!std::filesystem::exists(nvcc)) GTEST_SKIP() << "no nvcc at " << nvcc << ": headers generated, not compiled";
+  if (!std::filesystem::exists(nvcc))
+    GTEST_SKIP() << "no nvcc at " << nvcc << ": headers generated, not compiled";
   std::vector<std::string> wanted = {"mse_loss_baseline", "bf16_gemm_baseline", "axpy_reference",
                                      "softmax_baseline", "layernorm_reference"};
   for (const auto& stem : wanted) {
     std::filesystem::path source = dir / ("use_" + stem + ".cu");
     if (!std::filesystem::exists(source)) continue;
     auto out = run({nvcc.string(), "-std=c++17", "-arch=sm_90a", "-c", source.string(), "-o",
-                    (dir / (stem + ".o")).string(), "-I", (std::filesystem::path(KOPT_CUDA_ROOT) / "include" / "cccl").string()},
+                    (dir / (stem + ".o")).string(), "-I",
+                    (std::filesystem::path(KOPT_CUDA_ROOT) / "include" / "cccl").string()},
                    std::chrono::seconds(300));
-    EXPECT_EQ(out.exit_code, 0) << stem << ":\n" << out.stderr_text << *read_file(dir / (stem + ".cuh"));
+    EXPECT_EQ(out.exit_code, 0) << stem << ":\n"
+                                << out.stderr_text << *read_file(dir / (stem + ".cuh"));
   }
 }
 
