@@ -47,7 +47,8 @@ Result<std::vector<std::filesystem::path>> resolve_tasks(const DaemonInvocation&
     }
     if (std::filesystem::is_directory(path, ec)) {
       auto found = find_task_dirs(path);
-      if (found.empty()) return make_error("--tasks " + arg + ": no task folder (with a task.json) in it");
+      if (found.empty())
+        return make_error("--tasks " + arg + ": no task folder (with a task.json) in it");
       for (const auto& dir : found) {
         dirs.push_back(std::filesystem::absolute(dir, ec).lexically_normal());
       }
@@ -70,6 +71,24 @@ std::vector<int> visible_gpus() {
   }
   // No driver here: the worker says so in its own words when it starts.
   return {0};
+}
+
+// Local workers need a GPU here: said once, before a run is recorded, rather than as every
+// task's baseline failing in turn.
+Status local_gpus_present(const std::vector<int>& gpus) {
+  auto driver = load_cuda_driver();
+  if (!driver) return make_error(driver.error());
+  int count = 0;
+  if ((*driver)->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+    return make_error("the NVIDIA driver sees no GPU; this command needs a GPU");
+  }
+  for (int gpu : gpus) {
+    if (gpu < 0 || gpu >= count) {
+      return make_error("GPU " + std::to_string(gpu) + " does not exist: this machine has " +
+                        std::to_string(count) + " (0.." + std::to_string(count - 1) + ")");
+    }
+  }
+  return ok_status();
 }
 
 void apply_config(const DaemonConfig& d, RunOptions& options) {
@@ -99,8 +118,8 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
                            "optimize the tasks' kernels until the budgets run out (the built-in "
                            "tuner alone when no LLM is configured)");
   options.add_options()("tasks", "task folders, or folders holding task folders (repeatable)",
-                        cxxopts::value<std::vector<std::string>>())(
-      "hours", "wall-time budget", cxxopts::value<double>())(
+                        cxxopts::value<std::vector<std::string>>())("hours", "wall-time budget",
+                                                                    cxxopts::value<double>())(
       "max-usd", "LLM cost budget in US dollars", cxxopts::value<double>())(
       "candidates-per-task", "kernels judged per task at most", cxxopts::value<int64_t>())(
       "gpus", "GPU indices, e.g. 0,1 (default: the config's, else every visible GPU)",
@@ -176,8 +195,8 @@ std::string default_worker_path(const std::string& configured) {
 }
 
 Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daemon,
-                                                       const std::string& worker,
-                                                       const std::vector<int>& gpus) {
+                                                        const std::string& worker,
+                                                        const std::vector<int>& gpus) {
   std::vector<SandboxOptions> all;
   const auto& tpl = daemon.worker_command;
   size_t worker_at = tpl.size();
@@ -200,7 +219,8 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
       options.command_prefix.clear();
       for (size_t i = 0; i < worker_at; ++i) options.command_prefix.push_back(fill(tpl[i]));
       options.worker = fill(tpl[worker_at]);
-      for (size_t i = worker_at + 1; i < tpl.size(); ++i) options.extra_args.push_back(fill(tpl[i]));
+      for (size_t i = worker_at + 1; i < tpl.size(); ++i)
+        options.extra_args.push_back(fill(tpl[i]));
       options.device = -1;
     }
     all.push_back(std::move(options));
@@ -233,9 +253,9 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   if (invocation.resume) {
     auto last = store->latest_run();
     if (!last || !*last) {
-      std::cerr << "kopt run --resume: " << (last ? "this database has no run to resume"
-                                                  : last.error())
-                << " (" << db_path.string() << ")\n";
+      std::cerr << "kopt run --resume: "
+                << (last ? "this database has no run to resume" : last.error()) << " ("
+                << db_path.string() << ")\n";
       return 2;
     }
     resume_id = (*last)->id;
@@ -274,7 +294,16 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   }
 
   std::vector<int> gpus = invocation.gpus ? *invocation.gpus : config->daemon.gpus;
-  if (gpus.empty()) gpus = config->daemon.worker_command.empty() ? visible_gpus() : std::vector<int>{0};
+  if (gpus.empty())
+    gpus = config->daemon.worker_command.empty() ? visible_gpus() : std::vector<int>{0};
+  if (!hooks.make_evaluator && config->daemon.worker_command.empty()) {
+    if (auto present = local_gpus_present(gpus); !present) {
+      std::cerr << "kopt run: " << present.error()
+                << "\n(to run the workers on other machines, set daemon.worker_command: see "
+                   "\"Running overnight\" in README.md)\n";
+      return 3;
+    }
+  }
 
   // Prompts and the LLM are checked before any work: a broken template or a missing key is an
   // error now, not at the first plan.
@@ -384,8 +413,8 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   for (const std::string& line : render_progress(outcome->progress)) {
     std::printf("%s\n", line.c_str());
   }
-  std::printf("run %lld %s: %s\n", static_cast<long long>(outcome->run_id),
-              outcome->status.c_str(), outcome->stop_reason.c_str());
+  std::printf("run %lld %s: %s\n", static_cast<long long>(outcome->run_id), outcome->status.c_str(),
+              outcome->stop_reason.c_str());
   std::fflush(stdout);
   int code = outcome->status == "failed" ? 1 : 0;
   if (outcome->abandoned_jobs > 0) {

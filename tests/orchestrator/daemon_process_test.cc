@@ -10,8 +10,9 @@
 #include <thread>
 
 #include "common/files.h"
-#include "common/subprocess.h"
 #include "common/strings.h"
+#include "common/subprocess.h"
+#include "sandbox/cuda_driver.h"
 #include "tests/orchestrator/orchestrator_test_support.h"
 #include "tests/support/fake_llm_server.h"
 
@@ -85,6 +86,23 @@ TEST_F(DaemonProcessTest, TheTunerRunsWithoutAnyLlmOrConfig) {
   EXPECT_TRUE(kopt::testing::contains(*log, "[axpy] tuner BLOCK=512: ok 1.100x"));
 }
 
+TEST_F(DaemonProcessTest, TheRealKoptRunSaysOnceThatItNeedsAGpu) {
+  // The product binary with its real workers: on a machine without a driver (CI) it refuses in
+  // one line before recording a run; with a GPU there is nothing to refuse.
+  if (load_cuda_driver().ok()) GTEST_SKIP() << "this machine has an NVIDIA driver";
+  auto out = run_command(
+      {KOPT_BINARY, "run", "--tasks", tasks_.string(), "--db", db().string(), "--no-display"}, "",
+      60s);
+  ASSERT_TRUE(out) << out.error();
+  EXPECT_EQ(out->exit_code, 3) << out->stderr_text;
+  EXPECT_TRUE(kopt::testing::contains(out->stderr_text, "kopt run: no NVIDIA driver"))
+      << out->stderr_text;
+  EXPECT_TRUE(kopt::testing::contains(out->stderr_text, "this command needs a GPU"));
+  EXPECT_TRUE(kopt::testing::contains(out->stderr_text, "daemon.worker_command"));
+  EXPECT_FALSE(kopt::testing::contains(out->stderr_text, "[axpy]")) << out->stderr_text;
+  EXPECT_EQ(count("SELECT count(*) FROM runs"), 0);
+}
+
 TEST_F(DaemonProcessTest, SigtermDrainsStoresAndExitsZero) {
   Subprocess daemon = start({"--tasks", tasks_.string(), "--gpus", "0,1"}, 400);
   ASSERT_TRUE(kopt::testing::wait_until([&] { return evaluations() >= 2; }, 60s));
@@ -142,8 +160,8 @@ TEST_F(DaemonProcessTest, OneDaemonPerDatabase) {
   auto second = run({"--tasks", tasks_.string()}, 30s);
   EXPECT_EQ(second.exit_code, 1);
   EXPECT_TRUE(kopt::testing::contains(
-      second.stderr_text, "already running on " + db().string() + " (pid " +
-                              std::to_string(first.pid()) + ")"))
+      second.stderr_text,
+      "already running on " + db().string() + " (pid " + std::to_string(first.pid()) + ")"))
       << second.stderr_text;
   ::kill(first.pid(), SIGTERM);
   EXPECT_EQ(exit_status(first, 30s), 0);
@@ -153,8 +171,8 @@ TEST_F(DaemonProcessTest, StatusAndSubmitFromAnotherShell) {
   Subprocess daemon = start({"--tasks", (tasks_ / "axpy").string()}, 700);
   ASSERT_TRUE(kopt::testing::wait_until(
       [&] { return count("SELECT count(*) FROM daemon_status") >= 1; }, 60s));
-  auto status = kopt::testing::run_kopt({"status", "--db", db().string(), "--json"},
-                                        dir_ / "cache");
+  auto status =
+      kopt::testing::run_kopt({"status", "--db", db().string(), "--json"}, dir_ / "cache");
   ASSERT_EQ(status.exit_code, 0) << status.stderr_text;
   auto json = nlohmann::json::parse(status.stdout_text);
   EXPECT_EQ(json["run_id"], 1);
@@ -170,8 +188,9 @@ TEST_F(DaemonProcessTest, StatusAndSubmitFromAnotherShell) {
   EXPECT_TRUE(kopt::testing::contains(submit.stdout_text, "submitted softmax"));
   ASSERT_TRUE(kopt::testing::wait_until(
       [&] {
-        return count("SELECT count(*) FROM evaluations e JOIN tasks t ON t.id = e.task_id WHERE "
-                     "t.name = 'softmax'") >= 1;
+        return count(
+                   "SELECT count(*) FROM evaluations e JOIN tasks t ON t.id = e.task_id WHERE "
+                   "t.name = 'softmax'") >= 1;
       },
       60s));
   ::kill(daemon.pid(), SIGINT);
@@ -182,21 +201,24 @@ TEST_F(DaemonProcessTest, StatusAndSubmitFromAnotherShell) {
   EXPECT_TRUE(kopt::testing::contains(after.stdout_text, "softmax")) << after.stdout_text;
   EXPECT_TRUE(kopt::testing::contains(after.stdout_text, "run 1 interrupted")) << after.stdout_text;
 
-  auto bad = kopt::testing::run_kopt({"submit", (dir_ / "nowhere").string(), "--db",
-                                      db().string()},
+  auto bad = kopt::testing::run_kopt({"submit", (dir_ / "nowhere").string(), "--db", db().string()},
                                      dir_ / "cache");
   EXPECT_EQ(bad.exit_code, 2);
 }
 
 // A config whose LLM is the fake server at `base_url`, with prompts from `prompts_dir` when given.
-std::filesystem::path write_llm_config(const std::filesystem::path& dir, const std::string& base_url,
+std::filesystem::path write_llm_config(const std::filesystem::path& dir,
+                                       const std::string& base_url,
                                        nlohmann::json daemon = nlohmann::json::object()) {
   nlohmann::json config = {
       {"format", 1},
       {"llm",
        {{"providers",
          {{"fake",
-           {{"type", "openai"}, {"base_url", base_url}, {"timeout_s", 30}, {"max_attempts", 2},
+           {{"type", "openai"},
+            {"base_url", base_url},
+            {"timeout_s", 30},
+            {"max_attempts", 2},
             {"backoff_initial_s", 0.1}}}}},
         {"agents",
          {{"planner", {{"provider", "fake"}, {"model", "replay-planner"}}},
@@ -234,10 +256,9 @@ TEST_F(DaemonProcessTest, TheWholeLoopWithTheReplayedLlm) {
   auto server = kopt::testing::FakeLlmServer::start(options);
   ASSERT_TRUE(server) << server.error();
   // One job at a time; the server gives each task and agent (model) its own replay cursor.
-  auto config =
-      write_llm_config(dir_.path(), (*server)->openai_base_url(), {{"max_in_flight", 1}});
-  auto out = run({"--tasks", tasks_.string(), "--config", config.string(),
-                  "--candidates-per-task", "14"});
+  auto config = write_llm_config(dir_.path(), (*server)->openai_base_url(), {{"max_in_flight", 1}});
+  auto out =
+      run({"--tasks", tasks_.string(), "--config", config.string(), "--candidates-per-task", "14"});
   EXPECT_EQ(out.exit_code, 0) << out.stderr_text;
   EXPECT_TRUE(kopt::testing::contains(out.stdout_text, "finished")) << out.stdout_text;
   EXPECT_GT((*server)->request_count(), 3u);
@@ -253,7 +274,8 @@ TEST_F(DaemonProcessTest, TheWholeLoopWithTheReplayedLlm) {
                                 "AND k.source LIKE '%") +
                     kernel + "%'"),
               1)
-        << kernel << "\n" << out.stderr_text;
+        << kernel << "\n"
+        << out.stderr_text;
   }
   EXPECT_GE(count("SELECT count(*) FROM evaluations WHERE verdict = 'compile_error'"), 1);
   EXPECT_GE(count("SELECT count(*) FROM evaluations WHERE verdict IN ('incorrect', "
