@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <string_view>
 #include <unordered_map>
 
 namespace kopt::memory {
@@ -33,22 +34,6 @@ struct TransparentHash {
 };
 
 }  // namespace
-
-std::vector<std::string> fts_tokens(std::string_view text) {
-  std::vector<std::string> tokens;
-  std::string current;
-  for (char c : text) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (is_token_char(u)) {
-      current += kTokens.lower[u];
-    } else if (!current.empty()) {
-      tokens.push_back(std::move(current));
-      current.clear();
-    }
-  }
-  if (!current.empty()) tokens.push_back(std::move(current));
-  return tokens;
-}
 
 std::vector<double> bm25_scores(const std::vector<std::string>& query_terms,
                                 const std::vector<std::string>& documents) {

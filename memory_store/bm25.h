@@ -5,18 +5,14 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace kopt::memory {
 
-// The tokens of `text` as pair_fts indexes them (unicode61 with '_' a token character):
-// runs of letters, digits, '_' and non-ASCII bytes, lower-cased, in order, repeats kept.
-std::vector<std::string> fts_tokens(std::string_view text);
-
-// Okapi BM25 (k1 = 1.2, b = 0.75) of each document (its text, tokenized as fts_tokens does) for
-// the distinct `query_terms` (lower case), with document frequencies and average length taken
-// over `documents` themselves. A document that contains no query term scores 0.
+// Okapi BM25 (k1 = 1.2, b = 0.75) of each document for the distinct `query_terms` (lower case),
+// tokenizing the documents as pair_fts does (unicode61 with '_' a token character: runs of
+// letters, digits, '_' and non-ASCII bytes, lower-cased), with document frequencies and average
+// length taken over `documents` themselves. A document that contains no query term scores 0.
 std::vector<double> bm25_scores(const std::vector<std::string>& query_terms,
                                 const std::vector<std::string>& documents);
 

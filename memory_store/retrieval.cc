@@ -90,12 +90,14 @@ std::vector<RetrievedPair> select_diverse(std::vector<RetrievedPair> candidates,
 
 Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& query) {
   if (query.k <= 0) return std::vector<RetrievedPair>();
-  std::vector<std::string> words = text_words(query.task);
+  // The task's and the family tags' words, then the kernel's identifiers.
+  std::vector<std::string> topic = text_words(query.task);
   for (const auto& tag : query.family_tags) {
-    for (auto& word : text_words(tag)) words.push_back(std::move(word));
+    for (auto& word : text_words(tag)) topic.push_back(std::move(word));
   }
   auto terms = index_terms(query.kernel_source);
   if (terms.size() > kMaxSourceTerms) terms.resize(kMaxSourceTerms);
+  std::vector<std::string> words = topic;
   words.insert(words.end(), terms.begin(), terms.end());
   // BM25 below compares lower-cased tokens (FTS5 matching is case-insensitive).
   for (auto& word : words) {
@@ -134,10 +136,7 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
   }
   // The OR query opens one doclist per word: the task and family words and only the longest
   // (most specific) identifiers of the kernel keep it cheap; BM25 below still uses them all.
-  std::vector<std::string> probe = text_words(query.task);
-  for (const auto& tag : query.family_tags) {
-    for (auto& word : text_words(tag)) probe.push_back(std::move(word));
-  }
+  std::vector<std::string> probe = std::move(topic);
   {
     std::vector<std::string> longest = terms;
     std::stable_sort(longest.begin(), longest.end(),

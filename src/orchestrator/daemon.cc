@@ -61,31 +61,25 @@ Result<std::vector<std::filesystem::path>> resolve_tasks(const DaemonInvocation&
   return dirs;
 }
 
-std::vector<int> visible_gpus() {
-  auto driver = load_cuda_driver();
-  int count = 0;
-  if (driver && (*driver)->cuDeviceGetCount(&count) == CUDA_SUCCESS && count > 0) {
-    std::vector<int> all(static_cast<size_t>(count));
-    for (int i = 0; i < count; ++i) all[static_cast<size_t>(i)] = i;
-    return all;
-  }
-  // No driver here: the worker says so in its own words when it starts.
-  return {0};
-}
-
-// Local workers need a GPU here: said once, before a run is recorded, rather than as every
-// task's baseline failing in turn.
-Status local_gpus_present(const std::vector<int>& gpus) {
+// How many GPUs this machine's driver sees, or why there are none.
+Result<int> local_gpu_count() {
   auto driver = load_cuda_driver();
   if (!driver) return make_error(driver.error());
   int count = 0;
   if ((*driver)->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
     return make_error("the NVIDIA driver sees no GPU; this command needs a GPU");
   }
+  return count;
+}
+
+// Local workers need a GPU here: said once, before a run is recorded, rather than as every
+// task's baseline failing in turn.
+Status local_gpus_present(const Result<int>& count, const std::vector<int>& gpus) {
+  if (!count) return make_error(count.error());
   for (int gpu : gpus) {
-    if (gpu < 0 || gpu >= count) {
+    if (gpu < 0 || gpu >= *count) {
       return make_error("GPU " + std::to_string(gpu) + " does not exist: this machine has " +
-                        std::to_string(count) + " (0.." + std::to_string(count - 1) + ")");
+                        std::to_string(*count) + " (0.." + std::to_string(*count - 1) + ")");
     }
   }
   return ok_status();
@@ -293,11 +287,16 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
     options.budgets.candidates_per_task = invocation.candidates_per_task;
   }
 
+  // Default GPUs: every one this machine has for local workers (GPU 0 where there are none:
+  // the test evaluator needs no GPU), GPU 0 for a worker command template.
   std::vector<int> gpus = invocation.gpus ? *invocation.gpus : config->daemon.gpus;
-  if (gpus.empty())
-    gpus = config->daemon.worker_command.empty() ? visible_gpus() : std::vector<int>{0};
-  if (!hooks.make_evaluator && config->daemon.worker_command.empty()) {
-    if (auto present = local_gpus_present(gpus); !present) {
+  const bool local_workers = config->daemon.worker_command.empty();
+  Result<int> count = local_workers ? local_gpu_count() : Result<int>(1);
+  if (gpus.empty()) {
+    for (int i = 0; i < (local_workers && count ? *count : 1); ++i) gpus.push_back(i);
+  }
+  if (!hooks.make_evaluator && local_workers) {
+    if (auto present = local_gpus_present(count, gpus); !present) {
       std::cerr << "kopt run: " << present.error()
                 << "\n(to run the workers on other machines, set daemon.worker_command: see "
                    "\"Running overnight\" in README.md)\n";
