@@ -86,6 +86,8 @@ Result<CudaDriver> load_once() {
   KOPT_RESOLVE(cuStreamCreate);
   KOPT_RESOLVE_V2(cuStreamDestroy);
   KOPT_RESOLVE(cuStreamSynchronize);
+  KOPT_RESOLVE(cuStreamQuery);
+  KOPT_RESOLVE(cuDeviceGetPCIBusId);
   KOPT_RESOLVE(cuEventCreate);
   KOPT_RESOLVE_V2(cuEventDestroy);
   KOPT_RESOLVE(cuEventRecord);

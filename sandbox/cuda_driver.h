@@ -46,6 +46,8 @@ struct CudaDriver {
   KOPT_CUDA_FN(cuStreamCreate);
   KOPT_CUDA_FN(cuStreamDestroy);
   KOPT_CUDA_FN(cuStreamSynchronize);
+  KOPT_CUDA_FN(cuStreamQuery);
+  KOPT_CUDA_FN(cuDeviceGetPCIBusId);
   KOPT_CUDA_FN(cuEventCreate);
   KOPT_CUDA_FN(cuEventDestroy);
   KOPT_CUDA_FN(cuEventRecord);

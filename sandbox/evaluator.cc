@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/strings.h"
@@ -96,8 +97,38 @@ Result<json> SandboxEvaluator::start() {
 }
 
 Result<EvalResult> SandboxEvaluator::evaluate(const EvalRequest& request) {
-  std::lock_guard lock(mutex_);
-  return evaluate_locked(request);
+  std::unique_lock lock(mutex_);
+  auto give_up = after_seconds(options_.busy_retry_seconds);
+  double pause = options_.busy_first_pause_seconds;
+  while (true) {
+    auto result = evaluate_locked(request);
+    if (!result || result->verdict != Verdict::kGpuBusy) return result;
+    bool cancelled = false;
+    {
+      std::lock_guard pause_lock(pause_mutex_);
+      cancelled = pauses_cancelled_;
+    }
+    if (cancelled || after_seconds(pause) > give_up) {
+      spdlog::warn("{}: {}", name(), result->detail);
+      return result;
+    }
+    // Timing on this GPU pauses; the candidate is judged again when the GPU is quiet, and its
+    // number from the busy GPU is never reported.
+    spdlog::warn("{}: {}; timing on this GPU pauses for {:.0f} s", name(), result->detail, pause);
+    {
+      std::unique_lock pause_lock(pause_mutex_);
+      pause_cancelled_.wait_for(pause_lock, millis(pause), [this] { return pauses_cancelled_; });
+    }
+    pause = std::min(pause * 2, 120.0);
+  }
+}
+
+void SandboxEvaluator::cancel_pauses() {
+  {
+    std::lock_guard lock(pause_mutex_);
+    pauses_cancelled_ = true;
+  }
+  pause_cancelled_.notify_all();
 }
 
 std::string SandboxEvaluator::stderr_tail() const {

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -27,6 +28,8 @@ class Evaluator {
   virtual Result<EvalResult> evaluate(const EvalRequest& request) = 0;
   // What it runs on, for logs: "kopt-sandbox --device 1".
   virtual std::string name() const = 0;
+  // Ends any wait for a busy GPU to become quiet at once (the daemon is stopping).
+  virtual void cancel_pauses() {}
 };
 
 struct SandboxOptions {
@@ -42,6 +45,11 @@ struct SandboxOptions {
   // How long a worker that announced its exit (fatal, shutdown) or closed stdout may take to
   // exit before it is killed.
   double exit_grace_seconds = 5;
+  // A gpu_busy verdict (another process computes on the GPU, or its clocks are held down) is
+  // retried for up to this long, with pauses of 5 s doubling to 2 min in between, before it is
+  // returned. 0: returned at once (kopt eval, which says so and exits non-zero).
+  double busy_retry_seconds = 0;
+  double busy_first_pause_seconds = 5;
 };
 
 // The worker's command line: prefix, worker, --device N, extra arguments.
@@ -57,6 +65,7 @@ class SandboxEvaluator final : public Evaluator {
   // Thread-safe; concurrent calls are served one after another.
   Result<EvalResult> evaluate(const EvalRequest& request) override;
   std::string name() const override;
+  void cancel_pauses() override;
 
   // Starts the worker unless it is running, and returns the "device" object of its ping
   // answer. The error says why it cannot start ("no NVIDIA driver: ...").
@@ -97,6 +106,10 @@ class SandboxEvaluator final : public Evaluator {
   std::string stderr_tail() const;
 
   mutable std::mutex mutex_;
+  // Separate from mutex_, which an evaluation holds: cancelling must not wait for one to end.
+  std::mutex pause_mutex_;
+  std::condition_variable pause_cancelled_;
+  bool pauses_cancelled_ = false;  // guarded by pause_mutex_
   SandboxOptions options_;
   std::optional<Worker> worker_;
   int64_t next_id_ = 1;

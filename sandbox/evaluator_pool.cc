@@ -53,4 +53,8 @@ std::string EvaluatorPool::name() const {
   return "pool of " + std::to_string(members_.size()) + ": " + join(names, "; ");
 }
 
+void EvaluatorPool::cancel_pauses() {
+  for (auto& member : members_) member->cancel_pauses();
+}
+
 }  // namespace kopt

@@ -23,6 +23,7 @@ class EvaluatorPool final : public Evaluator {
   // Blocks until a member is free, then evaluates on it. Thread-safe.
   Result<EvalResult> evaluate(const EvalRequest& request) override;
   std::string name() const override;
+  void cancel_pauses() override;
 
   size_t size() const { return members_.size(); }
   Evaluator& member(size_t index) { return *members_[index]; }

@@ -95,14 +95,19 @@ json options_to_json(const EvalOptions& o) {
           {"max_noise", o.max_noise},
           {"max_gpu_seconds", o.max_gpu_seconds},
           {"max_wall_seconds", o.max_wall_seconds},
-          {"suspicious_speedup", o.suspicious_speedup}};
+          {"suspicious_speedup", o.suspicious_speedup},
+          {"hang_factor", o.hang_factor},
+          {"hang_floor_seconds", o.hang_floor_seconds},
+          {"check_gpu_quiet", o.check_gpu_quiet},
+          {"probe_tolerance", o.probe_tolerance}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
   EvalOptions options;
   r.check_keys(o, path,
                {"arch", "seed", "rounds", "check_holdout", "time", "min_samples", "max_noise",
-                "max_gpu_seconds", "max_wall_seconds", "suspicious_speedup"});
+                "max_gpu_seconds", "max_wall_seconds", "suspicious_speedup", "hang_factor",
+                "hang_floor_seconds", "check_gpu_quiet", "probe_tolerance"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -121,6 +126,13 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   read_into(r, o, path, "max_gpu_seconds", options.max_gpu_seconds);
   read_into(r, o, path, "max_wall_seconds", options.max_wall_seconds);
   read_into(r, o, path, "suspicious_speedup", options.suspicious_speedup);
+  read_into(r, o, path, "hang_factor", options.hang_factor);
+  read_into(r, o, path, "hang_floor_seconds", options.hang_floor_seconds);
+  read_into(r, o, path, "check_gpu_quiet", options.check_gpu_quiet);
+  read_into(r, o, path, "probe_tolerance", options.probe_tolerance);
+  if (!(options.hang_factor >= 1)) r.error(path + ".hang_factor", "must be at least 1");
+  if (!(options.hang_floor_seconds > 0)) r.error(path + ".hang_floor_seconds", "must be positive");
+  if (!(options.probe_tolerance > 0)) r.error(path + ".probe_tolerance", "must be positive");
   if (options.rounds < 1) r.error(path + ".rounds", "must be at least 1");
   if (options.min_samples < 1) r.error(path + ".min_samples", "must be at least 1");
   if (!(options.max_wall_seconds > 0)) r.error(path + ".max_wall_seconds", "must be positive");
@@ -250,6 +262,7 @@ json to_json(const EvalResult& result) {
   if (result.baseline_time) j["baseline_time"] = timing_to_json(*result.baseline_time);
   if (result.resources) j["resources"] = resources_to_json(*result.resources);
   if (!result.device.is_null()) j["device"] = result.device;
+  if (!result.gpu_check.is_null()) j["gpu_check"] = result.gpu_check;
   return j;
 }
 
@@ -260,7 +273,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   r.check_keys(j, "$",
                {"verdict", "detail", "compile_log", "compile_ms", "compile_cache_hit", "mismatch",
                 "candidate_time", "baseline_time", "resources", "speedup", "sol_us", "sol_percent",
-                "verify_ms", "time_ms", "total_ms", "device"});
+                "verify_ms", "time_ms", "total_ms", "device", "gpu_check"});
   if (auto name = r.string_field(j, "$", "verdict", true)) {
     if (auto verdict = parse_verdict(*name)) {
       result.verdict = *verdict;
@@ -285,6 +298,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   read_into(r, j, "$", "time_ms", result.time_ms);
   read_into(r, j, "$", "total_ms", result.total_ms);
   if (j.contains("device")) result.device = j.at("device");
+  if (j.contains("gpu_check")) result.gpu_check = j.at("gpu_check");
   if (!r.ok()) return make_error(r.message());
   return result;
 }

@@ -22,25 +22,34 @@ inline constexpr int kProtocolVersion = 1;
 
 struct KernelSource {
   std::string source;
-  std::string origin;                      // a file name, for logs and messages
-  std::map<std::string, int64_t> tunables; // values chosen for this evaluation (else defaults)
+  std::string origin;                       // a file name, for logs and messages
+  std::map<std::string, int64_t> tunables;  // values chosen for this evaluation (else defaults)
 };
 
 struct EvalOptions {
-  std::string arch;            // empty: the worker's GPU
-  uint64_t seed = 0;           // 0: the worker draws a fresh seed
-  int rounds = 5;              // rounds of fresh random inputs per shape
+  std::string arch;   // empty: the worker's GPU
+  uint64_t seed = 0;  // 0: the worker draws a fresh seed
+  int rounds = 5;     // rounds of fresh random inputs per shape
   bool check_holdout = true;
-  bool time = true;            // false: verify only
+  bool time = true;  // false: verify only
   int min_samples = 10;
-  double max_noise = 0.005;    // stop when the relative noise of the median falls below this
+  double max_noise = 0.005;  // stop when the relative noise of the median falls below this
   double max_gpu_seconds = 0.5;
   double max_wall_seconds = 20;
   double suspicious_speedup = 10.0;
+  // Hang detection: a candidate's run may take hang_factor x the trusted kernel's time at the
+  // same shape, and never less than hang_floor_seconds, before it is a timeout.
+  double hang_factor = 20.0;
+  double hang_floor_seconds = 1.0;
+  // Before and after timing: no other process may hold compute on the GPU, its clocks may not be
+  // held down, and the worker's probe kernel must run within probe_tolerance of its best known
+  // time on this GPU; otherwise the verdict is gpu_busy and no number is reported.
+  bool check_gpu_quiet = true;
+  double probe_tolerance = 0.10;
 };
 
 struct EvalRequest {
-  std::string task_json;                 // task.json as text
+  std::string task_json;  // task.json as text
   KernelSource reference;
   std::optional<KernelSource> baseline;  // timed interleaved with the candidate when present
   KernelSource candidate;
@@ -49,33 +58,33 @@ struct EvalRequest {
 
 struct KernelResources {
   int registers = 0;
-  int local_bytes = 0;      // spills and local arrays per thread
+  int local_bytes = 0;  // spills and local arrays per thread
   int static_shared_bytes = 0;
   int64_t dynamic_shared_bytes = 0;
-  double occupancy = 0;     // theoretical, 0..1, of the heaviest launch
+  double occupancy = 0;  // theoretical, 0..1, of the heaviest launch
 };
 
 struct TimingSummary {
   double median_us = 0;
-  double noise = 0;         // relative standard error of the median (sandbox/timing_stats.h)
+  double noise = 0;  // relative standard error of the median (sandbox/timing_stats.h)
   double min_us = 0;
   int samples = 0;
-  int discarded = 0;        // throttled or outlier samples thrown away
+  int discarded = 0;  // throttled or outlier samples thrown away
 };
 
 struct Mismatch {
   std::string output;
-  std::string shape;        // "rows=7 cols=4097"
+  std::string shape;  // "rows=7 cols=4097"
   int64_t index = -1;
   double expected = 0;
   double actual = 0;
   int round = 0;
-  std::string phase;        // "sweep", "holdout", "timing"
+  std::string phase;  // "sweep", "holdout", "timing"
 };
 
 struct EvalResult {
   Verdict verdict = Verdict::kCrash;
-  std::string detail;                     // one readable line (or the compile log)
+  std::string detail;  // one readable line (or the compile log)
   std::string compile_log;
   double compile_ms = 0;
   bool compile_cache_hit = false;
@@ -83,11 +92,12 @@ struct EvalResult {
   std::optional<TimingSummary> candidate_time;
   std::optional<TimingSummary> baseline_time;
   std::optional<KernelResources> resources;
-  double speedup = 0;                     // baseline median / candidate median
-  double sol_us = 0;                      // speed-of-light time for the default shape
-  double sol_percent = 0;                 // sol_us / candidate median * 100
+  double speedup = 0;      // baseline median / candidate median
+  double sol_us = 0;       // speed-of-light time for the default shape
+  double sol_percent = 0;  // sol_us / candidate median * 100
   double verify_ms = 0, time_ms = 0, total_ms = 0;
-  nlohmann::json device;                  // name, cc, driver, cuda, sms
+  nlohmann::json device;     // name, cc, driver, cuda, sms
+  nlohmann::json gpu_check;  // the busy-GPU checks around timing (probe, processes)
 };
 
 nlohmann::json to_json(const EvalRequest& request);

@@ -5,7 +5,7 @@
 
 namespace kopt {
 namespace {
-constexpr std::array<std::pair<Verdict, const char*>, 11> kNames = {{
+constexpr std::array<std::pair<Verdict, const char*>, 12> kNames = {{
     {Verdict::kOk, "ok"},
     {Verdict::kCompileError, "compile_error"},
     {Verdict::kInvalidPlan, "invalid_plan"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<Verdict, const char*>, 11> kNames = {{
     {Verdict::kTimeout, "timeout"},
     {Verdict::kCrash, "crash"},
     {Verdict::kSuspicious, "suspicious"},
+    {Verdict::kGpuBusy, "gpu_busy"},
 }};
 }  // namespace
 

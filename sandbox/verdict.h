@@ -9,15 +9,16 @@ namespace kopt {
 enum class Verdict {
   kOk,
   kCompileError,
-  kInvalidPlan,      // the launch plan cannot run (bad grid, too much shared memory, block > 1024)
-  kLaunchError,      // the driver refused the launch
-  kIncorrect,        // an output is out of tolerance (or NaN/Inf, or all zero)
-  kNondeterministic, // two runs on the same inputs disagree
-  kOutOfBounds,      // a write landed in a guard zone around a buffer
-  kModifiedInput,    // an input changed during the run
-  kTimeout,          // the worker missed its deadline and was killed
-  kCrash,            // the worker died (sticky CUDA error, signal)
-  kSuspicious,       // faster than physics allows, or a speedup too large, and not confirmed
+  kInvalidPlan,       // the launch plan cannot run (bad grid, too much shared memory, block > 1024)
+  kLaunchError,       // the driver refused the launch
+  kIncorrect,         // an output is out of tolerance (or NaN/Inf, or all zero)
+  kNondeterministic,  // two runs on the same inputs disagree
+  kOutOfBounds,       // a write landed in a guard zone around a buffer
+  kModifiedInput,     // an input changed during the run
+  kTimeout,           // the worker missed its deadline and was killed
+  kCrash,             // the worker died (sticky CUDA error, signal)
+  kSuspicious,        // faster than physics allows, or a speedup too large, and not confirmed
+  kGpuBusy,           // the GPU was shared or throttled while timing: no number, judge it again
 };
 
 std::string verdict_name(Verdict verdict);

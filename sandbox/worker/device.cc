@@ -59,6 +59,9 @@ Result<Device*> Device::open(int ordinal) {
   info.max_shared_per_block = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
   info.max_shared_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   d.cuDriverGetVersion(&info.driver_version);
+  char bus_id[64] = {};
+  if (d.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device.device_) == CUDA_SUCCESS)
+    info.pci_bus_id = bus_id;
   rc = d.cuDevicePrimaryCtxRetain(&device.context_, device.device_);
   if (rc != CUDA_SUCCESS) return make_error(d.describe("cuDevicePrimaryCtxRetain", rc));
   rc = d.cuCtxSetCurrent(device.context_);
@@ -79,7 +82,7 @@ DeviceMemory& DeviceMemory::operator=(DeviceMemory&& o) noexcept {
 }
 
 DeviceMemory::~DeviceMemory() {
-  if (ptr_ && driver_) driver_->cuMemFree(ptr_);
+  if (ptr_ && driver_ && !Device::abandoned()) driver_->cuMemFree(ptr_);
 }
 
 Result<DeviceMemory> allocate(Device& device, size_t bytes) {
@@ -100,7 +103,7 @@ Module& Module::operator=(Module&& o) noexcept {
 }
 
 Module::~Module() {
-  if (module_ && driver_) driver_->cuModuleUnload(module_);
+  if (module_ && driver_ && !Device::abandoned()) driver_->cuModuleUnload(module_);
 }
 
 }  // namespace kopt::worker

@@ -24,6 +24,7 @@ struct DeviceInfo {
   int max_shared_per_block_optin = 0;
   int max_shared_per_block = 48 * 1024;
   int driver_version = 0;
+  std::string pci_bus_id;    // "0000:3B:00.0": how NVML finds the same GPU
   std::string arch() const;  // "sm_90a" for Hopper and later, else "sm_XY"
   nlohmann::json to_json() const;
 };
@@ -46,6 +47,14 @@ class Device {
   // Checks a driver call; on failure records whether the context is now lost.
   bool check(CUresult result, const char* call, CudaFailure* failure);
   bool context_lost() const { return context_lost_; }
+  // A kernel is still running and will not stop (it missed its deadline): the context is given
+  // up. From here on no owner frees device memory or unloads modules (those calls would wait for
+  // the kernel forever); the worker answers and exits, and the driver tears the context down.
+  void abandon() {
+    context_lost_ = true;
+    abandoned_flag() = true;
+  }
+  static bool abandoned() { return abandoned_flag(); }
 
  private:
   const CudaDriver* driver_ = nullptr;
@@ -54,6 +63,10 @@ class Device {
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
   bool context_lost_ = false;
+  static bool& abandoned_flag() {
+    static bool flag = false;
+    return flag;
+  }
 };
 
 // Device memory, freed on destruction.

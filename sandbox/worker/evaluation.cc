@@ -6,6 +6,7 @@
 #include "common/files.h"
 #include "sandbox/compiler.h"
 #include "sandbox/kernel_file.h"
+#include "sandbox/worker/gpu_quiet_check.h"
 #include "sandbox/worker/plan_launcher.h"
 #include "sandbox/worker/speed_of_light.h"
 #include "sandbox/worker/timing_loop.h"
@@ -86,19 +87,21 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
     return make_error("the task's reference does not build: " + reference.failure->detail);
 
   uint64_t seed = request.options.seed;
-  if (seed == 0) seed = std::random_device{}() * 0x9e3779b97f4a7c15ULL ^ uint64_t(started.time_since_epoch().count());
+  if (seed == 0)
+    seed = std::random_device{}() * 0x9e3779b97f4a7c15ULL ^
+           uint64_t(started.time_since_epoch().count());
 
   // Verification: the sweep, then the holdout shapes.
   auto verify_started = Clock::now();
-  Verifier verifier(device, support, *task, *reference.kernel, *candidate.kernel);
+  Verifier verifier(device, support, *task, *reference.kernel, *candidate.kernel, request.options);
   std::vector<std::pair<std::string, const std::vector<ShapeBinding>*>> phases = {
       {"sweep", &task->shapes}};
   if (request.options.check_holdout) phases.push_back({"holdout", &task->holdout});
   for (const auto& [phase, shapes] : phases) {
     for (size_t i = 0; i < shapes->size(); ++i) {
-      auto outcome = verifier.verify_shape(task->bind((*shapes)[i]), request.options.rounds,
-                                           seed + 7919 * (i + 1) + (phase == "holdout" ? 104729 : 0),
-                                           phase);
+      auto outcome =
+          verifier.verify_shape(task->bind((*shapes)[i]), request.options.rounds,
+                                seed + 7919 * (i + 1) + (phase == "holdout" ? 104729 : 0), phase);
       if (!outcome) return make_error(outcome.error());
       if (outcome->verdict != Verdict::kOk) {
         result.verdict = outcome->verdict;
@@ -142,11 +145,34 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
       return make_error("the task's baseline does not build: " + baseline->failure->detail);
   }
   auto time_started = Clock::now();
+  // A number taken on a shared or throttled GPU is never reported: checked before and after.
+  static GpuQuietCheck quiet(device, support);
+  auto gpu_is_quiet = [&](const char* when) -> Result<bool> {
+    if (!request.options.check_gpu_quiet) return true;
+    auto check = quiet.check(request.options.probe_tolerance);
+    if (!check) return make_error(check.error());
+    result.gpu_check[when] = check->facts;
+    if (check->quiet) return true;
+    result.verdict = Verdict::kGpuBusy;
+    result.detail = std::string("the GPU is not ours alone ") + when + " timing: " + check->reason +
+                    "; no time is reported, evaluate again when it is quiet";
+    result.time_ms = ms_since(time_started);
+    result.total_ms = ms_since(started);
+    return false;
+  };
+  auto quiet_before = gpu_is_quiet("before");
+  if (!quiet_before) return make_error(quiet_before.error());
+  if (!*quiet_before) return result;
   TimingLoop loop(device, support, *task, *reference.kernel, request.options);
   auto timed = loop.run(*candidate.kernel, baseline ? &*baseline->kernel : nullptr, timed_shape,
                         seed ^ 0x5bd1e995ULL);
   result.time_ms = ms_since(time_started);
   if (!timed) return make_error(timed.error());
+  if (timed->verdict == Verdict::kOk) {
+    auto quiet_after = gpu_is_quiet("after");
+    if (!quiet_after) return make_error(quiet_after.error());
+    if (!*quiet_after) return result;
+  }
   if (timed->verdict != Verdict::kOk) {
     result.verdict = timed->verdict;
     result.detail = timed->detail;
@@ -160,11 +186,11 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   if (timed->baseline && median > 0) result.speedup = timed->baseline->median_us / median;
   if (result.sol_us > 0 && median > 0) result.sol_percent = 100.0 * result.sol_us / median;
   result.verdict = Verdict::kOk;
-  result.detail = "verified on " + std::to_string(task->shapes.size()) + " shapes" +
-                  (request.options.check_holdout
-                       ? " + " + std::to_string(task->holdout.size()) + " holdout"
-                       : "") +
-                  " x " + std::to_string(request.options.rounds) + " rounds";
+  result.detail =
+      "verified on " + std::to_string(task->shapes.size()) + " shapes" +
+      (request.options.check_holdout ? " + " + std::to_string(task->holdout.size()) + " holdout"
+                                     : "") +
+      " x " + std::to_string(request.options.rounds) + " rounds";
 
   // Faster than physics allows: never accepted. Implausibly large speedups: re-verified with
   // twice the rounds and new seeds before they count.

@@ -1,10 +1,12 @@
-// kopt's own device code: input generation, output comparison, checksums and the clock probe. Generating and checking on the GPU keeps an evaluation of a 2^26-element task well under a
-// second (host-side generation of normals alone would take seconds). Compiled once per worker.
+// kopt's own device code: input generation, output comparison, checksums and the clock probe.
+// Generating and checking on the GPU keeps an evaluation of a 2^26-element task well under a second
+// (host-side generation of normals alone would take seconds). Compiled once per worker.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "sandbox/dtype.h"
@@ -15,13 +17,13 @@ namespace kopt::worker {
 
 // Result of comparing `n` elements of `actual` against `expected`.
 struct CompareStats {
-  uint64_t failed = 0;            // elements outside atol + rtol*|expected|
-  uint64_t non_finite = 0;        // NaN/Inf in actual where expected is finite
+  uint64_t failed = 0;      // elements outside atol + rtol*|expected|
+  uint64_t non_finite = 0;  // NaN/Inf in actual where expected is finite
   uint64_t expected_non_finite = 0;
   uint64_t actual_nonzero = 0;
   uint64_t expected_nonzero = 0;
   double max_error = 0;
-  int64_t worst_index = -1;       // an element with the largest error (or the first non-finite)
+  int64_t worst_index = -1;  // an element with the largest error (or the first non-finite)
 };
 
 class SupportKernels {
@@ -41,6 +43,9 @@ class SupportKernels {
   Result<double> measure_fp32_flops();
   // Bytes read plus written per second by a 16-byte-vectorized copy of `bytes` bytes.
   Result<double> measure_copy_bandwidth(CUdeviceptr from, CUdeviceptr to, size_t bytes);
+  // Times `reps` launches of the vectorized copy of `bytes` bytes (8 blocks per SM), one by one,
+  // in milliseconds: the busy-GPU probe.
+  Result<std::vector<double>> time_copies(CUdeviceptr from, CUdeviceptr to, size_t bytes, int reps);
   // Reads element `index` as double.
   Result<double> read_element(CUdeviceptr data, DType dtype, int64_t index);
 
@@ -49,7 +54,7 @@ class SupportKernels {
   Device* device_ = nullptr;
   std::shared_ptr<Module> module_;
   std::map<std::string, CUfunction> functions_;
-  DeviceMemory stats_;   // scratch for CompareStats and checksums
+  DeviceMemory stats_;  // scratch for CompareStats and checksums
   DeviceMemory probe_;
 };
 

@@ -1,8 +1,11 @@
 #include "sandbox/worker/timing_loop.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 
+#include "sandbox/nvml.h"
 #include "sandbox/timing_stats.h"
 #include "sandbox/worker/cupti_timer.h"
 
@@ -112,10 +115,10 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
   std::vector<BufferSet> buffer_sets(sets);
   BufferMap ref_scratch, cand_scratch, base_scratch;
   for (auto& set : buffer_sets) {
-    for (auto [specs, map] : {std::pair{&task_.inputs, &set.inputs},
-                              std::pair{&task_.outputs, &set.expected},
-                              std::pair{&task_.outputs, &set.candidate_out},
-                              std::pair{&task_.outputs, &set.baseline_out}}) {
+    for (auto [specs, map] :
+         {std::pair{&task_.inputs, &set.inputs}, std::pair{&task_.outputs, &set.expected},
+          std::pair{&task_.outputs, &set.candidate_out},
+          std::pair{&task_.outputs, &set.baseline_out}}) {
       if (auto s = alloc(*specs, *map); !s) return make_error("timing buffers: " + s.error());
     }
   }
@@ -131,14 +134,17 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
     return m;
   };
 
+  double trusted_seconds = 0;  // the slowest trusted run at this shape: the hang limit's basis
   for (int i = 0; i < sets; ++i) {
     auto& set = buffer_sets[i];
     if (auto s = fill_inputs(support_, task_, sizes, set.inputs, seed + 1000003 * uint64_t(i + 1));
         !s)
       return make_error(s.error());
+    double seconds = 0;
     if (auto f = run_plan(device_, reference_, rp, buffers_for(set, set.expected, ref_scratch),
-                          task_, device_.stream()))
+                          task_, device_.stream(), {}, &seconds))
       return make_error("the reference failed at the timed shape: " + f->detail);
+    trusted_seconds = std::max(trusted_seconds, seconds);
   }
 
   size_t flush_bytes = std::max<size_t>(size_t(device_.info().l2_bytes) * 2, size_t(128) << 20);
@@ -150,25 +156,36 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
   if (!cand_id || !base_id) return make_error(!cand_id ? cand_id.error() : base_id.error());
 
   auto sample = [&](const LoadedKernel& kernel, const ResolvedPlan& plan, const BufferMap& buffers,
-                    CUstream stream, unsigned flush_value) -> std::optional<PlanFailure> {
+                    CUstream stream, unsigned flush_value,
+                    const RunLimit& limit) -> std::optional<PlanFailure> {
     CudaFailure failure;
     if (!device_.check(d.cuMemsetD32Async(flush->ptr(), flush_value, flush_bytes / 4, stream),
                        "cuMemsetD32Async(L2 flush)", &failure))
       return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
-    return run_plan(device_, kernel, plan, buffers, task_, stream);
+    return run_plan(device_, kernel, plan, buffers, task_, stream, limit);
   };
 
-  // Warm-up (module load, first-launch costs), then drop whatever CUPTI saw so far.
-  if (auto f = sample(candidate, cp, buffers_for(buffer_sets[0], buffer_sets[0].candidate_out,
-                                                 cand_scratch),
-                      cand_stream.get(), 1))
-    return TimedOutcome{f->verdict, f->detail, std::nullopt, {}, std::nullopt};
+  // Warm-up (module load, first-launch costs), then drop whatever CUPTI saw so far. The baseline
+  // goes first so that the candidate's hang limit knows the baseline's time too.
+  const RunLimit trusted_limit{};
   if (bp) {
-    if (auto f = sample(*baseline, *bp,
-                        buffers_for(buffer_sets[0], buffer_sets[0].baseline_out, base_scratch),
-                        base_stream.get(), 2))
+    double seconds = 0;
+    if (auto f = run_plan(device_, *baseline, *bp,
+                          buffers_for(buffer_sets[0], buffer_sets[0].baseline_out, base_scratch),
+                          task_, base_stream.get(), trusted_limit, &seconds))
       return make_error("the baseline failed at the timed shape: " + f->detail);
+    trusted_seconds = std::max(trusted_seconds, seconds);
   }
+  const RunLimit cand_limit =
+      candidate_run_limit(options_, trusted_seconds, "the reference/baseline at the timed shape");
+  if (auto f = sample(candidate, cp,
+                      buffers_for(buffer_sets[0], buffer_sets[0].candidate_out, cand_scratch),
+                      cand_stream.get(), 1, cand_limit))
+    return TimedOutcome{f->verdict,
+                        f->detail + " (timed shape " + describe_shape(sizes) + ")",
+                        std::nullopt,
+                        {},
+                        std::nullopt};
   (void)CuptiKernelTimer::collect();
   for (auto& set : buffer_sets)
     for (const auto& [name, b] : set.candidate_out) (void)fill_bytes(device_, b, 0xFF);
@@ -180,12 +197,12 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
     for (int b = 0; b < kBatch; ++b, ++taken) {
       const BufferSet& set = buffer_sets[taken % sets];
       if (auto f = sample(candidate, cp, buffers_for(set, set.candidate_out, cand_scratch),
-                          cand_stream.get(), unsigned(taken)))
-        return TimedOutcome{f->verdict, f->detail + " (while timing)", std::nullopt, {},
-                            std::nullopt};
+                          cand_stream.get(), unsigned(taken), cand_limit))
+        return TimedOutcome{
+            f->verdict, f->detail + " (while timing)", std::nullopt, {}, std::nullopt};
       if (bp) {
         if (auto f = sample(*baseline, *bp, buffers_for(set, set.baseline_out, base_scratch),
-                            base_stream.get(), unsigned(taken) + 7))
+                            base_stream.get(), unsigned(taken) + 7, trusted_limit))
           return make_error("the baseline failed while timing: " + f->detail);
       }
       auto mhz = support_.probe_clock_mhz();
@@ -195,19 +212,36 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
     if (!records) return make_error(records.error());
     std::vector<KernelRecord> cand_records, base_records;
     for (auto& r : *records) {
-      if (r.stream_id == *cand_id) cand_records.push_back(std::move(r));
-      else if (r.stream_id == *base_id) base_records.push_back(std::move(r));
+      if (r.stream_id == *cand_id)
+        cand_records.push_back(std::move(r));
+      else if (r.stream_id == *base_id)
+        base_records.push_back(std::move(r));
     }
     // The clock estimate taken right after a pair of samples applies to both.
     size_t first_clock = clock_mhz.size() - kBatch;
     auto spans = sample_spans(std::move(cand_records), cp.launches.size(), "candidate");
     if (!spans) return make_error(spans.error());
-    for (size_t i = 0; i < spans->size(); ++i) cand_stop.add({(*spans)[i], clock_mhz[first_clock + i]});
+    for (size_t i = 0; i < spans->size(); ++i)
+      cand_stop.add({(*spans)[i], clock_mhz[first_clock + i]});
     if (bp) {
       auto bspans = sample_spans(std::move(base_records), bp->launches.size(), "baseline");
       if (!bspans) return make_error(bspans.error());
       for (size_t i = 0; i < bspans->size(); ++i)
         base_stop.add({(*bspans)[i], clock_mhz[first_clock + i]});
+    }
+    // Cheaply, between batches: a process that starts computing on this GPU mid-measurement
+    // makes every later sample wrong. (The probe before and after timing catches the rest.)
+    if (options_.check_gpu_quiet) {
+      if (auto activity = gpu_activity(device_.info().pci_bus_id)) {
+        auto others = other_processes(*activity, unsigned(::getpid()));
+        if (!others.empty())
+          return TimedOutcome{Verdict::kGpuBusy,
+                              "the GPU is not ours alone while timing: " +
+                                  describe_process(others.front()) + " started computing on it",
+                              std::nullopt,
+                              {},
+                              std::nullopt};
+      }
     }
     bool cand_done = cand_stop.finished();
     bool base_done = !bp || base_stop.finished();
@@ -244,8 +278,11 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
     auto damage = g.damaged_guard();
     if (!damage) return make_error(damage.error());
     if (!damage->empty())
-      return TimedOutcome{Verdict::kOutOfBounds, *damage + " of '" + it->second + "' while timing",
-                          std::nullopt, {}, std::nullopt};
+      return TimedOutcome{Verdict::kOutOfBounds,
+                          *damage + " of '" + it->second + "' while timing",
+                          std::nullopt,
+                          {},
+                          std::nullopt};
   }
   outcome.candidate = cand_stop.summary();
   if (bp) outcome.baseline = base_stop.summary();

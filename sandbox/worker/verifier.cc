@@ -73,7 +73,8 @@ Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBin
 
 std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
                                     const ResolvedPlan& plan, const BufferMap& buffers,
-                                    const TaskSpec& task, CUstream stream) {
+                                    const TaskSpec& task, CUstream stream, const RunLimit& limit,
+                                    double* elapsed_seconds) {
   CudaFailure failure;
   for (const auto& s : plan.scratch) {
     // Scratch the plan did not ask to be zeroed holds NaN bytes: reading it before writing fails.
@@ -84,20 +85,15 @@ std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
       return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
   }
   if (auto f = kernel.launch(plan, buffers, task, stream)) return f;
-  if (!device.check(device.driver().cuStreamSynchronize(stream), "cuStreamSynchronize", &failure)) {
-    return PlanFailure{failure.sticky ? Verdict::kCrash : Verdict::kLaunchError,
-                       "while running " + kernel.file().origin + ": " + failure.message,
-                       failure.sticky};
-  }
-  return std::nullopt;
+  return wait_for_stream(device, stream, limit, kernel.file().origin, elapsed_seconds);
 }
 
 Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
                                   const TensorSpec& output, const BufferRef& actual,
                                   const BufferRef& expected, Verdict failure_verdict) {
   const Tolerance& tol = task.tolerance;
-  auto stats = support.compare(actual.ptr, expected.ptr, output.dtype, actual.elements, tol.atol,
-                               tol.rtol);
+  auto stats =
+      support.compare(actual.ptr, expected.ptr, output.dtype, actual.elements, tol.atol, tol.rtol);
   if (!stats) return make_error(stats.error());
   CheckOutcome outcome;
   int64_t n = actual.elements;
@@ -157,7 +153,8 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
     return make_error(s.error());
   if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, storage, first_run); !s)
     return make_error(s.error());
-  if (auto s = allocate_scratch(device_, rp, storage, ref_scratch); !s) return make_error(s.error());
+  if (auto s = allocate_scratch(device_, rp, storage, ref_scratch); !s)
+    return make_error(s.error());
   if (auto s = allocate_scratch(device_, cp, storage, cand_scratch); !s)
     return make_error(s.error());
   BufferMap ref_buffers = inputs, cand_buffers = inputs;
@@ -167,7 +164,8 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
   cand_buffers.insert(cand_scratch.begin(), cand_scratch.end());
 
   auto fail = [&](CheckOutcome o, int round) {
-    o.detail += " (" + phase + " shape " + shape_text + ", round " + std::to_string(round + 1) + ")";
+    o.detail +=
+        " (" + phase + " shape " + shape_text + ", round " + std::to_string(round + 1) + ")";
     if (o.mismatch) {
       o.mismatch->shape = shape_text;
       o.mismatch->round = round + 1;
@@ -187,14 +185,18 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
       checksums.push_back(*c);
     }
     for (const auto& [name, b] : expected) (void)fill_bytes(device_, b, kPoisonFirstRun);
-    if (auto f = run_plan(device_, reference_, rp, ref_buffers, task_, device_.stream()))
+    double reference_seconds = 0;
+    if (auto f = run_plan(device_, reference_, rp, ref_buffers, task_, device_.stream(), {},
+                          &reference_seconds))
       return make_error("the reference failed at " + shape_text + ": " + f->detail);
+    RunLimit limit = candidate_run_limit(options_, reference_seconds, "the reference");
 
     for (int run = 0; run < 2; ++run) {
       for (const auto& [name, b] : actual)
         if (auto s = fill_bytes(device_, b, run == 0 ? kPoisonFirstRun : kPoisonSecondRun); !s)
           return make_error(s.error());
-      if (auto f = run_plan(device_, candidate_, cp, cand_buffers, task_, device_.stream())) {
+      if (auto f =
+              run_plan(device_, candidate_, cp, cand_buffers, task_, device_.stream(), limit)) {
         CheckOutcome o{f->verdict, f->detail, std::nullopt};
         return fail(o, round);
       }

@@ -12,6 +12,7 @@
 #include "sandbox/protocol.h"
 #include "sandbox/task_spec.h"
 #include "sandbox/worker/buffers.h"
+#include "sandbox/worker/launch_deadline.h"
 #include "sandbox/worker/plan_launcher.h"
 #include "sandbox/worker/support_kernels.h"
 
@@ -35,17 +36,25 @@ Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
 Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBinding& sizes,
                    const BufferMap& inputs, uint64_t seed);
 
-// Runs a resolved plan to completion on the device's stream; zeroes or poisons its scratch first.
+// Runs a resolved plan to completion on `stream`; zeroes or poisons its scratch first. A run still
+// going at `limit` is a timeout (and the context is abandoned). `elapsed_seconds` gets the wall
+// time from the first launch to completion.
 std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
                                     const ResolvedPlan& plan, const BufferMap& buffers,
-                                    const TaskSpec& task, CUstream stream);
+                                    const TaskSpec& task, CUstream stream,
+                                    const RunLimit& limit = {}, double* elapsed_seconds = nullptr);
 
 class Verifier {
  public:
   Verifier(Device& device, SupportKernels& support, const TaskSpec& task,
-           const LoadedKernel& reference, const LoadedKernel& candidate)
-      : device_(device), support_(support), task_(task), reference_(reference),
-        candidate_(candidate) {}
+           const LoadedKernel& reference, const LoadedKernel& candidate,
+           const EvalOptions& options = {})
+      : device_(device),
+        support_(support),
+        task_(task),
+        reference_(reference),
+        candidate_(candidate),
+        options_(options) {}
 
   // Errors mean the task or the worker is broken; the candidate's faults are verdicts.
   Result<CheckOutcome> verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
@@ -57,6 +66,7 @@ class Verifier {
   const TaskSpec& task_;
   const LoadedKernel& reference_;
   const LoadedKernel& candidate_;
+  EvalOptions options_;
 };
 
 }  // namespace kopt::worker

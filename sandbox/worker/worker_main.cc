@@ -4,6 +4,7 @@
 // next request meets a fresh context.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -13,6 +14,7 @@
 #include "sandbox/worker/device.h"
 #include "sandbox/worker/evaluation.h"
 #include "sandbox/worker/hygiene.h"
+#include "sandbox/worker/parent_watch.h"
 #include "sandbox/worker/speed_of_light.h"
 #include "sandbox/worker/support_kernels.h"
 
@@ -60,6 +62,8 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
+  // Before anything slow: a daemon that dies while this worker starts must not leave it behind.
+  worker::exit_when_stdin_closes(0.5);
   // CUPTI first: activity collection is set up before the context exists.
   auto cupti = worker::CuptiKernelTimer::enable();
   auto device = worker::Device::open(ordinal);
@@ -72,7 +76,10 @@ int main(int argc, char** argv) {
   worker::Device& gpu = **device;
   auto support = worker::SupportKernels::load(gpu, gpu.info().arch());
   if (!support) {
-    send({{"v", kProtocolVersion}, {"id", 0}, {"ok", false}, {"fatal", true},
+    send({{"v", kProtocolVersion},
+          {"id", 0},
+          {"ok", false},
+          {"fatal", true},
           {"error", support.error()}});
     return kExitNoGpu;
   }
@@ -83,7 +90,9 @@ int main(int argc, char** argv) {
     try {
       request = json::parse(line);
     } catch (const json::parse_error& e) {
-      send({{"v", kProtocolVersion}, {"id", 0}, {"ok", false},
+      send({{"v", kProtocolVersion},
+            {"id", 0},
+            {"ok", false},
             {"error", std::string("malformed request: ") + e.what()}});
       continue;
     }
@@ -143,7 +152,9 @@ int main(int argc, char** argv) {
     if (gpu.context_lost()) {
       response["fatal"] = true;
       send(response);
-      return kExitContextLost;
+      // No destructors and no CUPTI teardown: with a kernel still running (a hang) they would wait
+      // for it forever. Process exit makes the driver destroy the context and stop the kernel.
+      std::_Exit(kExitContextLost);
     }
     send(response);
   }

@@ -7,9 +7,10 @@
 #include "common/files.h"
 #include "sandbox/compiler.h"
 #include "sandbox/cuda_driver.h"
-#include "src/config/config.h"
+#include "sandbox/nvml.h"
 #include "src/cli/command.h"
 #include "src/cli/options.h"
+#include "src/config/config.h"
 
 namespace kopt::cli {
 namespace {
@@ -25,6 +26,35 @@ struct Report {
   }
 };
 
+// Who else computes on the GPU: a shared GPU makes every timing wrong (kopt refuses to time on
+// one, and the daemon waits for it to be quiet), so the operator sees it before the night starts.
+void report_gpu_processes(Report& report, const CudaDriver& d, CUdevice dev, int ordinal) {
+  char bus_id[64] = {};
+  std::string what = "GPU " + std::to_string(ordinal) + " users";
+  if (d.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, dev) != CUDA_SUCCESS) return;
+  auto activity = gpu_activity(bus_id);
+  if (!activity) {
+    report.found(what, "unknown (" + activity.error() + ")");
+    return;
+  }
+  std::string clocks =
+      clocks_held_down(activity->clock_event_reasons)
+          ? "; clocks held down: " + describe_clock_events(activity->clock_event_reasons)
+          : "";
+  if (activity->processes.empty()) {
+    report.found(what, "none (no other process computes on it)" + clocks);
+    return;
+  }
+  std::string names;
+  for (const auto& p : activity->processes)
+    names += (names.empty() ? "" : ", ") + describe_process(p);
+  std::printf(
+      "  BUSY     %-22s %zu process%s: %s%s; kopt will not time kernels here until they "
+      "end\n",
+      what.c_str(), activity->processes.size(), activity->processes.size() == 1 ? "" : "es",
+      names.c_str(), clocks.c_str());
+}
+
 void check_gpu(Report& report) {
   auto driver = load_cuda_driver();
   if (!driver) {
@@ -34,8 +64,8 @@ void check_gpu(Report& report) {
   const CudaDriver& d = **driver;
   int version = 0;
   d.cuDriverGetVersion(&version);
-  report.found("driver (CUDA API)", std::to_string(version / 1000) + "." +
-                                        std::to_string((version % 1000) / 10));
+  report.found("driver (CUDA API)",
+               std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10));
   int count = 0;
   d.cuDeviceGetCount(&count);
   if (count == 0) {
@@ -57,6 +87,7 @@ void check_gpu(Report& report) {
                  std::string(name) + ", compute capability " + std::to_string(major) + "." +
                      std::to_string(minor) + ", " + std::to_string(sms) + " SMs, " +
                      std::to_string(mem >> 30) + " GiB");
+    report_gpu_processes(report, d, dev, i);
   }
 }
 
@@ -68,8 +99,8 @@ void check_llm(Report& report, const std::optional<std::filesystem::path>& path)
     report.lacking("config", "\n" + config.error());
     return;
   }
-  report.found("config", config->source.empty() ? "none (built-in defaults)"
-                                                : config->source.string());
+  report.found("config",
+               config->source.empty() ? "none (built-in defaults)" : config->source.string());
   if (!config->llm) {
     report.found("LLM", "none configured: the daemon uses its built-in tuner");
     return;
@@ -123,8 +154,9 @@ int run_doctor(int argc, char** argv) {
   } else {
     report.lacking("CUDA headers", include.string() + " not found (set CUDA_HOME)");
   }
-  std::filesystem::path db = args->count("db") ? std::filesystem::path((*args)["db"].as<std::string>())
-                                               : data_directory() / "memory.db";
+  std::filesystem::path db = args->count("db")
+                                 ? std::filesystem::path((*args)["db"].as<std::string>())
+                                 : data_directory() / "memory.db";
   report.found("database", db.string() + (std::filesystem::exists(db) ? "" : " (not created yet)"));
   report.found("compile cache", (cache_directory() / "compile").string());
   check_llm(report, args->count("config")

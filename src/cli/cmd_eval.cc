@@ -203,6 +203,12 @@ int run_eval(int argc, char** argv) {
   } else {
     print_result(*result, kernel_path.string());
   }
+  if (result->verdict == Verdict::kGpuBusy) {
+    std::cerr << "kopt eval: WARNING: no time was taken because the GPU is shared or throttled: "
+              << result->detail << "\n"
+              << "kopt eval: `kopt doctor` lists what runs on each GPU\n";
+    return 4;
+  }
   return result->verdict == Verdict::kOk ? 0 : 1;
 }
 

@@ -44,8 +44,8 @@ GpuIdentity gpu_from_device(const json& device) {
 
 std::string describe_mismatch(const Mismatch& m) {
   return fmt::format("{}[{}] at {} ({}, round {}): expected {}, got {}", m.output, m.index,
-                     m.shape.empty() ? std::string("the default shape") : m.shape, m.phase,
-                     m.round, m.expected, m.actual);
+                     m.shape.empty() ? std::string("the default shape") : m.shape, m.phase, m.round,
+                     m.expected, m.actual);
 }
 
 void CandidateEvaluator::record(const CandidateInput& input, CandidateOutcome& outcome,
@@ -107,6 +107,12 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
     outcome.error = result.error();
     return outcome;
   }
+  if (result->verdict == Verdict::kGpuBusy) {
+    // A number from a shared GPU must not become a result, a win or a lesson: nothing is stored.
+    outcome.gpu_busy = true;
+    outcome.error = result->detail;
+    return outcome;
+  }
   outcome.judged = true;
   outcome.verdict = result->verdict;
   outcome.gpu = gpu_from_device(result->device);
@@ -115,7 +121,8 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
   if (result->verdict == Verdict::kCompileError && !result->compile_log.empty()) {
     outcome.detail = result->compile_log;
   }
-  if (result->mismatch) outcome.detail += "\nfirst mismatch: " + describe_mismatch(*result->mismatch);
+  if (result->mismatch)
+    outcome.detail += "\nfirst mismatch: " + describe_mismatch(*result->mismatch);
 
   double median = result->candidate_time ? result->candidate_time->median_us : 0;
   // The baseline is evaluated without a second copy of itself: it is its own reference point.

@@ -31,12 +31,14 @@ struct CandidateInput {
 };
 
 struct CandidateOutcome {
-  bool judged = false;        // false: no verdict (the evaluator failed); see error
+  bool judged = false;  // false: no verdict (the evaluator failed); see error
   std::string error;
+  bool gpu_busy = false;  // not judged because the GPU stayed shared or throttled: no fault
+                          // of the candidate, and nothing was stored
   Verdict verdict = Verdict::kCrash;
-  std::string detail;         // what the coder needs to repair it: the log or the mismatch
+  std::string detail;                // what the coder needs to repair it: the log or the mismatch
   std::optional<EvalResult> result;  // when the GPU evaluated it
-  int64_t kernel_id = 0;      // as stored
+  int64_t kernel_id = 0;             // as stored
   std::optional<VerifiedKernel> verified;  // for verdict ok
   std::optional<GpuIdentity> gpu;          // what the worker reported
 };

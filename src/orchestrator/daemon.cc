@@ -204,6 +204,8 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
     SandboxOptions options;
     options.worker = worker;
     options.device = gpu;
+    // Overnight, a GPU someone else is using is waited for (timing on it pauses), not measured.
+    options.busy_retry_seconds = 900;
     if (!tpl.empty()) {
       // With a template, the template says everything: kopt adds no --device of its own,
       // because a scheduler (srun --gres=gpu:1) numbers the one GPU it grants as 0.

@@ -35,8 +35,8 @@ Orchestrator::Orchestrator(RunOptions options, OrchestratorDeps deps)
   if (!deps_.recorder || !deps_.evaluator) {
     throw std::invalid_argument("the orchestrator needs a recorder and an evaluator");
   }
-  candidates_ = std::make_unique<CandidateEvaluator>(*deps_.evaluator, *deps_.recorder,
-                                                     deps_.compile_cache);
+  candidates_ =
+      std::make_unique<CandidateEvaluator>(*deps_.evaluator, *deps_.recorder, deps_.compile_cache);
   if (!options_.use_llm) deps_.llm = nullptr;
   if (deps_.llm) {
     if (!deps_.prompts) throw std::invalid_argument("an LLM needs prompt templates");
@@ -46,8 +46,8 @@ Orchestrator::Orchestrator(RunOptions options, OrchestratorDeps deps)
     summarizer_ = std::make_unique<agents::Summarizer>(*caller_);
   }
   int slots = std::max(1, deps_.evaluator_slots);
-  max_in_flight_ = options_.max_in_flight > 0 ? options_.max_in_flight
-                                              : (deps_.llm ? 2 * slots + 2 : slots);
+  max_in_flight_ =
+      options_.max_in_flight > 0 ? options_.max_in_flight : (deps_.llm ? 2 * slots + 2 : slots);
 }
 
 Orchestrator::~Orchestrator() {
@@ -72,7 +72,8 @@ Status Orchestrator::add_task(const std::filesystem::path& dir, bool restore) {
   if (!reference) return make_error(reference.error());
   auto baseline = read_file(dir / "baseline.cu");
   if (!baseline) return make_error(baseline.error());
-  for (const auto& [name, text] : {std::pair{"reference.cu", &*reference}, {"baseline.cu", &*baseline}}) {
+  for (const auto& [name, text] :
+       {std::pair{"reference.cu", &*reference}, {"baseline.cu", &*baseline}}) {
     auto file = parse_kernel_file(*text, (dir / name).string(), &*spec);
     if (!file) return make_error(file.error());
   }
@@ -81,9 +82,9 @@ Status Orchestrator::add_task(const std::filesystem::path& dir, bool restore) {
   TaskState& task = tasks_.emplace_back(std::move(*spec), std::move(*reference),
                                         std::move(*baseline), options_.search);
   if (restore) restore_task(task);
-  spdlog::info("task {} from {} (priority {}){}", task.spec.name, dir.string(), task.spec.priority,
-               restore ? fmt::format(": {} candidates judged before the resume", task.candidates)
-                       : "");
+  spdlog::info(
+      "task {} from {} (priority {}){}", task.spec.name, dir.string(), task.spec.priority,
+      restore ? fmt::format(": {} candidates judged before the resume", task.candidates) : "");
   return ok_status();
 }
 
@@ -106,8 +107,8 @@ void Orchestrator::take_submissions() {
 
 bool Orchestrator::all_done() const {
   std::lock_guard lock(mutex_);
-  return jobs_.empty() && std::all_of(tasks_.begin(), tasks_.end(),
-                                      [](const TaskState& t) { return t.finished(); });
+  return jobs_.empty() &&
+         std::all_of(tasks_.begin(), tasks_.end(), [](const TaskState& t) { return t.finished(); });
 }
 
 double Orchestrator::elapsed_seconds() const {
@@ -131,6 +132,7 @@ std::optional<std::string> Orchestrator::exhausted_budget() {
 
 void Orchestrator::begin_drain(const std::string& reason, const std::string& status) {
   if (draining_.exchange(true)) return;
+  deps_.evaluator->cancel_pauses();  // a GPU waiting to be quiet must not hold up the drain
   {
     std::lock_guard lock(mutex_);
     stop_reason_ = reason;
@@ -158,7 +160,8 @@ bool Orchestrator::update_task_phase(TaskState& task) {
   }
   if (options_.budgets.candidates_per_task &&
       task.candidates >= *options_.budgets.candidates_per_task) {
-    return finish(fmt::format("candidate budget of {} used", *options_.budgets.candidates_per_task));
+    return finish(
+        fmt::format("candidate budget of {} used", *options_.budgets.candidates_per_task));
   }
   if (deps_.llm && task.since_improvement >= s.plateau_candidates) {
     return finish(fmt::format("plateau: {} candidates without a {:.0f}% gain",
@@ -387,9 +390,10 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
       bool all_finished = std::all_of(tasks_.begin(), tasks_.end(),
                                       [](const TaskState& t) { return t.finished(); });
       if (jobs_.empty() && all_finished) {
-        size_t failed = static_cast<size_t>(std::count_if(
-            tasks_.begin(), tasks_.end(),
-            [](const TaskState& t) { return t.phase == TaskState::Phase::kFailed; }));
+        size_t failed =
+            static_cast<size_t>(std::count_if(tasks_.begin(), tasks_.end(), [](const TaskState& t) {
+              return t.phase == TaskState::Phase::kFailed;
+            }));
         final_status_ = failed == tasks_.size() ? "failed" : "finished";
         stop_reason_ = failed == tasks_.size()
                            ? "every task failed (" + tasks_.front().note + ")"
@@ -410,9 +414,10 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
     outcome.stop_reason = stop_reason_;
   }
   if (outcome.abandoned_jobs > 0) {
-    spdlog::warn("{} jobs still running at the drain deadline are abandoned; what they finished "
-                 "is stored",
-                 outcome.abandoned_jobs);
+    spdlog::warn(
+        "{} jobs still running at the drain deadline are abandoned; what they finished "
+        "is stored",
+        outcome.abandoned_jobs);
   }
   outcome.run_id = recorder.run_id();
   publish_progress(true);

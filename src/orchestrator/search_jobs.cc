@@ -115,6 +115,7 @@ void Orchestrator::queue_next_tune_batch(TaskState& task, TuneTarget& target) {
 void Orchestrator::count_candidate(TaskState& task, const CandidateOutcome& outcome,
                                    bool tune_new_kernels) {
   if (!outcome.judged) {
+    if (outcome.gpu_busy) return;  // the GPU's fault, already retried and logged by the evaluator
     if (++task.evaluator_errors >= kMaxFailuresInARow && !task.finished()) {
       task.phase = TaskState::Phase::kFailed;
       task.note = "the evaluator keeps failing: " + first_line(outcome.error);
@@ -225,8 +226,8 @@ void Orchestrator::record_pair(TaskState& task, const VerifiedKernel& parent,
 }
 
 void Orchestrator::run_baseline(TaskState& task) {
-  CandidateInput input = candidate_input(task, task.baseline_source, {"baseline", "", "", false},
-                                         std::nullopt);
+  CandidateInput input =
+      candidate_input(task, task.baseline_source, {"baseline", "", "", false}, std::nullopt);
   input.gpu.reset();  // no local gate and no interleaved copy of itself
   CandidateOutcome outcome = candidates_->judge(input);
   std::lock_guard lock(mutex_);
@@ -250,10 +251,11 @@ void Orchestrator::run_baseline(TaskState& task) {
   task.best_sol_percent = k.sol_percent;
   task.phase = TaskState::Phase::kSearching;
   add_tune_target(task, k);
-  spdlog::info("[{}] baseline: {:.2f} us, {:.1f}% of speed of light ({:.2f} us){}",
-               task.spec.name, k.median_us, k.sol_percent, k.sol_us,
-               task.tune_queue.empty() ? "" : fmt::format("; {} tuner configurations queued",
-                                                          task.tune_queue.size()));
+  spdlog::info("[{}] baseline: {:.2f} us, {:.1f}% of speed of light ({:.2f} us){}", task.spec.name,
+               k.median_us, k.sol_percent, k.sol_us,
+               task.tune_queue.empty()
+                   ? ""
+                   : fmt::format("; {} tuner configurations queued", task.tune_queue.size()));
 }
 
 void Orchestrator::run_tune(TaskState& task, TuneItem item) {
@@ -272,8 +274,8 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
     }
   }
   if (skip) return;
-  CandidateInput input = candidate_input(task, *source, {"tuner", "", "", true},
-                                         target.root.kernel_id);
+  CandidateInput input =
+      candidate_input(task, *source, {"tuner", "", "", true}, target.root.kernel_id);
   input.tunables_json = config_json(item.config);
   CandidateOutcome outcome = candidates_->judge(input);
   if (outcome.verified) outcome.verified->origin = "tuner";
@@ -299,13 +301,13 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
       std::lock_guard lock(mutex_);
       gpu = gpu_ ? gpu_->model : "this GPU";
     }
-    record_pair(task, target.root, k,
-                fmt::format("Tuning the {} kernel on {}: {} instead of the declared defaults ({}) "
-                            "made it {:.2f}x {} ({:.2f} -> {:.2f} us).",
-                            task.spec.name, gpu, describe_config(item.config),
-                            describe_config(target.sweep.defaults()),
-                            ratio >= 1 ? ratio : 1 / ratio, ratio >= 1 ? "faster" : "slower",
-                            target.root.median_us, k.median_us));
+    record_pair(
+        task, target.root, k,
+        fmt::format("Tuning the {} kernel on {}: {} instead of the declared defaults ({}) "
+                    "made it {:.2f}x {} ({:.2f} -> {:.2f} us).",
+                    task.spec.name, gpu, describe_config(item.config),
+                    describe_config(target.sweep.defaults()), ratio >= 1 ? ratio : 1 / ratio,
+                    ratio >= 1 ? "faster" : "slower", target.root.median_us, k.median_us));
   }
 }
 

@@ -51,6 +51,23 @@ def test_throughput():
         assert "skipped (--no-inline)" in table
 
 
+def test_mix():
+    with tempfile.TemporaryDirectory() as d:
+        out = pathlib.Path(d)
+        result, table = run("mix", out, "--tasks", "axpy,softmax", "--count", "100")
+        assert result["candidates"] == 100, result["candidates"]
+        classes = result["by_class"]
+        assert set(classes) == {"correct", "incorrect", "compile_error", "crash", "out_of_bounds",
+                                "hang_edge_shape", "hang_every_shape"}, classes
+        assert classes["hang_every_shape"]["verdicts"] == {"timeout": classes["hang_every_shape"]["n"]}
+        assert classes["correct"]["verdicts"] == {"ok": classes["correct"]["n"]}
+        # Every hang and crash restarted the worker, as the real one exits after a fatal answer.
+        fatal = sum(classes[k]["n"] for k in ("crash", "hang_edge_shape", "hang_every_shape"))
+        assert result["worker_restarts"] == fatal, (result["worker_restarts"], fatal)
+        assert result["candidates_per_gpu_hour"] > 0
+        assert table.splitlines()[-1].startswith("| hang_every_shape |"), table
+
+
 def test_fidelity():
     with tempfile.TemporaryDirectory() as d:
         out = pathlib.Path(d)
@@ -115,7 +132,7 @@ def test_run_sh_refuses_unknown_benchmarks():
     assert proc.returncode == 2 and "no benchmark 'nope'" in proc.stderr, proc.stderr
 
 
-for test in (test_throughput, test_fidelity, test_quality_with_a_database, test_multi_gpu,
+for test in (test_throughput, test_mix, test_fidelity, test_quality_with_a_database, test_multi_gpu,
              test_run_sh_refuses_unknown_benchmarks):
     check(test.__name__, test)
 print("%d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A stand-in for kopt-sandbox that speaks protocol v1 without a GPU, for testing the bench
 scripts' plumbing: every evaluate request is answered "ok" with made-up but consistent times
-(a task's "sgemm" candidate is answered with a compile error, so failures are exercised)."""
+(a task's "sgemm" candidate is answered with a compile error, so failures are exercised; a
+candidate whose origin names a failure-mix class gets that class's verdict, and a hang also the
+"fatal" answer and exit of the real worker)."""
 import json
 import sys
 import time
@@ -20,6 +22,14 @@ def evaluate(request):
     median = 1.0 + size / 1e6
     base = median * 1.25 if request.get("baseline") else None
     time.sleep(0.01)
+    origin = request["candidate"].get("origin", "")
+    for kind, verdict in (("-hang_", "timeout"), ("-crash", "crash"),
+                          ("-compile_error", "compile_error"), ("-incorrect", "incorrect"),
+                          ("-out_of_bounds", "out_of_bounds")):
+        if kind in origin:
+            return {"verdict": verdict, "detail": "fake " + verdict, "compile_log": "",
+                    "compile_ms": 30.0, "compile_cache_hit": False, "speedup": 0, "sol_us": 0,
+                    "sol_percent": 0, "verify_ms": 0, "time_ms": 0, "total_ms": 31.0}
     if task["name"] == "sgemm":
         return {"verdict": "compile_error", "detail": "error: fake", "compile_log": "error: fake",
                 "compile_ms": 30.0, "compile_cache_hit": False, "speedup": 0, "sol_us": 0,
@@ -46,6 +56,10 @@ def main():
             answer["device"] = device(ordinal)
         elif op == "evaluate":
             answer["result"] = evaluate(request)
+            if answer["result"]["verdict"] in ("timeout", "crash"):
+                answer["fatal"] = True
+                print(json.dumps(answer), flush=True)
+                return
         elif op == "shutdown":
             print(json.dumps(answer), flush=True)
             return

@@ -332,6 +332,44 @@ TEST(SandboxEvaluator, ConcurrentCallersAreServedOneAfterAnother) {
   EXPECT_EQ(evaluator.workers_started(), 1);
 }
 
+TEST(SandboxEvaluator, BusyGpuIsWaitedForAndOnlyTheQuietAnswerReturned) {
+  SandboxOptions options = fake_options();
+  options.busy_retry_seconds = 30;
+  options.busy_first_pause_seconds = 0.05;
+  SandboxEvaluator evaluator(options);
+  auto result = evaluator.evaluate(request_for("BUSY 2"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kOk) << result->detail;
+  EXPECT_EQ(result->device["requests"], 4);  // ping, two busy answers, the quiet one
+  EXPECT_EQ(evaluator.workers_started(), 1);
+}
+
+TEST(SandboxEvaluator, BusyGpuPastTheRetryWindowIsReturnedAsGpuBusy) {
+  SandboxEvaluator evaluator(fake_options());  // busy_retry_seconds 0, as kopt eval uses it
+  auto result = evaluator.evaluate(request_for("BUSY 1"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kGpuBusy);
+  EXPECT_FALSE(result->candidate_time.has_value());
+  EXPECT_TRUE(contains(result->detail, "other process")) << result->detail;
+}
+
+TEST(SandboxEvaluator, CancelledPausesEndTheWaitForAQuietGpu) {
+  SandboxOptions options = fake_options();
+  options.busy_retry_seconds = 600;
+  options.busy_first_pause_seconds = 60;
+  SandboxEvaluator evaluator(options);
+  auto begin = Clock::now();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    evaluator.cancel_pauses();
+  });
+  auto result = evaluator.evaluate(request_for("BUSY 1000"));
+  stopper.join();
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kGpuBusy);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - begin).count(), 30.0);
+}
+
 TEST(EvaluatorPool, SpreadsConcurrentRequestsOverItsDevices) {
   auto pool = EvaluatorPool::for_devices(fake_options(), {0, 1});
   ASSERT_EQ(pool->size(), 2u);

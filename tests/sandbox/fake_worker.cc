@@ -15,6 +15,7 @@
 //   GARBAGE             answer a non-JSON line   WRONG_ID          answer with another id
 //   STDERR              write to stderr, then die                  REFUSE  answer ok:false
 //   SLOW MS             answer ok after MS milliseconds
+//   BUSY N              answer gpu_busy to this worker's first N such requests, then ok
 // Anything else is answered with verdict ok and the request echoed in detail and device.
 #include <signal.h>
 #include <unistd.h>
@@ -99,6 +100,16 @@ void evaluate(int64_t id, const json& body) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(argument_of(source, "SLOW"))));
   }
   kopt::EvalResult result;
+  if (has(source, "BUSY")) {
+    static int busy_left = std::stoi(argument_of(source, "BUSY"));
+    if (busy_left-- > 0) {
+      result.verdict = kopt::Verdict::kGpuBusy;
+      result.detail = "the GPU is not ours alone before timing: 1 other process on this GPU";
+      result.device = device_info();
+      send(response(id, true, {{"result", kopt::to_json(result)}}));
+      return;
+    }
+  }
   if (has(source, "REFUSE")) {
     send(response(id, false, {{"error", "cannot parse the task"}}));
     return;

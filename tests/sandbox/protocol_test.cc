@@ -206,10 +206,10 @@ TEST(Protocol, MinimalResultHasNoOptionalParts) {
 }
 
 TEST(Protocol, EveryVerdictRoundTrips) {
-  for (Verdict v :
-       {Verdict::kOk, Verdict::kCompileError, Verdict::kInvalidPlan, Verdict::kLaunchError,
-        Verdict::kIncorrect, Verdict::kNondeterministic, Verdict::kOutOfBounds,
-        Verdict::kModifiedInput, Verdict::kTimeout, Verdict::kCrash, Verdict::kSuspicious}) {
+  for (Verdict v : {Verdict::kOk, Verdict::kCompileError, Verdict::kInvalidPlan,
+                    Verdict::kLaunchError, Verdict::kIncorrect, Verdict::kNondeterministic,
+                    Verdict::kOutOfBounds, Verdict::kModifiedInput, Verdict::kTimeout,
+                    Verdict::kCrash, Verdict::kSuspicious, Verdict::kGpuBusy}) {
     EvalResult in;
     in.verdict = v;
     auto out = eval_result_from_json(over_the_wire(to_json(in)));

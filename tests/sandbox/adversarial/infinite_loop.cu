@@ -1,7 +1,8 @@
 // expect: timeout
-// Defence: the hard wall-clock deadline of every request. The kernel spins on a flag nobody
-// sets, so the launch never completes; only killing the worker's process group ends it, and the
-// next candidate must get a fresh worker.
+// Defence: the worker's per-launch hang limit (and behind it the supervisor's wall-clock deadline).
+// The kernel spins on a flag nobody sets, so the launch never completes; the worker reports
+// `timeout` about a second in, gives up its context and exits, and the next candidate must get a
+// fresh worker.
 /* kopt:plan
 {
   "launches": [{"kernel": "axpy", "grid": ["ceil_div(n, 256)"], "block": [256],

@@ -1,0 +1,115 @@
+#include "sandbox/worker/gpu_quiet_check.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/files.h"
+#include "sandbox/nvml.h"
+
+namespace kopt::worker {
+namespace {
+
+// 2 x 256 MiB moved per probe: about 0.2 ms on an H100, long enough that launch jitter is noise,
+// short enough that a check costs a few milliseconds.
+constexpr size_t kProbeBytes = size_t(256) << 20;
+constexpr int kProbeReps = 9;
+
+std::filesystem::path best_probe_path(const DeviceInfo& info) {
+  std::string key = info.name + "_copy256_v1";
+  for (char& c : key)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return cache_directory() / "probe" / (key + ".json");
+}
+
+double read_best_probe_us(const std::filesystem::path& path) {
+  auto text = read_file(path);
+  if (!text) return 0;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("best_median_us") || !j["best_median_us"].is_number()) return 0;
+  return j["best_median_us"].get<double>();
+}
+
+std::string us_text(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f us", us);
+  return buf;
+}
+
+}  // namespace
+
+Result<double> GpuQuietCheck::probe_median_us() {
+  if (!probe_from_.ptr()) {
+    auto from = allocate(device_, kProbeBytes);
+    if (!from) return make_error(from.error());
+    auto to = allocate(device_, kProbeBytes);
+    if (!to) return make_error(to.error());
+    probe_from_ = std::move(*from);
+    probe_to_ = std::move(*to);
+  }
+  auto times =
+      support_.time_copies(probe_from_.ptr(), probe_to_.ptr(), kProbeBytes, kProbeReps + 1);
+  if (!times) return make_error("the busy-GPU probe failed: " + times.error());
+  std::vector<double> timed(times->begin() + 1, times->end());  // the first one warms up
+  std::nth_element(timed.begin(), timed.begin() + timed.size() / 2, timed.end());
+  return timed[timed.size() / 2] * 1e3;
+}
+
+Result<QuietVerdict> GpuQuietCheck::check(double probe_tolerance) {
+  QuietVerdict verdict;
+  std::vector<std::string> problems;
+  bool others_present = false;
+
+  auto activity = gpu_activity(device_.info().pci_bus_id);
+  if (activity) {
+    auto others = other_processes(*activity, unsigned(::getpid()));
+    nlohmann::json listed = nlohmann::json::array();
+    for (const auto& p : others) listed.push_back(describe_process(p));
+    verdict.facts["other_processes"] = listed;
+    verdict.facts["sm_clock_mhz"] = activity->sm_clock_mhz;
+    verdict.facts["max_sm_clock_mhz"] = activity->max_sm_clock_mhz;
+    verdict.facts["clock_events"] = describe_clock_events(activity->clock_event_reasons);
+    if (!others.empty()) {
+      others_present = true;
+      std::string names;
+      for (const auto& p : others) names += (names.empty() ? "" : ", ") + describe_process(p);
+      problems.push_back(std::to_string(others.size()) + " other process" +
+                         (others.size() == 1 ? "" : "es") + " on this GPU: " + names);
+    }
+    if (clocks_held_down(activity->clock_event_reasons))
+      problems.push_back("clocks held down (" +
+                         describe_clock_events(activity->clock_event_reasons) + ", SM at " +
+                         std::to_string(activity->sm_clock_mhz) + " of " +
+                         std::to_string(activity->max_sm_clock_mhz) + " MHz)");
+  } else {
+    verdict.facts["nvml"] = activity.error();
+  }
+
+  auto path = best_probe_path(device_.info());
+  double best = read_best_probe_us(path);
+  auto probe = probe_median_us();
+  if (!probe) return make_error(probe.error());
+  // A slow first probe may be clocks ramping up after idle: one more try before judging.
+  if (best > 0 && *probe > best * (1 + probe_tolerance)) probe = probe_median_us();
+  if (!probe) return make_error(probe.error());
+  verdict.facts["probe_us"] = *probe;
+  verdict.facts["best_probe_us"] = best;
+  if (best > 0 && *probe > best * (1 + probe_tolerance)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "the probe kernel took %s, %.0f%% over its best %s on this GPU",
+                  us_text(*probe).c_str(), 100 * (*probe / best - 1), us_text(best).c_str());
+    problems.push_back(buf);
+  }
+  // Only a quiet GPU teaches the cache what "quiet" looks like.
+  if (problems.empty() && !others_present && (best == 0 || *probe < best))
+    (void)write_file_atomic(
+        path, nlohmann::json{{"best_median_us", *probe}, {"gpu", device_.info().name}}.dump(2));
+  if (!problems.empty()) {
+    verdict.quiet = false;
+    for (const auto& p : problems) verdict.reason += (verdict.reason.empty() ? "" : "; ") + p;
+  }
+  return verdict;
+}
+
+}  // namespace kopt::worker
