@@ -1,7 +1,7 @@
 // Is this GPU ours alone right now? A number timed while another process computes on the GPU, or
 // while its clocks are held down, is wrong by up to several times and must never become a recorded
 // win. Checked before and after timing: no other process holds compute on the GPU (NVML), no
-// hardware or thermal slowdown is active, and a fixed probe kernel runs within a tolerance of its
+// hardware or thermal slowdown is active, and a fixed compute-bound probe kernel runs within a tolerance of its
 // best known time on this GPU model (cached on disk like the DRAM peak). The probe catches what
 // NVML cannot see (another container's processes, MIG neighbours, an NVML-less machine).
 #pragma once
@@ -32,7 +32,6 @@ class GpuQuietCheck {
   Result<double> probe_median_us();
   Device& device_;
   SupportKernels& support_;
-  DeviceMemory probe_from_, probe_to_;
 };
 
 }  // namespace kopt::worker

@@ -250,23 +250,23 @@ Result<double> SupportKernels::measure_copy_bandwidth(CUdeviceptr from, CUdevice
   return 2.0 * double(n * 16) / (best_ms * 1e-3);
 }
 
-Result<std::vector<double>> SupportKernels::time_copies(CUdeviceptr from, CUdeviceptr to,
-                                                        size_t bytes, int reps) {
+Result<std::vector<double>> SupportKernels::time_fma(int iterations, int reps) {
   const CudaDriver& d = device_->driver();
   CudaFailure failure;
   CUevent start = nullptr, stop = nullptr;
   d.cuEventCreate(&start, CU_EVENT_DEFAULT);
   d.cuEventCreate(&stop, CU_EVENT_DEFAULT);
-  uint64_t n = bytes / 16;
-  void* args[] = {&from, &to, &n};
-  auto it = functions_.find("copy_peak");
-  unsigned blocks = unsigned(device_->info().sm_count * 8);
+  CUdeviceptr out = probe_.ptr();
+  float seed = 1.0f;
+  void* args[] = {&out, &iterations, &seed};
+  unsigned blocks = unsigned(device_->info().sm_count) * 8, threads = 256;
+  auto it = functions_.find("fma_peak");
   std::vector<double> times;
   for (int rep = 0; rep < reps; ++rep) {
     d.cuEventRecord(start, device_->stream());
-    if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, 512, 1, 1, 0, device_->stream(),
-                                         args, nullptr),
-                        "cuLaunchKernel(copy_peak)", &failure)) {
+    if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, threads, 1, 1, 0,
+                                         device_->stream(), args, nullptr),
+                        "cuLaunchKernel(fma_peak)", &failure)) {
       times.clear();
       break;
     }

@@ -43,9 +43,10 @@ class SupportKernels {
   Result<double> measure_fp32_flops();
   // Bytes read plus written per second by a 16-byte-vectorized copy of `bytes` bytes.
   Result<double> measure_copy_bandwidth(CUdeviceptr from, CUdeviceptr to, size_t bytes);
-  // Times `reps` launches of the vectorized copy of `bytes` bytes (8 blocks per SM), one by one,
-  // in milliseconds: the busy-GPU probe.
-  Result<std::vector<double>> time_copies(CUdeviceptr from, CUdeviceptr to, size_t bytes, int reps);
+  // Times `reps` launches of the FMA kernel (8 blocks of 256 threads per SM, `iterations` long),
+  // one by one, in milliseconds: the busy-GPU probe. Compute-bound on purpose: its time does not
+  // drift with the DRAM's state after heavy traffic, yet any other context's work delays it.
+  Result<std::vector<double>> time_fma(int iterations, int reps);
   // Reads element `index` as double.
   Result<double> read_element(CUdeviceptr data, DType dtype, int64_t index);
 
