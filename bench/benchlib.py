@@ -231,7 +231,9 @@ def gpu_environment():
         env["commit"] = ""
     # A copy of the tree without .git (the GPU machine's) still names what ran: $KOPT_COMMIT,
     # else "unknown", and the worker binary's digest.
-    env["commit"] = env["commit"] or os.environ.get("KOPT_COMMIT", "unknown")
+    # $KOPT_COMMIT wins: it names the commit the carried binaries were built from, which a
+    # copied tree's git may not know.
+    env["commit"] = os.environ.get("KOPT_COMMIT") or env["commit"] or "unknown"
     try:
         env["worker_sha256"] = hashlib.sha256(DEFAULT_WORKER.read_bytes()).hexdigest()[:16]
     except OSError:

@@ -31,7 +31,7 @@ case " $* " in *" --worker "*) ;; *)
 esac
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: $(git -C "$here/.." rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "commit: ${KOPT_COMMIT:-$(git -C "$here/.." rev-parse HEAD 2>/dev/null || echo unknown)}"
   echo "command: bench/run.sh $bench $out $*"
   nvidia-smi -L 2>&1 || true
 } > "$out/$bench.env.txt"

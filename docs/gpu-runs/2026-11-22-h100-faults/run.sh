@@ -4,8 +4,11 @@
 #   bash docs/gpu-runs/2026-11-22-h100-faults/run.sh   (OUT: where the logs go)
 set -u
 here=$PWD
-out=${OUT:-/tmp/kopt-out}
+# Everything goes to /tmp/kopt-run, packed into $OUT/results.tgz after each stage (the device
+# tool brings back few files).
+out=/tmp/kopt-run
 mkdir -p "$out" /work
+pack() { [ -n "${OUT:-}" ] && tar czf "$OUT/results.tgz" -C /tmp kopt-run; }
 # The test binaries have the development machine's paths compiled in.
 [ -e /work/main ] || ln -s "$here" /work/main
 mkdir -p build/bin build/tests/sandbox
@@ -15,9 +18,9 @@ nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,utilization.gpu,memory.used --format=csv -lms 500 > "$out/smi.csv" &
 smi=$!
 s=$(date +%s); timeout 300 build/tests/sandbox/kopt_fault_tests > "$out/fault_tests.txt" 2>&1
-echo "fault tests rc=$? wall=$(( $(date +%s) - s ))s"; grep -E "^fault |^\[  (PASSED|FAILED|SKIPPED)|FAILED" "$out/fault_tests.txt"
+echo "fault tests rc=$? wall=$(( $(date +%s) - s ))s"; pack; grep -E "^fault |^\[  (PASSED|FAILED|SKIPPED)|FAILED" "$out/fault_tests.txt"
 s=$(date +%s); timeout 240 build/tests/sandbox/kopt_adversarial_tests > "$out/adversarial.txt" 2>&1
-echo "adversarial rc=$? wall=$(( $(date +%s) - s ))s"; grep -E "^adversarial (hangs|infinite)|^\[  (PASSED|FAILED|SKIPPED)|FAILED" "$out/adversarial.txt"
+echo "adversarial rc=$? wall=$(( $(date +%s) - s ))s"; pack; grep -E "^adversarial (hangs|infinite)|^\[  (PASSED|FAILED|SKIPPED)|FAILED" "$out/adversarial.txt"
 # The busy-GPU probe on a quiet GPU: before and after timing, over tasks of every kind.
 echo "--- probe before/after timing on a quiet GPU (us; best cached)"
 for t in axpy softmax sgemm layernorm bf16_gemm transpose; do
@@ -35,6 +38,7 @@ kill $smi
 nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv
 # Benchmarks: the realistic failure mix, then the all-correct stream, both on this GPU.
 if [ "${BENCH:-1}" = 1 ]; then
-  KOPT_COMMIT=$(cat .devcarry/COMMIT) bench/run.sh mix "$out/mix" --budget-s 200 | tail -14
+  KOPT_COMMIT=$(cat .devcarry/COMMIT) bench/run.sh mix "$out/mix" --budget-s 200 | tail -14; pack
   KOPT_COMMIT=$(cat .devcarry/COMMIT) bench/run.sh throughput "$out/throughput" --no-inline --budget-s 120 | tail -12
 fi
+pack
