@@ -83,6 +83,11 @@ def time_load_inline():
         benchlib.remove_dir(build_dir)
 
 
+# The worker's per-phase breakdown of verification (sandbox/worker/verifier.h, VerifyPhases).
+VERIFY_PHASES = ("verify_setup_ms", "verify_inputs_ms", "verify_reference_ms",
+                 "verify_candidate_ms", "verify_checks_ms")
+
+
 def candidates(tasks, variant_count):
     """Every baseline first, then the variants round-robin over tasks, so a short budget still
     covers the whole suite."""
@@ -136,6 +141,8 @@ def main():
                         "compile_cache_hit", "speedup", "sol_percent", "detail"):
                 record[key] = result.get(key)
             record["median_us"] = (result.get("candidate_time") or {}).get("median_us")
+            for phase, ms in (result.get("verify_phases") or {}).items():
+                record["verify_" + phase] = ms
         records.append(record)
         log("%-18s %-22s %-13s compile %7.1f ms verify %8.1f ms time %8.1f ms total %8.1f ms" % (
             task.name, label, record.get("verdict", "error"), record.get("compile_ms") or 0,
@@ -152,7 +159,7 @@ def main():
     stats = {key: benchlib.summary([r.get(key) for r in judged])
              for key in ("compile_ms", "total_ms", "wall_ms")}
     stats.update({key: benchlib.summary([r.get(key) for r in verified])
-                  for key in ("verify_ms", "time_ms")})
+                  for key in ("verify_ms", "time_ms") + VERIFY_PHASES})
     steady_stats = {key: benchlib.summary([r.get(key) for r in steady])
                     for key in ("compile_ms", "total_ms", "wall_ms")}
     per_hour = 3600.0 * len(records) / stream_s if stream_s > 0 and records else None
@@ -175,6 +182,11 @@ def main():
 
     rows = []
     for key, label in (("compile_ms", "compile"), ("verify_ms", "verify (verified only)"),
+                       ("verify_setup_ms", "  verify: buffers"),
+                       ("verify_inputs_ms", "  verify: random inputs + checksums"),
+                       ("verify_reference_ms", "  verify: reference runs"),
+                       ("verify_candidate_ms", "  verify: candidate runs"),
+                       ("verify_checks_ms", "  verify: poison, guards, comparisons"),
                        ("time_ms", "time (verified only)"),
                        ("total_ms", "total (worker)"), ("wall_ms", "total (request, wall)")):
         s = stats[key]

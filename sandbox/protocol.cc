@@ -99,7 +99,9 @@ json options_to_json(const EvalOptions& o) {
           {"hang_factor", o.hang_factor},
           {"hang_floor_seconds", o.hang_floor_seconds},
           {"check_gpu_quiet", o.check_gpu_quiet},
-          {"probe_tolerance", o.probe_tolerance}};
+          {"probe_tolerance", o.probe_tolerance},
+          {"large_shape_rounds", o.large_shape_rounds},
+          {"large_shape_bytes", o.large_shape_bytes}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
@@ -107,7 +109,8 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   r.check_keys(o, path,
                {"arch", "seed", "rounds", "check_holdout", "time", "min_samples", "max_noise",
                 "max_gpu_seconds", "max_wall_seconds", "suspicious_speedup", "hang_factor",
-                "hang_floor_seconds", "check_gpu_quiet", "probe_tolerance"});
+                "hang_floor_seconds", "check_gpu_quiet", "probe_tolerance", "large_shape_rounds",
+                "large_shape_bytes"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -130,6 +133,9 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   read_into(r, o, path, "hang_floor_seconds", options.hang_floor_seconds);
   read_into(r, o, path, "check_gpu_quiet", options.check_gpu_quiet);
   read_into(r, o, path, "probe_tolerance", options.probe_tolerance);
+  read_into(r, o, path, "large_shape_rounds", options.large_shape_rounds);
+  read_into(r, o, path, "large_shape_bytes", options.large_shape_bytes);
+  if (options.large_shape_rounds < 1) r.error(path + ".large_shape_rounds", "must be at least 1");
   if (!(options.hang_factor >= 1)) r.error(path + ".hang_factor", "must be at least 1");
   if (!(options.hang_floor_seconds > 0)) r.error(path + ".hang_floor_seconds", "must be positive");
   if (!(options.probe_tolerance > 0)) r.error(path + ".probe_tolerance", "must be positive");
@@ -263,6 +269,7 @@ json to_json(const EvalResult& result) {
   if (result.resources) j["resources"] = resources_to_json(*result.resources);
   if (!result.device.is_null()) j["device"] = result.device;
   if (!result.gpu_check.is_null()) j["gpu_check"] = result.gpu_check;
+  if (!result.verify_phases.is_null()) j["verify_phases"] = result.verify_phases;
   return j;
 }
 
@@ -273,7 +280,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   r.check_keys(j, "$",
                {"verdict", "detail", "compile_log", "compile_ms", "compile_cache_hit", "mismatch",
                 "candidate_time", "baseline_time", "resources", "speedup", "sol_us", "sol_percent",
-                "verify_ms", "time_ms", "total_ms", "device", "gpu_check"});
+                "verify_ms", "time_ms", "total_ms", "device", "gpu_check", "verify_phases"});
   if (auto name = r.string_field(j, "$", "verdict", true)) {
     if (auto verdict = parse_verdict(*name)) {
       result.verdict = *verdict;
@@ -299,6 +306,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   read_into(r, j, "$", "total_ms", result.total_ms);
   if (j.contains("device")) result.device = j.at("device");
   if (j.contains("gpu_check")) result.gpu_check = j.at("gpu_check");
+  if (j.contains("verify_phases")) result.verify_phases = j.at("verify_phases");
   if (!r.ok()) return make_error(r.message());
   return result;
 }

@@ -46,6 +46,11 @@ struct EvalOptions {
   // time on this GPU; otherwise the verdict is gpu_busy and no number is reported.
   bool check_gpu_quiet = true;
   double probe_tolerance = 0.10;
+  // Shapes whose inputs and outputs together exceed large_shape_bytes get large_shape_rounds
+  // rounds (at most `rounds`): every small shape has had the full rounds by then, and these
+  // shapes dominate verification time (tasks/README.md, "Verification rounds").
+  int large_shape_rounds = 2;
+  int64_t large_shape_bytes = int64_t(64) << 20;
 };
 
 struct EvalRequest {
@@ -96,8 +101,9 @@ struct EvalResult {
   double sol_us = 0;       // speed-of-light time for the default shape
   double sol_percent = 0;  // sol_us / candidate median * 100
   double verify_ms = 0, time_ms = 0, total_ms = 0;
-  nlohmann::json device;     // name, cc, driver, cuda, sms
-  nlohmann::json gpu_check;  // the busy-GPU checks around timing (probe, processes)
+  nlohmann::json device;         // name, cc, driver, cuda, sms
+  nlohmann::json gpu_check;      // the busy-GPU checks around timing (probe, processes)
+  nlohmann::json verify_phases;  // where verification's time went (ms per phase, runs)
 };
 
 nlohmann::json to_json(const EvalRequest& request);

@@ -1,5 +1,6 @@
 #include "sandbox/worker/evaluation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -56,6 +57,21 @@ Compiled prepare(Device& device, const KernelSource& source, const TaskSpec& tas
   return c;
 }
 
+// Verification rounds at one shape: the full count, except for shapes so large that they
+// dominate the cost (tasks/README.md, "Verification rounds").
+int rounds_for(const EvalOptions& options, const TaskSpec& task, const ShapeBinding& sizes) {
+  int64_t bytes = 0;
+  for (const auto* list : {&task.inputs, &task.outputs}) {
+    for (const auto& t : *list) {
+      auto n = task.element_count(t, sizes);
+      if (n) bytes += *n * int64_t(dtype_size(t.dtype));
+    }
+  }
+  if (bytes > options.large_shape_bytes)
+    return std::min(options.rounds, options.large_shape_rounds);
+  return options.rounds;
+}
+
 void apply_failure(EvalResult& result, const PlanFailure& failure) {
   result.verdict = failure.verdict;
   result.detail = failure.detail;
@@ -97,23 +113,28 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   std::vector<std::pair<std::string, const std::vector<ShapeBinding>*>> phases = {
       {"sweep", &task->shapes}};
   if (request.options.check_holdout) phases.push_back({"holdout", &task->holdout});
+  int large_shapes = 0;
   for (const auto& [phase, shapes] : phases) {
     for (size_t i = 0; i < shapes->size(); ++i) {
-      auto outcome =
-          verifier.verify_shape(task->bind((*shapes)[i]), request.options.rounds,
-                                seed + 7919 * (i + 1) + (phase == "holdout" ? 104729 : 0), phase);
+      ShapeBinding sizes = task->bind((*shapes)[i]);
+      int rounds = rounds_for(request.options, *task, sizes);
+      if (rounds < request.options.rounds) ++large_shapes;
+      auto outcome = verifier.verify_shape(
+          sizes, rounds, seed + 7919 * (i + 1) + (phase == "holdout" ? 104729 : 0), phase);
       if (!outcome) return make_error(outcome.error());
       if (outcome->verdict != Verdict::kOk) {
         result.verdict = outcome->verdict;
         result.detail = outcome->detail;
         result.mismatch = outcome->mismatch;
         result.verify_ms = ms_since(verify_started);
+        result.verify_phases = verifier.phases().to_json();
         result.total_ms = ms_since(started);
         return result;
       }
     }
   }
   result.verify_ms = ms_since(verify_started);
+  result.verify_phases = verifier.phases().to_json();
 
   ShapeBinding timed_shape = task->bind({});
   auto resolved = candidate.kernel->resolve(*task, timed_shape);
@@ -191,6 +212,11 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
       (request.options.check_holdout ? " + " + std::to_string(task->holdout.size()) + " holdout"
                                      : "") +
       " x " + std::to_string(request.options.rounds) + " rounds";
+  if (large_shapes > 0)
+    result.detail +=
+        " (" + std::to_string(large_shapes) + " large: " +
+        std::to_string(std::min(request.options.rounds, request.options.large_shape_rounds)) +
+        " rounds)";
 
   // Faster than physics allows: never accepted. Implausibly large speedups: re-verified with
   // twice the rounds and new seeds before they count.

@@ -1,5 +1,6 @@
 #include "sandbox/worker/verifier.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -43,6 +44,11 @@ Status allocate_scratch(Device& device, const ResolvedPlan& plan,
 }
 
 }  // namespace
+
+nlohmann::json VerifyPhases::to_json() const {
+  return {{"setup_ms", setup_ms},         {"inputs_ms", inputs_ms}, {"reference_ms", reference_ms},
+          {"candidate_ms", candidate_ms}, {"checks_ms", checks_ms}, {"rounds", rounds}};
+}
 
 std::string describe_shape(const ShapeBinding& sizes) {
   std::string out;
@@ -143,6 +149,14 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
   const ResolvedPlan& rp = std::get<ResolvedPlan>(ref_plan);
   const ResolvedPlan& cp = std::get<ResolvedPlan>(cand_plan);
 
+  // Host wall time between the sync points below, by phase (the per-phase breakdown).
+  auto last = std::chrono::steady_clock::now();
+  auto lap = [&last] {
+    auto now = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  };
   std::vector<GuardedBuffer> storage;
   BufferMap inputs, expected, actual, first_run, ref_scratch, cand_scratch;
   if (auto s = allocate_tensors(device_, task_, task_.inputs, sizes, storage, inputs); !s)
@@ -157,6 +171,7 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
     return make_error(s.error());
   if (auto s = allocate_scratch(device_, cp, storage, cand_scratch); !s)
     return make_error(s.error());
+  phases_.setup_ms += lap();
   BufferMap ref_buffers = inputs, cand_buffers = inputs;
   ref_buffers.insert(expected.begin(), expected.end());
   ref_buffers.insert(ref_scratch.begin(), ref_scratch.end());
@@ -184,22 +199,25 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
       if (!c) return make_error(c.error());
       checksums.push_back(*c);
     }
+    phases_.inputs_ms += lap();
+    ++phases_.rounds;
     for (const auto& [name, b] : expected) (void)fill_bytes(device_, b, kPoisonFirstRun);
     double reference_seconds = 0;
     if (auto f = run_plan(device_, reference_, rp, ref_buffers, task_, device_.stream(), {},
                           &reference_seconds))
       return make_error("the reference failed at " + shape_text + ": " + f->detail);
     RunLimit limit = candidate_run_limit(options_, reference_seconds, "the reference");
+    phases_.reference_ms += lap();
 
     for (int run = 0; run < 2; ++run) {
       for (const auto& [name, b] : actual)
         if (auto s = fill_bytes(device_, b, run == 0 ? kPoisonFirstRun : kPoisonSecondRun); !s)
           return make_error(s.error());
-      if (auto f =
-              run_plan(device_, candidate_, cp, cand_buffers, task_, device_.stream(), limit)) {
-        CheckOutcome o{f->verdict, f->detail, std::nullopt};
-        return fail(o, round);
-      }
+      phases_.checks_ms += lap();
+      auto failure =
+          run_plan(device_, candidate_, cp, cand_buffers, task_, device_.stream(), limit);
+      phases_.candidate_ms += lap();
+      if (failure) return fail({failure->verdict, failure->detail, std::nullopt}, round);
       // Guard zones of everything the candidate could reach.
       for (auto& g : storage) {
         auto damage = g.damaged_guard();
@@ -246,6 +264,7 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
           }
         }
       }
+      phases_.checks_ms += lap();
     }
   }
   return CheckOutcome{};

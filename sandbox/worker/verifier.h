@@ -44,6 +44,18 @@ std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
                                     const TaskSpec& task, CUstream stream,
                                     const RunLimit& limit = {}, double* elapsed_seconds = nullptr);
 
+// Where verification's time goes, summed over the shapes verified: host wall time between the
+// sync points of each round.
+struct VerifyPhases {
+  double setup_ms = 0;      // buffers allocated and armed, plans resolved
+  double inputs_ms = 0;     // random inputs generated and checksummed
+  double reference_ms = 0;  // the trusted reference run (outputs poisoned first)
+  double candidate_ms = 0;  // the candidate's runs, two per round
+  double checks_ms = 0;     // poison, guard zones, input checksums, output comparisons
+  int rounds = 0;           // rounds started, over all shapes
+  nlohmann::json to_json() const;
+};
+
 class Verifier {
  public:
   Verifier(Device& device, SupportKernels& support, const TaskSpec& task,
@@ -59,6 +71,7 @@ class Verifier {
   // Errors mean the task or the worker is broken; the candidate's faults are verdicts.
   Result<CheckOutcome> verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
                                     const std::string& phase);
+  const VerifyPhases& phases() const { return phases_; }
 
  private:
   Device& device_;
@@ -67,6 +80,7 @@ class Verifier {
   const LoadedKernel& reference_;
   const LoadedKernel& candidate_;
   EvalOptions options_;
+  VerifyPhases phases_;
 };
 
 }  // namespace kopt::worker

@@ -1,24 +1,23 @@
 // expect: timeout
-// Defence: the hang limit of the timing loop. This axpy is right for its first 70 launches, which
-// are exactly the verification's (7 shapes x 5 rounds x 2 runs), and spins from the 71st on, the
-// timing loop's warm-up at the timed shape. Only the limit derived from the reference's time at
-// that shape ends it.
+// Defence: the hang limit of the timing loop. This axpy is right everywhere except at the timed
+// shape (n = 2^26), where it is right for its first 4 launches, exactly verification's there (a
+// large shape: 2 rounds x 2 runs), and spins from the 5th on, the timing loop's warm-up. Only the
+// limit derived from the reference's time at that shape ends it; fault_test.cc checks that the
+// verdict names the timed shape, so a change of verification's rounds shows up there.
 /* kopt:plan
 {
   "launches": [{"kernel": "axpy", "grid": ["ceil_div(n, 256)"], "block": [256],
                 "args": ["x", "y", "out", "n", "alpha"]}]
 }
 */
-__device__ unsigned int g_launches;
+__device__ unsigned int g_launches_at_timed_shape;
 __device__ int g_never_set;
 
 extern "C" __global__ void axpy(const float* x, const float* y, float* out, int n, float alpha) {
-  __shared__ unsigned int launch;
-  if (threadIdx.x == 0) {
-    launch = blockIdx.x == 0 ? atomicAdd(&g_launches, 1u) : *(volatile unsigned int*)&g_launches;
-  }
-  __syncthreads();
-  if (launch >= 70) {
+  // Only block 0 counts and spins: one block that never ends keeps the launch from completing,
+  // and other blocks cannot misread the count while block 0 updates it.
+  if (n == 67108864 && blockIdx.x == 0 && threadIdx.x == 0 &&
+      atomicAdd(&g_launches_at_timed_shape, 1u) >= 4) {
     while (*(volatile int*)&g_never_set == 0) {
     }
   }
