@@ -20,9 +20,9 @@ Result<GuardedBuffer> GuardedBuffer::create(Device& device, DType dtype, int64_t
 Status GuardedBuffer::arm_guards() {
   const CudaDriver& d = device_->driver();
   CudaFailure failure;
-  if (!device_->check(d.cuMemsetD8Async(memory_.ptr(), kGuardPattern, memory_.bytes(),
-                                        device_->stream()),
-                      "cuMemsetD8Async(guard)", &failure) ||
+  if (!device_->check(
+          d.cuMemsetD8Async(memory_.ptr(), kGuardPattern, memory_.bytes(), device_->stream()),
+          "cuMemsetD8Async(guard)", &failure) ||
       !device_->check(d.cuStreamSynchronize(device_->stream()), "cuStreamSynchronize", &failure))
     return make_error(failure.message);
   return ok_status();
@@ -51,12 +51,23 @@ Result<std::string> GuardedBuffer::damaged_guard() {
   return std::string();
 }
 
+GuardZones GuardedBuffer::guard_zones() const {
+  size_t tail_start = kGuardBytes + size_t(elements_) * dtype_size(dtype_);
+  return {memory_.ptr(), kGuardBytes, memory_.ptr() + tail_start, memory_.bytes() - tail_start};
+}
+
+std::string describe_guard_damage(uint64_t head_distance, uint64_t tail_offset) {
+  if (tail_offset) return "a write " + std::to_string(tail_offset) + " byte(s) past the end";
+  if (head_distance) return "a write " + std::to_string(head_distance) + " bytes before the start";
+  return "";
+}
+
 Status fill_bytes(Device& device, const BufferRef& buffer, unsigned char value) {
   CudaFailure failure;
   if (buffer.bytes() == 0) return ok_status();
-  if (!device.check(device.driver().cuMemsetD8Async(buffer.ptr, value, buffer.bytes(),
-                                                    device.stream()),
-                    "cuMemsetD8Async", &failure))
+  if (!device.check(
+          device.driver().cuMemsetD8Async(buffer.ptr, value, buffer.bytes(), device.stream()),
+          "cuMemsetD8Async", &failure))
     return make_error(failure.message);
   return ok_status();
 }

@@ -22,6 +22,16 @@ struct BufferRef {
   size_t bytes() const { return size_t(elements) * dtype_size(dtype); }
 };
 
+struct GuardZones {
+  CUdeviceptr head = 0;
+  size_t head_bytes = 0;
+  CUdeviceptr tail = 0;
+  size_t tail_bytes = 0;
+};
+
+// "a write 3 byte(s) past the end", from a scan's distances (0: intact); empty when intact.
+std::string describe_guard_damage(uint64_t head_distance, uint64_t tail_offset);
+
 class GuardedBuffer {
  public:
   static Result<GuardedBuffer> create(Device& device, DType dtype, int64_t elements);
@@ -30,6 +40,8 @@ class GuardedBuffer {
   Status arm_guards();
   // Empty when both zones still hold the pattern; otherwise says where the damage is.
   Result<std::string> damaged_guard();
+  // Device addresses of the two zones, for a scan of many buffers on the GPU at once.
+  GuardZones guard_zones() const;
 
  private:
   Device* device_ = nullptr;

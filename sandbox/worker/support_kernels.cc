@@ -34,7 +34,8 @@ const char* type_name(DType dtype) {
 }
 
 std::vector<std::string> all_kernel_names() {
-  std::vector<std::string> names = {"checksum", "clock_probe", "fma_peak", "copy_peak"};
+  std::vector<std::string> names = {"checksum", "clock_probe", "fma_peak", "copy_peak",
+                                    "guard_scan"};
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64}) {
     std::string ty = type_name(t);
     names.push_back("compare<" + ty + ">");
@@ -78,6 +79,9 @@ Result<SupportKernels> SupportKernels::load(Device& device, const std::string& a
   auto stats = allocate(device, sizeof(DeviceStats));
   if (!stats) return make_error(stats.error());
   k.stats_ = std::move(*stats);
+  auto guards = allocate(device, kMaxGuardScan * 2 * sizeof(uint64_t));
+  if (!guards) return make_error(guards.error());
+  k.guard_results_ = std::move(*guards);
   auto probe = allocate(device, sizeof(double));
   if (!probe) return make_error(probe.error());
   k.probe_ = std::move(*probe);
@@ -174,6 +178,50 @@ Result<uint64_t> SupportKernels::checksum(CUdeviceptr data, size_t bytes) {
   if (!device_->check(d.cuMemcpyDtoH(&sum, out, sizeof sum), "cuMemcpyDtoH", &failure))
     return make_error(failure.message);
   return sum;
+}
+
+Result<std::vector<GuardDamage>> SupportKernels::scan_guards(
+    const std::vector<GuardRegion>& regions) {
+  const CudaDriver& d = device_->driver();
+  CudaFailure failure;
+  std::vector<GuardDamage> damage(regions.size());
+  auto it = functions_.find("guard_scan");
+  for (size_t first = 0; first < regions.size(); first += kMaxGuardScan) {
+    size_t count = std::min(regions.size() - first, kMaxGuardScan);
+    // Head slots start at 0 (atomicMax), tail slots at all ones (atomicMin).
+    std::vector<uint64_t> init(2 * count);
+    for (size_t i = 0; i < count; ++i) init[2 * i + 1] = ~uint64_t(0);
+    if (!device_->check(d.cuMemcpyHtoDAsync(guard_results_.ptr(), init.data(),
+                                            init.size() * sizeof(uint64_t), device_->stream()),
+                        "cuMemcpyHtoDAsync(guards)", &failure))
+      return make_error(failure.message);
+    // One launch per buffer, one read-back for all of them: no sync per buffer.
+    for (size_t i = 0; i < count; ++i) {
+      const GuardRegion& r = regions[first + i];
+      CUdeviceptr out = guard_results_.ptr() + 2 * i * sizeof(uint64_t);
+      uint64_t head_bytes = r.head_bytes, tail_bytes = r.tail_bytes;
+      unsigned char pattern = r.pattern;
+      CUdeviceptr head = r.head, tail = r.tail;
+      void* args[] = {&head, &head_bytes, &tail, &tail_bytes, &pattern, &out};
+      unsigned blocks =
+          unsigned(std::min<uint64_t>(64, (std::max(head_bytes, tail_bytes) + 255) / 256));
+      if (!device_->check(d.cuLaunchKernel(it->second, std::max(1u, blocks), 1, 1, 256, 1, 1, 0,
+                                           device_->stream(), args, nullptr),
+                          "cuLaunchKernel(guard_scan)", &failure))
+        return make_error(failure.message);
+    }
+    if (!device_->check(d.cuMemcpyDtoHAsync(init.data(), guard_results_.ptr(),
+                                            init.size() * sizeof(uint64_t), device_->stream()),
+                        "cuMemcpyDtoHAsync(guards)", &failure) ||
+        !device_->check(d.cuStreamSynchronize(device_->stream()), "cuStreamSynchronize", &failure))
+      return make_error(failure.message);
+    for (size_t i = 0; i < count; ++i) {
+      damage[first + i].head_distance =
+          init[2 * i] ? regions[first + i].head_bytes - (init[2 * i] - 1) : 0;
+      damage[first + i].tail_offset = init[2 * i + 1] != ~uint64_t(0) ? init[2 * i + 1] : 0;
+    }
+  }
+  return damage;
 }
 
 Result<double> SupportKernels::probe_clock_mhz() {

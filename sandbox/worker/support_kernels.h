@@ -26,6 +26,22 @@ struct CompareStats {
   int64_t worst_index = -1;  // an element with the largest error (or the first non-finite)
 };
 
+// The two guard zones around one buffer's payload, and the byte pattern they must still hold.
+struct GuardRegion {
+  CUdeviceptr head = 0;
+  uint64_t head_bytes = 0;
+  CUdeviceptr tail = 0;
+  uint64_t tail_bytes = 0;
+  unsigned char pattern = 0;
+};
+
+// What a guard scan found: 0 for an intact zone.
+struct GuardDamage {
+  uint64_t head_distance =
+      0;                     // bytes before the start of the nearest damaged byte (1 = just before)
+  uint64_t tail_offset = 0;  // bytes past the end of the first damaged byte (1 = just past)
+};
+
 class SupportKernels {
  public:
   static Result<SupportKernels> load(Device& device, const std::string& arch);
@@ -47,6 +63,8 @@ class SupportKernels {
   // one by one, in milliseconds: the busy-GPU probe. Compute-bound on purpose: its time does not
   // drift with the DRAM's state after heavy traffic, yet any other context's work delays it.
   Result<std::vector<double>> time_fma(int iterations, int reps);
+  // Scans the guard zones of many buffers on the GPU with one read-back for all of them.
+  Result<std::vector<GuardDamage>> scan_guards(const std::vector<GuardRegion>& regions);
   // Reads element `index` as double.
   Result<double> read_element(CUdeviceptr data, DType dtype, int64_t index);
 
@@ -57,6 +75,8 @@ class SupportKernels {
   std::map<std::string, CUfunction> functions_;
   DeviceMemory stats_;  // scratch for CompareStats and checksums
   DeviceMemory probe_;
+  static constexpr size_t kMaxGuardScan = 256;  // buffers per scan_guards launch batch
+  DeviceMemory guard_results_;
 };
 
 }  // namespace kopt::worker

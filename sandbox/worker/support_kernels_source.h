@@ -104,6 +104,17 @@ __global__ void checksum(const unsigned char* data, u64 bytes, u64* out) {
   atomicAdd(out, acc);
 }
 
+// Guard zones of one buffer: out[0] = 1 + the highest damaged index of the head zone (the write
+// nearest the buffer's start), out[1] = 1 + the lowest damaged index of the tail zone; 0: intact.
+__global__ void guard_scan(const unsigned char* head, u64 head_bytes, const unsigned char* tail,
+                           u64 tail_bytes, unsigned char pattern, u64* out) {
+  u64 stride = (u64)gridDim.x * blockDim.x;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < head_bytes; i += stride)
+    if (head[i] != pattern) atomicMax(&out[0], i + 1);
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < tail_bytes; i += stride)
+    if (tail[i] != pattern) atomicMin(&out[1], i + 1);
+}
+
 __global__ void clock_probe(double* mhz) {
   u64 t0, t1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));

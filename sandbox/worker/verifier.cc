@@ -45,6 +45,21 @@ Status allocate_scratch(Device& device, const ResolvedPlan& plan,
 
 }  // namespace
 
+Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
+                                                const std::vector<GuardedBuffer>& buffers) {
+  std::vector<GuardRegion> regions;
+  for (const auto& b : buffers) {
+    GuardZones z = b.guard_zones();
+    regions.push_back({z.head, z.head_bytes, z.tail, z.tail_bytes, kGuardPattern});
+  }
+  auto scanned = support.scan_guards(regions);
+  if (!scanned) return make_error(scanned.error());
+  std::vector<std::string> out;
+  for (const auto& d : *scanned)
+    out.push_back(describe_guard_damage(d.head_distance, d.tail_offset));
+  return out;
+}
+
 nlohmann::json VerifyPhases::to_json() const {
   return {{"setup_ms", setup_ms},         {"inputs_ms", inputs_ms}, {"reference_ms", reference_ms},
           {"candidate_ms", candidate_ms}, {"checks_ms", checks_ms}, {"rounds", rounds}};
@@ -218,19 +233,19 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
           run_plan(device_, candidate_, cp, cand_buffers, task_, device_.stream(), limit);
       phases_.candidate_ms += lap();
       if (failure) return fail({failure->verdict, failure->detail, std::nullopt}, round);
-      // Guard zones of everything the candidate could reach.
-      for (auto& g : storage) {
-        auto damage = g.damaged_guard();
-        if (!damage) return make_error(damage.error());
-        if (!damage->empty()) {
-          std::string which;
-          for (const auto& [name, b] : cand_buffers)
-            if (b.ptr == g.ref().ptr) which = name;
-          (void)g.arm_guards();
-          if (which.empty()) continue;  // a reference-only buffer: the reference is trusted
-          return fail({Verdict::kOutOfBounds, *damage + " of buffer '" + which + "'", std::nullopt},
-                      round);
-        }
+      // Guard zones of everything the candidate could reach, scanned on the GPU at once.
+      auto damage = damaged_guards(support_, storage);
+      if (!damage) return make_error(damage.error());
+      for (size_t g = 0; g < storage.size(); ++g) {
+        if ((*damage)[g].empty()) continue;
+        std::string which;
+        for (const auto& [name, b] : cand_buffers)
+          if (b.ptr == storage[g].ref().ptr) which = name;
+        (void)storage[g].arm_guards();
+        if (which.empty()) continue;  // a reference-only buffer: the reference is trusted
+        return fail(
+            {Verdict::kOutOfBounds, (*damage)[g] + " of buffer '" + which + "'", std::nullopt},
+            round);
       }
       for (size_t i = 0; i < task_.inputs.size(); ++i) {
         const auto& t = task_.inputs[i];

@@ -32,6 +32,10 @@ Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
                                   const TensorSpec& output, const BufferRef& actual,
                                   const BufferRef& expected, Verdict failure_verdict);
 
+// What is wrong with each buffer's guard zones ("" when intact), scanned on the GPU in one pass.
+Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
+                                                const std::vector<GuardedBuffer>& buffers);
+
 // Fills every input of the task for one round.
 Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBinding& sizes,
                    const BufferMap& inputs, uint64_t seed);
