@@ -124,10 +124,12 @@ const char* selftest_support_header() {
                  // fails.
                  template <typename T>
                  void poison(Buffer<T>& buffer) {
-                   if (allocated(buffer)) check(cudaMemset(buffer, 0xFF, buffer.bytes()), "poisonin"
-                                                                                          "g "
-                                                                                          "output"
-                                                                                          "s");
+                   if (allocated(buffer))
+                     check(cudaMemset(buffer, 0xFF, buffer.bytes()),
+                           "poisonin"
+                           "g "
+                           "output"
+                           "s");
                  }
 
                  // The result of a launch function, then of running it to the end.

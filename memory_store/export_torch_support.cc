@@ -62,7 +62,10 @@ def _extension(task, reference):
         spec = TASKS[task]
         name = "kopt_" + spec["ident"] + ("_reference" if reference else "")
         source = task + ("_reference_api.cu" if reference else "_api.cu")
-        flags = list(spec["reference_flags" if reference else "kernel_flags"])
+        # torch builds extensions without the half and bfloat16 operators; kernels use them.
+        flags = ["-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
+                 "-U__CUDA_NO_HALF2_OPERATORS__", "-U__CUDA_NO_BFLOAT16_CONVERSIONS__"]
+        flags += spec["reference_flags" if reference else "kernel_flags"]
         cccl = os.path.join(cpp_extension.CUDA_HOME or "", "include", "cccl")
         if os.path.isdir(cccl):
             flags.append("-I" + cccl)
@@ -262,6 +265,9 @@ def _torch_on_gpu():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA device here")
+    from torch.utils import cpp_extension
+    if not cpp_extension.is_ninja_available():
+        pytest.skip("ninja is not installed: torch.utils.cpp_extension needs it to build")
     return torch
 
 

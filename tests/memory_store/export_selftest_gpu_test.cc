@@ -31,6 +31,23 @@ TEST(ExportSelfTestOnGpu, EveryKernelPassesAgainstItsReference) {
       << out.stdout_text;
   EXPECT_NE(out.stdout_text.find("axpy: passed"), std::string::npos) << out.stdout_text;
   std::printf("%s\n", out.stdout_text.c_str());
+
+  // The same checks under pytest with the build above, and through the PyTorch binding where
+  // torch with CUDA is installed (each kernel against its reference, the argument checks).
+  if (run_checked({"python3", "-c", "import pytest, torch; assert torch.cuda.is_available()"})
+          .exit_code != 0) {
+    std::printf("note: no python3 with pytest and CUDA torch here: the binding is not checked\n");
+    return;
+  }
+  ::setenv("KOPT_KERNELS_BUILD_DIR", (dir / "build").c_str(), 1);
+  ::setenv("TORCH_EXTENSIONS_DIR", (dir / "torch_extensions").c_str(), 1);
+  auto pytest = run_checked({"python3", "-m", "pytest", "-v", "-p", "no:cacheprovider",
+                             (dir / "kernels" / "test_kopt_kernels.py").string()},
+                            std::chrono::seconds(1500));
+  std::printf("%s\n", pytest.stdout_text.c_str());
+  EXPECT_EQ(pytest.exit_code, 0) << pytest.stdout_text << pytest.stderr_text;
+  EXPECT_NE(pytest.stdout_text.find("test_torch_matches_reference[axpy] PASSED"), std::string::npos)
+      << pytest.stdout_text;
 }
 
 }  // namespace
