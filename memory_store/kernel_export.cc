@@ -359,6 +359,15 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
   auto readme = updated_readme(dir / "README.md", kernels);
   if (!readme) return make_error(readme.error());
   planned.push_back({dir / "README.md", *readme, ""});
+  // Task names are free: "x_api" would write the "x_api.cu" of a task "x". Nothing is written then.
+  std::map<std::filesystem::path, std::string> owners;
+  for (const auto& file : planned) {
+    auto [it, fresh] = owners.emplace(file.path, file.task);
+    if (!fresh) {
+      return make_error(file.path.string() + " would be written for both task '" + it->second +
+                        "' and task '" + file.task + "'; export them into different folders");
+    }
+  }
 
   std::vector<std::string> relative;
   for (const auto& file : planned) {

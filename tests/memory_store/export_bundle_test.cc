@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/sha256.h"
 #include "tests/memory_store/export_project.h"
 #include "tests/memory_store/sample_memory.h"
 #include "tests/memory_store/test_support.h"
@@ -99,6 +100,44 @@ TEST_F(ExportBundleTest, RefusesToOverwriteACMakeListsItDidNotWrite) {
                                             ": exists and was not written by kopt export"))
       << out.stderr_text;
   EXPECT_EQ(file("CMakeLists.txt"), "add_library(ours ours.cc)\n");
+}
+
+TEST_F(ExportBundleTest, TaskNamesWhoseFilesCollideAreRefused) {
+  std::string db = (dir_ / "memory.db").string();
+  {
+    auto store = open_store(db);
+    SampleMemory sample = fill_sample_memory(store);
+    // A task named "axpy_api" would write axpy_api.cu, which is axpy's entry point file.
+    auto axpy = store.find_task("axpy");
+    ASSERT_TRUE(axpy.ok() && *axpy);
+    TaskRecord twin = **axpy;
+    twin.id = 0;
+    twin.name = "axpy_api";
+    size_t at = twin.spec_json.find("\"axpy\",");
+    ASSERT_NE(at, std::string::npos);
+    twin.spec_json.replace(at, 7, "\"axpy_api\",");
+    twin.spec_hash = sha256_hex(twin.spec_json);
+    ASSERT_TRUE(store.upsert_task(twin).ok());
+    auto kernel = store.kernel(sample.axpy_fast);
+    ASSERT_TRUE(kernel.ok() && *kernel);
+    int64_t copy = add_kernel(store, "axpy_api", (*kernel)->source + "// the twin\n");
+    EvaluationRecord e;
+    e.kernel_id = copy;
+    e.task = "axpy_api";
+    e.gpu = {"NVIDIA H100 80GB HBM3", "9.0", "580.159.04", "13.0"};
+    e.verdict = "ok";
+    e.median_us = 100;
+    e.baseline_us = 200;
+    e.speedup = 2;
+    ASSERT_TRUE(store.add_evaluation(e).ok());
+  }
+  auto out = run_checked({KOPT_BINARY, "export", "--db", db, "--out", out_.string()});
+  EXPECT_EQ(out.exit_code, 1) << out.stdout_text;
+  EXPECT_TRUE(contains(out.stderr_text, (out_ / "axpy_api.cu").string() +
+                                            " would be written for both task 'axpy' and task "
+                                            "'axpy_api'"))
+      << out.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(out_ / "manifest.json"));
 }
 
 TEST_F(ExportBundleTest, PythonFilesCompileAndImportWithoutTorch) {
