@@ -7,16 +7,18 @@
 
 namespace kopt::exporter {
 
-namespace {
-
-std::string number(double value) {
+std::string float_literal(double value) {
   std::ostringstream s;
   s.precision(17);
   s << value;
   std::string text = s.str();
-  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";  // "nan", "inf" stay
   return text;
 }
+
+namespace {
+
+std::string number(double value) { return float_literal(value); }
 
 Result<std::string> init_of(const TensorSpec& tensor, const ShapeBinding& sizes) {
   const InitSpec& init = tensor.init;

@@ -15,6 +15,9 @@ namespace kopt::exporter {
 // shape and compares every output. An error when a shape or an init bound does not evaluate.
 Result<std::string> generate_selftest_source(const TaskSpec& task);
 
+// `value` exactly, always with a '.' or an exponent ("2.0", "9.9999999999999995e-07").
+std::string float_literal(double value);
+
 // kopt_selftest.h, the same for every task.
 const char* selftest_support_header();
 

@@ -7,6 +7,7 @@
 
 #include "memory_store/export_api_codegen.h"
 #include "memory_store/export_bundle.h"
+#include "memory_store/export_selftest_codegen.h"
 #include "memory_store/export_torch_support.h"
 #include "memory_store/launcher_codegen.h"
 
@@ -15,13 +16,8 @@ namespace kopt::exporter {
 namespace {
 
 std::string python_number(double value) {
-  std::ostringstream s;
-  s.precision(17);
-  s << value;
-  std::string text = s.str();
-  if (text == "inf") return "float('inf')";
-  if (text.find_first_of(".eE") == std::string::npos) text += ".0";
-  return text;
+  std::string text = float_literal(value);
+  return text == "inf" || text == "-inf" || text == "nan" ? "float('" + text + "')" : text;
 }
 
 std::string python_string(const std::string& text) {
