@@ -12,5 +12,14 @@ if [ ! -x /usr/bin/chromium ]; then
   "${sudo_cmd[@]}" apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq chromium >&2
 fi
+# Test-only dependency: the export test runs the exported pytest file (everything skips on a
+# machine without torch and a GPU, but it must collect and skip cleanly).
+if ! python3 -c "import pytest" 2>/dev/null && ! /usr/bin/python3 -c "import pytest" 2>/dev/null; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  echo "test.sh: installing python3-pytest for the export test" >&2
+  "${sudo_cmd[@]}" apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq python3-pytest >&2
+fi
 cd "${KOPT_BUILD_DIR:-$here/build}"
 ctest --output-on-failure -j "$(nproc)" "$@"

@@ -5,6 +5,8 @@
 //   DIR/<task>.cuh     a C++ header with a host launcher (launcher_codegen.h)
 //   DIR/manifest.json  provenance of every exported kernel (format kManifestFormat)
 //   DIR/README.md      a table of the kernels, inside kopt's markers (the rest is left alone)
+//   and what drops the folder into CMake and PyTorch projects, with a self-test of each kernel
+//   against its task's reference (export_bundle.h)
 //
 // Files are rewritten only when their bytes change, so exporting twice changes nothing. No name
 // may leave DIR: a task whose name is not a plain file name is refused before anything is written.
@@ -19,7 +21,8 @@
 
 namespace kopt::exporter {
 
-inline constexpr int kManifestFormat = 1;
+// 2: the CMake, self-test and PyTorch files, and their keys in each kernel's entry.
+inline constexpr int kManifestFormat = 2;
 
 struct ExportOptions {
   std::filesystem::path out_dir;
@@ -30,6 +33,9 @@ struct ExportOptions {
   // A task is exported only when its best kernel is more than this many times as fast as the
   // baseline: by default only real wins reach the user's repository, never the baseline itself.
   double min_speedup = 1.0;
+  // Where the tasks' folders are, for each task's reference.cu (the self-test's oracle); a task
+  // whose task.json there differs from the memory's is exported without a self-test.
+  std::filesystem::path tasks_root;
 };
 
 struct ExportedKernel {

@@ -14,31 +14,51 @@ namespace {
 // passed (pointer, int, long long, float, double), as the kernel was verified with them; the
 // kernel's own parameter spelling (const or not, int64_t or long long) then does not matter.
 std::string pointer_type(DType dtype, bool is_const) {
-  std::string base;
-  switch (dtype) {
-    case DType::kF32:
-      base = "float";
-      break;
-    case DType::kF16:
-      base = "__half";
-      break;
-    case DType::kBF16:
-      base = "__nv_bfloat16";
-      break;
-    case DType::kI32:
-      base = "int32_t";
-      break;
-    case DType::kI64:
-      base = "int64_t";
-      break;
-  }
-  return (is_const ? "const " : "") + base + "*";
+  return (is_const ? "const " : "") + std::string(cpp_element_type(dtype)) + "*";
 }
 
 bool is_identifier_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 }  // namespace
+
+const char* cpp_element_type(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "float";
+    case DType::kF16:
+      return "__half";
+    case DType::kBF16:
+      return "__nv_bfloat16";
+    case DType::kI32:
+      return "int32_t";
+    case DType::kI64:
+      return "int64_t";
+  }
+  return "float";
+}
+
+std::vector<LauncherParameter> launcher_parameters(const TaskSpec& task) {
+  std::vector<LauncherParameter> params;
+  using Kind = LauncherParameter::Kind;
+  for (const auto& t : task.inputs)
+    params.push_back({Kind::kInput, pointer_type(t.dtype, true), t.name, &t});
+  for (const auto& t : task.outputs)
+    params.push_back({Kind::kOutput, pointer_type(t.dtype, false), t.name, &t});
+  for (const auto& [name, value] : task.sizes) params.push_back({Kind::kSize, "int64_t", name});
+  for (const auto& [name, value] : task.constants)
+    params.push_back({Kind::kConstant, "double", name});
+  return params;
+}
+
+bool task_uses_dtype(const TaskSpec& task, DType dtype) {
+  for (const auto* list : {&task.inputs, &task.outputs}) {
+    for (const auto& t : *list) {
+      if (t.dtype == dtype) return true;
+    }
+  }
+  return false;
+}
 
 std::string cpp_identifier(const std::string& name) {
   std::string out;
@@ -47,7 +67,8 @@ std::string cpp_identifier(const std::string& name) {
   return out;
 }
 
-Result<std::string> expression_to_cpp(const std::string& expression) {
+Result<std::string> rewrite_expression(const std::string& expression,
+                                       const ExpressionSpelling& spelling) {
   // Parsing first means only well-formed expressions reach the token rewrite below.
   auto parsed = Expr::parse(expression);
   if (!parsed) return make_error("expression '" + expression + "': " + parsed.error());
@@ -58,15 +79,19 @@ Result<std::string> expression_to_cpp(const std::string& expression) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
       size_t start = i;
       while (i < expression.size() && std::isdigit(static_cast<unsigned char>(expression[i]))) ++i;
-      out += expression.substr(start, i - start) + "LL";
+      out += expression.substr(start, i - start) + spelling.number_suffix;
     } else if (is_identifier_start(c)) {
       size_t start = i;
       while (i < expression.size() && is_identifier_char(expression[i])) ++i;
       std::string name = expression.substr(start, i - start);
       bool function = name == "ceil_div" || name == "min" || name == "max";
-      out += function ? "kopt_" + name : "static_cast<int64_t>(" + name + ")";
+      out += function ? spelling.function_prefix + name : spelling.name(name);
     } else {
-      if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+      if (c == '/') {
+        out += spelling.division;
+      } else if (!std::isspace(static_cast<unsigned char>(c))) {
+        out += c;
+      }
       if (c == ',') out += ' ';
       ++i;
     }
@@ -74,22 +99,23 @@ Result<std::string> expression_to_cpp(const std::string& expression) {
   return "(" + out + ")";
 }
 
+Result<std::string> expression_to_cpp(const std::string& expression) {
+  return rewrite_expression(expression, {"LL", "kopt_", "/", [](const std::string& n) {
+                                           return "static_cast<int64_t>(" + n + ")";
+                                         }});
+}
+
 Result<std::string> generate_launcher_header(const HeaderInput& input) {
   const TaskSpec& task = *input.task;
   const KernelFile& kernel = *input.kernel;
   auto tunables = kernel.tunable_values(input.tunables);
-  bool half = false, bfloat = false;
-  for (const auto* list : {&task.inputs, &task.outputs}) {
-    for (const auto& t : *list) {
-      half = half || t.dtype == DType::kF16;
-      bfloat = bfloat || t.dtype == DType::kBF16;
-    }
-  }
+  bool half = task_uses_dtype(task, DType::kF16), bfloat = task_uses_dtype(task, DType::kBF16);
   for (const auto& s : kernel.scratch) {
     half = half || s.dtype == DType::kF16;
     bfloat = bfloat || s.dtype == DType::kBF16;
   }
-  const std::string ns = "kopt_" + cpp_identifier(task.name);
+  const std::string ns =
+      input.namespace_name.empty() ? "kopt_" + cpp_identifier(task.name) : input.namespace_name;
   std::ostringstream h;
   h << "// Generated by `kopt export` from " << input.kernel_file_name
     << ". Do not edit: export again instead.\n";
@@ -108,6 +134,14 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
   for (const auto& [name, value] : tunables) {
     h << "#ifndef " << name << "\n#define " << name << " " << value << "\n#endif\n";
   }
+  if (!input.kernel_prefix.empty()) {
+    h << "\n// Renamed so that this file links beside another kernel file of the task.\n";
+    std::set<std::string> renamed;
+    for (const auto& launch : kernel.launches) {
+      if (renamed.insert(launch.kernel).second)
+        h << "#define " << launch.kernel << " " << input.kernel_prefix << launch.kernel << "\n";
+    }
+  }
   h << "\n#include \"" << input.kernel_file_name << "\"\n\n";
   h << "namespace " << ns << " {\n\n";
   h << "inline int64_t kopt_ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }\n"
@@ -116,19 +150,13 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
 
   // Parameters: inputs, outputs, sizes, constants (each in the task's order).
   std::vector<std::string> params, size_names;
-  std::set<std::string> inputs;
-  for (const auto& t : task.inputs) {
-    params.push_back(pointer_type(t.dtype, true) + " " + t.name);
-    inputs.insert(t.name);
-  }
-  for (const auto& t : task.outputs) params.push_back(pointer_type(t.dtype, false) + " " + t.name);
   std::string size_params;
-  for (const auto& [name, value] : task.sizes) {
-    params.push_back("int64_t " + name);
-    size_params += (size_params.empty() ? "" : ", ") + std::string("int64_t ") + name;
-    size_names.push_back(name);
+  for (const auto& p : launcher_parameters(task)) {
+    params.push_back(p.type + " " + p.name);
+    if (p.kind != LauncherParameter::Kind::kSize) continue;
+    size_params += (size_params.empty() ? "" : ", ") + std::string("int64_t ") + p.name;
+    size_names.push_back(p.name);
   }
-  for (const auto& [name, value] : task.constants) params.push_back("double " + name);
   // Every parameter is referenced, so no warning for an unused one. workspace_layout() takes
   // only the sizes; launch() takes the constants too.
   std::string unused_sizes;

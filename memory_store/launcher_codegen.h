@@ -9,8 +9,10 @@
 // from one caller-provided workspace of workspace_bytes(...) bytes.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "sandbox/kernel_file.h"
@@ -24,10 +26,42 @@ struct HeaderInput {
   std::map<std::string, int64_t> tunables;  // chosen values; missing ones take the defaults
   std::string kernel_file_name;             // "axpy.cu", included by the header
   std::string provenance;                   // one comment line: speedup, GPU, source hash
+  // The launcher's namespace; empty: "kopt_" + the task's name.
+  std::string namespace_name;
+  // When set, every kernel the plan launches is renamed PREFIX + name (a #define before the
+  // source is included), so that a second kernel file of the task (its reference) with the same
+  // kernel names links into the same program.
+  std::string kernel_prefix;
 };
+
+// One parameter of a launcher: inputs, outputs, sizes, constants, in the task's order.
+struct LauncherParameter {
+  enum class Kind { kInput, kOutput, kSize, kConstant };
+  Kind kind;
+  std::string type;  // "const float*", "__nv_bfloat16*", "int64_t", "double"
+  std::string name;
+  const TensorSpec* tensor = nullptr;  // for inputs and outputs
+};
+std::vector<LauncherParameter> launcher_parameters(const TaskSpec& task);
+// The C++ element type of a dtype ("float", "__nv_bfloat16", ...).
+const char* cpp_element_type(DType dtype);
+
+// Whether the task's tensors use __half / __nv_bfloat16 (the headers to include).
+bool task_uses_dtype(const TaskSpec& task, DType dtype);
 
 // The header text; an error when the plan uses something C++ cannot express here.
 Result<std::string> generate_launcher_header(const HeaderInput& input);
+
+// How rewrite_expression spells a plan expression's tokens in another language.
+struct ExpressionSpelling {
+  std::string number_suffix;    // after integer literals ("LL")
+  std::string function_prefix;  // before ceil_div, min, max ("kopt_")
+  std::string division;         // "/" (C++), "//" (Python: integer division)
+  std::function<std::string(const std::string&)> name;  // a size or tunable
+};
+// The expression token by token in `spelling`, in parentheses; an error when it does not parse.
+Result<std::string> rewrite_expression(const std::string& expression,
+                                       const ExpressionSpelling& spelling);
 
 // The C++ spelling of a plan expression: identifiers stay (sizes are launcher parameters,
 // tunables are macros), literals become 64-bit, functions get the kopt_ helpers.

@@ -9,6 +9,7 @@
 #include "sandbox/cuda_driver.h"
 #include "sandbox/nvml.h"
 #include "src/cli/command.h"
+#include "src/cli/llm_preflight.h"
 #include "src/cli/options.h"
 #include "src/config/config.h"
 
@@ -91,8 +92,8 @@ void check_gpu(Report& report) {
   }
 }
 
-// The LLM side of the config: each provider's endpoint, the models agents use on it, and
-// whether its key variable is set (never the key).
+// The LLM side of the config: each provider's endpoint, the models agents use on it, whether
+// its key variable is set (never the key), and each model asked once (llm_preflight.h).
 void check_llm(Report& report, const std::optional<std::filesystem::path>& path) {
   auto config = load_config_or_defaults(path);
   if (!config) {
@@ -125,6 +126,7 @@ void check_llm(Report& report, const std::optional<std::filesystem::path>& path)
       report.lacking("LLM " + name, line + "; $" + p.api_key_env + " is not set");
     }
   }
+  report.missing += report_llm_probes(*config->llm);
 }
 
 }  // namespace

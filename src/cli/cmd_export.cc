@@ -1,6 +1,6 @@
-// kopt export --out DIR [--task T] [--gpu G] [--min-speedup X] [--git-commit]: the best verified
-// kernel of each task that beats its baseline into a folder of your repository, with a launcher
-// header, a manifest and a README table.
+// kopt export --out DIR [--task T] [--gpu G] [--min-speedup X] [--tasks DIR] [--git-commit]: the
+// best verified kernel of each task that beats its baseline into a folder of your repository,
+// ready for CMake and PyTorch (memory_store/kernel_export.h).
 #include <cstdio>
 #include <iostream>
 
@@ -15,8 +15,10 @@ int run_export(int argc, char** argv) {
   cxxopts::Options options(
       "kopt export",
       "write the best verified kernel of each task into DIR: TASK.cu (with its launch plan), "
-      "TASK.cuh (a C++ launcher), manifest.json (provenance) and a README.md table; running it "
-      "twice changes nothing");
+      "TASK.cuh (a C++ launcher), TASK_api.h (plain C++ entry points), manifest.json "
+      "(provenance), a README.md table, a CMakeLists.txt (a target kopt::TASK per task), a "
+      "self-test of each kernel against its task's reference (ctest and pytest) and a PyTorch "
+      "binding (kopt_torch.py); running it twice changes nothing");
   options.add_options()("out", "the folder to write into (created if missing)",
                         cxxopts::value<std::string>())("task", "only this task",
                                                        cxxopts::value<std::string>())(
@@ -28,7 +30,11 @@ int run_export(int argc, char** argv) {
       "min-speedup",
       "export a task only when its best kernel is more than X times as fast as the baseline "
       "(0: every task, even where nothing beat the baseline)",
-      cxxopts::value<double>()->default_value("1.0"), "X");
+      cxxopts::value<double>()->default_value("1.0"), "X")(
+      "tasks",
+      "the folder of task folders holding each task's reference.cu, for the self-tests (default: "
+      "$KOPT_TASKS, else ./tasks, else the source tree's)",
+      cxxopts::value<std::string>(), "DIR");
   add_database_option(options);
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
@@ -43,6 +49,9 @@ int run_export(int argc, char** argv) {
   if (args->count("gpu")) export_options.gpu = (*args)["gpu"].as<std::string>();
   export_options.git_commit = args->count("git-commit") > 0;
   export_options.min_speedup = (*args)["min-speedup"].as<double>();
+  export_options.tasks_root = args->count("tasks")
+                                  ? std::filesystem::path((*args)["tasks"].as<std::string>())
+                                  : default_tasks_root();
   if (!(export_options.min_speedup >= 0)) {
     std::cerr << "kopt export: --min-speedup must be a number >= 0\n";
     return 2;

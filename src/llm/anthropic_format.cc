@@ -52,6 +52,11 @@ class AnthropicFormat : public WireFormat {
         result.text += block["text"].get<std::string>();
       }
     }
+    if (result.finish_reason == "refusal") {
+      result.status = LlmStatus::kRefused;
+      result.error = "the model refused: " + (result.text.empty() ? "(no text)" : result.text);
+      return result;
+    }
     classify_completion(result, result.finish_reason == "max_tokens");
     return result;
   }

@@ -14,6 +14,7 @@ struct HttpPost {
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   std::string body;
+  bool get = false;  // a GET without a body (a models list) instead of the POST
   std::chrono::milliseconds connect_timeout{10'000};
   std::chrono::milliseconds timeout{300'000};
   size_t max_response_bytes = 1u << 20;

@@ -24,6 +24,8 @@ const char* llm_status_name(LlmStatus status) {
       return "malformed";
     case LlmStatus::kEmpty:
       return "empty";
+    case LlmStatus::kRefused:
+      return "refused";
     case LlmStatus::kTruncated:
       return "truncated";
     case LlmStatus::kTooLarge:

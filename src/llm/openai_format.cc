@@ -60,6 +60,13 @@ class OpenAiFormat : public WireFormat {
       const json& message = choice["message"];
       if (message.contains("content") && message["content"].is_string())
         result.text = message["content"].get<std::string>();
+      // A refusal comes with no content: report its text, not an empty answer.
+      if (message.contains("refusal") && message["refusal"].is_string() &&
+          !message["refusal"].get<std::string>().empty()) {
+        result.status = LlmStatus::kRefused;
+        result.error = "the model refused: " + message["refusal"].get<std::string>();
+        return result;
+      }
     } else if (choice.contains("text") && choice["text"].is_string()) {
       result.text = choice["text"].get<std::string>();  // legacy completions shape
     } else {

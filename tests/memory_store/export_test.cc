@@ -64,7 +64,10 @@ TEST_F(ExportTest, WritesKernelsHeadersManifestAndReadme) {
   auto out = kopt({"export", "--db", db_, "--out", out_.string()});
   ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
   auto files = snapshot(out_);
-  ASSERT_EQ(files.size(), 6u);
+  // Per task 8 files (kernel, launcher, API header and source, reference, its launcher and API
+  // source, self-test), then the manifest, README, CMakeLists.txt, kopt_selftest.h and the three
+  // PyTorch files (export_bundle_test.cc looks at those).
+  ASSERT_EQ(files.size(), 2 * 8 + 7u);
   // The best verified axpy kernel, not the baseline; for softmax the ok evaluation, not the
   // faster but incorrect one.
   EXPECT_EQ(files["axpy.cu"], fast_axpy_source());
@@ -85,7 +88,7 @@ TEST_F(ExportTest, WritesKernelsHeadersManifestAndReadme) {
   EXPECT_TRUE(contains(header, "&::axpy_vec4")) << header;
 
   auto manifest = nlohmann::json::parse(files["manifest.json"]);
-  EXPECT_EQ(manifest["format"], 1);
+  EXPECT_EQ(manifest["format"], 2);
   ASSERT_EQ(manifest["kernels"].size(), 2u);
   const auto& axpy = manifest["kernels"][0];
   EXPECT_EQ(axpy["task"], "axpy");
@@ -241,14 +244,19 @@ TEST_F(ExportTest, GitCommitListsKernelsAndSpeedups) {
   ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
   EXPECT_TRUE(contains(out.stdout_text, "committed ")) << out.stdout_text;
   auto log = run({"git", "-C", repo.string(), "log", "--format=%B", "-1"});
-  EXPECT_TRUE(contains(log.stdout_text, "kopt export: 2 kernels")) << log.stdout_text;
+  EXPECT_TRUE(contains(log.stdout_text,
+                       "kopt export: axpy 1.11x, softmax 2.00x on NVIDIA H100 80GB HBM3\n"))
+      << log.stdout_text;
+  EXPECT_TRUE(contains(log.stdout_text, "Exported by kopt " KOPT_VERSION)) << log.stdout_text;
   EXPECT_TRUE(contains(log.stdout_text,
                        "- axpy: 1.11x over baseline, 85.7% of speed of light on "
                        "NVIDIA H100 80GB HBM3"))
       << log.stdout_text;
   EXPECT_TRUE(contains(log.stdout_text, "- softmax: 2.00x")) << log.stdout_text;
   auto files = run({"git", "-C", repo.string(), "show", "--name-only", "--format=", "HEAD"});
-  EXPECT_TRUE(contains(files.stdout_text, "kernels/axpy.cuh")) << files.stdout_text;
+  for (const char* file : {"kernels/axpy.cuh", "kernels/CMakeLists.txt", "kernels/kopt_torch.py",
+                           "kernels/axpy_selftest.cu", "kernels/axpy.reference.cu"})
+    EXPECT_TRUE(contains(files.stdout_text, file)) << file << "\n" << files.stdout_text;
   auto head = run({"git", "-C", repo.string(), "rev-parse", "HEAD"}).stdout_text;
   out = kopt({"export", "--db", db_, "--out", out_.string(), "--git-commit"});
   ASSERT_EQ(out.exit_code, 0) << out.stderr_text;

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/files.h"
 #include "common/strings.h"
@@ -291,7 +292,21 @@ void FakeLlmServer::serve(int fd) {
     serial = static_cast<int64_t>(requests_.size());
     max_active_ = std::max(max_active_, ++active_);
   }
-  FakeReply reply = next_reply(request);
+  // The gate a real endpoint keeps before any completion: the key, then the model.
+  FakeReply reply;
+  std::optional<FakeHttpResponse> listing;
+  const auto& listed = options_.listed_models;
+  if (!options_.required_key.empty() && fake_key_sent(request) != options_.required_key) {
+    reply = FakeReply::failure(FakeFault::kUnauthorized);
+  } else if (is_models_request(request)) {
+    listing = build_models_response(request, listed);
+  } else if (options_.only_listed_models &&
+             std::find(listed.begin(), listed.end(), fake_requested_model(request)) ==
+                 listed.end()) {
+    reply = FakeReply::failure(FakeFault::kNotFound);
+  } else {
+    reply = next_reply(request);
+  }
   if (options_.log_requests) {
     std::fprintf(stderr, "fake-llm-server: %s %s -> request %lld\n", request.method.c_str(),
                  request.path.c_str(), static_cast<long long>(serial));
@@ -301,7 +316,7 @@ void FakeLlmServer::serve(int fd) {
     linger hard{1, 0};  // close() now sends RST instead of FIN
     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
   } else if (keep_going) {
-    FakeHttpResponse response = build_fake_response(reply, request, serial);
+    FakeHttpResponse response = listing ? *listing : build_fake_response(reply, request, serial);
     std::string head = "HTTP/1.1 " + std::to_string(response.status) + " " +
                        reason_phrase(response.status) +
                        "\r\nContent-Type: application/json\r\nConnection: close\r\n"

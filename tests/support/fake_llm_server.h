@@ -36,11 +36,12 @@ enum class FakeFault {
   kNotFound,         // 404 "model not found"
   kBadRequest,       // 400
   kLengthLimit,      // 200, finish_reason "length" (Anthropic: stop_reason "max_tokens")
+  kRefusal,          // 200, message.refusal with the text (Anthropic: stop_reason "refusal")
 };
 
 // "none", "rate_limited", "server_error", "unavailable", "slow", "reset", "malformed", "empty",
-// "truncated_body", "huge", "unauthorized", "not_found", "bad_request", "length"; also the
-// HTTP codes "429", "500", "503", "401", "404", "400".
+// "truncated_body", "huge", "unauthorized", "not_found", "bad_request", "length", "refusal"; also
+// the HTTP codes "429", "500", "503", "401", "404", "400".
 Result<FakeFault> parse_fake_fault(const std::string& name);
 
 struct FakeReply {
@@ -74,6 +75,12 @@ class FakeLlmServer {
     // not depend on how the daemon interleaves tasks and agents.
     std::filesystem::path replay_dir;
     bool log_requests = false;         // one line per request on stderr
+    // GET .../models answers with these (OpenAI or Anthropic shape, by the request's headers).
+    std::vector<std::string> listed_models = {"fake-model"};
+    // A completion for a model not in listed_models gets 404 (a misspelled model name).
+    bool only_listed_models = false;
+    // When set, every request with another key (Bearer or x-api-key) gets 401.
+    std::string required_key;
   };
 
   static Result<std::unique_ptr<FakeLlmServer>> start(Options options);
@@ -137,5 +144,17 @@ struct FakeHttpResponse {
 };
 FakeHttpResponse build_fake_response(const FakeReply& reply, const RecordedRequest& request,
                                      int64_t serial);
+
+// GET .../models (any query), which every models-list API shares.
+bool is_models_request(const RecordedRequest& request);
+// The models list: {"object": "list", "data": [{"id", ...}]}, or Anthropic's
+// {"data": [{"type": "model", "id", ...}], "has_more": false} when the request has
+// anthropic-version.
+FakeHttpResponse build_models_response(const RecordedRequest& request,
+                                       const std::vector<std::string>& models);
+// The key the client sent (x-api-key or Authorization: Bearer), "(none)" without one.
+std::string fake_key_sent(const RecordedRequest& request);
+// The "model" of a request's JSON body, "" when it names none.
+std::string fake_requested_model(const RecordedRequest& request);
 
 }  // namespace kopt::testing

@@ -12,21 +12,27 @@
 #include <cstring>
 #include <string>
 
+#include "common/strings.h"
 #include "tests/support/fake_llm_server.h"
 
 namespace {
 
 int usage(const char* why) {
   if (why) std::fprintf(stderr, "fake-llm-server: %s\n", why);
-  std::fprintf(stderr,
-               "usage: fake-llm-server [--port P] [--replay DIR] [--quiet]\n"
-               "  --port P      port on 127.0.0.1 (default 0: any free port, printed)\n"
-               "  --replay DIR  completions to serve, one file each, in name order, cycling;\n"
-               "                a prompt with \"# Task: NAME\" gets the files NN_NAME_* only,\n"
-               "                with one cursor per task and model;\n"
-               "                a *.fault file names a fault (429, 500, 503, reset, malformed,\n"
-               "                empty, truncated_body, huge, 401, 404, 400, length)\n"
-               "  without --replay every request gets the completion \"ok\"\n");
+  std::fprintf(
+      stderr,
+      "usage: fake-llm-server [--port P] [--replay DIR] [--models A,B] [--key-env VAR] [--quiet]\n"
+      "  --port P      port on 127.0.0.1 (default 0: any free port, printed)\n"
+      "  --replay DIR  completions to serve, one file each, in name order, cycling;\n"
+      "                a prompt with \"# Task: NAME\" gets the files NN_NAME_* only,\n"
+      "                with one cursor per task and model;\n"
+      "                a *.fault file names a fault (429, 500, 503, reset, malformed,\n"
+      "                empty, truncated_body, huge, 401, 404, 400, length)\n"
+      "  --models A,B   the models GET /v1/models lists; a completion for any other\n"
+      "                model gets 404 (default: fake-model and the replay-* models of\n"
+      "                configs/fake-server.json listed, every model answered)\n"
+      "  --key-env VAR  answer 401 to requests whose key is not $VAR\n"
+      "  without --replay every request gets the completion \"ok\"\n");
   return why ? 2 : 0;
 }
 
@@ -35,6 +41,8 @@ int usage(const char* why) {
 int main(int argc, char** argv) {
   kopt::testing::FakeLlmServer::Options options;
   options.log_requests = true;
+  // What `kopt run --config configs/fake-server.json` checks before its night starts.
+  options.listed_models = {"fake-model", "replay-planner", "replay-coder", "replay-summarizer"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     bool has_value = i + 1 < argc;
@@ -46,6 +54,13 @@ int main(int argc, char** argv) {
       options.port = static_cast<int>(port);
     } else if (arg == "--replay" && has_value) {
       options.replay_dir = argv[++i];
+    } else if (arg == "--models" && has_value) {
+      options.listed_models = kopt::split(argv[++i], ',');
+      options.only_listed_models = true;
+    } else if (arg == "--key-env" && has_value) {
+      const char* key = std::getenv(argv[++i]);
+      if (!key || !*key) return usage("--key-env names a variable that is not set");
+      options.required_key = key;
     } else if (arg == "--quiet") {
       options.log_requests = false;
     } else {

@@ -10,35 +10,39 @@ using nlohmann::json;
 namespace {
 
 bool anthropic_shape(const RecordedRequest& request) {
-  return request.path.size() >= 9 && request.path.rfind("/messages") == request.path.size() - 9;
+  return request.headers.count("anthropic-version") ||
+         (request.path.size() >= 9 && request.path.rfind("/messages") == request.path.size() - 9);
 }
 
 std::string requested_model(const RecordedRequest& request) {
-  json body = json::parse(request.body, nullptr, false);
-  if (body.is_object() && body.contains("model") && body["model"].is_string())
-    return body["model"].get<std::string>();
-  return "fake-model";
+  std::string model = fake_requested_model(request);
+  return model.empty() ? "fake-model" : model;
 }
 
 std::string completion_body(const FakeReply& reply, const RecordedRequest& request,
-                            const std::string& text, bool cut, bool empty, int64_t serial) {
+                            const std::string& text, bool cut, bool empty, int64_t serial,
+                            bool refused = false) {
   std::string model = requested_model(request);
   if (anthropic_shape(request)) {
     json content = empty ? json::array() : json::array({{{"type", "text"}, {"text", text}}});
+    std::string stop = refused ? "refusal" : (cut ? "max_tokens" : "end_turn");
     return json{
         {"id", "msg_fake_" + std::to_string(serial)},
         {"type", "message"},
         {"role", "assistant"},
         {"model", model},
         {"content", content},
-        {"stop_reason", cut ? "max_tokens" : "end_turn"},
+        {"stop_reason", stop},
         {"usage", {{"input_tokens", reply.input_tokens}, {"output_tokens", reply.output_tokens}}}}
         .dump();
   }
-  json choices = empty ? json::array()
-                       : json::array({{{"index", 0},
-                                       {"message", {{"role", "assistant"}, {"content", text}}},
-                                       {"finish_reason", cut ? "length" : "stop"}}});
+  json message = {{"role", "assistant"}, {"content", text}};
+  if (refused) message = {{"role", "assistant"}, {"content", nullptr}, {"refusal", text}};
+  json choices =
+      empty
+          ? json::array()
+          : json::array(
+                {{{"index", 0}, {"message", message}, {"finish_reason", cut ? "length" : "stop"}}});
   return json{{"id", "chatcmpl-fake-" + std::to_string(serial)},
               {"object", "chat.completion"},
               {"created", 0},
@@ -59,8 +63,10 @@ std::string error_body(const RecordedRequest& request, const std::string& type,
   return json{{"error", {{"message", message}, {"type", type}, {"code", nullptr}}}}.dump();
 }
 
+}  // namespace
+
 // The key as the client sent it, so that a 401 can echo it the way careless servers do.
-std::string key_sent(const RecordedRequest& request) {
+std::string fake_key_sent(const RecordedRequest& request) {
   if (auto it = request.headers.find("x-api-key"); it != request.headers.end()) return it->second;
   if (auto it = request.headers.find("authorization"); it != request.headers.end()) {
     const std::string& v = it->second;
@@ -69,7 +75,43 @@ std::string key_sent(const RecordedRequest& request) {
   return "(none)";
 }
 
-}  // namespace
+std::string fake_requested_model(const RecordedRequest& request) {
+  json body = json::parse(request.body, nullptr, false);
+  if (body.is_object() && body.contains("model") && body["model"].is_string())
+    return body["model"].get<std::string>();
+  return "";
+}
+
+bool is_models_request(const RecordedRequest& request) {
+  std::string path = request.path.substr(0, request.path.find('?'));
+  return request.method == "GET" && path.size() >= 7 && path.rfind("/models") == path.size() - 7;
+}
+
+FakeHttpResponse build_models_response(const RecordedRequest& request,
+                                       const std::vector<std::string>& models) {
+  json data = json::array();
+  for (const auto& m : models) {
+    if (anthropic_shape(request)) {
+      data.push_back({{"type", "model"},
+                      {"id", m},
+                      {"display_name", m},
+                      {"created_at", "2026-01-01T00:00:00Z"}});
+    } else {
+      data.push_back({{"id", m}, {"object", "model"}, {"created", 0}, {"owned_by", "fake"}});
+    }
+  }
+  FakeHttpResponse r;
+  if (anthropic_shape(request)) {
+    r.body = json{{"data", data},
+                  {"has_more", false},
+                  {"first_id", models.empty() ? json(nullptr) : json(models.front())},
+                  {"last_id", models.empty() ? json(nullptr) : json(models.back())}}
+                 .dump();
+  } else {
+    r.body = json{{"object", "list"}, {"data", data}}.dump();
+  }
+  return r;
+}
 
 FakeHttpResponse build_fake_response(const FakeReply& reply, const RecordedRequest& request,
                                      int64_t serial) {
@@ -83,6 +125,9 @@ FakeHttpResponse build_fake_response(const FakeReply& reply, const RecordedReque
       break;
     case FakeFault::kLengthLimit:
       r.body = completion_body(reply, request, reply.text, true, false, serial);
+      break;
+    case FakeFault::kRefusal:
+      r.body = completion_body(reply, request, reply.text, false, false, serial, true);
       break;
     case FakeFault::kEmptyChoices:
       r.body = completion_body(reply, request, "", false, true, serial);
@@ -112,7 +157,7 @@ FakeHttpResponse build_fake_response(const FakeReply& reply, const RecordedReque
     case FakeFault::kUnauthorized:
       r.status = 401;
       r.body = error_body(request, "authentication_error",
-                          "Incorrect API key provided: " + key_sent(request));
+                          "Incorrect API key provided: " + fake_key_sent(request));
       break;
     case FakeFault::kNotFound:
       r.status = 404;
@@ -149,6 +194,7 @@ Result<FakeFault> parse_fake_fault(const std::string& name) {
       {"bad_request", FakeFault::kBadRequest},
       {"400", FakeFault::kBadRequest},
       {"length", FakeFault::kLengthLimit},
+      {"refusal", FakeFault::kRefusal},
   };
   auto it = kNames.find(name);
   if (it == kNames.end()) return make_error("unknown fault '" + name + "'");
