@@ -237,33 +237,12 @@ Result<double> SupportKernels::probe_clock_mhz() {
 }
 
 Result<double> SupportKernels::measure_fp32_flops() {
-  const CudaDriver& d = device_->driver();
-  CudaFailure failure;
-  CUevent start = nullptr, stop = nullptr;
-  d.cuEventCreate(&start, CU_EVENT_DEFAULT);
-  d.cuEventCreate(&stop, CU_EVENT_DEFAULT);
-  CUdeviceptr out = probe_.ptr();
-  int iterations = 4096;
-  float seed = 1.0f;
-  void* args[] = {&out, &iterations, &seed};
-  unsigned blocks = unsigned(device_->info().sm_count) * 8, threads = 256;
-  auto it = functions_.find("fma_peak");
-  double best_ms = 1e30;
-  for (int rep = 0; rep < 4; ++rep) {
-    d.cuEventRecord(start, device_->stream());
-    if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, threads, 1, 1, 0,
-                                         device_->stream(), args, nullptr),
-                        "cuLaunchKernel(fma_peak)", &failure))
-      return make_error(failure.message);
-    d.cuEventRecord(stop, device_->stream());
-    d.cuEventSynchronize(stop);
-    float ms = 0;
-    d.cuEventElapsedTime(&ms, start, stop);
-    if (rep > 0) best_ms = std::min<double>(best_ms, ms);  // rep 0 warms up
-  }
-  d.cuEventDestroy(start);
-  d.cuEventDestroy(stop);
-  double flops = 2.0 * 8 * iterations * double(blocks) * threads;
+  const int iterations = 4096;
+  auto times = time_fma(iterations, 4);
+  if (!times) return make_error(times.error());
+  double best_ms = *std::min_element(times->begin() + 1, times->end());  // rep 0 warms up
+  double blocks = double(device_->info().sm_count) * 8, threads = 256;
+  double flops = 2.0 * 8 * iterations * blocks * threads;
   return flops / (best_ms * 1e-3);
 }
 

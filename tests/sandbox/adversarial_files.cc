@@ -5,6 +5,7 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "sandbox/cuda_driver.h"
 
 namespace kopt::testing {
 
@@ -83,6 +84,21 @@ std::string describe_verdicts(const std::vector<Verdict>& verdicts) {
   std::vector<std::string> names;
   for (Verdict v : verdicts) names.push_back(verdict_name(v));
   return join(names, "|");
+}
+
+KernelSource adversarial_task_file(const std::string& task, const std::string& name) {
+  auto path = adversarial_task_dir(task) / name;
+  auto text = read_file(path);
+  if (!text) throw std::runtime_error(text.error());
+  return {*text, path.string(), {}};
+}
+
+std::string missing_gpu() {
+  auto driver = load_cuda_driver();
+  if (!driver) return driver.error();
+  int count = 0;
+  if ((*driver)->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return "no CUDA device";
+  return "";
 }
 
 }  // namespace kopt::testing

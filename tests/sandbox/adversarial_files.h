@@ -37,6 +37,12 @@ std::vector<std::string> adversarial_kernel_names();
 // A task used by the suite: tasks/NAME in the source tree, else tests/sandbox/tasks/NAME.
 std::filesystem::path adversarial_task_dir(const std::string& task);
 
+// One file of a task used by the suite (reference.cu, baseline.cu), as a request's source.
+KernelSource adversarial_task_file(const std::string& task, const std::string& name);
+
+// Why this machine cannot run the GPU tests ("no CUDA device", the driver's error), or "".
+std::string missing_gpu();
+
 // "incorrect|nondeterministic".
 std::string describe_verdicts(const std::vector<Verdict>& verdicts);
 

@@ -20,15 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Why this machine cannot run the suite, or "" when it can.
-std::string missing_gpu() {
-  auto driver = load_cuda_driver();
-  if (!driver) return driver.error();
-  int count = 0;
-  if ((*driver)->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return "no CUDA device";
-  return "";
-}
-
 SandboxOptions worker_options() {
   SandboxOptions options;
   options.worker = KOPT_SANDBOX_WORKER;
@@ -38,23 +29,16 @@ SandboxOptions worker_options() {
   return options;
 }
 
-KernelSource task_file(const std::string& task, const std::string& name) {
-  auto path = adversarial_task_dir(task) / name;
-  auto text = read_file(path);
-  if (!text) throw std::runtime_error(text.error());
-  return {*text, path.string(), {}};
-}
-
 EvalRequest request_for(const AdversarialKernel& kernel) {
   EvalRequest request;
   auto task_json = read_file(adversarial_task_dir(kernel.task) / "task.json");
   if (!task_json) throw std::runtime_error(task_json.error());
   request.task_json = *task_json;
-  request.reference = task_file(kernel.task, "reference.cu");
+  request.reference = adversarial_task_file(kernel.task, "reference.cu");
   request.candidate = {kernel.source, kernel.path.string(), {}};
   // Accepted kernels are timed against the baseline, as kopt eval does.
   if (kernel.expected == std::vector<Verdict>{Verdict::kOk}) {
-    request.baseline = task_file(kernel.task, "baseline.cu");
+    request.baseline = adversarial_task_file(kernel.task, "baseline.cu");
   }
   if (kernel.rounds) request.options.rounds = *kernel.rounds;
   request.options.max_wall_seconds = 5;
@@ -64,8 +48,8 @@ EvalRequest request_for(const AdversarialKernel& kernel) {
 EvalRequest baseline_request(const std::string& task) {
   EvalRequest request;
   request.task_json = *read_file(adversarial_task_dir(task) / "task.json");
-  request.reference = task_file(task, "reference.cu");
-  request.candidate = task_file(task, "baseline.cu");
+  request.reference = adversarial_task_file(task, "reference.cu");
+  request.candidate = adversarial_task_file(task, "baseline.cu");
   request.options.time = false;
   return request;
 }

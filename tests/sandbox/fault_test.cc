@@ -27,14 +27,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-std::string missing_gpu() {
-  auto driver = load_cuda_driver();
-  if (!driver) return driver.error();
-  int count = 0;
-  if ((*driver)->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return "no CUDA device";
-  return "";
-}
-
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -83,17 +75,10 @@ SandboxOptions worker_options() {
   return options;
 }
 
-KernelSource task_file(const std::string& task, const std::string& name) {
-  auto path = adversarial_task_dir(task) / name;
-  auto text = read_file(path);
-  if (!text) throw std::runtime_error(text.error());
-  return {*text, path.string(), {}};
-}
-
 EvalRequest request(const std::string& task, const KernelSource& candidate) {
   EvalRequest r;
   r.task_json = *read_file(adversarial_task_dir(task) / "task.json");
-  r.reference = task_file(task, "reference.cu");
+  r.reference = adversarial_task_file(task, "reference.cu");
   r.candidate = candidate;
   return r;
 }
@@ -118,7 +103,7 @@ TEST_P(FaultOnGpu, HangIsATimeoutInSecondsAndTheGpuIsFreedAtOnce) {
   SandboxEvaluator evaluator(worker_options());
   ASSERT_TRUE(evaluator.start().ok());
   // Warm the worker (compile cache, PCH, probe cache) so the time below is the hang's own.
-  auto warm = evaluator.evaluate(request(task, task_file(task, "baseline.cu")));
+  auto warm = evaluator.evaluate(request(task, adversarial_task_file(task, "baseline.cu")));
   ASSERT_TRUE(warm.ok()) << warm.error();
   ASSERT_EQ(warm->verdict, Verdict::kOk) << warm->detail;
   pid_t hung_worker = evaluator.worker_pid();
@@ -144,7 +129,7 @@ TEST_P(FaultOnGpu, HangIsATimeoutInSecondsAndTheGpuIsFreedAtOnce) {
   EXPECT_GE(gone, 0.0) << "the hung worker is still alive 5 s after its verdict";
   EXPECT_LT(gone, 1.0);
 
-  auto next = evaluator.evaluate(request(task, task_file(task, "baseline.cu")));
+  auto next = evaluator.evaluate(request(task, adversarial_task_file(task, "baseline.cu")));
   ASSERT_TRUE(next.ok()) << next.error();
   EXPECT_EQ(next->verdict, Verdict::kOk) << next->detail;
 }
@@ -230,7 +215,7 @@ TEST(FaultBusyOnGpu, ContendedGpuGivesGpuBusyInsteadOfANumber) {
   if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
   SandboxEvaluator judge(worker_options());
   ASSERT_TRUE(judge.start().ok());
-  auto quiet = judge.evaluate(request("axpy", task_file("axpy", "baseline.cu")));
+  auto quiet = judge.evaluate(request("axpy", adversarial_task_file("axpy", "baseline.cu")));
   ASSERT_TRUE(quiet.ok()) << quiet.error();
   ASSERT_EQ(quiet->verdict, Verdict::kOk)
       << "the GPU is not quiet to begin with: " << quiet->detail;
@@ -245,7 +230,7 @@ TEST(FaultBusyOnGpu, ContendedGpuGivesGpuBusyInsteadOfANumber) {
     (void)hog.evaluate(spin);
   });
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  auto busy = judge.evaluate(request("axpy", task_file("axpy", "baseline.cu")));
+  auto busy = judge.evaluate(request("axpy", adversarial_task_file("axpy", "baseline.cu")));
   ::kill(hog_pid, SIGKILL);
   hogging.join();
   ASSERT_TRUE(busy.ok()) << busy.error();
@@ -255,7 +240,7 @@ TEST(FaultBusyOnGpu, ContendedGpuGivesGpuBusyInsteadOfANumber) {
   EXPECT_FALSE(busy->candidate_time.has_value());
 
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  auto after = judge.evaluate(request("axpy", task_file("axpy", "baseline.cu")));
+  auto after = judge.evaluate(request("axpy", adversarial_task_file("axpy", "baseline.cu")));
   ASSERT_TRUE(after.ok()) << after.error();
   EXPECT_EQ(after->verdict, Verdict::kOk) << after->detail;
 }
