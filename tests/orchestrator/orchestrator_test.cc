@@ -56,7 +56,8 @@ class OrchestratorTest : public ::testing::Test {
     d.evaluator = &evaluator;
     d.llm = llm;
     if (llm) {
-      auto prompts = agents::PromptLibrary::load(std::filesystem::path(KOPT_SOURCE_DIR) / "prompts");
+      auto prompts =
+          agents::PromptLibrary::load(std::filesystem::path(KOPT_SOURCE_DIR) / "prompts");
       if (!prompts) throw std::runtime_error(prompts.error());
       prompts_.emplace(std::move(*prompts));
       d.prompts = &*prompts_;
@@ -85,7 +86,7 @@ TEST_F(OrchestratorTest, TheTunerAloneFindsTheBestBlockSizeAndStoresEverything) 
   ASSERT_EQ(outcome->progress.tasks.size(), 1u);
   const TaskProgress& axpy = outcome->progress.tasks[0];
   EXPECT_EQ(axpy.note, "every tunable configuration tried");
-  EXPECT_EQ(axpy.candidates, 3);  // BLOCK 128, 512 and 1024 besides the default 256
+  EXPECT_EQ(axpy.candidates, 3);              // BLOCK 128, 512 and 1024 besides the default 256
   EXPECT_NEAR(axpy.best_speedup, 1.1, 1e-9);  // BLOCK=512 is the fake GPU's optimum
   EXPECT_EQ(evaluator.evaluations(), 4);
 
@@ -286,7 +287,8 @@ TEST_F(OrchestratorTest, ASubmittedTaskJoinsTheRun) {
 TEST_F(OrchestratorTest, ABaselineThatFailsFailsItsTaskAndTheRun) {
   FakeEvaluator evaluator;
   auto task = kopt::testing::copy_task("axpy", dir_ / "tasks");
-  kopt::testing::write_text(task / "baseline.cu", kopt::testing::replay_kernel("06_axpy_tail_bug.txt"));
+  kopt::testing::write_text(task / "baseline.cu",
+                            kopt::testing::replay_kernel("06_axpy_tail_bug.txt"));
   RunOptions o;
   o.task_dirs = {task};
   o.use_llm = false;
@@ -308,6 +310,40 @@ TEST_F(OrchestratorTest, ATaskThatDoesNotLoadIsAnErrorBeforeAnyWork) {
   ASSERT_FALSE(outcome);
   EXPECT_NE(outcome.error().find("no task could be loaded"), std::string::npos) << outcome.error();
   EXPECT_EQ(evaluator.evaluations(), 0);
+}
+
+// The GPU is shared (a user's job): every timed candidate comes back gpu_busy, as the sandbox
+// evaluator returns it once its pauses ran out. The baseline still verifies (it came first).
+class SharedGpuEvaluator final : public Evaluator {
+ public:
+  Result<EvalResult> evaluate(const EvalRequest& request) override {
+    auto result = inner_.evaluate(request);
+    if (!result || !request.baseline) return result;
+    EvalResult busy;
+    busy.verdict = Verdict::kGpuBusy;
+    busy.detail = "the GPU is not ours alone before timing: 1 other process on this GPU";
+    busy.device = result->device;
+    return busy;
+  }
+  std::string name() const override { return "shared GPU"; }
+
+ private:
+  FakeEvaluator inner_;
+};
+
+TEST_F(OrchestratorTest, ABusyGpuNeverBecomesAResultAWinOrAFailureOfTheTask) {
+  SharedGpuEvaluator evaluator;
+  Orchestrator orchestrator(options({"axpy"}, false), deps(evaluator));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  // Only the baseline's evaluation is stored: nothing from the busy GPU, no pair, no win.
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'gpu_busy'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM pairs"), 0);
+  ASSERT_EQ(outcome->progress.tasks.size(), 1u);
+  EXPECT_EQ(outcome->progress.tasks[0].candidates, 0);
+  EXPECT_EQ(outcome->progress.tasks[0].note.find("the evaluator keeps failing"), std::string::npos)
+      << outcome->progress.tasks[0].note;
 }
 
 }  // namespace
