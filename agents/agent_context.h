@@ -60,6 +60,10 @@ struct WorkContext {
   std::vector<MemoryExample> warnings;  // negative pairs
   std::vector<std::string> tried_plans;  // earlier plans on this task with their outcome
   std::vector<std::string> beam;         // the other kernels kept for this task, one line each
+  // The coder's recent answers that repeated kernels already judged, with what those scored,
+  // one line each: a model that repeats itself is told so in its next prompt.
+  std::vector<std::string> repeats;
+  std::optional<double> temperature;  // raised while the model stalls; unset: as configured
 };
 
 // "median 301.2 us (noise 0.4%), 1.02x over the baseline (307.1 us), 89.3% of speed of light

@@ -10,9 +10,6 @@ namespace kopt::agents {
 
 using nlohmann::json;
 
-namespace {
-
-// The title with case, spaces and punctuation removed, to spot the same plan written twice.
 std::string plan_key(const std::string& title) {
   std::string key;
   for (char c : title) {
@@ -22,6 +19,8 @@ std::string plan_key(const std::string& title) {
   }
   return key;
 }
+
+namespace {
 
 std::string text_member(const json& object, std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
@@ -79,7 +78,8 @@ Result<std::vector<Plan>> Planner::propose(const WorkContext& context, int count
                               : "- " + join(context.tried_plans, "\n- ");
   values["beam_summary"] =
       context.beam.empty() ? std::string("(only this kernel)") : "- " + join(context.beam, "\n- ");
-  auto reply = caller_.ask("planner", "planner.txt", values, context.task.name, usage);
+  auto reply = caller_.ask("planner", "planner.txt", values, context.task.name, usage,
+                           {context.temperature});
   if (!reply) return make_error(reply.error());
   auto plans = parse_plans(*reply);
   if (!plans) return plans;

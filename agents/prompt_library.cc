@@ -31,7 +31,7 @@ const std::vector<TemplateSpec>& template_specs() {
        {"task_description", "current_kernel", "num_plans"}},
       {"coder.txt",
        with_task({"plan", "current_kernel", "measurements", "memory_examples", "memory_warnings",
-                  "kernel_format"}),
+                  "kernel_format", "earlier_answers"}),
        {"plan", "current_kernel", "kernel_format"}},
       {"repair.txt",
        with_task({"plan", "candidate_kernel", "failure_kind", "failure", "attempt", "max_attempts",

@@ -52,6 +52,21 @@ class AnthropicFormat : public WireFormat {
         result.text += block["text"].get<std::string>();
       }
     }
+    if (result.text.find_first_not_of(" \t\r\n") == std::string::npos) {
+      if (result.finish_reason == "refusal") {
+        result.status = LlmStatus::kRefused;
+        result.error = "the model refused (stop_reason 'refusal')";
+        return result;
+      }
+      for (const json& block : reply["content"]) {
+        if (block.is_object() && block.value("type", "") == "tool_use") {
+          result.status = LlmStatus::kToolCall;
+          result.error = "the model called a tool (" + block.value("name", "?") +
+                         ") instead of answering in text";
+          return result;
+        }
+      }
+    }
     classify_completion(result, result.finish_reason == "max_tokens");
     return result;
   }

@@ -26,6 +26,10 @@ const char* llm_status_name(LlmStatus status) {
       return "empty";
     case LlmStatus::kTruncated:
       return "truncated";
+    case LlmStatus::kRefused:
+      return "refused";
+    case LlmStatus::kToolCall:
+      return "tool_call";
     case LlmStatus::kTooLarge:
       return "too_large";
     case LlmStatus::kUnavailable:

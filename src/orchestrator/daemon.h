@@ -25,6 +25,8 @@ struct DaemonInvocation {
   std::optional<double> hours;
   std::optional<double> max_usd;
   std::optional<int64_t> candidates_per_task;
+  std::optional<double> max_usd_per_task;
+  std::optional<double> max_usd_per_hour;
   std::optional<std::vector<int>> gpus;
   std::optional<std::filesystem::path> config;
   std::optional<std::filesystem::path> db;

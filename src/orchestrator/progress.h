@@ -24,6 +24,8 @@ struct TaskProgress {
   int64_t in_flight = 0;
   int64_t tokens = 0;
   double cost_usd = 0;
+  int64_t repeats = 0;  // coder answers that repeated a judged kernel (not candidates)
+  int64_t llm_calls = 0;
 };
 
 struct RunProgress {
@@ -40,6 +42,7 @@ struct RunProgress {
   int64_t tokens = 0;
   double cost_usd = 0;
   int64_t pending_submissions = 0;
+  std::string alarm;  // the spend-rate alarm while it holds LLM work back
   std::vector<TaskProgress> tasks;
 
   nlohmann::json to_json() const;

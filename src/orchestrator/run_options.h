@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/orchestrator/stall_detector.h"
+
 namespace kopt::orchestrator {
 
 struct SearchSettings {
@@ -31,12 +33,16 @@ struct Budgets {
   std::optional<double> hours;                 // wall time of the run
   std::optional<double> max_usd;               // LLM spend of the run
   std::optional<int64_t> candidates_per_task;  // kernels judged per task
+  std::optional<double> max_usd_per_task;      // LLM spend of one task: then it is parked
+  std::optional<double> max_usd_per_hour;      // spend-rate alarm: new LLM work waits above it
+  double spend_rate_window_s = 600;            // the rate is measured over this window
 };
 
 struct RunOptions {
   std::vector<std::filesystem::path> task_dirs;  // one folder per task (already resolved)
   Budgets budgets;
   SearchSettings search;
+  StallSettings stall;
   bool use_llm = true;          // false: the built-in tuner only
   int max_in_flight = 0;        // concurrent jobs; 0: derived from the GPUs and the LLM
   double drain_seconds = 60;    // after a stop signal, how long in-flight work may finish

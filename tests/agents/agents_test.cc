@@ -160,7 +160,8 @@ TEST_F(AgentsTest, CoderAnswersWithoutAKernelFileAreErrors) {
 }
 
 TEST_F(AgentsTest, CoderTruncatedAnswerIsAnError) {
-  LlmResponse r;
+  // Cut twice: once as asked, once when asked again without commentary.
+  llm_.fail("coder", LlmStatus::kTruncated, "length");
   llm_.fail("coder", LlmStatus::kTruncated, "length");
   Coder coder(*caller_);
   auto written = coder.write(context_, {"x", ""}, usage_);

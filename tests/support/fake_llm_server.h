@@ -36,6 +36,8 @@ enum class FakeFault {
   kNotFound,         // 404 "model not found"
   kBadRequest,       // 400
   kLengthLimit,      // 200, finish_reason "length" (Anthropic: stop_reason "max_tokens")
+  kRefusal,          // 200, content null and a "refusal" (Anthropic: stop_reason "refusal")
+  kToolCall,         // 200, content null and "tool_calls" (Anthropic: a tool_use block)
 };
 
 // "none", "rate_limited", "server_error", "unavailable", "slow", "reset", "malformed", "empty",
@@ -64,6 +66,11 @@ struct RecordedRequest {
   std::string body;
 };
 
+class StallingModel;
+
+// "axpy" from a request whose prompt says "# Task: axpy"; "" when it names no task.
+std::string fake_request_task(const std::string& body);
+
 class FakeLlmServer {
  public:
   struct Options {
@@ -74,6 +81,9 @@ class FakeLlmServer {
     // not depend on how the daemon interleaves tasks and agents.
     std::filesystem::path replay_dir;
     bool log_requests = false;         // one line per request on stderr
+    // Answers as a model that stalls (stalling_model.h) instead of replaying; queued replies
+    // still come first.
+    std::shared_ptr<StallingModel> stalling;
   };
 
   static Result<std::unique_ptr<FakeLlmServer>> start(Options options);
