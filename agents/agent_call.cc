@@ -72,8 +72,9 @@ Result<std::string> AgentCaller::ask(const std::string& agent, const std::string
                                      const std::string& label, AgentUsage& usage,
                                      const AskOptions& options) {
   auto gpu = values.find("gpu");
-  std::string system = prompts_.get("system.txt").render(
-      {{"gpu", gpu == values.end() ? std::string("an NVIDIA GPU") : gpu->second}});
+  std::string system =
+      prompts_.get("system.txt")
+          .render({{"gpu", gpu == values.end() ? std::string("an NVIDIA GPU") : gpu->second}});
   LlmRequest request =
       LlmRequest::user(agent, std::move(system), prompts_.get(template_file).render(values));
   request.label = label;
@@ -100,16 +101,18 @@ Result<std::string> AgentCaller::ask(const std::string& agent, const std::string
     int ceiling = limits ? std::max(used, limits->max_tokens_ceiling) : used;
     if (used < ceiling) {
       int larger = std::min(ceiling, used * 2);
-      spdlog::info("[{}] {}: the answer was cut at {} tokens; asking again with max_tokens {} "
-                   "(ceiling {})",
-                   label, agent, used, larger, ceiling);
+      spdlog::info(
+          "[{}] {}: the answer was cut at {} tokens; asking again with max_tokens {} "
+          "(ceiling {})",
+          label, agent, used, larger, ceiling);
       request.max_tokens = larger;
       std::lock_guard lock(mutex_);
       raised_max_tokens_[agent] = larger;
     } else {
-      spdlog::info("[{}] {}: the answer was cut at the ceiling of {} tokens; asking again for "
-                   "the block alone",
-                   label, agent, used);
+      spdlog::info(
+          "[{}] {}: the answer was cut at the ceiling of {} tokens; asking again for "
+          "the block alone",
+          label, agent, used);
       request.messages.back().content += kWithoutCommentary;
     }
     response = send();

@@ -23,7 +23,7 @@ struct AgentUsage {
   int64_t output_tokens = 0;
   double cost_usd = 0;
   // How the model misbehaved, one count per call: what a stall detector needs besides kernels.
-  int64_t truncated = 0;   // cut at the token limit
+  int64_t truncated = 0;  // cut at the token limit
   int64_t refused = 0;
   int64_t tool_calls = 0;  // a tool call instead of text
   int64_t empty = 0;

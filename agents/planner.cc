@@ -54,7 +54,8 @@ Result<std::vector<Plan>> parse_plans(const std::string& reply) {
     } else if (item.is_object()) {
       plan.title = text_member(item, {"title", "name"});
       plan.detail = text_member(item, {"detail", "description", "plan", "changes"});
-      if (plan.title.empty()) plan.title = plan.detail.substr(0, std::min<size_t>(60, plan.detail.size()));
+      if (plan.title.empty())
+        plan.title = plan.detail.substr(0, std::min<size_t>(60, plan.detail.size()));
     } else {
       continue;
     }
@@ -73,9 +74,8 @@ Result<std::vector<Plan>> Planner::propose(const WorkContext& context, int count
   auto values = work_values(context);
   values["num_plans"] = std::to_string(count);
   values["kernel_format"] = caller_.prompts().kernel_format();
-  values["tried_plans"] = context.tried_plans.empty()
-                              ? std::string("(none yet)")
-                              : "- " + join(context.tried_plans, "\n- ");
+  values["tried_plans"] = context.tried_plans.empty() ? std::string("(none yet)")
+                                                      : "- " + join(context.tried_plans, "\n- ");
   values["beam_summary"] =
       context.beam.empty() ? std::string("(only this kernel)") : "- " + join(context.beam, "\n- ");
   auto reply = caller_.ask("planner", "planner.txt", values, context.task.name, usage,

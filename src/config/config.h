@@ -111,7 +111,7 @@ struct DaemonConfig {
   } search;
   // Noticing a model that stalls (src/orchestrator/stall_detector.h has the defaults).
   struct Stall {
-    std::optional<int64_t> window, min_calls, planner_stale_answers;
+    std::optional<int64_t> window, min_calls, park_dry_calls, planner_stale_answers;
     std::optional<double> min_new_share, park_new_share, backoff_initial_s, backoff_max_s,
         temperature_step;
   } stall;

@@ -75,6 +75,7 @@ DaemonConfig read_daemon_section(JsonReader& reader, const json* section) {
   ObjectReader stall(reader, r.object("stall"), "$.daemon.stall");
   stall.integer("window", d.stall.window, Bound::kPositive);
   stall.integer("min_calls", d.stall.min_calls, Bound::kPositive);
+  stall.integer("park_dry_calls", d.stall.park_dry_calls, Bound::kPositive);
   stall.integer("planner_stale_answers", d.stall.planner_stale_answers, Bound::kPositive);
   stall.number("min_new_share", d.stall.min_new_share, Bound::kNonNegative);
   stall.number("park_new_share", d.stall.park_new_share, Bound::kNonNegative);

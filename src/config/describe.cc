@@ -44,12 +44,13 @@ std::string describe_agent(const LlmConfig& llm, const AgentConfig& a) {
     price = fmt::format("${:g} in / ${:g} out per Mtok", it->second.input_per_mtok,
                         it->second.output_per_mtok);
   }
-  return fmt::format("llm agent {}: provider '{}', model '{}', {}, max {} tokens (up to {} "
-                     "after a cut-off answer), {}",
-                     a.role, a.provider, a.model,
-                     a.temperature ? fmt::format("temperature {:g}", *a.temperature)
-                                   : std::string("default temperature"),
-                     a.max_tokens, a.effective_max_tokens_ceiling(), price);
+  return fmt::format(
+      "llm agent {}: provider '{}', model '{}', {}, max {} tokens (up to {} "
+      "after a cut-off answer), {}",
+      a.role, a.provider, a.model,
+      a.temperature ? fmt::format("temperature {:g}", *a.temperature)
+                    : std::string("default temperature"),
+      a.max_tokens, a.effective_max_tokens_ceiling(), price);
 }
 
 template <typename T>

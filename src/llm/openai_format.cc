@@ -10,9 +10,9 @@ namespace {
 // A message without text that says why: a refusal, or tool calls although none were offered
 // (both come as content null). Fills `result` and returns true for those.
 bool no_text_reason(const json& message, AttemptResult& result) {
-  bool blank = !message.contains("content") || !message["content"].is_string() ||
-               message["content"].get<std::string>().find_first_not_of(" \t\r\n") ==
-                   std::string::npos;
+  bool blank =
+      !message.contains("content") || !message["content"].is_string() ||
+      message["content"].get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos;
   if (!blank) return false;
   if (message.contains("refusal") && message["refusal"].is_string()) {
     result.status = LlmStatus::kRefused;

@@ -111,6 +111,7 @@ void apply_config(const DaemonConfig& d, RunOptions& options) {
   };
   set(st.window, d.stall.window);
   set(st.min_calls, d.stall.min_calls);
+  set(st.park_dry_calls, d.stall.park_dry_calls);
   set(st.planner_stale_answers, d.stall.planner_stale_answers);
   set(st.min_new_share, d.stall.min_new_share);
   set(st.park_new_share, d.stall.park_new_share);
@@ -158,8 +159,10 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
     if (args.count("tasks")) inv.tasks = args["tasks"].as<std::vector<std::string>>();
     if (args.count("hours")) inv.hours = args["hours"].as<double>();
     if (args.count("max-usd")) inv.max_usd = args["max-usd"].as<double>();
-    if (args.count("max-usd-per-task")) inv.max_usd_per_task = args["max-usd-per-task"].as<double>();
-    if (args.count("max-usd-per-hour")) inv.max_usd_per_hour = args["max-usd-per-hour"].as<double>();
+    if (args.count("max-usd-per-task"))
+      inv.max_usd_per_task = args["max-usd-per-task"].as<double>();
+    if (args.count("max-usd-per-hour"))
+      inv.max_usd_per_hour = args["max-usd-per-hour"].as<double>();
     if (args.count("candidates-per-task")) {
       inv.candidates_per_task = args["candidates-per-task"].as<int64_t>();
     }

@@ -16,9 +16,9 @@ namespace {
 const std::set<std::string, std::less<>>& reserved_names() {
   static const std::set<std::string, std::less<>> names = {
       // C++ keywords and types
-      "auto", "bool", "break", "case", "char", "const", "constexpr", "continue", "default",
-      "do", "double", "else", "enum", "extern", "false", "float", "for", "goto", "if", "inline",
-      "int", "long", "namespace", "nullptr", "return", "short", "signed", "sizeof", "static",
+      "auto", "bool", "break", "case", "char", "const", "constexpr", "continue", "default", "do",
+      "double", "else", "enum", "extern", "false", "float", "for", "goto", "if", "inline", "int",
+      "long", "namespace", "nullptr", "return", "short", "signed", "sizeof", "static",
       "static_cast", "reinterpret_cast", "const_cast", "struct", "switch", "template", "this",
       "true", "typedef", "typename", "union", "unsigned", "using", "void", "volatile", "while",
       "size_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
@@ -29,17 +29,16 @@ const std::set<std::string, std::less<>>& reserved_names() {
       "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "x", "y", "z", "w", "float2",
       "float3", "float4", "double2", "int2", "int4", "uint2", "uint4", "char4",
       // math
-      "expf", "exp", "exp2f", "logf", "log", "log2f", "sqrtf", "sqrt", "rsqrtf", "fmaxf",
-      "fminf", "fmax", "fmin", "max", "min", "fabsf", "fabs", "abs", "powf", "tanhf", "tanh",
-      "erff", "erf", "fmaf", "floorf", "ceilf", "roundf", "sinf", "cosf", "INFINITY", "NAN"};
+      "expf", "exp", "exp2f", "logf", "log", "log2f", "sqrtf", "sqrt", "rsqrtf", "fmaxf", "fminf",
+      "fmax", "fmin", "max", "min", "fabsf", "fabs", "abs", "powf", "tanhf", "tanh", "erff", "erf",
+      "fmaf", "floorf", "ceilf", "roundf", "sinf", "cosf", "INFINITY", "NAN"};
   return names;
 }
 
 bool is_reserved(std::string_view name) {
   // Double-underscore names are CUDA's (__global__, __shfl_xor_sync, __expf, __ldg).
   return reserved_names().count(name) > 0 || name.rfind("__", 0) == 0 ||
-         name.rfind("atomic", 0) == 0 || name.rfind("make_", 0) == 0 ||
-         name.rfind("cuda", 0) == 0;
+         name.rfind("atomic", 0) == 0 || name.rfind("make_", 0) == 0 || name.rfind("cuda", 0) == 0;
 }
 
 bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }

@@ -38,8 +38,8 @@ Orchestrator::Orchestrator(RunOptions options, OrchestratorDeps deps)
   if (!deps_.recorder || !deps_.evaluator) {
     throw std::invalid_argument("the orchestrator needs a recorder and an evaluator");
   }
-  candidates_ = std::make_unique<CandidateEvaluator>(*deps_.evaluator, *deps_.recorder,
-                                                     deps_.compile_cache);
+  candidates_ =
+      std::make_unique<CandidateEvaluator>(*deps_.evaluator, *deps_.recorder, deps_.compile_cache);
   if (!options_.use_llm) deps_.llm = nullptr;
   if (deps_.llm) {
     if (!deps_.prompts) throw std::invalid_argument("an LLM needs prompt templates");
@@ -49,8 +49,8 @@ Orchestrator::Orchestrator(RunOptions options, OrchestratorDeps deps)
     summarizer_ = std::make_unique<agents::Summarizer>(*caller_);
   }
   int slots = std::max(1, deps_.evaluator_slots);
-  max_in_flight_ = options_.max_in_flight > 0 ? options_.max_in_flight
-                                              : (deps_.llm ? 2 * slots + 2 : slots);
+  max_in_flight_ =
+      options_.max_in_flight > 0 ? options_.max_in_flight : (deps_.llm ? 2 * slots + 2 : slots);
 }
 
 Orchestrator::~Orchestrator() {
@@ -75,7 +75,8 @@ Status Orchestrator::add_task(const std::filesystem::path& dir, bool restore) {
   if (!reference) return make_error(reference.error());
   auto baseline = read_file(dir / "baseline.cu");
   if (!baseline) return make_error(baseline.error());
-  for (const auto& [name, text] : {std::pair{"reference.cu", &*reference}, {"baseline.cu", &*baseline}}) {
+  for (const auto& [name, text] :
+       {std::pair{"reference.cu", &*reference}, {"baseline.cu", &*baseline}}) {
     auto file = parse_kernel_file(*text, (dir / name).string(), &*spec);
     if (!file) return make_error(file.error());
   }
@@ -84,9 +85,9 @@ Status Orchestrator::add_task(const std::filesystem::path& dir, bool restore) {
   TaskState& task = tasks_.emplace_back(std::move(*spec), std::move(*reference),
                                         std::move(*baseline), options_.search, options_.stall);
   if (restore) restore_task(task);
-  spdlog::info("task {} from {} (priority {}){}", task.spec.name, dir.string(), task.spec.priority,
-               restore ? fmt::format(": {} candidates judged before the resume", task.candidates)
-                       : "");
+  spdlog::info(
+      "task {} from {} (priority {}){}", task.spec.name, dir.string(), task.spec.priority,
+      restore ? fmt::format(": {} candidates judged before the resume", task.candidates) : "");
   return ok_status();
 }
 
@@ -109,8 +110,8 @@ void Orchestrator::take_submissions() {
 
 bool Orchestrator::all_done() const {
   std::lock_guard lock(mutex_);
-  return jobs_.empty() && std::all_of(tasks_.begin(), tasks_.end(),
-                                      [](const TaskState& t) { return t.finished(); });
+  return jobs_.empty() &&
+         std::all_of(tasks_.begin(), tasks_.end(), [](const TaskState& t) { return t.finished(); });
 }
 
 double Orchestrator::elapsed_seconds() const {
@@ -161,7 +162,8 @@ bool Orchestrator::update_task_phase(TaskState& task) {
   }
   if (options_.budgets.candidates_per_task &&
       task.candidates >= *options_.budgets.candidates_per_task) {
-    return finish(fmt::format("candidate budget of {} used", *options_.budgets.candidates_per_task));
+    return finish(
+        fmt::format("candidate budget of {} used", *options_.budgets.candidates_per_task));
   }
   if (deps_.llm && task.since_improvement >= s.plateau_candidates) {
     return finish(fmt::format("plateau: {} candidates without a {:.0f}% gain",
@@ -169,8 +171,8 @@ bool Orchestrator::update_task_phase(TaskState& task) {
   }
   const auto& cap = options_.budgets.max_usd_per_task;
   if (deps_.llm && cap && task.parked.empty() && task.usage.cost_usd >= *cap) {
-    park(task, fmt::format("its LLM budget of ${:.2f} is spent (${:.2f})", *cap,
-                           task.usage.cost_usd));
+    park(task,
+         fmt::format("its LLM budget of ${:.2f} is spent (${:.2f})", *cap, task.usage.cost_usd));
   }
   return true;
 }
@@ -206,8 +208,7 @@ bool Orchestrator::launch_next_job() {
         task.phase = deps_.llm ? TaskState::Phase::kParked : TaskState::Phase::kDone;
         task.note = deps_.llm ? task.parked : "every tunable configuration tried";
         spdlog::info("[{}] {}: {} (best {:.2f}x, {:.1f}% SOL)", task.spec.name,
-                     phase_name(task.phase), task.note, task.best_speedup,
-                     task.best_sol_percent);
+                     phase_name(task.phase), task.note, task.best_speedup, task.best_sol_percent);
       }
     }
     if (!next) continue;
@@ -403,9 +404,10 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
       bool all_finished = std::all_of(tasks_.begin(), tasks_.end(),
                                       [](const TaskState& t) { return t.finished(); });
       if (jobs_.empty() && all_finished) {
-        size_t failed = static_cast<size_t>(std::count_if(
-            tasks_.begin(), tasks_.end(),
-            [](const TaskState& t) { return t.phase == TaskState::Phase::kFailed; }));
+        size_t failed =
+            static_cast<size_t>(std::count_if(tasks_.begin(), tasks_.end(), [](const TaskState& t) {
+              return t.phase == TaskState::Phase::kFailed;
+            }));
         final_status_ = failed == tasks_.size() ? "failed" : "finished";
         stop_reason_ = failed == tasks_.size()
                            ? "every task failed (" + tasks_.front().note + ")"
@@ -426,9 +428,10 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
     outcome.stop_reason = stop_reason_;
   }
   if (outcome.abandoned_jobs > 0) {
-    spdlog::warn("{} jobs still running at the drain deadline are abandoned; what they finished "
-                 "is stored",
-                 outcome.abandoned_jobs);
+    spdlog::warn(
+        "{} jobs still running at the drain deadline are abandoned; what they finished "
+        "is stored",
+        outcome.abandoned_jobs);
   }
   outcome.run_id = recorder.run_id();
   publish_progress(true);

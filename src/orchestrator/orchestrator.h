@@ -48,15 +48,15 @@
 namespace kopt::orchestrator {
 
 struct OrchestratorDeps {
-  RunRecorder* recorder = nullptr;    // required
-  Evaluator* evaluator = nullptr;     // required
-  int evaluator_slots = 1;            // GPUs behind the evaluator
-  LlmClient* llm = nullptr;           // null: the built-in tuner only
+  RunRecorder* recorder = nullptr;                 // required
+  Evaluator* evaluator = nullptr;                  // required
+  int evaluator_slots = 1;                         // GPUs behind the evaluator
+  LlmClient* llm = nullptr;                        // null: the built-in tuner only
   const agents::PromptLibrary* prompts = nullptr;  // required with an LLM
-  std::string coder_model;            // recorded as the origin of coder kernels
+  std::string coder_model;                         // recorded as the origin of coder kernels
   const CompileCache* compile_cache = nullptr;     // may be null
-  StopSignal* stop = nullptr;         // null: StopSignal::instance()
-  std::function<void()> cancel_llm;   // called once when draining starts
+  StopSignal* stop = nullptr;                      // null: StopSignal::instance()
+  std::function<void()> cancel_llm;                // called once when draining starts
   // Called from the loop's thread about once a second, and once at the end.
   std::function<void(const RunProgress&)> on_progress;
 };
@@ -162,15 +162,15 @@ class Orchestrator {
   std::list<TaskState> tasks_;  // a list: jobs hold references
   std::list<Job> jobs_;
   std::optional<GpuIdentity> gpu_;
-  agents::AgentUsage usage_;     // this process's LLM use, all tasks
-  StallDetector model_stall_;    // the coder model's calls across tasks
+  agents::AgentUsage usage_;   // this process's LLM use, all tasks
+  StallDetector model_stall_;  // the coder model's calls across tasks
   Clock::time_point model_not_before_{};
-  std::string model_parked_;     // why the model gets no more work this run; "" while it does
+  std::string model_parked_;  // why the model gets no more work this run; "" while it does
   SpendRate spend_rate_;
-  std::string alarm_;            // the spend-rate alarm while it holds; ""
-  double cost_before_ = 0;       // LLM spend of the run before a resume
+  std::string alarm_;       // the spend-rate alarm while it holds; ""
+  double cost_before_ = 0;  // LLM spend of the run before a resume
   int64_t tokens_before_ = 0;
-  double elapsed_before_ = 0;    // active seconds of the run before a resume
+  double elapsed_before_ = 0;  // active seconds of the run before a resume
   Clock::time_point started_;
   Clock::time_point last_status_write_{};
   Clock::time_point last_submission_poll_{};

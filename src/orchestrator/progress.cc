@@ -120,11 +120,11 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
     if (t.in_flight > 0) state += fmt::format(" ({} running)", t.in_flight);
     if (t.repeats > 0) state += fmt::format(" ({} repeats)", t.repeats);
     if (!t.note.empty()) state += ": " + t.note;
-    lines.push_back(fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  {}",
-                                    t.name.substr(0, 18), speedup, sol, t.candidates, t.failures,
-                                    tokens_text(t.tokens), fmt::format("${:.2f}", t.cost_usd),
-                                    state),
-                        width));
+    lines.push_back(
+        fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  {}", t.name.substr(0, 18),
+                        speedup, sol, t.candidates, t.failures, tokens_text(t.tokens),
+                        fmt::format("${:.2f}", t.cost_usd), state),
+            width));
   }
   std::string left = p.time_left_seconds ? format_duration(*p.time_left_seconds) + " left"
                                          : std::string("no time limit");

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kopt::orchestrator {
 
@@ -19,8 +18,8 @@ struct TaskProgress {
   double best_speedup = 0;  // over the baseline; 0 before the baseline is measured
   double best_sol_percent = 0;
   double best_us = 0;
-  int64_t candidates = 0;   // kernels judged (the baseline not counted)
-  int64_t failures = 0;     // judged and rejected
+  int64_t candidates = 0;  // kernels judged (the baseline not counted)
+  int64_t failures = 0;    // judged and rejected
   int64_t in_flight = 0;
   int64_t tokens = 0;
   double cost_usd = 0;

@@ -228,8 +228,8 @@ void Orchestrator::record_pair(TaskState& task, const VerifiedKernel& parent,
 }
 
 void Orchestrator::run_baseline(TaskState& task) {
-  CandidateInput input = candidate_input(task, task.baseline_source, {"baseline", "", "", false},
-                                         std::nullopt);
+  CandidateInput input =
+      candidate_input(task, task.baseline_source, {"baseline", "", "", false}, std::nullopt);
   input.gpu.reset();  // no local gate and no interleaved copy of itself
   CandidateOutcome outcome = candidates_->judge(input);
   std::lock_guard lock(mutex_);
@@ -255,10 +255,11 @@ void Orchestrator::run_baseline(TaskState& task) {
   task.best_sol_percent = k.sol_percent;
   task.phase = TaskState::Phase::kSearching;
   add_tune_target(task, k);
-  spdlog::info("[{}] baseline: {:.2f} us, {:.1f}% of speed of light ({:.2f} us){}",
-               task.spec.name, k.median_us, k.sol_percent, k.sol_us,
-               task.tune_queue.empty() ? "" : fmt::format("; {} tuner configurations queued",
-                                                          task.tune_queue.size()));
+  spdlog::info("[{}] baseline: {:.2f} us, {:.1f}% of speed of light ({:.2f} us){}", task.spec.name,
+               k.median_us, k.sol_percent, k.sol_us,
+               task.tune_queue.empty()
+                   ? ""
+                   : fmt::format("; {} tuner configurations queued", task.tune_queue.size()));
 }
 
 void Orchestrator::run_tune(TaskState& task, TuneItem item) {
@@ -277,8 +278,8 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
     }
   }
   if (skip) return;
-  CandidateInput input = candidate_input(task, *source, {"tuner", "", "", true},
-                                         target.root.kernel_id);
+  CandidateInput input =
+      candidate_input(task, *source, {"tuner", "", "", true}, target.root.kernel_id);
   input.tunables_json = config_json(item.config);
   CandidateOutcome outcome = candidates_->judge(input);
   if (outcome.verified) outcome.verified->origin = "tuner";
@@ -305,13 +306,13 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
       std::lock_guard lock(mutex_);
       gpu = gpu_ ? gpu_->model : "this GPU";
     }
-    record_pair(task, target.root, k,
-                fmt::format("Tuning the {} kernel on {}: {} instead of the declared defaults ({}) "
-                            "made it {:.2f}x {} ({:.2f} -> {:.2f} us).",
-                            task.spec.name, gpu, describe_config(item.config),
-                            describe_config(target.sweep.defaults()),
-                            ratio >= 1 ? ratio : 1 / ratio, ratio >= 1 ? "faster" : "slower",
-                            target.root.median_us, k.median_us));
+    record_pair(
+        task, target.root, k,
+        fmt::format("Tuning the {} kernel on {}: {} instead of the declared defaults ({}) "
+                    "made it {:.2f}x {} ({:.2f} -> {:.2f} us).",
+                    task.spec.name, gpu, describe_config(item.config),
+                    describe_config(target.sweep.defaults()), ratio >= 1 ? ratio : 1 / ratio,
+                    ratio >= 1 ? "faster" : "slower", target.root.median_us, k.median_us));
   }
 }
 
@@ -418,6 +419,8 @@ void Orchestrator::run_code(TaskState& task, CodeItem item) {
     {
       std::lock_guard lock(mutex_);
       if (task.finished()) return {false, false, "task_done", task.note};
+      // A task parked while this job was under way pays for no repair.
+      if (!task.parked.empty()) return {false, false, "parked", task.parked};
       if (options_.budgets.candidates_per_task &&
           task.candidates >= *options_.budgets.candidates_per_task) {
         return {false, false, "budget", "the task's candidate budget is used"};
@@ -435,9 +438,10 @@ void Orchestrator::run_code(TaskState& task, CodeItem item) {
             "spacing) as {}, which was {}",
             item.plan.title, what, k.verdict));
         if (task.repeat_notes.size() > 6) task.repeat_notes.erase(task.repeat_notes.begin());
-        spdlog::info("[{}] coder '{}' attempt {}: is a repeat of {}, which was {}; not evaluated "
-                     "again ({} repeats on this task)",
-                     task.spec.name, item.plan.title, attempt, what, k.verdict, task.repeats);
+        spdlog::info(
+            "[{}] coder '{}' attempt {}: is a repeat of {}, which was {}; not evaluated "
+            "again ({} repeats on this task)",
+            task.spec.name, item.plan.title, attempt, what, k.verdict, task.repeats);
         return {false, true, "repeat",
                 "this kernel file is the same (up to names, comments and spacing) as " + what +
                     ", which was judged " + k.verdict +
@@ -457,8 +461,8 @@ void Orchestrator::run_code(TaskState& task, CodeItem item) {
       count_candidate(task, outcome);
       task.known_kernels[fingerprint] = {outcome.kernel_id, describe_result(outcome)};
       if (outcome.judged) {
-        bool broken = outcome.verdict == Verdict::kCompileError ||
-                      outcome.verdict == Verdict::kInvalidPlan;
+        bool broken =
+            outcome.verdict == Verdict::kCompileError || outcome.verdict == Verdict::kInvalidPlan;
         calls.push_back(broken ? CallOutcome::kBrokenKernel : CallOutcome::kNewKernel);
       }
     }

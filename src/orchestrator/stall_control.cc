@@ -38,18 +38,19 @@ void Orchestrator::back_off(TaskState& task, std::chrono::milliseconds delay,
   task.temperature_boost += options_.stall.temperature_step;
   ++task.memory_rotation;
   auto hotter = raised_temperature("coder", task.temperature_boost);
-  spdlog::warn("[{}] backing off for {:.1f} s ({}): other tasks go first, then {}other memory "
-               "examples",
-               task.spec.name, seconds(delay), why,
-               hotter ? fmt::format("temperature {:.2f}, ", *hotter) : std::string());
+  spdlog::warn(
+      "[{}] backing off for {:.1f} s ({}): other tasks go first, then {}other memory "
+      "examples",
+      task.spec.name, seconds(delay), why,
+      hotter ? fmt::format("temperature {:.2f}, ", *hotter) : std::string());
 }
 
 void Orchestrator::park(TaskState& task, const std::string& why) {
   if (!task.parked.empty() || task.finished()) return;
   task.parked = why;
   task.code_queue.clear();
-  spdlog::warn("[{}] parked: {}; no more LLM work for this task in this run{}", task.spec.name,
-               why, task.tune_queue.empty() ? "" : " (the tuner finishes its queue)");
+  spdlog::warn("[{}] parked: {}; no more LLM work for this task in this run{}", task.spec.name, why,
+               task.tune_queue.empty() ? "" : " (the tuner finishes its queue)");
 }
 
 void Orchestrator::park_model(const std::string& why) {
@@ -77,8 +78,7 @@ void Orchestrator::record_coder_calls(TaskState& task, const std::vector<CallOut
       back_off(task, task.stall.next_delay(), task.stall.describe());
     }
     if (model_advice == StallDetector::Advice::kPark) {
-      park_model("stalled: the coder model " + deps_.coder_model + ": " +
-                 model_stall_.describe());
+      park_model("stalled: the coder model " + deps_.coder_model + ": " + model_stall_.describe());
     } else if (model_advice == StallDetector::Advice::kBackOff && model_parked_.empty()) {
       model_not_before_ = Clock::now() + model_stall_.next_delay();
       spdlog::warn("backing off the coder model {} for {:.1f} s: {}", deps_.coder_model,
@@ -110,8 +110,7 @@ void Orchestrator::check_spend_rate() {
     alarm_ = fmt::format(
         "spend rate ${:.2f}/h over the last {} is above daemon.budgets.max_usd_per_hour "
         "(${:.2f}/h): new LLM work waits until it falls; GPU work goes on",
-        rate, format_duration(std::chrono::duration<double>(spend_rate_.window()).count()),
-        limit);
+        rate, format_duration(std::chrono::duration<double>(spend_rate_.window()).count()), limit);
     spdlog::warn("{}", alarm_);
   } else if (rate <= limit && !alarm_.empty()) {
     alarm_.clear();

@@ -13,11 +13,11 @@
 namespace kopt::orchestrator {
 
 struct StallSettings {
-  int window = 20;                // coder calls remembered
-  int min_calls = 10;             // calls seen before anything is judged a stall
-  double min_new_share = 0.3;     // below: back off
-  double park_new_share = 0.1;    // at or below, over a full window: park
-  int park_dry_calls = 12;        // this many calls in a row without a new kernel: park
+  int window = 20;              // coder calls remembered
+  int min_calls = 10;           // calls seen before anything is judged a stall
+  double min_new_share = 0.3;   // below: back off
+  double park_new_share = 0.1;  // at or below, over a full window: park
+  int park_dry_calls = 12;      // this many calls in a row without a new kernel: park
   std::chrono::milliseconds backoff_initial{30'000};
   std::chrono::milliseconds backoff_max{900'000};
   double temperature_step = 0.2;  // added on each back-off, up to the agent's max_temperature

@@ -95,22 +95,22 @@ struct TaskState {
   int64_t since_improvement = 0;
   int64_t in_flight = 0;
   int64_t jobs_started = 0;  // for fair scheduling
-  int planner_failures = 0;   // in a row; the task fails after a few
-  int evaluator_errors = 0;   // in a row (no verdict reached); the task fails after a few
+  int planner_failures = 0;  // in a row; the task fails after a few
+  int evaluator_errors = 0;  // in a row (no verdict reached); the task fails after a few
   agents::AgentUsage usage;
 
   // ---- a model that stalls (stall_control.cc) ----
   std::map<std::string, KnownKernel> known_kernels;  // by kernel_fingerprint()
-  std::set<std::string> plan_keys;         // agents::plan_key of every plan tried or queued
-  std::vector<std::string> repeat_notes;   // the coder's latest repeats, for its next prompt
-  std::string planner_note;                // what the planner is told with the tried plans
-  StallDetector stall;                     // the coder's calls for this task
-  int planner_stale = 0;                   // planner answers in a row with nothing new
+  std::set<std::string> plan_keys;        // agents::plan_key of every plan tried or queued
+  std::vector<std::string> repeat_notes;  // the coder's latest repeats, for its next prompt
+  std::string planner_note;               // what the planner is told with the tried plans
+  StallDetector stall;                    // the coder's calls for this task
+  int planner_stale = 0;                  // planner answers in a row with nothing new
   std::chrono::steady_clock::time_point llm_not_before{};  // backed off until then
-  double temperature_boost = 0;            // added to the agents' configured temperature
-  int memory_rotation = 0;                 // memory examples skipped, in units of k
-  std::string parked;                      // why LLM work stopped; "" while it goes on
-  int64_t repeats = 0;                     // coder answers that repeated a judged kernel
+  double temperature_boost = 0;  // added to the agents' configured temperature
+  int memory_rotation = 0;       // memory examples skipped, in units of k
+  std::string parked;            // why LLM work stopped; "" while it goes on
+  int64_t repeats = 0;           // coder answers that repeated a judged kernel
 
   TaskState(TaskSpec task, std::string reference, std::string baseline_file,
             const SearchSettings& search, const StallSettings& stall_settings);

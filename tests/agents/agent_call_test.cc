@@ -2,9 +2,10 @@
 // is asked for again with a larger limit, up to the agent's ceiling, and then without commentary;
 // a refusal, a tool call or an empty answer gets one nudge and then counts as the model's
 // failure; the temperature of one ask can be raised.
+#include "agents/agent_call.h"
+
 #include <gtest/gtest.h>
 
-#include "agents/agent_call.h"
 #include "agents/prompt_library.h"
 #include "tests/agents/scripted_llm.h"
 
@@ -63,8 +64,7 @@ TEST_F(AgentCallTest, AtTheCeilingTheCodeIsAskedForWithoutCommentaryAndThenItSay
       << answer.error();
   auto requests = llm_.requests();
   ASSERT_EQ(requests.size(), 2u);
-  EXPECT_NE(requests[1].messages.back().content.find("without any explanation"),
-            std::string::npos);
+  EXPECT_NE(requests[1].messages.back().content.find("without any explanation"), std::string::npos);
   EXPECT_EQ(usage_.ceiling_hits, 1);
 }
 

@@ -56,7 +56,8 @@ class OrchestratorTest : public ::testing::Test {
     d.evaluator = &evaluator;
     d.llm = llm;
     if (llm) {
-      auto prompts = agents::PromptLibrary::load(std::filesystem::path(KOPT_SOURCE_DIR) / "prompts");
+      auto prompts =
+          agents::PromptLibrary::load(std::filesystem::path(KOPT_SOURCE_DIR) / "prompts");
       if (!prompts) throw std::runtime_error(prompts.error());
       prompts_.emplace(std::move(*prompts));
       d.prompts = &*prompts_;
@@ -85,7 +86,7 @@ TEST_F(OrchestratorTest, TheTunerAloneFindsTheBestBlockSizeAndStoresEverything) 
   ASSERT_EQ(outcome->progress.tasks.size(), 1u);
   const TaskProgress& axpy = outcome->progress.tasks[0];
   EXPECT_EQ(axpy.note, "every tunable configuration tried");
-  EXPECT_EQ(axpy.candidates, 3);  // BLOCK 128, 512 and 1024 besides the default 256
+  EXPECT_EQ(axpy.candidates, 3);              // BLOCK 128, 512 and 1024 besides the default 256
   EXPECT_NEAR(axpy.best_speedup, 1.1, 1e-9);  // BLOCK=512 is the fake GPU's optimum
   EXPECT_EQ(evaluator.evaluations(), 4);
 
@@ -121,17 +122,26 @@ TEST_F(OrchestratorTest, TheLlmLoopRepairsVerifiesTunesAndLearns) {
   RunOptions o = options({"axpy"}, true);
   o.max_in_flight = 1;  // one job at a time: the order of the replies is the order of the asks
   o.budgets.candidates_per_task = 16;
+  o.stall.backoff_initial = std::chrono::milliseconds(20);
   Orchestrator orchestrator(o, deps(evaluator, &llm));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
   EXPECT_EQ(outcome->status, "finished");
   const TaskProgress& axpy = outcome->progress.tasks.at(0);
-  EXPECT_EQ(axpy.note, "candidate budget of 16 used");
-  EXPECT_EQ(axpy.candidates, 16);
+  // The scripted planner proposes the same two plans every time: once they are developed, its
+  // answers hold nothing new, and after three of them the task is parked.
+  EXPECT_EQ(axpy.state, "parked");
+  EXPECT_EQ(axpy.note, "stalled: the planner's last 3 answers held only plans already tried");
   // The baseline, 3 tuner configurations, the compile error, vec4, 2 of its configurations,
-  // the unrolled kernel and 5 of its configurations: 14 evaluations. The last 3 candidates are
-  // the unrolled kernel written again, which is refused as a duplicate without an evaluation.
+  // the unrolled kernel and 5 of its configurations: 14 evaluations, 13 candidates.
+  EXPECT_EQ(axpy.candidates, 13);
   EXPECT_EQ(count("SELECT count(*) FROM evaluations"), 14);
+  EXPECT_EQ(llm.prompts("planner").size(), 4u);
+  EXPECT_NE(llm.prompts("planner").back().find(
+                "Your last answer proposed only plans already tried (float4 vectorized loads; "
+                "several elements per thread)"),
+            std::string::npos)
+      << llm.prompts("planner").back();
   // The vec4 kernel tuned to BLOCK=512: 85 us against the baseline's 110.
   EXPECT_NEAR(axpy.best_speedup, 110.0 / 85.0, 1e-9);
 
@@ -183,6 +193,67 @@ TEST_F(OrchestratorTest, TheCostBudgetStopsTheRunAndSaysSo) {
       << outcome->stop_reason;
   EXPECT_GE(outcome->progress.cost_usd, 1.0);
   EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'budget'"), 1);
+}
+
+TEST_F(OrchestratorTest, APerTaskLlmCapParksTheTaskAndSaysSo) {
+  FakeEvaluator evaluator;
+  ScriptedLlm llm;
+  llm.set_cost_per_call(0.4);
+  llm.set_default("planner", kPlans);
+  llm.set_default("coder", kopt::testing::replay_file("01_axpy_vec4.txt"));
+  llm.set_default("summarizer", kLesson);
+  RunOptions o = options({"axpy"}, true);
+  o.max_in_flight = 1;
+  o.budgets.max_usd_per_task = 1.0;
+  Orchestrator orchestrator(o, deps(evaluator, &llm));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome->stop_reason;
+  EXPECT_EQ(outcome->status, "finished");
+  const TaskProgress& axpy = outcome->progress.tasks.at(0);
+  EXPECT_EQ(axpy.state, "parked");
+  EXPECT_NE(axpy.note.find("its LLM budget of $1.00 is spent"), std::string::npos) << axpy.note;
+  // The call that crossed the cap was the last one: the planner, the coder, the lesson.
+  EXPECT_LE(llm.requests().size(), 3u);
+  EXPECT_GE(axpy.cost_usd, 1.0);
+}
+
+// The same loop with and without the spend-rate alarm: every call costs $0.10, the model
+// repeats itself, and the stall detector is turned off so that only the alarm can slow it.
+size_t calls_in_two_seconds(OrchestratorDeps deps, RunOptions o, ScriptedLlm& llm,
+                            std::optional<double> max_usd_per_hour) {
+  o.budgets.hours = 2.0 / 3600;
+  o.budgets.max_usd_per_hour = max_usd_per_hour;
+  o.budgets.spend_rate_window_s = 1;
+  o.stall.window = 100000;
+  o.stall.min_new_share = 0;
+  o.stall.park_new_share = -1;
+  o.stall.park_dry_calls = 100000;
+  o.stall.planner_stale_answers = 100000;
+  o.stall.backoff_initial = std::chrono::milliseconds(1);
+  o.stall.backoff_max = std::chrono::milliseconds(1);
+  Orchestrator orchestrator(o, deps);
+  auto outcome = orchestrator.run();
+  EXPECT_TRUE(outcome);
+  EXPECT_EQ(outcome->status, "budget");
+  return llm.requests().size();
+}
+
+TEST_F(OrchestratorTest, TheSpendRateAlarmHoldsLlmWorkBack) {
+  FakeEvaluator evaluator;
+  ScriptedLlm fast, slowed;
+  for (ScriptedLlm* llm : {&fast, &slowed}) {
+    llm->set_cost_per_call(0.1);
+    llm->set_default("planner", kPlans);
+    llm->set_default("coder", kopt::testing::replay_file("05_axpy_unrolled.txt"));
+    llm->set_default("summarizer", kLesson);
+  }
+  RunOptions o = options({"axpy"}, true);
+  o.max_in_flight = 1;
+  size_t unlimited = calls_in_two_seconds(deps(evaluator, &fast), o, fast, std::nullopt);
+  // $360 an hour is $0.10 a second: about one call per second of the window.
+  size_t limited = calls_in_two_seconds(deps(evaluator, &slowed), o, slowed, 360.0);
+  EXPECT_GE(unlimited, 10u);
+  EXPECT_LE(limited, 5u) << unlimited << " calls without the alarm";
 }
 
 TEST_F(OrchestratorTest, TheTimeBudgetStopsTheRunAndSaysSo) {
@@ -286,7 +357,8 @@ TEST_F(OrchestratorTest, ASubmittedTaskJoinsTheRun) {
 TEST_F(OrchestratorTest, ABaselineThatFailsFailsItsTaskAndTheRun) {
   FakeEvaluator evaluator;
   auto task = kopt::testing::copy_task("axpy", dir_ / "tasks");
-  kopt::testing::write_text(task / "baseline.cu", kopt::testing::replay_kernel("06_axpy_tail_bug.txt"));
+  kopt::testing::write_text(task / "baseline.cu",
+                            kopt::testing::replay_kernel("06_axpy_tail_bug.txt"));
   RunOptions o;
   o.task_dirs = {task};
   o.use_llm = false;

@@ -3,11 +3,11 @@
 // a model that stalls, in the OpenAI and the Anthropic shape, and prints one markdown row per run:
 // LLM calls and dollars per new evaluated kernel, and what was spent after the model ran dry.
 //
-//   kopt_stall_bench [--before MAIN_DAEMON] [--after THIS_DAEMON]
+//   kopt_stall_bench [--before MAIN_DAEMON --before-prompts ITS_PROMPTS] [--after THIS_DAEMON]
 //
 // --before runs a daemon built from an older commit with a config it understands (no stall
-// settings); --after (default: this build's kopt_test_daemon) runs with the stall back-off
-// scaled from seconds-to-minutes down to a benchmark's seconds.
+// settings) and that commit's prompt templates; --after (default: this build's kopt_test_daemon)
+// runs with the stall back-off scaled from seconds-to-minutes down to a benchmark's seconds.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -17,17 +17,23 @@
 
 namespace {
 
-int run(const std::string& label, const std::string& daemon, bool current) {
+int run(const std::string& label, const std::string& daemon, bool current,
+        const std::string& prompts_dir) {
   for (bool anthropic : {false, true}) {
     kopt::testing::StallScenario s;
     s.daemon = daemon;
     s.anthropic = anthropic;
     if (current) s.daemon_config = {{"stall", {{"backoff_initial_s", 0.5}, {"backoff_max_s", 4}}}};
+    if (!prompts_dir.empty()) s.daemon_config["prompts_dir"] = prompts_dir;
     kopt::testing::TempDir dir;
     auto report = kopt::testing::run_stall_scenario(s, dir.path());
     if (!report) {
       std::fprintf(stderr, "kopt_stall_bench: %s\n", report.error().c_str());
       return 1;
+    }
+    if (report->exit_code != 0) {
+      std::fprintf(stderr, "kopt_stall_bench: %s exited with %d:\n%s\n", daemon.c_str(),
+                   report->exit_code, report->stderr_text.c_str());
     }
     std::string name = label + (anthropic ? ", Anthropic shape" : ", OpenAI shape");
     std::printf("%s\n", kopt::testing::stall_report_row(name, s, *report).c_str());
@@ -39,18 +45,22 @@ int run(const std::string& label, const std::string& daemon, bool current) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string before, after = KOPT_TEST_DAEMON;
+  std::string before, before_prompts, after = KOPT_TEST_DAEMON;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--before") && i + 1 < argc) {
       before = argv[++i];
+    } else if (!std::strcmp(argv[i], "--before-prompts") && i + 1 < argc) {
+      before_prompts = argv[++i];
     } else if (!std::strcmp(argv[i], "--after") && i + 1 < argc) {
       after = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: kopt_stall_bench [--before DAEMON] [--after DAEMON]\n");
+      std::fprintf(stderr,
+                   "usage: kopt_stall_bench [--before DAEMON --before-prompts DIR] "
+                   "[--after DAEMON]\n");
       return 2;
     }
   }
   std::printf("%s\n", kopt::testing::stall_report_header().c_str());
-  if (!before.empty() && run("before (main)", before, false) != 0) return 1;
-  return run("after (issue13)", after, true);
+  if (!before.empty() && run("before (main)", before, false, before_prompts) != 0) return 1;
+  return run("after (issue13)", after, true, "");
 }

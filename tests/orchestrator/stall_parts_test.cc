@@ -35,8 +35,8 @@ TEST(KernelFingerprint, SpacingCommentsAndNamesDoNotMakeANewKernel) {
             fp);
   EXPECT_EQ(kernel_fingerprint(replaced(kKernel, "\n  ", "\n      ")), fp);
   // The kernel renamed in the code and in its launch plan alike, and a variable renamed.
-  EXPECT_EQ(kernel_fingerprint(replaced(replaced(kKernel, "softmax_online", "softmax_v2"), "best",
-                                        "running_max")),
+  EXPECT_EQ(kernel_fingerprint(
+                replaced(replaced(kKernel, "softmax_online", "softmax_v2"), "best", "running_max")),
             fp);
 }
 
@@ -104,7 +104,8 @@ TEST(StallDetector, ARunOfCallsWithoutANewKernelParksAndSaysWhatTheyWere) {
   s.window = 20;
   s.park_dry_calls = 6;
   StallDetector d(s);
-  for (int i = 0; i < 10; ++i) ASSERT_EQ(d.record(CallOutcome::kNewKernel), StallDetector::Advice::kGoOn);
+  for (int i = 0; i < 10; ++i)
+    ASSERT_EQ(d.record(CallOutcome::kNewKernel), StallDetector::Advice::kGoOn);
   for (int i = 0; i < 5; ++i) (void)d.record(i % 2 ? CallOutcome::kRefused : CallOutcome::kRepeat);
   EXPECT_EQ(d.dry_calls(), 5);
   EXPECT_EQ(d.record(CallOutcome::kRepeat), StallDetector::Advice::kPark);
@@ -126,7 +127,7 @@ TEST(SpendRate, DollarsPerHourOverTheWindowOnly) {
   auto t0 = SpendRate::Clock::now();
   rate.add(t0, 1.0);
   rate.add(t0 + 1min, 0.5);
-  EXPECT_NEAR(rate.usd_per_hour(t0 + 2min), 9.0, 1e-9);  // $1.50 in 10 minutes
+  EXPECT_NEAR(rate.usd_per_hour(t0 + 2min), 9.0, 1e-9);         // $1.50 in 10 minutes
   EXPECT_NEAR(rate.usd_per_hour(t0 + 10min + 30s), 3.0, 1e-9);  // the first dollar left
   EXPECT_NEAR(rate.usd_per_hour(t0 + 12min), 0.0, 1e-9);
 }

@@ -19,24 +19,27 @@ namespace {
 
 std::filesystem::path write_config(const StallScenario& s, const std::filesystem::path& dir,
                                    const FakeLlmServer& server) {
-  json provider = {{"type", s.anthropic ? "anthropic" : "openai"},
-                   {"base_url", s.anthropic ? server.anthropic_base_url()
-                                            : server.openai_base_url()},
-                   {"timeout_s", 30},
-                   {"max_attempts", 2},
-                   {"backoff_initial_s", 0.1}};
+  json provider = {
+      {"type", s.anthropic ? "anthropic" : "openai"},
+      {"base_url", s.anthropic ? server.anthropic_base_url() : server.openai_base_url()},
+      {"timeout_s", 30},
+      {"max_attempts", 2},
+      {"backoff_initial_s", 0.1}};
   json agents = json::object(), prices = json::object();
   for (const char* role : {"planner", "coder", "summarizer"}) {
     std::string model = std::string("stalling-") + role;
-    json agent = {
-        {"provider", "fake"}, {"model", model}, {"max_tokens", 4096}, {"temperature", s.temperature}};
+    json agent = {{"provider", "fake"},
+                  {"model", model},
+                  {"max_tokens", 4096},
+                  {"temperature", s.temperature}};
     agent.merge_patch(s.agent_config);
     agents[role] = agent;
     prices[model] = {{"input_per_mtok", s.input_per_mtok}, {"output_per_mtok", s.output_per_mtok}};
   }
-  json config = {{"format", 1},
-                 {"llm", {{"providers", {{"fake", provider}}}, {"agents", agents}, {"prices", prices}}},
-                 {"daemon", s.daemon_config}};
+  json config = {
+      {"format", 1},
+      {"llm", {{"providers", {{"fake", provider}}}, {"agents", agents}, {"prices", prices}}},
+      {"daemon", s.daemon_config}};
   auto path = dir / "config.json";
   write_text(path, config.dump(2));
   return path;
@@ -106,7 +109,8 @@ Result<StallReport> run_stall_scenario(const StallScenario& s, const std::filesy
   r.log = log ? *log : "";
   r.llm_calls = query_count(db, "SELECT count(*) FROM llm_calls");
   r.coder_calls = query_count(db, "SELECT count(*) FROM llm_calls WHERE agent = 'coder'");
-  r.usd = std::atof(query_text(db, "SELECT printf('%.6f', total(cost_usd)) FROM llm_calls").c_str());
+  r.usd =
+      std::atof(query_text(db, "SELECT printf('%.6f', total(cost_usd)) FROM llm_calls").c_str());
   r.evaluations = query_count(db, "SELECT count(*) FROM evaluations");
   r.new_kernels = new_kernels(db);
   r.model = stalling->stats();
@@ -119,7 +123,8 @@ Result<StallReport> run_stall_scenario(const StallScenario& s, const std::filesy
 }
 
 std::string stall_report_header() {
-  return "| scenario | LLM calls | new kernels evaluated | calls per new kernel | spent | $ per new "
+  return "| scenario | LLM calls | new kernels evaluated | calls per new kernel | spent | $ per "
+         "new "
          "kernel | calls after the model ran dry | $ after the model ran dry (share of "
          "--max-usd) | wall time | how the run ended |\n"
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |";
@@ -133,8 +138,8 @@ std::string stall_report_row(const std::string& name, const StallScenario& s,
   return fmt::format(
       "| {} | {} | {} | {:.1f} | ${:.2f} | ${:.3f} | {} | ${:.2f} ({:.0f}%) | {:.0f} s | {} |",
       name, r.llm_calls, r.new_kernels, r.calls_per_new_kernel(), r.usd, r.usd_per_new_kernel(),
-      r.calls_while_stalled, r.usd_while_stalled, 100 * r.usd_while_stalled / s.max_usd,
-      r.seconds, ended);
+      r.calls_while_stalled, r.usd_while_stalled, 100 * r.usd_while_stalled / s.max_usd, r.seconds,
+      ended);
 }
 
 }  // namespace kopt::testing

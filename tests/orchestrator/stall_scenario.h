@@ -6,10 +6,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 #include "tests/support/stalling_model.h"
@@ -17,7 +16,7 @@
 namespace kopt::testing {
 
 struct StallScenario {
-  std::string daemon;  // the kopt_test_daemon binary to run (this build's, or main's)
+  std::string daemon;      // the kopt_test_daemon binary to run (this build's, or main's)
   bool anthropic = false;  // the provider's shape
   StallingModelOptions model;
   std::vector<std::string> tasks = {"softmax", "axpy"};
@@ -28,8 +27,8 @@ struct StallScenario {
   // before they existed, which would refuse them.
   nlohmann::json daemon_config = nlohmann::json::object();
   nlohmann::json agent_config = nlohmann::json::object();  // merged into every agent
-  double temperature = 0.2;      // configured for every agent, so a stall can raise it
-  double input_per_mtok = 1.0;   // prices: a call of 3000 + 1500 tokens costs $0.009
+  double temperature = 0.2;     // configured for every agent, so a stall can raise it
+  double input_per_mtok = 1.0;  // prices: a call of 3000 + 1500 tokens costs $0.009
   double output_per_mtok = 4.0;
 };
 
@@ -37,11 +36,11 @@ struct StallReport {
   int exit_code = -1;
   std::string stdout_text, stderr_text, log;
   double seconds = 0;
-  int64_t llm_calls = 0;           // every call the daemon recorded
+  int64_t llm_calls = 0;  // every call the daemon recorded
   int64_t coder_calls = 0;
   double usd = 0;
-  int64_t evaluations = 0;         // every evaluation, tuner included
-  int64_t new_kernels = 0;         // coder kernels evaluated, distinct by fingerprint
+  int64_t evaluations = 0;          // every evaluation, tuner included
+  int64_t new_kernels = 0;          // coder kernels evaluated, distinct by fingerprint
   int64_t calls_while_stalled = 0;  // calls the model answered after its pool ran out
   double usd_while_stalled = 0;
   StallingModelStats model;

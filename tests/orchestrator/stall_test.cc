@@ -91,8 +91,9 @@ TEST(StallTest, AHealthyModelIsNotHeldBack) {
   EXPECT_FALSE(contains(report->log, "backing off")) << report->log;
   EXPECT_FALSE(contains(report->log, "stalled")) << report->log;
   EXPECT_FALSE(contains(report->log, "spend rate")) << report->log;
-  // One coder call per kernel; besides, one planner call per three plans and the lessons.
-  EXPECT_EQ(report->coder_calls, report->new_kernels);
+  // One coder call per kernel (an answer that arrives after the candidate budget is used is not
+  // judged: at most one per job in flight); besides, a planner call per three plans, lessons.
+  EXPECT_LE(report->coder_calls - report->new_kernels, 4);
   EXPECT_GE(report->new_kernels, 20);
   for (const auto& task : report->status["tasks"]) {
     EXPECT_EQ(task.value("state", ""), "done") << task.dump();

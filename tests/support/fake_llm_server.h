@@ -74,13 +74,13 @@ std::string fake_request_task(const std::string& body);
 class FakeLlmServer {
  public:
   struct Options {
-    int port = 0;                      // 0: an ephemeral port
+    int port = 0;  // 0: an ephemeral port
     // Files served in name order, cycling; "" for none. A request whose prompt says
     // "# Task: NAME" gets the files named NN_NAME_*.txt (when there are any), each model name
     // (one per agent in a test config) with its own cursor: the answers a task's coder sees do
     // not depend on how the daemon interleaves tasks and agents.
     std::filesystem::path replay_dir;
-    bool log_requests = false;         // one line per request on stderr
+    bool log_requests = false;  // one line per request on stderr
     // Answers as a model that stalls (stalling_model.h) instead of replaying; queued replies
     // still come first.
     std::shared_ptr<StallingModel> stalling;

@@ -19,20 +19,21 @@ namespace {
 
 int usage(const char* why) {
   if (why) std::fprintf(stderr, "fake-llm-server: %s\n", why);
-  std::fprintf(stderr,
-               "usage: fake-llm-server [--port P] [--replay DIR] [--stall [--stall-pool N]] [--quiet]\n"
-               "  --port P      port on 127.0.0.1 (default 0: any free port, printed)\n"
-               "  --replay DIR  completions to serve, one file each, in name order, cycling;\n"
-               "                a prompt with \"# Task: NAME\" gets the files NN_NAME_* only,\n"
-               "                with one cursor per task and model;\n"
-               "                a *.fault file names a fault (429, 500, 503, reset, malformed,\n"
-               "                empty, truncated_body, huge, 401, 404, 400, length, refusal,\n"
-               "                tool_call)\n"
-               "  --stall       answer as a model that stalls (repeats, near-repeats, cut-off\n"
-               "                answers, refusals, tool calls, the same plans), writing N new\n"
-               "                kernels per task (--stall-pool, default 24) from the kernels\n"
-               "                of --replay DIR\n"
-               "  without --replay every request gets the completion \"ok\"\n");
+  std::fprintf(
+      stderr,
+      "usage: fake-llm-server [--port P] [--replay DIR] [--stall [--stall-pool N]] [--quiet]\n"
+      "  --port P      port on 127.0.0.1 (default 0: any free port, printed)\n"
+      "  --replay DIR  completions to serve, one file each, in name order, cycling;\n"
+      "                a prompt with \"# Task: NAME\" gets the files NN_NAME_* only,\n"
+      "                with one cursor per task and model;\n"
+      "                a *.fault file names a fault (429, 500, 503, reset, malformed,\n"
+      "                empty, truncated_body, huge, 401, 404, 400, length, refusal,\n"
+      "                tool_call)\n"
+      "  --stall       answer as a model that stalls (repeats, near-repeats, cut-off\n"
+      "                answers, refusals, tool calls, the same plans), writing N new\n"
+      "                kernels per task (--stall-pool, default 24) from the kernels\n"
+      "                of --replay DIR\n"
+      "  without --replay every request gets the completion \"ok\"\n");
   return why ? 2 : 0;
 }
 

@@ -64,14 +64,14 @@ std::string no_text_body(const FakeReply& reply, const RecordedRequest& request,
                                         {"name", "write_file"},
                                         {"input", {{"path", "kernel.cu"}}}}})
                         : json::array();
-    return json{{"id", "msg_fake_" + std::to_string(serial)},
-                {"type", "message"},
-                {"role", "assistant"},
-                {"model", requested_model(request)},
-                {"content", content},
-                {"stop_reason", tool ? "tool_use" : "refusal"},
-                {"usage",
-                 {{"input_tokens", reply.input_tokens}, {"output_tokens", reply.output_tokens}}}}
+    return json{
+        {"id", "msg_fake_" + std::to_string(serial)},
+        {"type", "message"},
+        {"role", "assistant"},
+        {"model", requested_model(request)},
+        {"content", content},
+        {"stop_reason", tool ? "tool_use" : "refusal"},
+        {"usage", {{"input_tokens", reply.input_tokens}, {"output_tokens", reply.output_tokens}}}}
         .dump();
   }
   json message = {{"role", "assistant"}, {"content", nullptr}};

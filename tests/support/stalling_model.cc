@@ -34,10 +34,10 @@ std::string variant(const std::string& seed, int v) {
       auto at = line.find("time_us=");
       double base = at == std::string::npos ? 100.0 : std::atof(line.c_str() + at + 8);
       // Half the seed's time is the speed of light: far enough that no variant ends the task.
-      out += v % 3 == 2 ? std::string("// test-evaluator: verdict=incorrect\n")
-                        : "// test-evaluator: time_us=" +
-                              std::to_string(base * std::pow(0.98, v + 1)) +
-                              " sol_us=" + std::to_string(base * 0.5) + "\n";
+      out += v % 3 == 2
+                 ? std::string("// test-evaluator: verdict=incorrect\n")
+                 : "// test-evaluator: time_us=" + std::to_string(base * std::pow(0.98, v + 1)) +
+                       " sol_us=" + std::to_string(base * 0.5) + "\n";
       continue;
     }
     out += line + "\n";
@@ -65,7 +65,8 @@ std::string fenced(const std::string& kernel) { return "```cuda\n" + kernel + "`
 int64_t requested_max_tokens(const std::string& body) {
   auto j = nlohmann::json::parse(body, nullptr, false);
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
-    if (j.is_object() && j.contains(key) && j[key].is_number_integer()) return j[key].get<int64_t>();
+    if (j.is_object() && j.contains(key) && j[key].is_number_integer())
+      return j[key].get<int64_t>();
   }
   return 4096;
 }
@@ -98,8 +99,7 @@ Result<std::unique_ptr<StallingModel>> StallingModel::load(const std::filesystem
   return model;
 }
 
-FakeReply StallingModel::with_tokens(FakeReply reply, TaskScript& script,
-                                     const std::string& kind) {
+FakeReply StallingModel::with_tokens(FakeReply reply, TaskScript& script, const std::string& kind) {
   if (reply.fault != FakeFault::kLengthLimit) reply.output_tokens = options_.output_tokens;
   reply.input_tokens = options_.input_tokens;
   ++stats_.calls;
@@ -150,8 +150,8 @@ FakeReply StallingModel::coder_answer(TaskScript& script, int64_t max_tokens, st
         return FakeReply::completion("  \n");
     }
   }
-  const std::string& old = slot == 1 ? script.written.back()
-                                     : script.written[(n / 2) % script.written.size()];
+  const std::string& old =
+      slot == 1 ? script.written.back() : script.written[(n / 2) % script.written.size()];
   kind = slot == 1 ? "repeat" : (slot == 4 || n % 2 ? "near_repeat" : "repeat");
   return FakeReply::completion(fenced(kind == "repeat" ? old : near_repeat(old, n)));
 }

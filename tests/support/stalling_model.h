@@ -39,7 +39,7 @@ struct StallingModelStats {
   int64_t calls_after_pool = 0;
   int64_t input_tokens_after_pool = 0;
   int64_t output_tokens_after_pool = 0;
-  int64_t kernels_written = 0;  // distinct kernels handed out, all tasks
+  int64_t kernels_written = 0;             // distinct kernels handed out, all tasks
   std::map<std::string, int64_t> by_kind;  // "new", "repeat", "near_repeat", "truncated", ...
 };
 
