@@ -1,7 +1,7 @@
 // kopt_stall_bench: the stalling-model scenario of issue 13 as a measurement. Runs a daemon
 // (kopt_test_daemon: `kopt run` with the fake evaluator) against the fake LLM server answering as
 // a model that stalls, in the OpenAI and the Anthropic shape, and prints one markdown row per run:
-// LLM calls and dollars per new evaluated kernel, and what was spent after the model ran dry.
+// LLM calls and dollars per new evaluated kernel, and what was spent after the last new kernel.
 //
 //   kopt_stall_bench [--before MAIN_DAEMON --before-prompts ITS_PROMPTS] [--after THIS_DAEMON]
 //
@@ -19,10 +19,14 @@ namespace {
 
 int run(const std::string& label, const std::string& daemon, bool current,
         const std::string& prompts_dir) {
-  for (bool anthropic : {false, true}) {
+  // The third run: the same model, but its long answers fit in the configured 4096 tokens, so
+  // that repeats, refusals and plans are what is measured.
+  for (int variant : {0, 1, 2}) {
+    bool anthropic = variant == 1;
     kopt::testing::StallScenario s;
     s.daemon = daemon;
     s.anthropic = anthropic;
+    if (variant == 2) s.model.long_answer_tokens = 0;
     if (current) s.daemon_config = {{"stall", {{"backoff_initial_s", 0.5}, {"backoff_max_s", 4}}}};
     if (!prompts_dir.empty()) s.daemon_config["prompts_dir"] = prompts_dir;
     kopt::testing::TempDir dir;
@@ -35,7 +39,8 @@ int run(const std::string& label, const std::string& daemon, bool current,
       std::fprintf(stderr, "kopt_stall_bench: %s exited with %d:\n%s\n", daemon.c_str(),
                    report->exit_code, report->stderr_text.c_str());
     }
-    std::string name = label + (anthropic ? ", Anthropic shape" : ", OpenAI shape");
+    std::string name = label + (anthropic ? ", Anthropic shape" : ", OpenAI shape") +
+                       (variant == 2 ? ", no answer over 4096 tokens" : "");
     std::printf("%s\n", kopt::testing::stall_report_row(name, s, *report).c_str());
     std::fflush(stdout);
   }

@@ -22,7 +22,7 @@ extern "C" __global__ void softmax_online(const float* x, float* out, int rows, 
 }
 )~";
 
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
     text.replace(at, from.size(), to);
   return text;
@@ -31,24 +31,24 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 TEST(KernelFingerprint, SpacingCommentsAndNamesDoNotMakeANewKernel) {
   std::string fp = kernel_fingerprint(kKernel);
   EXPECT_EQ(kernel_fingerprint(std::string(kKernel) + "\n\n"), fp);
-  EXPECT_EQ(kernel_fingerprint(replaced(kKernel, "// the running maximum", "/* max so far */")),
+  EXPECT_EQ(kernel_fingerprint(replace_all(kKernel, "// the running maximum", "/* max so far */")),
             fp);
-  EXPECT_EQ(kernel_fingerprint(replaced(kKernel, "\n  ", "\n      ")), fp);
+  EXPECT_EQ(kernel_fingerprint(replace_all(kKernel, "\n  ", "\n      ")), fp);
   // The kernel renamed in the code and in its launch plan alike, and a variable renamed.
-  EXPECT_EQ(kernel_fingerprint(
-                replaced(replaced(kKernel, "softmax_online", "softmax_v2"), "best", "running_max")),
+  EXPECT_EQ(kernel_fingerprint(replace_all(replace_all(kKernel, "softmax_online", "softmax_v2"),
+                                           "best", "running_max")),
             fp);
 }
 
 TEST(KernelFingerprint, CodeNumbersTypesBuiltinsAndThePlanMakeANewKernel) {
   std::string fp = kernel_fingerprint(kKernel);
-  EXPECT_NE(kernel_fingerprint(replaced(kKernel, "c += BLOCK", "c += 2 * BLOCK")), fp);
-  EXPECT_NE(kernel_fingerprint(replaced(kKernel, "[256, 512]", "[128, 512]")), fp);
-  EXPECT_NE(kernel_fingerprint(replaced(kKernel, "float best", "double best")), fp);
-  EXPECT_NE(kernel_fingerprint(replaced(kKernel, "threadIdx.x", "threadIdx.y")), fp);
-  EXPECT_NE(kernel_fingerprint(replaced(kKernel, "expf(best)", "logf(best)")), fp);
-  EXPECT_NE(kernel_fingerprint(replaced(kKernel, "\"grid\": [\"rows\"]", "\"grid\": [\"cols\"]")),
-            fp);
+  EXPECT_NE(kernel_fingerprint(replace_all(kKernel, "c += BLOCK", "c += 2 * BLOCK")), fp);
+  EXPECT_NE(kernel_fingerprint(replace_all(kKernel, "[256, 512]", "[128, 512]")), fp);
+  EXPECT_NE(kernel_fingerprint(replace_all(kKernel, "float best", "double best")), fp);
+  EXPECT_NE(kernel_fingerprint(replace_all(kKernel, "threadIdx.x", "threadIdx.y")), fp);
+  EXPECT_NE(kernel_fingerprint(replace_all(kKernel, "expf(best)", "logf(best)")), fp);
+  EXPECT_NE(
+      kernel_fingerprint(replace_all(kKernel, "\"grid\": [\"rows\"]", "\"grid\": [\"cols\"]")), fp);
   // Only the kopt:plan comment is kept among the comments.
   EXPECT_NE(normalized_kernel(kKernel).find("kopt:plan"), std::string::npos);
   EXPECT_EQ(normalized_kernel(kKernel).find("running"), std::string::npos);

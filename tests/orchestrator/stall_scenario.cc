@@ -114,9 +114,9 @@ Result<StallReport> run_stall_scenario(const StallScenario& s, const std::filesy
   r.evaluations = query_count(db, "SELECT count(*) FROM evaluations");
   r.new_kernels = new_kernels(db);
   r.model = stalling->stats();
-  r.calls_while_stalled = r.model.calls_after_pool;
-  r.usd_while_stalled = (r.model.input_tokens_after_pool * s.input_per_mtok +
-                         r.model.output_tokens_after_pool * s.output_per_mtok) /
+  r.calls_while_stalled = r.model.calls_after_last_new;
+  r.usd_while_stalled = (r.model.input_tokens_after_last_new * s.input_per_mtok +
+                         r.model.output_tokens_after_last_new * s.output_per_mtok) /
                         1e6;
   r.status = json::parse(query_text(db, "SELECT status_json FROM daemon_status"), nullptr, false);
   return r;
@@ -125,7 +125,7 @@ Result<StallReport> run_stall_scenario(const StallScenario& s, const std::filesy
 std::string stall_report_header() {
   return "| scenario | LLM calls | new kernels evaluated | calls per new kernel | spent | $ per "
          "new "
-         "kernel | calls after the model ran dry | $ after the model ran dry (share of "
+         "kernel | calls after the last new kernel | $ after the last new kernel (share of "
          "--max-usd) | wall time | how the run ended |\n"
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |";
 }

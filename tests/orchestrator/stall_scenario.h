@@ -41,7 +41,7 @@ struct StallReport {
   double usd = 0;
   int64_t evaluations = 0;          // every evaluation, tuner included
   int64_t new_kernels = 0;          // coder kernels evaluated, distinct by fingerprint
-  int64_t calls_while_stalled = 0;  // calls the model answered after its pool ran out
+  int64_t calls_while_stalled = 0;  // calls after the last new kernel the model wrote (per task)
   double usd_while_stalled = 0;
   StallingModelStats model;
   nlohmann::json status;  // `kopt status --json` after the run

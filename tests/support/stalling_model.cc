@@ -19,7 +19,7 @@ const char* kPlans = R"({"plans": [
 const char* kLesson =
     R"({"lesson": "The rewrite changed how many bytes each thread keeps in flight.", "tags": ["stalling-model"]})";
 
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
     text.replace(at, from.size(), to);
   return text;
@@ -53,10 +53,10 @@ std::string near_repeat(const std::string& kernel, size_t k) {
   if (at != std::string::npos) {
     size_t start = at + 11, end = out.find('"', start);
     std::string name = out.substr(start, end - start);
-    out = replaced(out, name, name + "_r" + std::to_string(k));
+    out = replace_all(out, name, name + "_r" + std::to_string(k));
   }
-  out = replaced(out, "kopt_variant", "kopt_variant_again");
-  out = replaced(out, "\n  ", "\n    ");
+  out = replace_all(out, "kopt_variant", "kopt_variant_again");
+  out = replace_all(out, "\n  ", "\n    ");
   return "// Rewritten for speed, as the plan asks.\n" + out;
 }
 
@@ -104,10 +104,12 @@ FakeReply StallingModel::with_tokens(FakeReply reply, TaskScript& script, const 
   reply.input_tokens = options_.input_tokens;
   ++stats_.calls;
   ++stats_.by_kind[kind];
-  if (static_cast<int>(script.written.size()) >= options_.pool_per_task && kind != "new") {
-    ++stats_.calls_after_pool;
-    stats_.input_tokens_after_pool += reply.input_tokens;
-    stats_.output_tokens_after_pool += reply.output_tokens;
+  if (kind == "new") {
+    script.calls_since_new = script.input_since_new = script.output_since_new = 0;
+  } else {
+    ++script.calls_since_new;
+    script.input_since_new += reply.input_tokens;
+    script.output_since_new += reply.output_tokens;
   }
   return reply;
 }
@@ -169,8 +171,8 @@ FakeReply StallingModel::answer(const RecordedRequest& request) {
     // the others (and every answer of a healthy one) are new.
     std::string plans = kPlans;
     if (!options_.faults || script.planner_cursor % 2 == 0) {
-      plans = replaced(plans, "\"title\": \"",
-                       "\"title\": \"round " + std::to_string(script.planner_cursor) + ": ");
+      plans = replace_all(plans, "\"title\": \"",
+                          "\"title\": \"round " + std::to_string(script.planner_cursor) + ": ");
     }
     ++script.planner_cursor;
     return with_tokens(FakeReply::completion(plans), script, "plans");
@@ -185,7 +187,13 @@ FakeReply StallingModel::answer(const RecordedRequest& request) {
 
 StallingModelStats StallingModel::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  StallingModelStats stats = stats_;
+  for (const auto& [task, script] : scripts_) {
+    stats.calls_after_last_new += script.calls_since_new;
+    stats.input_tokens_after_last_new += script.input_since_new;
+    stats.output_tokens_after_last_new += script.output_since_new;
+  }
+  return stats;
 }
 
 }  // namespace kopt::testing

@@ -32,13 +32,14 @@ struct StallingModelOptions {
   int64_t output_tokens = 1500;
 };
 
-// What the model served, for the bench: calls made after a task's pool ran out are the ones a
-// stalled search pays for.
+// What the model served, for the bench. The calls of a task after the last new kernel the model
+// wrote for it are what a stalled search paid for, whatever stalled it (repeats once the pool is
+// used up, or one long answer cut again and again).
 struct StallingModelStats {
   int64_t calls = 0;
-  int64_t calls_after_pool = 0;
-  int64_t input_tokens_after_pool = 0;
-  int64_t output_tokens_after_pool = 0;
+  int64_t calls_after_last_new = 0;
+  int64_t input_tokens_after_last_new = 0;
+  int64_t output_tokens_after_last_new = 0;
   int64_t kernels_written = 0;             // distinct kernels handed out, all tasks
   std::map<std::string, int64_t> by_kind;  // "new", "repeat", "near_repeat", "truncated", ...
 };
@@ -58,6 +59,7 @@ class StallingModel {
     std::vector<std::string> written;  // variants handed out, in order
     size_t coder_cursor = 0;
     size_t planner_cursor = 0;
+    int64_t calls_since_new = 0, input_since_new = 0, output_since_new = 0;
   };
 
   StallingModel() = default;
