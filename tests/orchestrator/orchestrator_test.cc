@@ -217,13 +217,12 @@ TEST_F(OrchestratorTest, APerTaskLlmCapParksTheTaskAndSaysSo) {
   EXPECT_GE(axpy.cost_usd, 1.0);
 }
 
-// The same loop with and without the spend-rate alarm: every call costs $0.10, the model
-// repeats itself, and the stall detector is turned off so that only the alarm can slow it.
-size_t calls_in_two_seconds(OrchestratorDeps deps, RunOptions o, ScriptedLlm& llm,
-                            std::optional<double> max_usd_per_hour) {
-  o.budgets.hours = 2.0 / 3600;
+// The same loop with and without the spend-rate alarm: every call costs $0.10, and the stall
+// detector is turned off so that only the alarm can hold the model back.
+RunProgress run_for_three_seconds(OrchestratorDeps deps, RunOptions o,
+                                  std::optional<double> max_usd_per_hour) {
+  o.budgets.hours = 3.0 / 3600;
   o.budgets.max_usd_per_hour = max_usd_per_hour;
-  o.budgets.spend_rate_window_s = 1;
   o.stall.window = 100000;
   o.stall.min_new_share = 0;
   o.stall.park_new_share = -1;
@@ -235,13 +234,13 @@ size_t calls_in_two_seconds(OrchestratorDeps deps, RunOptions o, ScriptedLlm& ll
   auto outcome = orchestrator.run();
   EXPECT_TRUE(outcome);
   EXPECT_EQ(outcome->status, "budget");
-  return llm.requests().size();
+  return outcome->progress;
 }
 
-TEST_F(OrchestratorTest, TheSpendRateAlarmHoldsLlmWorkBack) {
+TEST_F(OrchestratorTest, TheSpendRateAlarmHoldsLlmWorkBackAndSaysSo) {
   FakeEvaluator evaluator;
-  ScriptedLlm fast, slowed;
-  for (ScriptedLlm* llm : {&fast, &slowed}) {
+  ScriptedLlm fast, held;
+  for (ScriptedLlm* llm : {&fast, &held}) {
     llm->set_cost_per_call(0.1);
     llm->set_default("planner", kPlans);
     llm->set_default("coder", kopt::testing::replay_file("05_axpy_unrolled.txt"));
@@ -249,11 +248,17 @@ TEST_F(OrchestratorTest, TheSpendRateAlarmHoldsLlmWorkBack) {
   }
   RunOptions o = options({"axpy"}, true);
   o.max_in_flight = 1;
-  size_t unlimited = calls_in_two_seconds(deps(evaluator, &fast), o, fast, std::nullopt);
-  // $360 an hour is $0.10 a second: about one call per second of the window.
-  size_t limited = calls_in_two_seconds(deps(evaluator, &slowed), o, slowed, 360.0);
-  EXPECT_GE(unlimited, 10u);
-  EXPECT_LE(limited, 5u) << unlimited << " calls without the alarm";
+  RunProgress free_run = run_for_three_seconds(deps(evaluator, &fast), o, std::nullopt);
+  EXPECT_GE(fast.requests().size(), 3u);  // the planner, then the coder for its plans
+  EXPECT_EQ(free_run.alarm, "");
+  // $0.10 in the last 10 minutes is $0.60 an hour: above $0.50, so after the planner's first
+  // call nothing more is asked for the rest of the run, and the status says why.
+  RunProgress held_run = run_for_three_seconds(deps(evaluator, &held), o, 0.5);
+  EXPECT_EQ(held.requests().size(), 1u);
+  EXPECT_NE(held_run.alarm.find("spend rate $0.60/h over the last 10m00s is above "
+                                "daemon.budgets.max_usd_per_hour ($0.50/h)"),
+            std::string::npos)
+      << held_run.alarm;
 }
 
 TEST_F(OrchestratorTest, TheTimeBudgetStopsTheRunAndSaysSo) {
