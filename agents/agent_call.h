@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "agents/prompt_library.h"
@@ -20,9 +22,21 @@ struct AgentUsage {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   double cost_usd = 0;
+  // How the model misbehaved, one count per call: what a stall detector needs besides kernels.
+  int64_t truncated = 0;  // cut at the token limit
+  int64_t refused = 0;
+  int64_t tool_calls = 0;  // a tool call instead of text
+  int64_t empty = 0;
+  int64_t ceiling_hits = 0;    // cut again at the agent's max_tokens_ceiling
+  int64_t model_failures = 0;  // asks that failed even after the nudge: the model's fault
 
   void add(const LlmResponse& response);
   void add(const AgentUsage& other);
+};
+
+// How one ask differs from the agent's config.
+struct AskOptions {
+  std::optional<double> temperature;  // a hotter one while the model repeats itself
 };
 
 class AgentCaller {
@@ -32,9 +46,15 @@ class AgentCaller {
   // Renders `template_file` with `values` (plus the system prompt with `gpu`), sends it as
   // `agent` and returns the completion. Anything but a complete answer is an error that says
   // why ("truncated at the token limit", "rate_limited: HTTP 429 ...").
+  //
+  // A model that stalls gets one second chance per ask, never more: an answer cut at the token
+  // limit is asked for again with twice the limit (up to the agent's ceiling, and the larger
+  // limit is kept for the agent's later asks), or at the ceiling without commentary; a refusal,
+  // a tool call or an empty answer is asked for again with a nudge saying what was wrong.
   Result<std::string> ask(const std::string& agent, const std::string& template_file,
                           const std::map<std::string, std::string>& values,
-                          const std::string& label, AgentUsage& usage);
+                          const std::string& label, AgentUsage& usage,
+                          const AskOptions& options = {});
 
   const PromptLibrary& prompts() const { return prompts_; }
   LlmClient& llm() { return llm_; }
@@ -42,6 +62,8 @@ class AgentCaller {
  private:
   LlmClient& llm_;
   const PromptLibrary& prompts_;
+  std::mutex mutex_;
+  std::map<std::string, int> raised_max_tokens_;  // by agent, after a cut-off answer
 };
 
 }  // namespace kopt::agents

@@ -15,9 +15,9 @@ struct TaskBrief {
   std::string name;
   std::string description;
   std::vector<std::string> tags;
-  std::string sizes;   // "n=67108864" (the timed shape) and the sweep, one line
-  std::string gpu;     // "NVIDIA H100 80GB HBM3 (sm_90a, 132 SMs)"
-  std::string bound;   // "memory-bound" or "compute-bound", with the speed-of-light time
+  std::string sizes;  // "n=67108864" (the timed shape) and the sweep, one line
+  std::string gpu;    // "NVIDIA H100 80GB HBM3 (sm_90a, 132 SMs)"
+  std::string bound;  // "memory-bound" or "compute-bound", with the speed-of-light time
 };
 
 // How a kernel did on the GPU. Zero means "not measured".
@@ -29,11 +29,11 @@ struct Measurements {
   double sol_us = 0;       // speed-of-light time of the operation
   double sol_percent = 0;  // sol_us / median_us * 100
   int registers = 0;
-  int local_bytes = 0;     // spills and local arrays per thread
+  int local_bytes = 0;  // spills and local arrays per thread
   int static_shared_bytes = 0;
   int64_t dynamic_shared_bytes = 0;
-  double occupancy = 0;    // theoretical, 0..1
-  std::string tunables;    // "BLOCK=256" as evaluated
+  double occupancy = 0;  // theoretical, 0..1
+  std::string tunables;  // "BLOCK=256" as evaluated
 };
 
 struct KernelSnapshot {
@@ -49,17 +49,21 @@ struct MemoryExample {
   double speedup = 0;  // before / after
   std::string summary;
   std::vector<std::string> tags;
-  std::string diff;    // unified diff from the slower to the faster kernel (may be shortened)
+  std::string diff;  // unified diff from the slower to the faster kernel (may be shortened)
 };
 
 // Everything an agent working on one kernel of one task may need.
 struct WorkContext {
   TaskBrief task;
   KernelSnapshot current;
-  std::vector<MemoryExample> examples;  // positive pairs
-  std::vector<MemoryExample> warnings;  // negative pairs
+  std::vector<MemoryExample> examples;   // positive pairs
+  std::vector<MemoryExample> warnings;   // negative pairs
   std::vector<std::string> tried_plans;  // earlier plans on this task with their outcome
   std::vector<std::string> beam;         // the other kernels kept for this task, one line each
+  // The coder's recent answers that repeated kernels already judged, with what those scored,
+  // one line each: a model that repeats itself is told so in its next prompt.
+  std::vector<std::string> repeats;
+  std::optional<double> temperature;  // raised while the model stalls; unset: as configured
 };
 
 // "median 301.2 us (noise 0.4%), 1.02x over the baseline (307.1 us), 89.3% of speed of light

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/strings.h"
 #include "src/llm/extract.h"
 
 namespace kopt::agents {
@@ -30,12 +31,14 @@ Result<std::string> extract_kernel_file(const std::string& reply) {
   return std::move(*code);
 }
 
-Result<std::string> Coder::write(const WorkContext& context, const Plan& plan,
-                                 AgentUsage& usage) {
+Result<std::string> Coder::write(const WorkContext& context, const Plan& plan, AgentUsage& usage) {
   auto values = work_values(context);
   values["plan"] = plan_text(plan);
   values["kernel_format"] = caller_.prompts().kernel_format();
-  auto reply = caller_.ask("coder", "coder.txt", values, context.task.name, usage);
+  values["earlier_answers"] =
+      context.repeats.empty() ? std::string("(none)") : "- " + join(context.repeats, "\n- ");
+  auto reply =
+      caller_.ask("coder", "coder.txt", values, context.task.name, usage, {context.temperature});
   if (!reply) return make_error(reply.error());
   return extract_kernel_file(*reply);
 }
@@ -51,7 +54,8 @@ Result<std::string> Coder::repair(const WorkContext& context, const Plan& plan,
   values["attempt"] = std::to_string(attempt);
   values["max_attempts"] = std::to_string(max_attempts);
   values["kernel_format"] = caller_.prompts().kernel_format();
-  auto reply = caller_.ask("coder", "repair.txt", values, context.task.name, usage);
+  auto reply =
+      caller_.ask("coder", "repair.txt", values, context.task.name, usage, {context.temperature});
   if (!reply) return make_error(reply.error());
   return extract_kernel_file(*reply);
 }

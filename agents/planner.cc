@@ -10,9 +10,6 @@ namespace kopt::agents {
 
 using nlohmann::json;
 
-namespace {
-
-// The title with case, spaces and punctuation removed, to spot the same plan written twice.
 std::string plan_key(const std::string& title) {
   std::string key;
   for (char c : title) {
@@ -22,6 +19,8 @@ std::string plan_key(const std::string& title) {
   }
   return key;
 }
+
+namespace {
 
 std::string text_member(const json& object, std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
@@ -55,7 +54,8 @@ Result<std::vector<Plan>> parse_plans(const std::string& reply) {
     } else if (item.is_object()) {
       plan.title = text_member(item, {"title", "name"});
       plan.detail = text_member(item, {"detail", "description", "plan", "changes"});
-      if (plan.title.empty()) plan.title = plan.detail.substr(0, std::min<size_t>(60, plan.detail.size()));
+      if (plan.title.empty())
+        plan.title = plan.detail.substr(0, std::min<size_t>(60, plan.detail.size()));
     } else {
       continue;
     }
@@ -74,12 +74,12 @@ Result<std::vector<Plan>> Planner::propose(const WorkContext& context, int count
   auto values = work_values(context);
   values["num_plans"] = std::to_string(count);
   values["kernel_format"] = caller_.prompts().kernel_format();
-  values["tried_plans"] = context.tried_plans.empty()
-                              ? std::string("(none yet)")
-                              : "- " + join(context.tried_plans, "\n- ");
+  values["tried_plans"] = context.tried_plans.empty() ? std::string("(none yet)")
+                                                      : "- " + join(context.tried_plans, "\n- ");
   values["beam_summary"] =
       context.beam.empty() ? std::string("(only this kernel)") : "- " + join(context.beam, "\n- ");
-  auto reply = caller_.ask("planner", "planner.txt", values, context.task.name, usage);
+  auto reply = caller_.ask("planner", "planner.txt", values, context.task.name, usage,
+                           {context.temperature});
   if (!reply) return make_error(reply.error());
   auto plans = parse_plans(*reply);
   if (!plans) return plans;

@@ -17,6 +17,10 @@ struct Plan {
   std::string detail;  // what to change and why it should be faster
 };
 
+// The title with case, spaces and punctuation removed: the same plan written twice has the
+// same key ("Float4 loads!" and "float4 loads").
+std::string plan_key(const std::string& title);
+
 // Reads the planner's answer: {"plans": [{"title", "detail"}]} or a bare array, where each plan
 // may also be a plain string. Plans with an empty title and detail are dropped, and so are
 // near-duplicates (same title ignoring case and punctuation). An error when none is left.

@@ -31,15 +31,15 @@ const std::vector<TemplateSpec>& template_specs() {
        {"task_description", "current_kernel", "num_plans"}},
       {"coder.txt",
        with_task({"plan", "current_kernel", "measurements", "memory_examples", "memory_warnings",
-                  "kernel_format"}),
+                  "kernel_format", "earlier_answers"}),
        {"plan", "current_kernel", "kernel_format"}},
       {"repair.txt",
        with_task({"plan", "candidate_kernel", "failure_kind", "failure", "attempt", "max_attempts",
                   "kernel_format"}),
        {"candidate_kernel", "failure"}},
       {"summarizer.txt",
-       with_task({"slow_kernel", "fast_kernel", "slow_measurements", "fast_measurements",
-                  "speedup", "direction", "diff"}),
+       with_task({"slow_kernel", "fast_kernel", "slow_measurements", "fast_measurements", "speedup",
+                  "direction", "diff"}),
        {"slow_kernel", "fast_kernel", "speedup"}},
   };
   return specs;
@@ -64,8 +64,8 @@ Result<PromptLibrary> PromptLibrary::load(const std::filesystem::path& dir) {
     if (spec.file == "kernel_format.txt") library.kernel_format_ = *text;
     library.templates_.emplace(spec.file, std::move(*tpl));
   }
-  if (!errors.empty()) return make_error("prompt templates in " + dir.string() + ":\n" +
-                                         join(errors, "\n"));
+  if (!errors.empty())
+    return make_error("prompt templates in " + dir.string() + ":\n" + join(errors, "\n"));
   return library;
 }
 

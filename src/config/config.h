@@ -57,6 +57,14 @@ struct AgentConfig {
   std::string model;
   std::optional<double> temperature;  // unset: the server's default (some models accept no other)
   int max_tokens = 4096;
+  // An answer cut at max_tokens is asked for again with twice the limit, up to this ceiling.
+  std::optional<int64_t> max_tokens_ceiling;  // unset: 2 x max_tokens
+  // How far a stalling search may raise the temperature. Unset: 0.4 above `temperature`, at
+  // most 1.0 (and never when no temperature is configured).
+  std::optional<double> max_temperature;
+
+  int effective_max_tokens_ceiling() const;
+  std::optional<double> effective_max_temperature() const;
 };
 
 struct ModelPrice {
@@ -85,6 +93,9 @@ struct DaemonConfig {
     std::optional<double> hours;                 // wall time of a run
     std::optional<double> max_usd;               // LLM spend of a run
     std::optional<int64_t> candidates_per_task;  // evaluations per task
+    std::optional<double> max_usd_per_task;      // LLM spend of one task in a run
+    std::optional<double> max_usd_per_hour;      // spend-rate alarm: LLM work waits above it
+    std::optional<double> spend_rate_window_s;   // the rate's window (default 600)
   } budgets;
   std::vector<int> gpus;                    // empty: every visible GPU
   std::vector<std::string> worker_command;  // template with {worker} and {gpu}; empty: run locally
@@ -98,6 +109,12 @@ struct DaemonConfig {
         plateau_candidates, tuner_max_configs;
     std::optional<double> sol_threshold_percent;
   } search;
+  // Noticing a model that stalls (src/orchestrator/stall_detector.h has the defaults).
+  struct Stall {
+    std::optional<int64_t> window, min_calls, park_dry_calls, planner_stale_answers;
+    std::optional<double> min_new_share, park_new_share, backoff_initial_s, backoff_max_s,
+        temperature_step;
+  } stall;
 };
 
 struct Config {

@@ -47,6 +47,9 @@ DaemonConfig read_daemon_section(JsonReader& reader, const json* section) {
   budgets.number("hours", d.budgets.hours, Bound::kPositive);
   budgets.number("max_usd", d.budgets.max_usd, Bound::kNonNegative);
   budgets.integer("candidates_per_task", d.budgets.candidates_per_task, Bound::kPositive);
+  budgets.number("max_usd_per_task", d.budgets.max_usd_per_task, Bound::kNonNegative);
+  budgets.number("max_usd_per_hour", d.budgets.max_usd_per_hour, Bound::kPositive);
+  budgets.number("spend_rate_window_s", d.budgets.spend_rate_window_s, Bound::kPositive);
   budgets.finish();
 
   r.integer_list("gpus", d.gpus);
@@ -68,6 +71,31 @@ DaemonConfig read_daemon_section(JsonReader& reader, const json* section) {
   search.integer("tuner_max_configs", d.search.tuner_max_configs, Bound::kPositive);
   search.number("sol_threshold_percent", d.search.sol_threshold_percent, Bound::kPositive);
   search.finish();
+
+  ObjectReader stall(reader, r.object("stall"), "$.daemon.stall");
+  stall.integer("window", d.stall.window, Bound::kPositive);
+  stall.integer("min_calls", d.stall.min_calls, Bound::kPositive);
+  stall.integer("park_dry_calls", d.stall.park_dry_calls, Bound::kPositive);
+  stall.integer("planner_stale_answers", d.stall.planner_stale_answers, Bound::kPositive);
+  stall.number("min_new_share", d.stall.min_new_share, Bound::kNonNegative);
+  stall.number("park_new_share", d.stall.park_new_share, Bound::kNonNegative);
+  stall.number("backoff_initial_s", d.stall.backoff_initial_s, Bound::kNonNegative);
+  stall.number("backoff_max_s", d.stall.backoff_max_s, Bound::kNonNegative);
+  stall.number("temperature_step", d.stall.temperature_step, Bound::kNonNegative);
+  stall.finish();
+  auto share_at_most_one = [&](const std::string& key, const std::optional<double>& share) {
+    if (share && *share > 1) reader.error("$.daemon.stall." + key, "must be <= 1");
+  };
+  share_at_most_one("min_new_share", d.stall.min_new_share);
+  share_at_most_one("park_new_share", d.stall.park_new_share);
+  if (d.stall.min_new_share && d.stall.park_new_share &&
+      *d.stall.park_new_share > *d.stall.min_new_share) {
+    reader.error("$.daemon.stall.park_new_share", "must be at most min_new_share");
+  }
+  if (d.stall.backoff_initial_s && d.stall.backoff_max_s &&
+      *d.stall.backoff_max_s < *d.stall.backoff_initial_s) {
+    reader.error("$.daemon.stall.backoff_max_s", "must be at least backoff_initial_s");
+  }
   r.finish();
   return d;
 }

@@ -44,11 +44,13 @@ std::string describe_agent(const LlmConfig& llm, const AgentConfig& a) {
     price = fmt::format("${:g} in / ${:g} out per Mtok", it->second.input_per_mtok,
                         it->second.output_per_mtok);
   }
-  return fmt::format("llm agent {}: provider '{}', model '{}', {}, max {} tokens, {}", a.role,
-                     a.provider, a.model,
-                     a.temperature ? fmt::format("temperature {:g}", *a.temperature)
-                                   : std::string("default temperature"),
-                     a.max_tokens, price);
+  return fmt::format(
+      "llm agent {}: provider '{}', model '{}', {}, max {} tokens (up to {} "
+      "after a cut-off answer), {}",
+      a.role, a.provider, a.model,
+      a.temperature ? fmt::format("temperature {:g}", *a.temperature)
+                    : std::string("default temperature"),
+      a.max_tokens, a.effective_max_tokens_ceiling(), price);
 }
 
 template <typename T>
@@ -60,9 +62,11 @@ std::string describe_daemon(const DaemonConfig& d) {
   std::vector<std::string> gpus;
   for (int g : d.gpus) gpus.push_back(std::to_string(g));
   return fmt::format(
-      "daemon: budgets hours={}, max_usd={}, candidates_per_task={}; gpus {}; worker {}",
+      "daemon: budgets hours={}, max_usd={}, candidates_per_task={}, max_usd_per_task={}, "
+      "max_usd_per_hour={}; gpus {}; worker {}",
       optional_text(d.budgets.hours), optional_text(d.budgets.max_usd),
-      optional_text(d.budgets.candidates_per_task), gpus.empty() ? "all" : join(gpus, ","),
+      optional_text(d.budgets.candidates_per_task), optional_text(d.budgets.max_usd_per_task),
+      optional_text(d.budgets.max_usd_per_hour), gpus.empty() ? "all" : join(gpus, ","),
       d.worker_command.empty() ? std::string("local") : "'" + join(d.worker_command, " ") + "'");
 }
 

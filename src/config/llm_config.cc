@@ -78,6 +78,17 @@ AgentConfig read_agent(JsonReader& reader, const std::string& role, const json& 
   r.number("temperature", a.temperature, Bound::kNonNegative);
   if (a.temperature && *a.temperature > 2.0) reader.error(r.path_of("temperature"), "must be <= 2");
   r.integer("max_tokens", a.max_tokens, Bound::kPositive);
+  r.integer("max_tokens_ceiling", a.max_tokens_ceiling, Bound::kPositive);
+  if (a.max_tokens_ceiling && *a.max_tokens_ceiling < a.max_tokens) {
+    reader.error(r.path_of("max_tokens_ceiling"),
+                 "must be at least max_tokens (" + std::to_string(a.max_tokens) + ")");
+  }
+  r.number("max_temperature", a.max_temperature, Bound::kNonNegative);
+  if (a.max_temperature && *a.max_temperature > 2.0) {
+    reader.error(r.path_of("max_temperature"), "must be <= 2");
+  } else if (a.max_temperature && a.temperature && *a.max_temperature < *a.temperature) {
+    reader.error(r.path_of("max_temperature"), "must be at least temperature");
+  }
   r.finish();
   if (!a.provider.empty() && provider == providers.end() && !providers.empty()) {
     std::vector<std::string> names;
@@ -156,6 +167,16 @@ LlmConfig read_llm_section(JsonReader& reader, const json& section) {
   llm.max_response_bytes = static_cast<size_t>(max_response_bytes);
   r.finish();
   return llm;
+}
+
+int AgentConfig::effective_max_tokens_ceiling() const {
+  return max_tokens_ceiling ? static_cast<int>(*max_tokens_ceiling) : 2 * max_tokens;
+}
+
+std::optional<double> AgentConfig::effective_max_temperature() const {
+  if (max_temperature) return max_temperature;
+  if (!temperature) return std::nullopt;
+  return std::max(*temperature, std::min(1.0, *temperature + 0.4));
 }
 
 const AgentConfig* LlmConfig::agent(const std::string& role) const {

@@ -52,10 +52,21 @@ class AnthropicFormat : public WireFormat {
         result.text += block["text"].get<std::string>();
       }
     }
+    // A refusal is reported with whatever text came with it, never as an empty answer.
     if (result.finish_reason == "refusal") {
       result.status = LlmStatus::kRefused;
       result.error = "the model refused: " + (result.text.empty() ? "(no text)" : result.text);
       return result;
+    }
+    if (result.text.find_first_not_of(" \t\r\n") == std::string::npos) {
+      for (const json& block : reply["content"]) {
+        if (block.is_object() && block.value("type", "") == "tool_use") {
+          result.status = LlmStatus::kToolCall;
+          result.error = "the model called a tool (" + block.value("name", "?") +
+                         ") instead of answering in text";
+          return result;
+        }
+      }
     }
     classify_completion(result, result.finish_reason == "max_tokens");
     return result;

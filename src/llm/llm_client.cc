@@ -9,4 +9,8 @@ std::future<LlmResponse> LlmClient::submit(LlmRequest request) {
 
 LlmAvailability LlmClient::availability(const std::string&) const { return {}; }
 
+std::optional<AgentLimits> LlmClient::agent_limits(const std::string&) const {
+  return std::nullopt;
+}
+
 }  // namespace kopt

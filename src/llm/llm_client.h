@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <future>
+#include <optional>
 #include <string>
 
 #include "src/llm/llm_types.h"
@@ -16,6 +17,15 @@ struct LlmAvailability {
   bool available = true;
   std::chrono::steady_clock::time_point retry_at{};  // meaningful when !available
   std::string reason;                                // the last failure, key-free
+};
+
+// What an agent is configured with, for callers that adapt a request: a larger max_tokens after
+// a cut-off answer (up to the ceiling), a hotter temperature when the model repeats itself.
+struct AgentLimits {
+  int max_tokens = 4096;
+  int max_tokens_ceiling = 8192;
+  std::optional<double> temperature;      // unset: the server's default
+  std::optional<double> max_temperature;  // how far a stall may raise it; unset: not at all
 };
 
 class LlmClient {
@@ -32,6 +42,9 @@ class LlmClient {
 
   // Whether the endpoint serving `agent` is up. The default says it always is.
   virtual LlmAvailability availability(const std::string& agent) const;
+
+  // The agent's configured limits; nullopt when the client does not know them.
+  virtual std::optional<AgentLimits> agent_limits(const std::string& agent) const;
 };
 
 }  // namespace kopt

@@ -90,6 +90,17 @@ std::future<LlmResponse> LlmService::submit(LlmRequest request) {
   return p->submit(std::move(request));
 }
 
+std::optional<AgentLimits> LlmService::agent_limits(const std::string& agent) const {
+  const AgentConfig* a = config_.agent(agent);
+  if (!a) return std::nullopt;
+  AgentLimits limits;
+  limits.max_tokens = a->max_tokens;
+  limits.max_tokens_ceiling = a->effective_max_tokens_ceiling();
+  limits.temperature = a->temperature;
+  limits.max_temperature = a->effective_max_temperature();
+  return limits;
+}
+
 LlmAvailability LlmService::availability(const std::string& agent) const {
   const AgentConfig* a = config_.agent(agent);
   ProviderClient* p = a ? provider(a->provider) : nullptr;

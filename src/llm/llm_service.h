@@ -29,6 +29,8 @@ class LlmService : public LlmClient {
   std::future<LlmResponse> submit(LlmRequest request) override;
   // Of the agent's provider; an unknown agent is unavailable for good.
   LlmAvailability availability(const std::string& agent) const override;
+  // From the agent's config (max_tokens_ceiling and max_temperature with their defaults).
+  std::optional<AgentLimits> agent_limits(const std::string& agent) const override;
 
   // Ends every wait and transfer: calls under way return kCancelled soon, later ones at once.
   void shutdown();

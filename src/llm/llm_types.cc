@@ -24,10 +24,12 @@ const char* llm_status_name(LlmStatus status) {
       return "malformed";
     case LlmStatus::kEmpty:
       return "empty";
-    case LlmStatus::kRefused:
-      return "refused";
     case LlmStatus::kTruncated:
       return "truncated";
+    case LlmStatus::kRefused:
+      return "refused";
+    case LlmStatus::kToolCall:
+      return "tool_call";
     case LlmStatus::kTooLarge:
       return "too_large";
     case LlmStatus::kUnavailable:

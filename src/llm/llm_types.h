@@ -21,8 +21,9 @@ enum class LlmStatus {
   kNotFound,     // 404: usually an unknown model
   kMalformed,    // a body that is not the provider's response shape
   kEmpty,        // no choices, no content, or only whitespace
-  kRefused,      // the model declined (OpenAI message.refusal, Anthropic stop_reason refusal)
   kTruncated,    // cut off by the token limit (finish_reason length / stop_reason max_tokens)
+  kRefused,      // the model declined (OpenAI "refusal", Anthropic stop_reason "refusal")
+  kToolCall,     // a tool call instead of text (content null with tool_calls, a tool_use block)
   kTooLarge,     // over llm.max_response_bytes
   kUnavailable,  // the endpoint is down; not tried (see LlmAvailability::retry_at)
   kCancelled,    // the client was shut down while the call was under way

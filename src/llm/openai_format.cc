@@ -7,6 +7,31 @@ using nlohmann::json;
 
 namespace {
 
+// A message without text that says why: a refusal, or tool calls although none were offered
+// (both come as content null). Fills `result` and returns true for those.
+bool no_text_reason(const json& message, AttemptResult& result) {
+  bool blank =
+      !message.contains("content") || !message["content"].is_string() ||
+      message["content"].get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos;
+  if (!blank) return false;
+  if (message.contains("refusal") && message["refusal"].is_string()) {
+    result.status = LlmStatus::kRefused;
+    result.error = "the model refused: " + message["refusal"].get<std::string>().substr(0, 200);
+    return true;
+  }
+  if (message.contains("tool_calls") && message["tool_calls"].is_array() &&
+      !message["tool_calls"].empty()) {
+    const json& call = message["tool_calls"][0];
+    std::string name = call.contains("function") && call["function"].is_object()
+                           ? call["function"].value("name", "?")
+                           : "?";
+    result.status = LlmStatus::kToolCall;
+    result.error = "the model called a tool (" + name + ") instead of answering in text";
+    return true;
+  }
+  return false;
+}
+
 class OpenAiFormat : public WireFormat {
  public:
   explicit OpenAiFormat(const ProviderConfig& provider)
@@ -60,13 +85,7 @@ class OpenAiFormat : public WireFormat {
       const json& message = choice["message"];
       if (message.contains("content") && message["content"].is_string())
         result.text = message["content"].get<std::string>();
-      // A refusal comes with no content: report its text, not an empty answer.
-      if (message.contains("refusal") && message["refusal"].is_string() &&
-          !message["refusal"].get<std::string>().empty()) {
-        result.status = LlmStatus::kRefused;
-        result.error = "the model refused: " + message["refusal"].get<std::string>();
-        return result;
-      }
+      if (no_text_reason(message, result)) return result;
     } else if (choice.contains("text") && choice["text"].is_string()) {
       result.text = choice["text"].get<std::string>();  // legacy completions shape
     } else {

@@ -102,6 +102,22 @@ void apply_config(const DaemonConfig& d, RunOptions& options) {
   options.budgets.hours = d.budgets.hours;
   options.budgets.max_usd = d.budgets.max_usd;
   options.budgets.candidates_per_task = d.budgets.candidates_per_task;
+  options.budgets.max_usd_per_task = d.budgets.max_usd_per_task;
+  options.budgets.max_usd_per_hour = d.budgets.max_usd_per_hour;
+  set(options.budgets.spend_rate_window_s, d.budgets.spend_rate_window_s);
+  StallSettings& st = options.stall;
+  auto set_ms = [](std::chrono::milliseconds& target, const std::optional<double>& seconds) {
+    if (seconds) target = std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
+  };
+  set(st.window, d.stall.window);
+  set(st.min_calls, d.stall.min_calls);
+  set(st.park_dry_calls, d.stall.park_dry_calls);
+  set(st.planner_stale_answers, d.stall.planner_stale_answers);
+  set(st.min_new_share, d.stall.min_new_share);
+  set(st.park_new_share, d.stall.park_new_share);
+  set(st.temperature_step, d.stall.temperature_step);
+  set_ms(st.backoff_initial, d.stall.backoff_initial_s);
+  set_ms(st.backoff_max, d.stall.backoff_max_s);
 }
 
 }  // namespace
@@ -115,6 +131,11 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
                         cxxopts::value<std::vector<std::string>>())("hours", "wall-time budget",
                                                                     cxxopts::value<double>())(
       "max-usd", "LLM cost budget in US dollars", cxxopts::value<double>())(
+      "max-usd-per-task", "LLM cost budget of each task (then it is parked)",
+      cxxopts::value<double>())("max-usd-per-hour",
+                                "spend-rate alarm: LLM work waits while the last 10 minutes "
+                                "cost more than this per hour",
+                                cxxopts::value<double>())(
       "candidates-per-task", "kernels judged per task at most", cxxopts::value<int64_t>())(
       "gpus", "GPU indices, e.g. 0,1 (default: the config's, else every visible GPU)",
       cxxopts::value<std::string>())("config", "config file", cxxopts::value<std::string>())(
@@ -138,6 +159,10 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
     if (args.count("tasks")) inv.tasks = args["tasks"].as<std::vector<std::string>>();
     if (args.count("hours")) inv.hours = args["hours"].as<double>();
     if (args.count("max-usd")) inv.max_usd = args["max-usd"].as<double>();
+    if (args.count("max-usd-per-task"))
+      inv.max_usd_per_task = args["max-usd-per-task"].as<double>();
+    if (args.count("max-usd-per-hour"))
+      inv.max_usd_per_hour = args["max-usd-per-hour"].as<double>();
     if (args.count("candidates-per-task")) {
       inv.candidates_per_task = args["candidates-per-task"].as<int64_t>();
     }
@@ -159,6 +184,8 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
     inv.no_display = args.count("no-display") > 0;
     inv.log_level = args["log-level"].as<std::string>();
     if ((inv.hours && *inv.hours <= 0) || (inv.max_usd && *inv.max_usd < 0) ||
+        (inv.max_usd_per_task && *inv.max_usd_per_task < 0) ||
+        (inv.max_usd_per_hour && *inv.max_usd_per_hour <= 0) ||
         (inv.candidates_per_task && *inv.candidates_per_task <= 0)) {
       throw cxxopts::exceptions::exception("budgets must be positive");
     }
@@ -288,6 +315,8 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   if (invocation.candidates_per_task) {
     options.budgets.candidates_per_task = invocation.candidates_per_task;
   }
+  if (invocation.max_usd_per_task) options.budgets.max_usd_per_task = invocation.max_usd_per_task;
+  if (invocation.max_usd_per_hour) options.budgets.max_usd_per_hour = invocation.max_usd_per_hour;
 
   // Default GPUs: every one this machine has for local workers (GPU 0 where there are none:
   // the test evaluator needs no GPU), GPU 0 for a worker command template.

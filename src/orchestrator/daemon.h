@@ -20,11 +20,13 @@
 namespace kopt::orchestrator {
 
 struct DaemonInvocation {
-  std::vector<std::string> tasks;  // task folders, or folders of task folders
+  std::vector<std::string> tasks;            // task folders, or folders of task folders
   std::filesystem::path default_tasks_root;  // used when `tasks` is empty
   std::optional<double> hours;
   std::optional<double> max_usd;
   std::optional<int64_t> candidates_per_task;
+  std::optional<double> max_usd_per_task;
+  std::optional<double> max_usd_per_hour;
   std::optional<std::vector<int>> gpus;
   std::optional<std::filesystem::path> config;
   std::optional<std::filesystem::path> db;
@@ -53,8 +55,8 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks = {}
 // The sandbox worker for each GPU: `kopt-sandbox --device N`, or the config's worker_command
 // template with {worker} and {gpu} filled in.
 Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daemon,
-                                                       const std::string& worker,
-                                                       const std::vector<int>& gpus);
+                                                        const std::string& worker,
+                                                        const std::vector<int>& gpus);
 
 // The memory database: --db, else $KOPT_DB (as `kopt memory` reads it), else the config's.
 std::filesystem::path resolve_database_path(const std::optional<std::filesystem::path>& flag,

@@ -31,7 +31,10 @@ std::string signal_name(int sig) {
 Orchestrator::Orchestrator(RunOptions options, OrchestratorDeps deps)
     : options_(std::move(options)),
       deps_(std::move(deps)),
-      stop_(deps_.stop ? *deps_.stop : StopSignal::instance()) {
+      stop_(deps_.stop ? *deps_.stop : StopSignal::instance()),
+      model_stall_(options_.stall),
+      spend_rate_(std::chrono::milliseconds(
+          static_cast<int64_t>(options_.budgets.spend_rate_window_s * 1000))) {
   if (!deps_.recorder || !deps_.evaluator) {
     throw std::invalid_argument("the orchestrator needs a recorder and an evaluator");
   }
@@ -80,7 +83,7 @@ Status Orchestrator::add_task(const std::filesystem::path& dir, bool restore) {
   if (auto s = deps_.recorder->upsert_task(*spec); !s) return s;
   std::lock_guard lock(mutex_);
   TaskState& task = tasks_.emplace_back(std::move(*spec), std::move(*reference),
-                                        std::move(*baseline), options_.search);
+                                        std::move(*baseline), options_.search, options_.stall);
   if (restore) restore_task(task);
   spdlog::info(
       "task {} from {} (priority {}){}", task.spec.name, dir.string(), task.spec.priority,
@@ -167,6 +170,11 @@ bool Orchestrator::update_task_phase(TaskState& task) {
     return finish(fmt::format("plateau: {} candidates without a {:.0f}% gain",
                               task.since_improvement, (s.min_improvement - 1) * 100));
   }
+  const auto& cap = options_.budgets.max_usd_per_task;
+  if (deps_.llm && cap && task.parked.empty() && task.usage.cost_usd >= *cap) {
+    park(task,
+         fmt::format("its LLM budget of ${:.2f} is spent (${:.2f})", *cap, task.usage.cost_usd));
+  }
   return true;
 }
 
@@ -180,23 +188,28 @@ bool Orchestrator::launch_next_job() {
     auto availability = deps_.llm->availability("coder");
     llm_up = availability.available;
   }
+  Clock::time_point now = Clock::now();
+  bool llm_now = llm_up && !llm_held_back(now);
   for (TaskState& task : tasks_) {
     if (!update_task_phase(task)) continue;
     std::optional<Kind> next;
     if (task.phase == TaskState::Phase::kNeedsBaseline) {
       next = Kind::kBaseline;
     } else if (task.phase == TaskState::Phase::kSearching) {
+      // A backed-off task leaves the model to the others until its time comes.
+      bool task_llm = llm_now && task.parked.empty() && now >= task.llm_not_before;
       if (!task.tune_queue.empty()) {
         next = Kind::kTune;
-      } else if (llm_up && !task.code_queue.empty()) {
+      } else if (task_llm && !task.code_queue.empty()) {
         next = Kind::kCode;
-      } else if (llm_up && !task.plan_in_flight && task.code_queue.empty() && !task.beam.empty()) {
+      } else if (task_llm && !task.plan_in_flight && task.code_queue.empty() &&
+                 !task.beam.empty()) {
         next = Kind::kPlan;
-      } else if (!deps_.llm && task.in_flight == 0) {
-        task.phase = TaskState::Phase::kDone;
-        task.note = "every tunable configuration tried";
-        spdlog::info("[{}] done: {} (best {:.2f}x, {:.1f}% SOL)", task.spec.name, task.note,
-                     task.best_speedup, task.best_sol_percent);
+      } else if (task.in_flight == 0 && (!deps_.llm || !task.parked.empty())) {
+        task.phase = deps_.llm ? TaskState::Phase::kParked : TaskState::Phase::kDone;
+        task.note = deps_.llm ? task.parked : "every tunable configuration tried";
+        spdlog::info("[{}] {}: {} (best {:.2f}x, {:.1f}% SOL)", task.spec.name,
+                     phase_name(task.phase), task.note, task.best_speedup, task.best_sol_percent);
       }
     }
     if (!next) continue;
@@ -297,6 +310,7 @@ RunProgress Orchestrator::progress() const {
   p.max_usd = options_.budgets.max_usd;
   p.tokens = tokens_before_ + usage_.input_tokens + usage_.output_tokens;
   p.cost_usd = cost_before_ + usage_.cost_usd;
+  p.alarm = alarm_;
   for (const TaskState& t : tasks_) p.tasks.push_back(t.progress());
   return p;
 }
@@ -377,6 +391,7 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
       take_submissions();
     }
     reap_jobs(false, Clock::now());
+    check_spend_rate();
     while (!stopping()) {
       {
         std::lock_guard lock(mutex_);

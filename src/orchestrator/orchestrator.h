@@ -10,6 +10,11 @@
 // work done per unit of weight, weight = (1 - best %SOL) x priority, so tasks far from speed of
 // light get more of the night; a task stops at the %SOL threshold, on a plateau or at its
 // candidate budget, and its share goes to the others.
+//
+// A model that stalls (repeats, cut-off answers, refusals, the same plans again) is noticed per
+// task and for the model as a whole (stall_control.cc): the task backs off, then is parked with
+// the reason; a spend-rate alarm and a per-task cap keep a night's dollars where kernels still
+// improve.
 #pragma once
 
 #include <chrono>
@@ -35,21 +40,23 @@
 #include "src/orchestrator/progress.h"
 #include "src/orchestrator/run_options.h"
 #include "src/orchestrator/run_recorder.h"
+#include "src/orchestrator/spend_rate.h"
+#include "src/orchestrator/stall_detector.h"
 #include "src/orchestrator/stop_signal.h"
 #include "src/orchestrator/task_state.h"
 
 namespace kopt::orchestrator {
 
 struct OrchestratorDeps {
-  RunRecorder* recorder = nullptr;    // required
-  Evaluator* evaluator = nullptr;     // required
-  int evaluator_slots = 1;            // GPUs behind the evaluator
-  LlmClient* llm = nullptr;           // null: the built-in tuner only
+  RunRecorder* recorder = nullptr;                 // required
+  Evaluator* evaluator = nullptr;                  // required
+  int evaluator_slots = 1;                         // GPUs behind the evaluator
+  LlmClient* llm = nullptr;                        // null: the built-in tuner only
   const agents::PromptLibrary* prompts = nullptr;  // required with an LLM
-  std::string coder_model;            // recorded as the origin of coder kernels
+  std::string coder_model;                         // recorded as the origin of coder kernels
   const CompileCache* compile_cache = nullptr;     // may be null
-  StopSignal* stop = nullptr;         // null: StopSignal::instance()
-  std::function<void()> cancel_llm;   // called once when draining starts
+  StopSignal* stop = nullptr;                      // null: StopSignal::instance()
+  std::function<void()> cancel_llm;                // called once when draining starts
   // Called from the loop's thread about once a second, and once at the end.
   std::function<void(const RunProgress&)> on_progress;
 };
@@ -124,6 +131,23 @@ class Orchestrator {
   void queue_next_tune_batch(TaskState& task, TuneTarget& target);
   agents::WorkContext work_context(const TaskState& task, const VerifiedKernel& current) const;
 
+  // ---- a model that stalls, and spend (stall_control.cc); all require mutex_ ----
+  // Adds an agent's usage to the task, the run and the spend rate.
+  void charge(TaskState& task, const agents::AgentUsage& usage);
+  // Feeds the task's and the model's stall detectors with one coder job's calls and acts on
+  // their advice.
+  void record_coder_calls(TaskState& task, const std::vector<CallOutcome>& calls);
+  // A planner answer with no new plan (or a model failure): back off, then park.
+  void planner_stalled(TaskState& task, const std::string& note, const std::string& why);
+  void back_off(TaskState& task, std::chrono::milliseconds delay, const std::string& why);
+  void park(TaskState& task, const std::string& why);
+  void park_model(const std::string& why);
+  // The agent's configured temperature raised by `boost`, within its max_temperature.
+  std::optional<double> raised_temperature(const std::string& agent, double boost) const;
+  // Whether new LLM work must wait: the model is parked or backed off, or spend runs too fast.
+  bool llm_held_back(Clock::time_point now) const;
+  void check_spend_rate();  // takes mutex_ itself
+
   RunOptions options_;
   OrchestratorDeps deps_;
   StopSignal& stop_;
@@ -138,10 +162,15 @@ class Orchestrator {
   std::list<TaskState> tasks_;  // a list: jobs hold references
   std::list<Job> jobs_;
   std::optional<GpuIdentity> gpu_;
-  agents::AgentUsage usage_;     // this process's LLM use, all tasks
-  double cost_before_ = 0;       // LLM spend of the run before a resume
+  agents::AgentUsage usage_;   // this process's LLM use, all tasks
+  StallDetector model_stall_;  // the coder model's calls across tasks
+  Clock::time_point model_not_before_{};
+  std::string model_parked_;  // why the model gets no more work this run; "" while it does
+  SpendRate spend_rate_;
+  std::string alarm_;       // the spend-rate alarm while it holds; ""
+  double cost_before_ = 0;  // LLM spend of the run before a resume
   int64_t tokens_before_ = 0;
-  double elapsed_before_ = 0;    // active seconds of the run before a resume
+  double elapsed_before_ = 0;  // active seconds of the run before a resume
   Clock::time_point started_;
   Clock::time_point last_status_write_{};
   Clock::time_point last_submission_poll_{};

@@ -17,6 +17,8 @@ json RunProgress::to_json() const {
                           {"best_us", t.best_us},
                           {"candidates", t.candidates},
                           {"failures", t.failures},
+                          {"repeats", t.repeats},
+                          {"llm_calls", t.llm_calls},
                           {"in_flight", t.in_flight},
                           {"tokens", t.tokens},
                           {"cost_usd", t.cost_usd}});
@@ -35,6 +37,7 @@ json RunProgress::to_json() const {
             {"tokens", tokens},
             {"cost_usd", cost_usd},
             {"pending_submissions", pending_submissions},
+            {"alarm", alarm},
             {"tasks", std::move(tasks_json)}};
   return j;
 }
@@ -56,6 +59,7 @@ RunProgress RunProgress::from_json(const json& j) {
   p.tokens = j.value("tokens", int64_t{0});
   p.cost_usd = j.value("cost_usd", 0.0);
   p.pending_submissions = j.value("pending_submissions", int64_t{0});
+  p.alarm = j.value("alarm", "");
   if (j.contains("tasks") && j["tasks"].is_array()) {
     for (const json& t : j["tasks"]) {
       TaskProgress task;
@@ -67,6 +71,8 @@ RunProgress RunProgress::from_json(const json& j) {
       task.best_us = t.value("best_us", 0.0);
       task.candidates = t.value("candidates", int64_t{0});
       task.failures = t.value("failures", int64_t{0});
+      task.repeats = t.value("repeats", int64_t{0});
+      task.llm_calls = t.value("llm_calls", int64_t{0});
       task.in_flight = t.value("in_flight", int64_t{0});
       task.tokens = t.value("tokens", int64_t{0});
       task.cost_usd = t.value("cost_usd", 0.0);
@@ -112,12 +118,13 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
     std::string sol = t.best_sol_percent > 0 ? fmt::format("{:.1f}", t.best_sol_percent) : "-";
     std::string state = t.state;
     if (t.in_flight > 0) state += fmt::format(" ({} running)", t.in_flight);
+    if (t.repeats > 0) state += fmt::format(" ({} repeats)", t.repeats);
     if (!t.note.empty()) state += ": " + t.note;
-    lines.push_back(fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  {}",
-                                    t.name.substr(0, 18), speedup, sol, t.candidates, t.failures,
-                                    tokens_text(t.tokens), fmt::format("${:.2f}", t.cost_usd),
-                                    state),
-                        width));
+    lines.push_back(
+        fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  {}", t.name.substr(0, 18),
+                        speedup, sol, t.candidates, t.failures, tokens_text(t.tokens),
+                        fmt::format("${:.2f}", t.cost_usd), state),
+            width));
   }
   std::string left = p.time_left_seconds ? format_duration(*p.time_left_seconds) + " left"
                                          : std::string("no time limit");
@@ -128,6 +135,7 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
       p.state, format_duration(p.elapsed_seconds), left);
   if (p.pending_submissions > 0) total += fmt::format("; {} submitted", p.pending_submissions);
   lines.push_back(fit(total, width));
+  if (!p.alarm.empty()) lines.push_back(fit("alarm: " + p.alarm, width));
   if (!p.stop_reason.empty()) lines.push_back(fit("stopping: " + p.stop_reason, width));
   return lines;
 }

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kopt::orchestrator {
 
@@ -19,11 +18,13 @@ struct TaskProgress {
   double best_speedup = 0;  // over the baseline; 0 before the baseline is measured
   double best_sol_percent = 0;
   double best_us = 0;
-  int64_t candidates = 0;   // kernels judged (the baseline not counted)
-  int64_t failures = 0;     // judged and rejected
+  int64_t candidates = 0;  // kernels judged (the baseline not counted)
+  int64_t failures = 0;    // judged and rejected
   int64_t in_flight = 0;
   int64_t tokens = 0;
   double cost_usd = 0;
+  int64_t repeats = 0;  // coder answers that repeated a judged kernel (not candidates)
+  int64_t llm_calls = 0;
 };
 
 struct RunProgress {
@@ -40,6 +41,7 @@ struct RunProgress {
   int64_t tokens = 0;
   double cost_usd = 0;
   int64_t pending_submissions = 0;
+  std::string alarm;  // the spend-rate alarm while it holds LLM work back
   std::vector<TaskProgress> tasks;
 
   nlohmann::json to_json() const;

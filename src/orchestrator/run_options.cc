@@ -21,7 +21,9 @@ json RunOptions::to_json() const {
           {"budgets",
            {{"hours", optional_json(budgets.hours)},
             {"max_usd", optional_json(budgets.max_usd)},
-            {"candidates_per_task", optional_json(budgets.candidates_per_task)}}},
+            {"candidates_per_task", optional_json(budgets.candidates_per_task)},
+            {"max_usd_per_task", optional_json(budgets.max_usd_per_task)},
+            {"max_usd_per_hour", optional_json(budgets.max_usd_per_hour)}}},
           {"use_llm", use_llm},
           {"max_in_flight", max_in_flight},
           {"search",
@@ -60,6 +62,12 @@ void apply_saved_options(const json& saved, RunOptions& options) {
     if (!options.budgets.candidates_per_task &&
         b.value("candidates_per_task", json()).is_number_integer()) {
       options.budgets.candidates_per_task = b["candidates_per_task"].get<int64_t>();
+    }
+    if (!options.budgets.max_usd_per_task && b.value("max_usd_per_task", json()).is_number()) {
+      options.budgets.max_usd_per_task = b["max_usd_per_task"].get<double>();
+    }
+    if (!options.budgets.max_usd_per_hour && b.value("max_usd_per_hour", json()).is_number()) {
+      options.budgets.max_usd_per_hour = b["max_usd_per_hour"].get<double>();
     }
   }
 }

@@ -5,24 +5,25 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "src/orchestrator/stall_detector.h"
 
 namespace kopt::orchestrator {
 
 struct SearchSettings {
-  int beam_width = 4;              // verified kernels kept per task
-  double near_copy_similarity = 0.92;  // token similarity above which two kernels are one
-  int plans_per_iteration = 4;     // plans the planner proposes from one beam kernel
-  int max_repairs = 2;             // coder repairs after a compile error or a wrong answer
-  int memory_examples = 4;         // pairs retrieved from memory into each prompt
-  double sol_threshold_percent = 90;  // a task at this share of speed of light is done
-  int plateau_candidates = 40;     // candidates without a 1% improvement end a task
-  double min_improvement = 1.01;   // what counts as an improvement of the task's best
-  int tuner_max_configs = 24;      // tunable configurations tried per kernel
+  int beam_width = 4;                   // verified kernels kept per task
+  double near_copy_similarity = 0.92;   // token similarity above which two kernels are one
+  int plans_per_iteration = 4;          // plans the planner proposes from one beam kernel
+  int max_repairs = 2;                  // coder repairs after a compile error or a wrong answer
+  int memory_examples = 4;              // pairs retrieved from memory into each prompt
+  double sol_threshold_percent = 90;    // a task at this share of speed of light is done
+  int plateau_candidates = 40;          // candidates without a 1% improvement end a task
+  double min_improvement = 1.01;        // what counts as an improvement of the task's best
+  int tuner_max_configs = 24;           // tunable configurations tried per kernel
   double positive_pair_speedup = 1.04;  // pairs kept as examples (AccelOpt's threshold)
   double negative_pair_speedup = 1.15;  // slowdowns kept as warnings (1/1.15x and worse)
 };
@@ -31,15 +32,19 @@ struct Budgets {
   std::optional<double> hours;                 // wall time of the run
   std::optional<double> max_usd;               // LLM spend of the run
   std::optional<int64_t> candidates_per_task;  // kernels judged per task
+  std::optional<double> max_usd_per_task;      // LLM spend of one task: then it is parked
+  std::optional<double> max_usd_per_hour;      // spend-rate alarm: new LLM work waits above it
+  double spend_rate_window_s = 600;            // the rate is measured over this window
 };
 
 struct RunOptions {
   std::vector<std::filesystem::path> task_dirs;  // one folder per task (already resolved)
   Budgets budgets;
   SearchSettings search;
-  bool use_llm = true;          // false: the built-in tuner only
-  int max_in_flight = 0;        // concurrent jobs; 0: derived from the GPUs and the LLM
-  double drain_seconds = 60;    // after a stop signal, how long in-flight work may finish
+  StallSettings stall;
+  bool use_llm = true;            // false: the built-in tuner only
+  int max_in_flight = 0;          // concurrent jobs; 0: derived from the GPUs and the LLM
+  double drain_seconds = 60;      // after a stop signal, how long in-flight work may finish
   std::filesystem::path run_dir;  // logs of this run; empty: no file log
 
   // For the run record (resume reads task_dirs and budgets back).

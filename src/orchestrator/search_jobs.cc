@@ -6,8 +6,10 @@
 #include <spdlog/spdlog.h>
 
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "memory_store/line_diff.h"
 #include "sandbox/kernel_file.h"
+#include "src/orchestrator/kernel_fingerprint.h"
 #include "src/orchestrator/orchestrator.h"
 #include "src/orchestrator/work_context.h"
 
@@ -150,6 +152,8 @@ agents::WorkContext Orchestrator::work_context(const TaskState& task,
   size_t first = task.tried_plans.size() > 12 ? task.tried_plans.size() - 12 : 0;
   context.tried_plans.assign(task.tried_plans.begin() + static_cast<ptrdiff_t>(first),
                              task.tried_plans.end());
+  if (!task.planner_note.empty()) context.tried_plans.push_back(task.planner_note);
+  context.repeats = task.repeat_notes;
   context.beam = beam_lines(task.beam, current.kernel_id);
   return context;
 }
@@ -198,8 +202,7 @@ void Orchestrator::record_pair(TaskState& task, const VerifiedKernel& parent,
     auto summary = summarizer_->summarize(facts, usage);
     {
       std::lock_guard lock(mutex_);
-      task.usage.add(usage);
-      usage_.add(usage);
+      charge(task, usage);
     }
     if (summary) {
       lesson = summary->summary;
@@ -232,6 +235,8 @@ void Orchestrator::run_baseline(TaskState& task) {
   CandidateOutcome outcome = candidates_->judge(input);
   std::lock_guard lock(mutex_);
   task.judged_sources.insert(sha256_hex(task.baseline_source));
+  task.known_kernels[kernel_fingerprint(task.baseline_source)] = {outcome.kernel_id,
+                                                                  "the task's baseline"};
   if (!outcome.judged || !outcome.verified) {
     task.phase = TaskState::Phase::kFailed;
     task.note = !outcome.judged ? "no verdict on the baseline: " + first_line(outcome.error)
@@ -284,6 +289,7 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
   {
     std::lock_guard lock(mutex_);
     count_candidate(task, outcome);
+    task.known_kernels[kernel_fingerprint(*source)] = {outcome.kernel_id, describe_result(outcome)};
     --target.in_flight;
     if (outcome.verified && outcome.verified->speedup > target.best_speedup) {
       target.best = item.config;
@@ -315,25 +321,32 @@ void Orchestrator::run_plan(TaskState& task) {
   agents::WorkContext context;
   VerifiedKernel parent;
   memory::RetrievalQuery query;
+  size_t skip = 0;
   {
     std::lock_guard lock(mutex_);
-    if (stopping() || task.finished() || task.beam.empty()) {
+    if (stopping() || task.finished() || task.beam.empty() || !task.parked.empty()) {
       task.plan_in_flight = false;
       return;
     }
     const auto& members = task.beam.members();
     parent = members[task.next_parent++ % members.size()];
     context = work_context(task, parent);
+    context.temperature = raised_temperature("planner", task.temperature_boost);
     query.task = task.spec.name;
     query.family_tags = task.spec.tags;
     query.gpu_arch = gpu_ ? gpu_->arch : "";
+    // After each back-off the prompt shows the next examples, not the ones it stalled on.
+    skip = static_cast<size_t>(task.memory_rotation * options_.search.memory_examples);
   }
   query.kernel_source = parent.source;
-  query.k = options_.search.memory_examples;
+  query.k = options_.search.memory_examples + static_cast<int>(skip);
   std::vector<int64_t> retrieved;
-  if (query.k > 0) {
+  if (options_.search.memory_examples > 0) {
     auto pairs = deps_.recorder->retrieve(query);
     if (pairs) {
+      size_t k = static_cast<size_t>(options_.search.memory_examples);
+      size_t drop = pairs->size() > k ? std::min(skip, pairs->size() - k) : 0;
+      pairs->erase(pairs->begin(), pairs->begin() + static_cast<ptrdiff_t>(drop));
       add_memory_examples(*pairs, *deps_.recorder, context);
       for (const auto& p : *pairs) retrieved.push_back(p.pair.id);
     } else {
@@ -343,46 +356,100 @@ void Orchestrator::run_plan(TaskState& task) {
   agents::AgentUsage usage;
   auto plans = planner_->propose(context, options_.search.plans_per_iteration, usage);
   std::lock_guard lock(mutex_);
-  task.usage.add(usage);
-  usage_.add(usage);
+  charge(task, usage);
   task.plan_in_flight = false;
   if (!plans) {
     spdlog::warn("[{}] planner: {}", task.spec.name, plans.error());
-    if (!stopping() && ++task.planner_failures >= kMaxFailuresInARow && !task.finished()) {
+    if (stopping() || task.finished()) return;
+    if (usage.model_failures > 0) {
+      // The model refused or called tools even after a nudge: its failure, not the task's.
+      planner_stalled(task, "", "were no answer (" + first_line(plans.error()) + ")");
+      return;
+    }
+    if (++task.planner_failures >= kMaxFailuresInARow) {
       task.phase = TaskState::Phase::kFailed;
       task.note = "the planner keeps failing: " + first_line(plans.error());
     }
     return;
   }
   task.planner_failures = 0;
-  spdlog::info("[{}] {} plans from kernel {} ({:.2f}x), {} memory pairs in the prompt",
-               task.spec.name, plans->size(), parent.kernel_id, parent.speedup, retrieved.size());
+  // Plans are compared, not only kernels: a plan tried (or queued) before is not developed
+  // again, whatever the planner was told.
+  std::vector<agents::Plan> fresh;
+  std::vector<std::string> dropped;
   for (agents::Plan& plan : *plans) {
+    if (task.plan_keys.insert(agents::plan_key(plan.title)).second) {
+      fresh.push_back(std::move(plan));
+    } else {
+      dropped.push_back(plan.title);
+    }
+  }
+  spdlog::info("[{}] {} plans from kernel {} ({:.2f}x), {} memory pairs in the prompt{}",
+               task.spec.name, fresh.size(), parent.kernel_id, parent.speedup, retrieved.size(),
+               dropped.empty() ? std::string()
+                               : fmt::format("; {} plans already tried dropped ({})",
+                                             dropped.size(), join(dropped, "; ")));
+  if (fresh.empty()) {
+    planner_stalled(task,
+                    "Your last answer proposed only plans already tried (" + join(dropped, "; ") +
+                        "): propose different ones.",
+                    "held only plans already tried");
+    return;
+  }
+  task.planner_stale = 0;
+  task.planner_note.clear();
+  for (agents::Plan& plan : fresh) {
     task.code_queue.push_back(CodeItem{parent, std::move(plan), context, retrieved});
   }
 }
 
 void Orchestrator::run_code(TaskState& task, CodeItem item) {
   std::optional<VerifiedKernel> accepted;
+  std::vector<CallOutcome> calls;  // one per answer that held a kernel file
+  int64_t answers = 0;
+  {
+    std::lock_guard lock(mutex_);
+    // What the model repeated since this plan was queued, and how hot it should answer now.
+    item.context.repeats = task.repeat_notes;
+    item.context.temperature = raised_temperature("coder", task.temperature_boost);
+  }
   agents::Judge judge = [&](const std::string& source, int attempt) -> agents::Judgement {
+    ++answers;
     if (stopping()) return {false, false, "stopped", "the daemon is stopping"};
+    std::string fingerprint = kernel_fingerprint(source);
     {
       std::lock_guard lock(mutex_);
       if (task.finished()) return {false, false, "task_done", task.note};
+      // A task parked while this job was under way pays for no repair.
+      if (!task.parked.empty()) return {false, false, "parked", task.parked};
       if (options_.budgets.candidates_per_task &&
           task.candidates >= *options_.budgets.candidates_per_task) {
         return {false, false, "budget", "the task's candidate budget is used"};
       }
-      if (!task.judged_sources.insert(sha256_hex(source)).second) {
-        // Judged without a GPU, and counted: a model that keeps answering with the same file
-        // must run into the task's budget and plateau like any other failing candidate.
-        ++task.candidates;
-        ++task.failures;
-        ++task.since_improvement;
-        return {false, true, "duplicate",
-                "this kernel file is identical to one already evaluated for this task; write the "
-                "change the plan asks for"};
+      if (auto known = task.known_kernels.find(fingerprint); known != task.known_kernels.end()) {
+        // Not judged again and not a candidate: counted apart, told to the model, and fed to
+        // the stall detector, which decides when repeating has gone on long enough.
+        ++task.repeats;
+        calls.push_back(CallOutcome::kRepeat);
+        const KnownKernel& k = known->second;
+        std::string what = k.kernel_id ? fmt::format("kernel {}", k.kernel_id)
+                                       : std::string("a kernel still being evaluated");
+        task.repeat_notes.push_back(fmt::format(
+            "your answer to the plan '{}' was the same kernel (up to names, comments and "
+            "spacing) as {}, which was {}",
+            item.plan.title, what, k.verdict));
+        if (task.repeat_notes.size() > 6) task.repeat_notes.erase(task.repeat_notes.begin());
+        spdlog::info(
+            "[{}] coder '{}' attempt {}: is a repeat of {}, which was {}; not evaluated "
+            "again ({} repeats on this task)",
+            task.spec.name, item.plan.title, attempt, what, k.verdict, task.repeats);
+        return {false, true, "repeat",
+                "this kernel file is the same (up to names, comments and spacing) as " + what +
+                    ", which was judged " + k.verdict +
+                    "; write the change the plan asks for, as a kernel not written before"};
       }
+      task.known_kernels[fingerprint] = {0, "still being evaluated"};
+      task.judged_sources.insert(sha256_hex(source));
     }
     memory::KernelOrigin origin{"coder", deps_.coder_model,
                                 attempt == 1 ? "coder.txt" : "repair.txt", false};
@@ -393,6 +460,12 @@ void Orchestrator::run_code(TaskState& task, CodeItem item) {
     {
       std::lock_guard lock(mutex_);
       count_candidate(task, outcome);
+      task.known_kernels[fingerprint] = {outcome.kernel_id, describe_result(outcome)};
+      if (outcome.judged) {
+        bool broken =
+            outcome.verdict == Verdict::kCompileError || outcome.verdict == Verdict::kInvalidPlan;
+        calls.push_back(broken ? CallOutcome::kBrokenKernel : CallOutcome::kNewKernel);
+      }
     }
     if (!outcome.judged) return {false, false, "evaluator_error", outcome.error};
     if (outcome.verified) {
@@ -407,8 +480,19 @@ void Orchestrator::run_code(TaskState& task, CodeItem item) {
   double ratio = accepted ? accepted->speedup / std::max(1e-9, item.parent.speedup) : 0;
   {
     std::lock_guard lock(mutex_);
-    task.usage.add(usage);
-    usage_.add(usage);
+    charge(task, usage);
+    // The calls that brought no kernel to judge: cut off, refused, tool calls, empty, or an
+    // answer without a usable kernel file.
+    auto add = [&](int64_t n, CallOutcome outcome) {
+      calls.insert(calls.end(), static_cast<size_t>(std::max<int64_t>(0, n)), outcome);
+    };
+    add(usage.truncated, CallOutcome::kTruncated);
+    add(usage.refused, CallOutcome::kRefused);
+    add(usage.tool_calls, CallOutcome::kToolCall);
+    add(usage.empty, CallOutcome::kEmpty);
+    add(usage.calls - answers - usage.truncated - usage.refused - usage.tool_calls - usage.empty,
+        CallOutcome::kError);
+    if (!stopping()) record_coder_calls(task, calls);
     std::string verdict =
         accepted ? fmt::format("verified, {:.2f}x its parent", ratio)
                  : (!result.error.empty() ? "no kernel: " + first_line(result.error)
@@ -434,6 +518,10 @@ void Orchestrator::restore_task(TaskState& task) {
   std::vector<const PastEvaluation*> tuned;
   for (const PastEvaluation& p : *history) {
     task.judged_sources.insert(sha256_hex(p.source));
+    task.known_kernels[kernel_fingerprint(p.source)] = {
+        p.kernel_id, p.evaluation.verdict + (p.evaluation.verdict == "ok"
+                                                 ? fmt::format(" {:.2f}x", p.evaluation.speedup)
+                                                 : std::string())};
     bool ok = p.evaluation.verdict == "ok";
     if (p.origin_agent == "baseline" && !p.parent_id) {
       if (!ok) continue;

@@ -5,11 +5,12 @@
 namespace kopt::orchestrator {
 
 TaskState::TaskState(TaskSpec task, std::string reference, std::string baseline_file,
-                     const SearchSettings& search)
+                     const SearchSettings& search, const StallSettings& stall_settings)
     : spec(std::move(task)),
       reference_source(std::move(reference)),
       baseline_source(std::move(baseline_file)),
-      beam(search.beam_width, search.near_copy_similarity) {}
+      beam(search.beam_width, search.near_copy_similarity),
+      stall(stall_settings) {}
 
 double TaskState::weight() const {
   // A task near speed of light keeps a little weight so that it is never starved completely
@@ -30,6 +31,8 @@ const char* phase_name(TaskState::Phase phase) {
       return "done";
     case TaskState::Phase::kFailed:
       return "failed";
+    case TaskState::Phase::kParked:
+      return "parked";
   }
   return "unknown";
 }
@@ -42,11 +45,18 @@ TaskProgress TaskState::progress() const {
     p.state = "tuning";
   }
   p.note = note;
+  if (!parked.empty() && !finished()) {
+    // Still tuning what it had, but the model is done with it: say why now, not at the end.
+    p.state = "parked";
+    p.note = parked;
+  }
   p.best_speedup = best_speedup;
   p.best_sol_percent = best_sol_percent;
   p.best_us = best_us;
   p.candidates = candidates;
   p.failures = failures;
+  p.repeats = repeats;
+  p.llm_calls = usage.calls;
   p.in_flight = in_flight;
   p.tokens = usage.input_tokens + usage.output_tokens;
   p.cost_usd = usage.cost_usd;

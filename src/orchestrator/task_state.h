@@ -3,6 +3,7 @@
 // what they need and report back through the orchestrator.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <list>
@@ -20,6 +21,7 @@
 #include "src/orchestrator/beam.h"
 #include "src/orchestrator/progress.h"
 #include "src/orchestrator/run_options.h"
+#include "src/orchestrator/stall_detector.h"
 #include "src/orchestrator/tuner.h"
 
 namespace kopt::orchestrator {
@@ -49,6 +51,12 @@ struct TuneItem {
   TunableConfig config;
 };
 
+// What became of a kernel judged for the task, to tell a model that repeats it what it scored.
+struct KnownKernel {
+  int64_t kernel_id = 0;  // 0 while it is being evaluated
+  std::string verdict;    // "ok 1.52x (...)", "incorrect: ...", "the baseline"
+};
+
 // A plan waiting for the coder, with the prompt context it was planned in.
 struct CodeItem {
   VerifiedKernel parent;
@@ -58,7 +66,9 @@ struct CodeItem {
 };
 
 struct TaskState {
-  enum class Phase { kNeedsBaseline, kBaselineRunning, kSearching, kDone, kFailed };
+  // kParked: no more LLM work (the model stalled on it, or its LLM budget is spent); the tuner
+  // finished what it had queued.
+  enum class Phase { kNeedsBaseline, kBaselineRunning, kSearching, kDone, kFailed, kParked };
 
   TaskSpec spec;
   std::string reference_source;
@@ -85,14 +95,29 @@ struct TaskState {
   int64_t since_improvement = 0;
   int64_t in_flight = 0;
   int64_t jobs_started = 0;  // for fair scheduling
-  int planner_failures = 0;   // in a row; the task fails after a few
-  int evaluator_errors = 0;   // in a row (no verdict reached); the task fails after a few
+  int planner_failures = 0;  // in a row; the task fails after a few
+  int evaluator_errors = 0;  // in a row (no verdict reached); the task fails after a few
   agents::AgentUsage usage;
 
-  TaskState(TaskSpec task, std::string reference, std::string baseline_file,
-            const SearchSettings& search);
+  // ---- a model that stalls (stall_control.cc) ----
+  std::map<std::string, KnownKernel> known_kernels;  // by kernel_fingerprint()
+  std::set<std::string> plan_keys;        // agents::plan_key of every plan tried or queued
+  std::vector<std::string> repeat_notes;  // the coder's latest repeats, for its next prompt
+  std::string planner_note;               // what the planner is told with the tried plans
+  StallDetector stall;                    // the coder's calls for this task
+  int planner_stale = 0;                  // planner answers in a row with nothing new
+  std::chrono::steady_clock::time_point llm_not_before{};  // backed off until then
+  double temperature_boost = 0;  // added to the agents' configured temperature
+  int memory_rotation = 0;       // memory examples skipped, in units of k
+  std::string parked;            // why LLM work stopped; "" while it goes on
+  int64_t repeats = 0;           // coder answers that repeated a judged kernel
 
-  bool finished() const { return phase == Phase::kDone || phase == Phase::kFailed; }
+  TaskState(TaskSpec task, std::string reference, std::string baseline_file,
+            const SearchSettings& search, const StallSettings& stall_settings);
+
+  bool finished() const {
+    return phase == Phase::kDone || phase == Phase::kFailed || phase == Phase::kParked;
+  }
   // How much the task can still gain (1 - best %SOL), weighted by its priority.
   double weight() const;
   TaskProgress progress() const;

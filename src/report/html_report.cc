@@ -241,7 +241,11 @@ std::string task_table(const ReportData& data) {
             : "-",
         html_escape(t.best_origin));
   }
-  return out + "</table></section>";
+  out += "</table>";
+  for (const auto& [task, why] : data.parked) {
+    out += fmt::format("<p><b>{}</b> was parked: {}.</p>", html_escape(task), html_escape(why));
+  }
+  return out + "</section>";
 }
 
 std::string wins_section(const ReportData& data) {

@@ -60,6 +60,10 @@ std::string render_markdown(const ReportData& data) {
         markdown_cell(t.best_origin), markdown_cell(failures.empty() ? "-" : join(failures, ", ")));
   }
 
+  for (const auto& [task, why] : data.parked) {
+    out += fmt::format("\n**{}** was parked: {}.\n", markdown_cell(task), markdown_cell(why));
+  }
+
   out += "\n### Wins\n\n";
   if (data.wins.empty()) return out + "No win recorded.\n";
   out +=

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "memory_store/line_diff.h"
 #include "src/report/markup.h"
@@ -147,6 +148,23 @@ Status collect_wins(memory::MemoryStore& store, const ReportScope& scope, Report
   return ok_status();
 }
 
+// The daemon publishes its progress (orchestrator/progress.h) in daemon_status; a task it parked
+// says why there. Absent in a database no daemon wrote: nothing to add.
+void read_parked_tasks(memory::MemoryStore& store, int64_t run_id, ReportData& data) {
+  sql::Database& db = store.database();
+  if (!db.has_table("daemon_status")) return;
+  auto text = db.query_text("SELECT status_json FROM daemon_status WHERE run_id = " +
+                            std::to_string(run_id));
+  if (!text) return;
+  auto status = nlohmann::json::parse(*text, nullptr, false);
+  if (!status.is_object() || !status.contains("tasks") || !status["tasks"].is_array()) return;
+  for (const auto& t : status["tasks"]) {
+    if (t.is_object() && t.value("state", "") == "parked") {
+      data.parked.emplace_back(t.value("name", ""), t.value("note", ""));
+    }
+  }
+}
+
 }  // namespace
 
 Result<ReportData> load_report_data(memory::MemoryStore& store, const std::string& database,
@@ -182,6 +200,7 @@ Result<ReportData> load_report_data(memory::MemoryStore& store, const std::strin
     data.span_hours = std::max(data.span_hours, hours_after(origin, data.run->finished_at));
 
   if (auto s = summarize_tasks(store, *evals, origin, data); !s) return make_error(s.error());
+  if (data.run) read_parked_tasks(store, data.run->id, data);
   summarize_llm(*calls, origin, data);
   if (auto s = collect_wins(store, scope, data); !s) return make_error(s.error());
 

@@ -57,6 +57,9 @@ struct ReportData {
   memory::RunTotals llm_totals;
   std::vector<std::pair<std::string, memory::RunTotals>> llm_by_model;
   std::vector<Win> wins;  // best first
+  // Tasks the daemon parked in this run, with why ("stalled: 18 of the last 20 coder answers
+  // were repeats"), from the run's last published status; by task name.
+  std::vector<std::pair<std::string, std::string>> parked;
   int64_t evaluations = 0, verified = 0;
   std::string generated_at;
 };

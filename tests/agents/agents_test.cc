@@ -33,8 +33,12 @@ class AgentsTest : public ::testing::Test {
     if (!loaded) throw std::runtime_error(loaded.error());
     library_.emplace(std::move(*loaded));
     caller_.emplace(llm_, *library_);
-    context_.task = {"axpy", "out = alpha * x + y", {"elementwise", "memory-bound", "fp32"},
-                     "timed at n=67108864", "NVIDIA H100 (sm_90a, 132 SMs)", "memory-bound"};
+    context_.task = {"axpy",
+                     "out = alpha * x + y",
+                     {"elementwise", "memory-bound", "fp32"},
+                     "timed at n=67108864",
+                     "NVIDIA H100 (sm_90a, 132 SMs)",
+                     "memory-bound"};
     context_.current.source = kKernel;
     Measurements m;
     m.median_us = 301.5;
@@ -45,10 +49,14 @@ class AgentsTest : public ::testing::Test {
     m.registers = 16;
     m.occupancy = 1.0;
     context_.current.measurements = m;
-    context_.examples.push_back({7, "gelu", 1.31, "float4 loads cut instructions 4x",
-                                 {"elementwise", "float4"}, "-a\n+b\n"});
-    context_.warnings.push_back({9, "axpy", 0.7, "shared-memory staging only added latency",
-                                 {"elementwise"}, ""});
+    context_.examples.push_back({7,
+                                 "gelu",
+                                 1.31,
+                                 "float4 loads cut instructions 4x",
+                                 {"elementwise", "float4"},
+                                 "-a\n+b\n"});
+    context_.warnings.push_back(
+        {9, "axpy", 0.7, "shared-memory staging only added latency", {"elementwise"}, ""});
   }
 
   ScriptedLlm llm_;
@@ -70,10 +78,10 @@ TEST_F(AgentsTest, PlannerPromptCarriesTaskKernelMeasurementsAndMemory) {
   EXPECT_EQ((*plans)[0].title, "float4");
   EXPECT_EQ((*plans)[1].title, "grid stride");
   auto prompt = llm_.prompts("planner").at(0);
-  for (const char* needed : {"out = alpha * x + y", "extern \"C\" __global__ void axpy",
-                             "301.50 us", "89.0% of it", "16 registers", "float4 loads cut",
-                             "shared-memory staging only added latency", "Propose 2 DISTINCT",
-                             "/* kopt:plan", "memory-bound"}) {
+  for (const char* needed :
+       {"out = alpha * x + y", "extern \"C\" __global__ void axpy", "301.50 us", "89.0% of it",
+        "16 registers", "float4 loads cut", "shared-memory staging only added latency",
+        "Propose 2 DISTINCT", "/* kopt:plan", "memory-bound"}) {
     EXPECT_NE(prompt.find(needed), std::string::npos) << needed;
   }
   EXPECT_NE(llm_.requests().at(0).system.find("NVIDIA H100"), std::string::npos);
@@ -150,9 +158,12 @@ TEST_F(AgentsTest, CoderAnswersWithoutAKernelFileAreErrors) {
   EXPECT_NE(no_plan.error().find("kopt:plan"), std::string::npos);
   llm_.fail("coder", LlmStatus::kRateLimited, "HTTP 429: slow down");
   Coder coder(*caller_);
-  auto outcome = coder.develop(context_, {"x", ""}, [](const std::string&, int) {
-    return Judgement{true, false, "ok", ""};
-  }, 2, usage_);
+  auto outcome = coder.develop(
+      context_, {"x", ""},
+      [](const std::string&, int) {
+        return Judgement{true, false, "ok", ""};
+      },
+      2, usage_);
   EXPECT_FALSE(outcome.accepted);
   EXPECT_EQ(outcome.attempts, 0);
   EXPECT_NE(outcome.error.find("rate_limited"), std::string::npos) << outcome.error;
@@ -160,7 +171,8 @@ TEST_F(AgentsTest, CoderAnswersWithoutAKernelFileAreErrors) {
 }
 
 TEST_F(AgentsTest, CoderTruncatedAnswerIsAnError) {
-  LlmResponse r;
+  // Cut twice: once as asked, once when asked again without commentary.
+  llm_.fail("coder", LlmStatus::kTruncated, "length");
   llm_.fail("coder", LlmStatus::kTruncated, "length");
   Coder coder(*caller_);
   auto written = coder.write(context_, {"x", ""}, usage_);

@@ -44,6 +44,18 @@ LlmResponse ScriptedLlm::complete(const LlmRequest& request) {
   return response;
 }
 
+void ScriptedLlm::set_limits(const std::string& agent, AgentLimits limits) {
+  std::lock_guard lock(mutex_);
+  limits_[agent] = limits;
+}
+
+std::optional<AgentLimits> ScriptedLlm::agent_limits(const std::string& agent) const {
+  std::lock_guard lock(mutex_);
+  auto it = limits_.find(agent);
+  if (it == limits_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::vector<LlmRequest> ScriptedLlm::requests() const {
   std::lock_guard lock(mutex_);
   return requests_;

@@ -21,6 +21,9 @@ class ScriptedLlm final : public LlmClient {
   // What `agent` gets when its queue is empty (default: an empty-response failure).
   void set_default(const std::string& agent, std::string text);
   void set_cost_per_call(double usd) { cost_per_call_ = usd; }
+  // What agent_limits() says for `agent` (default: nothing, as a client that does not know).
+  void set_limits(const std::string& agent, AgentLimits limits);
+  std::optional<AgentLimits> agent_limits(const std::string& agent) const override;
 
   LlmResponse complete(const LlmRequest& request) override;
 
@@ -32,6 +35,7 @@ class ScriptedLlm final : public LlmClient {
   mutable std::mutex mutex_;
   std::map<std::string, std::deque<LlmResponse>> queues_;
   std::map<std::string, std::string> defaults_;
+  std::map<std::string, AgentLimits> limits_;
   std::vector<LlmRequest> requests_;
   double cost_per_call_ = 0;
 };

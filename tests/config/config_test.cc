@@ -199,6 +199,65 @@ TEST(ConfigTest, BadValuesAreReportedWithSuggestions) {
       << e;
 }
 
+TEST(ConfigTest, StallAndSpendSettingsLoadWithTheirDefaults) {
+  auto config = parse(R"({"llm": {"providers": {"p": {"type": "openai"}},
+      "agents": {"planner": {"provider": "p", "model": "m", "temperature": 0.3},
+                 "coder": {"provider": "p", "model": "m", "max_tokens": 4000,
+                           "max_tokens_ceiling": 16000, "temperature": 0.2,
+                           "max_temperature": 0.9},
+                 "summarizer": {"provider": "p", "model": "m"}}},
+      "daemon": {"budgets": {"max_usd_per_task": 1.5, "max_usd_per_hour": 4,
+                             "spend_rate_window_s": 300},
+                 "stall": {"window": 30, "min_calls": 8, "min_new_share": 0.25,
+                           "park_new_share": 0.05, "park_dry_calls": 15,
+                           "backoff_initial_s": 10, "backoff_max_s": 600,
+                           "temperature_step": 0.1, "planner_stale_answers": 4}}})");
+  ASSERT_TRUE(config.ok()) << config.error();
+  const AgentConfig& coder = *config->llm->agent("coder");
+  EXPECT_EQ(coder.effective_max_tokens_ceiling(), 16000);
+  EXPECT_EQ(coder.effective_max_temperature(), 0.9);
+  const AgentConfig& planner = *config->llm->agent("planner");
+  EXPECT_EQ(planner.effective_max_tokens_ceiling(), 8192);       // twice max_tokens
+  EXPECT_NEAR(*planner.effective_max_temperature(), 0.7, 1e-9);  // 0.4 above temperature
+  EXPECT_FALSE(config->llm->agent("summarizer")->effective_max_temperature().has_value());
+  const DaemonConfig& d = config->daemon;
+  EXPECT_EQ(d.budgets.max_usd_per_task, 1.5);
+  EXPECT_EQ(d.budgets.max_usd_per_hour, 4.0);
+  EXPECT_EQ(d.budgets.spend_rate_window_s, 300.0);
+  EXPECT_EQ(d.stall.window, 30);
+  EXPECT_EQ(d.stall.min_calls, 8);
+  EXPECT_EQ(d.stall.min_new_share, 0.25);
+  EXPECT_EQ(d.stall.park_new_share, 0.05);
+  EXPECT_EQ(d.stall.park_dry_calls, 15);
+  EXPECT_EQ(d.stall.backoff_initial_s, 10.0);
+  EXPECT_EQ(d.stall.backoff_max_s, 600.0);
+  EXPECT_EQ(d.stall.temperature_step, 0.1);
+  EXPECT_EQ(d.stall.planner_stale_answers, 4);
+}
+
+TEST(ConfigTest, BadStallAndSpendSettingsAreErrors) {
+  std::string e = error_of(R"({"llm": {"providers": {"p": {"type": "openai"}},
+      "agents": {"planner": {"provider": "p", "model": "m", "max_tokens": 4000,
+                             "max_tokens_ceiling": 2000},
+                 "coder": {"provider": "p", "model": "m", "temperature": 0.5,
+                           "max_temperature": 0.3},
+                 "summarizer": {"provider": "p", "model": "m", "max_temperature": 3}}},
+      "daemon": {"budgets": {"max_usd_per_hour": 0, "max_usd_per_task": -1},
+                 "stall": {"windw": 5, "min_new_share": 1.5, "park_new_share": 0.4,
+                           "backoff_initial_s": 60, "backoff_max_s": 30}}})");
+  for (const char* expected :
+       {"$.llm.agents.planner.max_tokens_ceiling: must be at least max_tokens (4000)",
+        "$.llm.agents.coder.max_temperature: must be at least temperature",
+        "$.llm.agents.summarizer.max_temperature: must be <= 2",
+        "$.daemon.budgets.max_usd_per_hour: must be positive",
+        "$.daemon.budgets.max_usd_per_task: must not be negative",
+        "$.daemon.stall.windw: unknown key (did you mean 'window'?)",
+        "$.daemon.stall.min_new_share: must be <= 1",
+        "$.daemon.stall.backoff_max_s: must be at least backoff_initial_s"}) {
+    EXPECT_NE(e.find(expected), std::string::npos) << expected << "\n" << e;
+  }
+}
+
 TEST(ConfigTest, AllErrorsAreReportedInOnePass) {
   std::string e = error_of(R"({"format": 1, "databse": {}, "llm": {"providers": {
       "p": {"type": "openai", "timeout_s": -1}}, "agents": {}},

@@ -24,6 +24,43 @@ TEST(WireFormatTest, OpenAiNullContentWithLengthIsTruncated) {
   EXPECT_EQ(r.status, LlmStatus::kTruncated);
 }
 
+TEST(WireFormatTest, RefusalsAndToolCallsAreToldApartFromEmptyAnswers) {
+  auto openai = make_openai_format(provider_of(ProviderType::kOpenAi));
+  auto refused = openai->parse(json::parse(
+      R"({"choices":[{"message":{"role":"assistant","content":null,"refusal":"I can't."},
+          "finish_reason":"stop"}]})"));
+  EXPECT_EQ(refused.status, LlmStatus::kRefused);
+  EXPECT_NE(refused.error.find("I can't."), std::string::npos);
+  auto tool = openai->parse(json::parse(
+      R"({"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1",
+          "type":"function","function":{"name":"write_file","arguments":"{}"}}]},
+          "finish_reason":"tool_calls"}]})"));
+  EXPECT_EQ(tool.status, LlmStatus::kToolCall);
+  EXPECT_NE(tool.error.find("write_file"), std::string::npos);
+  // Text next to a tool call is still an answer.
+  EXPECT_EQ(openai
+                ->parse(json::parse(R"({"choices":[{"message":{"content":"```cuda\nx\n```",
+                "tool_calls":[{"id":"c1"}]},"finish_reason":"stop"}]})"))
+                .status,
+            LlmStatus::kOk);
+  EXPECT_EQ(openai
+                ->parse(json::parse(R"({"choices":[{"message":{"content":"  "},
+                "finish_reason":"stop"}]})"))
+                .status,
+            LlmStatus::kEmpty);
+
+  auto anthropic = make_anthropic_format(provider_of(ProviderType::kAnthropic));
+  EXPECT_EQ(anthropic->parse(json::parse(R"({"content":[],"stop_reason":"refusal"})")).status,
+            LlmStatus::kRefused);
+  EXPECT_EQ(anthropic
+                ->parse(json::parse(R"({"content":[{"type":"tool_use","id":"t","name":"bash",
+                    "input":{}}],"stop_reason":"tool_use"})"))
+                .status,
+            LlmStatus::kToolCall);
+  EXPECT_EQ(llm_status_name(LlmStatus::kRefused), std::string("refused"));
+  EXPECT_EQ(llm_status_name(LlmStatus::kToolCall), std::string("tool_call"));
+}
+
 TEST(WireFormatTest, OpenAiShapesThatAreNotCompletionsAreMalformed) {
   auto format = make_openai_format(provider_of(ProviderType::kOpenAi));
   EXPECT_EQ(format->parse(json::parse(R"({"object":"list"})")).status, LlmStatus::kMalformed);

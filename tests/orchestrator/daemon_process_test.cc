@@ -256,7 +256,10 @@ TEST_F(DaemonProcessTest, TheWholeLoopWithTheReplayedLlm) {
   auto server = kopt::testing::FakeLlmServer::start(options);
   ASSERT_TRUE(server) << server.error();
   // One job at a time; the server gives each task and agent (model) its own replay cursor.
-  auto config = write_llm_config(dir_.path(), (*server)->openai_base_url(), {{"max_in_flight", 1}});
+  // The replayed planner repeats its plans once it has cycled: back off for a test's time.
+  auto config = write_llm_config(
+      dir_.path(), (*server)->openai_base_url(),
+      {{"max_in_flight", 1}, {"stall", {{"backoff_initial_s", 0.2}, {"backoff_max_s", 1}}}});
   auto out =
       run({"--tasks", tasks_.string(), "--config", config.string(), "--candidates-per-task", "14"});
   EXPECT_EQ(out.exit_code, 0) << out.stderr_text;

@@ -122,17 +122,26 @@ TEST_F(OrchestratorTest, TheLlmLoopRepairsVerifiesTunesAndLearns) {
   RunOptions o = options({"axpy"}, true);
   o.max_in_flight = 1;  // one job at a time: the order of the replies is the order of the asks
   o.budgets.candidates_per_task = 16;
+  o.stall.backoff_initial = std::chrono::milliseconds(20);
   Orchestrator orchestrator(o, deps(evaluator, &llm));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
   EXPECT_EQ(outcome->status, "finished");
   const TaskProgress& axpy = outcome->progress.tasks.at(0);
-  EXPECT_EQ(axpy.note, "candidate budget of 16 used");
-  EXPECT_EQ(axpy.candidates, 16);
+  // The scripted planner proposes the same two plans every time: once they are developed, its
+  // answers hold nothing new, and after three of them the task is parked.
+  EXPECT_EQ(axpy.state, "parked");
+  EXPECT_EQ(axpy.note, "stalled: the planner's last 3 answers held only plans already tried");
   // The baseline, 3 tuner configurations, the compile error, vec4, 2 of its configurations,
-  // the unrolled kernel and 5 of its configurations: 14 evaluations. The last 3 candidates are
-  // the unrolled kernel written again, which is refused as a duplicate without an evaluation.
+  // the unrolled kernel and 5 of its configurations: 14 evaluations, 13 candidates.
+  EXPECT_EQ(axpy.candidates, 13);
   EXPECT_EQ(count("SELECT count(*) FROM evaluations"), 14);
+  EXPECT_EQ(llm.prompts("planner").size(), 4u);
+  EXPECT_NE(llm.prompts("planner").back().find(
+                "Your last answer proposed only plans already tried (float4 vectorized loads; "
+                "several elements per thread)"),
+            std::string::npos)
+      << llm.prompts("planner").back();
   // The vec4 kernel tuned to BLOCK=512: 85 us against the baseline's 110.
   EXPECT_NEAR(axpy.best_speedup, 110.0 / 85.0, 1e-9);
 
@@ -184,6 +193,72 @@ TEST_F(OrchestratorTest, TheCostBudgetStopsTheRunAndSaysSo) {
       << outcome->stop_reason;
   EXPECT_GE(outcome->progress.cost_usd, 1.0);
   EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'budget'"), 1);
+}
+
+TEST_F(OrchestratorTest, APerTaskLlmCapParksTheTaskAndSaysSo) {
+  FakeEvaluator evaluator;
+  ScriptedLlm llm;
+  llm.set_cost_per_call(0.4);
+  llm.set_default("planner", kPlans);
+  llm.set_default("coder", kopt::testing::replay_file("01_axpy_vec4.txt"));
+  llm.set_default("summarizer", kLesson);
+  RunOptions o = options({"axpy"}, true);
+  o.max_in_flight = 1;
+  o.budgets.max_usd_per_task = 1.0;
+  Orchestrator orchestrator(o, deps(evaluator, &llm));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome->stop_reason;
+  EXPECT_EQ(outcome->status, "finished");
+  const TaskProgress& axpy = outcome->progress.tasks.at(0);
+  EXPECT_EQ(axpy.state, "parked");
+  EXPECT_NE(axpy.note.find("its LLM budget of $1.00 is spent"), std::string::npos) << axpy.note;
+  // The call that crossed the cap was the last one: the planner, the coder, the lesson.
+  EXPECT_LE(llm.requests().size(), 3u);
+  EXPECT_GE(axpy.cost_usd, 1.0);
+}
+
+// The same loop with and without the spend-rate alarm: every call costs $0.10, and the stall
+// detector is turned off so that only the alarm can hold the model back.
+RunProgress run_for_three_seconds(OrchestratorDeps deps, RunOptions o,
+                                  std::optional<double> max_usd_per_hour) {
+  o.budgets.hours = 3.0 / 3600;
+  o.budgets.max_usd_per_hour = max_usd_per_hour;
+  o.stall.window = 100000;
+  o.stall.min_new_share = 0;
+  o.stall.park_new_share = -1;
+  o.stall.park_dry_calls = 100000;
+  o.stall.planner_stale_answers = 100000;
+  o.stall.backoff_initial = std::chrono::milliseconds(1);
+  o.stall.backoff_max = std::chrono::milliseconds(1);
+  Orchestrator orchestrator(o, deps);
+  auto outcome = orchestrator.run();
+  EXPECT_TRUE(outcome);
+  EXPECT_EQ(outcome->status, "budget");
+  return outcome->progress;
+}
+
+TEST_F(OrchestratorTest, TheSpendRateAlarmHoldsLlmWorkBackAndSaysSo) {
+  FakeEvaluator evaluator;
+  ScriptedLlm fast, held;
+  for (ScriptedLlm* llm : {&fast, &held}) {
+    llm->set_cost_per_call(0.1);
+    llm->set_default("planner", kPlans);
+    llm->set_default("coder", kopt::testing::replay_file("05_axpy_unrolled.txt"));
+    llm->set_default("summarizer", kLesson);
+  }
+  RunOptions o = options({"axpy"}, true);
+  o.max_in_flight = 1;
+  RunProgress free_run = run_for_three_seconds(deps(evaluator, &fast), o, std::nullopt);
+  EXPECT_GE(fast.requests().size(), 3u);  // the planner, then the coder for its plans
+  EXPECT_EQ(free_run.alarm, "");
+  // $0.10 in the last 10 minutes is $0.60 an hour: above $0.50, so after the planner's first
+  // call nothing more is asked for the rest of the run, and the status says why.
+  RunProgress held_run = run_for_three_seconds(deps(evaluator, &held), o, 0.5);
+  EXPECT_EQ(held.requests().size(), 1u);
+  EXPECT_NE(held_run.alarm.find("spend rate $0.60/h over the last 10m00s is above "
+                                "daemon.budgets.max_usd_per_hour ($0.50/h)"),
+            std::string::npos)
+      << held_run.alarm;
 }
 
 TEST_F(OrchestratorTest, TheTimeBudgetStopsTheRunAndSaysSo) {

@@ -19,6 +19,7 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "tests/support/stalling_model.h"
 
 namespace kopt::testing {
 
@@ -216,10 +217,7 @@ bool FakeLlmServer::wait(std::chrono::milliseconds delay) {
   return !stopping_cv_.wait_for(lock, delay, [this] { return stopping_; });
 }
 
-namespace {
-
-// "axpy" from a prompt that says "# Task: axpy"; "" when the request names no task.
-std::string task_of(const std::string& body) {
+std::string fake_request_task(const std::string& body) {
   const std::string marker = "# Task: ";
   size_t at = body.find(marker);
   if (at == std::string::npos) return "";
@@ -230,6 +228,8 @@ std::string task_of(const std::string& body) {
   }
   return body.substr(start, end - start);
 }
+
+namespace {
 
 std::string model_of(const std::string& body) {
   auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -258,8 +258,9 @@ FakeReply FakeLlmServer::next_reply(const RecordedRequest& request) {
     queue_.pop_front();
     return r;
   }
+  if (options_.stalling) return options_.stalling->answer(request);
   if (replay_files_.empty()) return default_reply_;
-  std::string task = task_of(request.body);
+  std::string task = fake_request_task(request.body);
   std::vector<const std::filesystem::path*> files;
   if (!task.empty()) {
     for (const auto& f : replay_files_) {

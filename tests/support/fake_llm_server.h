@@ -36,7 +36,8 @@ enum class FakeFault {
   kNotFound,         // 404 "model not found"
   kBadRequest,       // 400
   kLengthLimit,      // 200, finish_reason "length" (Anthropic: stop_reason "max_tokens")
-  kRefusal,          // 200, message.refusal with the text (Anthropic: stop_reason "refusal")
+  kRefusal,          // 200, content null and a "refusal" (Anthropic: stop_reason "refusal")
+  kToolCall,         // 200, content null and "tool_calls" (Anthropic: a tool_use block)
 };
 
 // "none", "rate_limited", "server_error", "unavailable", "slow", "reset", "malformed", "empty",
@@ -65,10 +66,15 @@ struct RecordedRequest {
   std::string body;
 };
 
+class StallingModel;
+
+// "axpy" from a request whose prompt says "# Task: axpy"; "" when it names no task.
+std::string fake_request_task(const std::string& body);
+
 class FakeLlmServer {
  public:
   struct Options {
-    int port = 0;                      // 0: an ephemeral port
+    int port = 0;  // 0: an ephemeral port
     // Files served in name order, cycling; "" for none. A request whose prompt says
     // "# Task: NAME" gets the files named NN_NAME_*.txt (when there are any), each model name
     // (one per agent in a test config) with its own cursor: the answers a task's coder sees do
@@ -81,6 +87,9 @@ class FakeLlmServer {
     bool only_listed_models = false;
     // When set, every request with another key (Bearer or x-api-key) gets 401.
     std::string required_key;
+    // Answers as a model that stalls (stalling_model.h) instead of replaying; queued replies
+    // still come first.
+    std::shared_ptr<StallingModel> stalling;
   };
 
   static Result<std::unique_ptr<FakeLlmServer>> start(Options options);

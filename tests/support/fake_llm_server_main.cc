@@ -14,6 +14,7 @@
 
 #include "common/strings.h"
 #include "tests/support/fake_llm_server.h"
+#include "tests/support/stalling_model.h"
 
 namespace {
 
@@ -21,13 +22,19 @@ int usage(const char* why) {
   if (why) std::fprintf(stderr, "fake-llm-server: %s\n", why);
   std::fprintf(
       stderr,
-      "usage: fake-llm-server [--port P] [--replay DIR] [--models A,B] [--key-env VAR] [--quiet]\n"
+      "usage: fake-llm-server [--port P] [--replay DIR] [--models A,B] [--key-env VAR]\n"
+      "                       [--stall [--stall-pool N]] [--quiet]\n"
       "  --port P      port on 127.0.0.1 (default 0: any free port, printed)\n"
       "  --replay DIR  completions to serve, one file each, in name order, cycling;\n"
       "                a prompt with \"# Task: NAME\" gets the files NN_NAME_* only,\n"
       "                with one cursor per task and model;\n"
       "                a *.fault file names a fault (429, 500, 503, reset, malformed,\n"
-      "                empty, truncated_body, huge, 401, 404, 400, length)\n"
+      "                empty, truncated_body, huge, 401, 404, 400, length, refusal,\n"
+      "                tool_call)\n"
+      "  --stall       answer as a model that stalls (repeats, near-repeats, cut-off\n"
+      "                answers, refusals, tool calls, the same plans), writing N new\n"
+      "                kernels per task (--stall-pool, default 24) from the kernels\n"
+      "                of --replay DIR\n"
       "  --models A,B   the models GET /v1/models lists; a completion for any other\n"
       "                model gets 404 (default: fake-model and the replay-* models of\n"
       "                configs/fake-server.json listed, every model answered)\n"
@@ -43,6 +50,8 @@ int main(int argc, char** argv) {
   options.log_requests = true;
   // What `kopt run --config configs/fake-server.json` checks before its night starts.
   options.listed_models = {"fake-model", "replay-planner", "replay-coder", "replay-summarizer"};
+  bool stall = false;
+  kopt::testing::StallingModelOptions stall_options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     bool has_value = i + 1 < argc;
@@ -61,11 +70,23 @@ int main(int argc, char** argv) {
       const char* key = std::getenv(argv[++i]);
       if (!key || !*key) return usage("--key-env names a variable that is not set");
       options.required_key = key;
+    } else if (arg == "--stall") {
+      stall = true;
+    } else if (arg == "--stall-pool" && has_value) {
+      stall_options.pool_per_task = std::atoi(argv[++i]);
+      if (stall_options.pool_per_task <= 0) return usage("--stall-pool needs a positive number");
     } else if (arg == "--quiet") {
       options.log_requests = false;
     } else {
       return usage(("unknown or incomplete option '" + arg + "'").c_str());
     }
+  }
+
+  if (stall) {
+    if (options.replay_dir.empty()) return usage("--stall needs --replay DIR for its kernels");
+    auto model = kopt::testing::StallingModel::load(options.replay_dir, stall_options);
+    if (!model) return usage(model.error().c_str());
+    options.stalling = std::move(*model);
   }
 
   // Block the stop signals before any thread starts, so that only sigwait() below sees them.

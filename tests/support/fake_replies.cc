@@ -55,6 +55,48 @@ std::string completion_body(const FakeReply& reply, const RecordedRequest& reque
       .dump();
 }
 
+// A 200 without text: the model declined, or called a tool although none was offered (both are
+// seen from OpenAI-compatible servers as content null).
+std::string no_text_body(const FakeReply& reply, const RecordedRequest& request, bool tool,
+                         int64_t serial) {
+  json usage_openai = {{"prompt_tokens", reply.input_tokens},
+                       {"completion_tokens", reply.output_tokens},
+                       {"total_tokens", reply.input_tokens + reply.output_tokens}};
+  if (anthropic_shape(request)) {
+    json content = tool ? json::array({{{"type", "tool_use"},
+                                        {"id", "toolu_fake_" + std::to_string(serial)},
+                                        {"name", "write_file"},
+                                        {"input", {{"path", "kernel.cu"}}}}})
+                        : json::array();
+    return json{
+        {"id", "msg_fake_" + std::to_string(serial)},
+        {"type", "message"},
+        {"role", "assistant"},
+        {"model", requested_model(request)},
+        {"content", content},
+        {"stop_reason", tool ? "tool_use" : "refusal"},
+        {"usage", {{"input_tokens", reply.input_tokens}, {"output_tokens", reply.output_tokens}}}}
+        .dump();
+  }
+  json message = {{"role", "assistant"}, {"content", nullptr}};
+  if (tool) {
+    message["tool_calls"] = json::array(
+        {{{"id", "call_fake_" + std::to_string(serial)},
+          {"type", "function"},
+          {"function", {{"name", "write_file"}, {"arguments", "{\"path\": \"kernel.cu\"}"}}}}});
+  } else {
+    message["refusal"] = "I'm sorry, but I can't help with that.";
+  }
+  return json{{"id", "chatcmpl-fake-" + std::to_string(serial)},
+              {"object", "chat.completion"},
+              {"model", requested_model(request)},
+              {"choices", json::array({{{"index", 0},
+                                        {"message", message},
+                                        {"finish_reason", tool ? "tool_calls" : "stop"}}})},
+              {"usage", usage_openai}}
+      .dump();
+}
+
 std::string error_body(const RecordedRequest& request, const std::string& type,
                        const std::string& message) {
   if (anthropic_shape(request)) {
@@ -129,6 +171,9 @@ FakeHttpResponse build_fake_response(const FakeReply& reply, const RecordedReque
     case FakeFault::kRefusal:
       r.body = completion_body(reply, request, reply.text, false, false, serial, true);
       break;
+    case FakeFault::kToolCall:
+      r.body = no_text_body(reply, request, true, serial);
+      break;
     case FakeFault::kEmptyChoices:
       r.body = completion_body(reply, request, "", false, true, serial);
       break;
@@ -195,6 +240,7 @@ Result<FakeFault> parse_fake_fault(const std::string& name) {
       {"400", FakeFault::kBadRequest},
       {"length", FakeFault::kLengthLimit},
       {"refusal", FakeFault::kRefusal},
+      {"tool_call", FakeFault::kToolCall},
   };
   auto it = kNames.find(name);
   if (it == kNames.end()) return make_error("unknown fault '" + name + "'");
