@@ -55,45 +55,39 @@ std::string completion_body(const FakeReply& reply, const RecordedRequest& reque
       .dump();
 }
 
-// A 200 without text: the model declined, or called a tool although none was offered (both are
-// seen from OpenAI-compatible servers as content null).
-std::string no_text_body(const FakeReply& reply, const RecordedRequest& request, bool tool,
-                         int64_t serial) {
-  json usage_openai = {{"prompt_tokens", reply.input_tokens},
-                       {"completion_tokens", reply.output_tokens},
-                       {"total_tokens", reply.input_tokens + reply.output_tokens}};
+// A 200 with a tool call instead of text (OpenAI-compatible servers send content null), although
+// no tool was offered. Refusals are completion_body's, with their text.
+std::string tool_call_body(const FakeReply& reply, const RecordedRequest& request, int64_t serial) {
   if (anthropic_shape(request)) {
-    json content = tool ? json::array({{{"type", "tool_use"},
-                                        {"id", "toolu_fake_" + std::to_string(serial)},
-                                        {"name", "write_file"},
-                                        {"input", {{"path", "kernel.cu"}}}}})
-                        : json::array();
+    json content = json::array({{{"type", "tool_use"},
+                                 {"id", "toolu_fake_" + std::to_string(serial)},
+                                 {"name", "write_file"},
+                                 {"input", {{"path", "kernel.cu"}}}}});
     return json{
         {"id", "msg_fake_" + std::to_string(serial)},
         {"type", "message"},
         {"role", "assistant"},
         {"model", requested_model(request)},
         {"content", content},
-        {"stop_reason", tool ? "tool_use" : "refusal"},
+        {"stop_reason", "tool_use"},
         {"usage", {{"input_tokens", reply.input_tokens}, {"output_tokens", reply.output_tokens}}}}
         .dump();
   }
   json message = {{"role", "assistant"}, {"content", nullptr}};
-  if (tool) {
-    message["tool_calls"] = json::array(
-        {{{"id", "call_fake_" + std::to_string(serial)},
-          {"type", "function"},
-          {"function", {{"name", "write_file"}, {"arguments", "{\"path\": \"kernel.cu\"}"}}}}});
-  } else {
-    message["refusal"] = "I'm sorry, but I can't help with that.";
-  }
-  return json{{"id", "chatcmpl-fake-" + std::to_string(serial)},
-              {"object", "chat.completion"},
-              {"model", requested_model(request)},
-              {"choices", json::array({{{"index", 0},
-                                        {"message", message},
-                                        {"finish_reason", tool ? "tool_calls" : "stop"}}})},
-              {"usage", usage_openai}}
+  message["tool_calls"] = json::array(
+      {{{"id", "call_fake_" + std::to_string(serial)},
+        {"type", "function"},
+        {"function", {{"name", "write_file"}, {"arguments", "{\"path\": \"kernel.cu\"}"}}}}});
+  json usage_openai = {{"prompt_tokens", reply.input_tokens},
+                       {"completion_tokens", reply.output_tokens},
+                       {"total_tokens", reply.input_tokens + reply.output_tokens}};
+  return json{
+      {"id", "chatcmpl-fake-" + std::to_string(serial)},
+      {"object", "chat.completion"},
+      {"model", requested_model(request)},
+      {"choices",
+       json::array({{{"index", 0}, {"message", message}, {"finish_reason", "tool_calls"}}})},
+      {"usage", usage_openai}}
       .dump();
 }
 
@@ -172,7 +166,7 @@ FakeHttpResponse build_fake_response(const FakeReply& reply, const RecordedReque
       r.body = completion_body(reply, request, reply.text, false, false, serial, true);
       break;
     case FakeFault::kToolCall:
-      r.body = no_text_body(reply, request, true, serial);
+      r.body = tool_call_body(reply, request, serial);
       break;
     case FakeFault::kEmptyChoices:
       r.body = completion_body(reply, request, "", false, true, serial);
