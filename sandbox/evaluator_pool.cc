@@ -44,7 +44,34 @@ Result<EvalResult> EvaluatorPool::evaluate(const EvalRequest& request) {
       pool->freed_.notify_one();
     }
   } release{this, index};
+  auto started = Clock::now();
+  {
+    std::lock_guard lock(usage_mutex_);
+    if (!first_start_) first_start_ = started;
+  }
+  struct Account {
+    EvaluatorPool* pool;
+    Clock::time_point started;
+    ~Account() {
+      auto ended = Clock::now();
+      std::lock_guard lock(pool->usage_mutex_);
+      pool->busy_seconds_ += std::chrono::duration<double>(ended - started).count();
+      pool->last_end_ = std::max(pool->last_end_, ended);
+      ++pool->evaluations_;
+    }
+  } account{this, started};
   return members_[index]->evaluate(request);
+}
+
+EvaluatorPool::Utilization EvaluatorPool::utilization() const {
+  std::lock_guard lock(usage_mutex_);
+  Utilization u;
+  u.members = int(members_.size());
+  u.evaluations = evaluations_;
+  u.busy_seconds = busy_seconds_;
+  if (first_start_ && evaluations_ > 0)
+    u.span_seconds = std::chrono::duration<double>(last_end_ - *first_start_).count();
+  return u;
 }
 
 std::string EvaluatorPool::name() const {

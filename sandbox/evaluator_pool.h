@@ -3,9 +3,12 @@
 // cannot start) affects only the requests it was given.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "sandbox/evaluator.h"
@@ -26,6 +29,20 @@ class EvaluatorPool final : public Evaluator {
   void cancel_pauses() override;
 
   size_t size() const { return members_.size(); }
+
+  // How busy the members were between the first evaluation's start and the last one's end: with
+  // candidates always waiting (a fast LLM), idle time is the daemon's own overhead.
+  struct Utilization {
+    double busy_seconds = 0;  // summed over members
+    double span_seconds = 0;  // first start to last end
+    int members = 0;
+    int evaluations = 0;
+    double idle_fraction() const {
+      double capacity = span_seconds * members;
+      return capacity > 0 ? std::max(0.0, 1.0 - busy_seconds / capacity) : 0.0;
+    }
+  };
+  Utilization utilization() const;
   Evaluator& member(size_t index) { return *members_[index]; }
 
  private:
@@ -33,6 +50,12 @@ class EvaluatorPool final : public Evaluator {
   std::mutex mutex_;
   std::condition_variable freed_;
   std::vector<size_t> free_;  // indices of idle members
+  using Clock = std::chrono::steady_clock;
+  mutable std::mutex usage_mutex_;
+  std::optional<Clock::time_point> first_start_;
+  Clock::time_point last_end_;
+  double busy_seconds_ = 0;
+  int evaluations_ = 0;
 };
 
 }  // namespace kopt

@@ -101,16 +101,36 @@ json options_to_json(const EvalOptions& o) {
           {"check_gpu_quiet", o.check_gpu_quiet},
           {"probe_tolerance", o.probe_tolerance},
           {"large_shape_rounds", o.large_shape_rounds},
-          {"large_shape_bytes", o.large_shape_bytes}};
+          {"large_shape_bytes", o.large_shape_bytes},
+          {"reuse_inputs", o.reuse_inputs},
+          {"pool_sets", o.pool_sets},
+          {"min_samples_long", o.min_samples_long},
+          {"long_sample_ms", o.long_sample_ms}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
   EvalOptions options;
   r.check_keys(o, path,
-               {"arch", "seed", "rounds", "check_holdout", "time", "min_samples", "max_noise",
-                "max_gpu_seconds", "max_wall_seconds", "suspicious_speedup", "hang_factor",
-                "hang_floor_seconds", "check_gpu_quiet", "probe_tolerance", "large_shape_rounds",
-                "large_shape_bytes"});
+               {"arch",
+                "seed",
+                "rounds",
+                "check_holdout",
+                "time",
+                "min_samples",
+                "max_noise",
+                "max_gpu_seconds",
+                "max_wall_seconds",
+                "suspicious_speedup",
+                "hang_factor",
+                "hang_floor_seconds",
+                "check_gpu_quiet",
+                "probe_tolerance",
+                "large_shape_rounds",
+                "large_shape_bytes",
+                "reuse_inputs",
+                "pool_sets",
+                "min_samples_long",
+                "long_sample_ms"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -135,6 +155,13 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   read_into(r, o, path, "probe_tolerance", options.probe_tolerance);
   read_into(r, o, path, "large_shape_rounds", options.large_shape_rounds);
   read_into(r, o, path, "large_shape_bytes", options.large_shape_bytes);
+  read_into(r, o, path, "reuse_inputs", options.reuse_inputs);
+  read_into(r, o, path, "pool_sets", options.pool_sets);
+  read_into(r, o, path, "min_samples_long", options.min_samples_long);
+  read_into(r, o, path, "long_sample_ms", options.long_sample_ms);
+  if (options.pool_sets < 1) r.error(path + ".pool_sets", "must be at least 1");
+  if (options.min_samples_long < 1) r.error(path + ".min_samples_long", "must be at least 1");
+  if (!(options.long_sample_ms > 0)) r.error(path + ".long_sample_ms", "must be positive");
   if (options.large_shape_rounds < 1) r.error(path + ".large_shape_rounds", "must be at least 1");
   if (!(options.hang_factor >= 1)) r.error(path + ".hang_factor", "must be at least 1");
   if (!(options.hang_floor_seconds > 0)) r.error(path + ".hang_floor_seconds", "must be positive");

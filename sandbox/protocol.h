@@ -51,6 +51,15 @@ struct EvalOptions {
   // shapes dominate verification time (tasks/README.md, "Verification rounds").
   int large_shape_rounds = 2;
   int64_t large_shape_bytes = int64_t(64) << 20;
+  // Verification draws its rounds from input sets the worker keeps per (task, reference, shape),
+  // pool_sets of them for shapes up to large_shape_bytes, 4 above (sandbox/worker/input_pool.h).
+  // A request with an explicit seed (a reproduction) always gets fresh inputs from that seed.
+  bool reuse_inputs = true;
+  int pool_sets = 8;
+  // Samples of at least long_sample_ms each are stable to far below max_noise after a few:
+  // min_samples_long of them suffice (sandbox/timing_stats.h).
+  int min_samples_long = 5;
+  double long_sample_ms = 10.0;
 };
 
 struct EvalRequest {

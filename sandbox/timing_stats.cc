@@ -70,6 +70,8 @@ StoppingParams stopping_params(const EvalOptions& options) {
   params.max_noise = options.max_noise;
   params.max_gpu_seconds = options.max_gpu_seconds;
   params.max_wall_seconds = options.max_wall_seconds;
+  params.min_samples_long = options.min_samples_long;
+  params.long_sample_us = options.long_sample_ms * 1e3;
   return params;
 }
 
@@ -93,6 +95,7 @@ StoppingCriterion::StoppingCriterion(StoppingParams params, Clock clock)
     : params_(params), clock_(std::move(clock)), start_(clock_()) {}
 
 void StoppingCriterion::add(const TimingSample& sample) {
+  shortest_us_ = samples_.empty() ? sample.gpu_us : std::min(shortest_us_, sample.gpu_us);
   samples_.push_back(sample);
   gpu_seconds_ += sample.gpu_us * 1e-6;
 }
@@ -108,13 +111,13 @@ bool StoppingCriterion::finished() {
     reason_ = StopReason::kSampleCap;
     return true;
   }
-  if (samples_.size() < static_cast<size_t>(params_.min_samples)) return false;
+  if (samples_.size() < required_samples()) return false;
   // Median and MAD cost O(n): recompute only after the sample count grew by about 3%, which
   // keeps a run of 10^5 short samples linear overall while delaying the stop by at most 3%.
   if (samples_.size() < next_noise_check_) return false;
   next_noise_check_ = samples_.size() + std::max<size_t>(1, samples_.size() / 32);
   std::vector<double> times = unthrottled_times(samples_, params_.max_clock_drop);
-  if (times.size() < static_cast<size_t>(params_.min_samples)) return false;
+  if (times.size() < required_samples()) return false;
   noise_ = relative_median_error(times);
   if (noise_ <= params_.max_noise) {
     reason_ = StopReason::kConverged;
@@ -122,6 +125,12 @@ bool StoppingCriterion::finished() {
     reason_ = StopReason::kGpuTimeCap;
   }
   return reason_ != StopReason::kNotYet;
+}
+
+size_t StoppingCriterion::required_samples() const {
+  bool all_long = !samples_.empty() && shortest_us_ >= params_.long_sample_us;
+  return size_t(all_long ? std::min(params_.min_samples, params_.min_samples_long)
+                         : params_.min_samples);
 }
 
 TimingSummary StoppingCriterion::summary() const {

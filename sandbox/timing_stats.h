@@ -51,6 +51,12 @@ struct StoppingParams {
   double max_wall_seconds = 20;  // or once this much wall time passed since the start (always)
   double max_clock_drop = 0.25;  // throttle threshold, see unthrottled_times
   int max_samples = 1 << 20;     // memory guard for very short kernels
+  // Long samples (every one at least long_sample_us) need only min_samples_long before noise or
+  // the cap may stop: launch overhead and clock jitter are then far below max_noise, and ten
+  // samples of a 90 ms GEMM would cost 0.9 s of GPU per side for no better number. The noise
+  // criterion still has to be met (or the GPU cap reached).
+  int min_samples_long = 5;
+  double long_sample_us = 10'000;
 };
 
 // The stopping parameters an evaluation request asks for.
@@ -75,6 +81,8 @@ class StoppingCriterion {
   TimingSummary summary() const;
   const std::vector<TimingSample>& samples() const { return samples_; }
   double gpu_seconds() const { return gpu_seconds_; }
+  // Samples needed before the noise criterion or the GPU cap may stop (see min_samples_long).
+  size_t required_samples() const;
   // The noise at the last check (updated by finished()).
   double noise() const { return noise_; }
 
@@ -84,6 +92,7 @@ class StoppingCriterion {
   std::chrono::steady_clock::time_point start_;
   std::vector<TimingSample> samples_;
   double gpu_seconds_ = 0;
+  double shortest_us_ = 0;
   double noise_ = 0;
   size_t next_noise_check_ = 0;  // sample count at which the noise is recomputed next
   StopReason reason_ = StopReason::kNotYet;

@@ -79,7 +79,8 @@ void apply_failure(EvalResult& result, const PlanFailure& failure) {
 
 }  // namespace
 
-Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalRequest& request) {
+Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalRequest& request,
+                            InputPool* pool) {
   auto started = Clock::now();
   EvalResult result;
   result.device = device.info().to_json();
@@ -110,6 +111,13 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   // Verification: the sweep, then the holdout shapes.
   auto verify_started = Clock::now();
   Verifier verifier(device, support, *task, *reference.kernel, *candidate.kernel, request.options);
+  // Kept input sets belong to one task and one reference: both are in the key. A reproduction
+  // (an explicit seed) gets inputs from its seed alone.
+  if (!request.options.reuse_inputs || request.options.seed != 0) pool = nullptr;
+  std::string pool_key = request.task_json + '\0' + request.reference.source;
+  for (const auto& [name, value] : request.reference.tunables)
+    pool_key += '\0' + name + "=" + std::to_string(value);
+  verifier.use_pool(pool, pool_key);
   std::vector<std::pair<std::string, const std::vector<ShapeBinding>*>> phases = {
       {"sweep", &task->shapes}};
   if (request.options.check_holdout) phases.push_back({"holdout", &task->holdout});
@@ -185,6 +193,7 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   if (!quiet_before) return make_error(quiet_before.error());
   if (!*quiet_before) return result;
   TimingLoop loop(device, support, *task, *reference.kernel, request.options);
+  loop.use_pool(pool, pool_key);
   auto timed = loop.run(*candidate.kernel, baseline ? &*baseline->kernel : nullptr, timed_shape,
                         seed ^ 0x5bd1e995ULL);
   result.time_ms = ms_since(time_started);

@@ -79,6 +79,9 @@ Result<SupportKernels> SupportKernels::load(Device& device, const std::string& a
   auto stats = allocate(device, sizeof(DeviceStats));
   if (!stats) return make_error(stats.error());
   k.stats_ = std::move(*stats);
+  auto slots = allocate(device, kMaxChecksums * sizeof(uint64_t));
+  if (!slots) return make_error(slots.error());
+  k.checksum_slots_ = std::move(*slots);
   auto guards = allocate(device, kMaxGuardScan * 2 * sizeof(uint64_t));
   if (!guards) return make_error(guards.error());
   k.guard_results_ = std::move(*guards);
@@ -88,7 +91,8 @@ Result<SupportKernels> SupportKernels::load(Device& device, const std::string& a
   return k;
 }
 
-Status SupportKernels::launch(const std::string& name, unsigned grid, unsigned block, void** args) {
+Status SupportKernels::launch(const std::string& name, unsigned grid, unsigned block, void** args,
+                              bool sync) {
   auto it = functions_.find(name);
   if (it == functions_.end()) return make_error("no support kernel " + name);
   CudaFailure failure;
@@ -96,6 +100,18 @@ Status SupportKernels::launch(const std::string& name, unsigned grid, unsigned b
   if (!device_->check(d.cuLaunchKernel(it->second, grid, 1, 1, block, 1, 1, 0, device_->stream(),
                                        args, nullptr),
                       "cuLaunchKernel(support)", &failure) ||
+      (sync &&
+       !device_->check(d.cuStreamSynchronize(device_->stream()), "cuStreamSynchronize", &failure)))
+    return make_error(failure.message);
+  return ok_status();
+}
+
+Status SupportKernels::read_back(void* host, CUdeviceptr from, size_t bytes) {
+  // In stream order, then one wait: the launches before it need no syncs of their own.
+  const CudaDriver& d = device_->driver();
+  CudaFailure failure;
+  if (!device_->check(d.cuMemcpyDtoHAsync(host, from, bytes, device_->stream()),
+                      "cuMemcpyDtoHAsync", &failure) ||
       !device_->check(d.cuStreamSynchronize(device_->stream()), "cuStreamSynchronize", &failure))
     return make_error(failure.message);
   return ok_status();
@@ -120,16 +136,16 @@ Status SupportKernels::fill(CUdeviceptr data, DType dtype, int64_t n, const Init
                         std::to_string(int_high) + ")");
     long long lo = int_low, hi = int_high;
     void* args[] = {&data, &count, &seed, &lo, &hi};
-    return launch("fill_randint<" + ty + ">", grid_for(*device_, count), 256, args);
+    return launch("fill_randint<" + ty + ">", grid_for(*device_, count), 256, args, false);
   }
   if (init.dist == "uniform") {
     double lo = init.low, hi = init.high;
     void* args[] = {&data, &count, &seed, &lo, &hi};
-    return launch("fill_uniform<" + ty + ">", grid_for(*device_, count), 256, args);
+    return launch("fill_uniform<" + ty + ">", grid_for(*device_, count), 256, args, false);
   }
   double mean = init.mean, stddev = init.stddev;
   void* args[] = {&data, &count, &seed, &mean, &stddev};
-  return launch("fill_normal<" + ty + ">", grid_for(*device_, count), 256, args);
+  return launch("fill_normal<" + ty + ">", grid_for(*device_, count), 256, args, false);
 }
 
 Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr expected, DType dtype,
@@ -143,12 +159,11 @@ Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr exp
   uint64_t count = static_cast<uint64_t>(n);
   void* args[] = {&actual, &expected, &count, &atol, &rtol, &stats};
   if (auto s = launch(std::string("compare<") + type_name(dtype) + ">", grid_for(*device_, count),
-                      256, args);
+                      256, args, false);
       !s)
     return make_error(s.error());
   DeviceStats host{};
-  if (!device_->check(d.cuMemcpyDtoH(&host, stats, sizeof host), "cuMemcpyDtoH", &failure))
-    return make_error(failure.message);
+  if (auto s = read_back(&host, stats, sizeof host); !s) return make_error(s.error());
   CompareStats out;
   out.failed = host.failed;
   out.non_finite = host.non_finite;
@@ -164,20 +179,35 @@ Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr exp
 }
 
 Result<uint64_t> SupportKernels::checksum(CUdeviceptr data, size_t bytes) {
+  auto sums = checksums({{data, bytes}});
+  if (!sums) return make_error(sums.error());
+  return sums->front();
+}
+
+Result<std::vector<uint64_t>> SupportKernels::checksums(
+    const std::vector<std::pair<CUdeviceptr, size_t>>& buffers) {
   const CudaDriver& d = device_->driver();
   CudaFailure failure;
-  CUdeviceptr out = stats_.ptr();
-  if (!device_->check(d.cuMemsetD8Async(out, 0, sizeof(uint64_t), device_->stream()),
-                      "cuMemsetD8Async", &failure))
-    return make_error(failure.message);
-  uint64_t count = bytes;
-  void* args[] = {&data, &count, &out};
-  if (auto s = launch("checksum", grid_for(*device_, count), 256, args); !s)
-    return make_error(s.error());
-  uint64_t sum = 0;
-  if (!device_->check(d.cuMemcpyDtoH(&sum, out, sizeof sum), "cuMemcpyDtoH", &failure))
-    return make_error(failure.message);
-  return sum;
+  std::vector<uint64_t> sums(buffers.size());
+  for (size_t first = 0; first < buffers.size(); first += kMaxChecksums) {
+    size_t count = std::min(buffers.size() - first, kMaxChecksums);
+    if (!device_->check(d.cuMemsetD8Async(checksum_slots_.ptr(), 0, count * sizeof(uint64_t),
+                                          device_->stream()),
+                        "cuMemsetD8Async", &failure))
+      return make_error(failure.message);
+    for (size_t i = 0; i < count; ++i) {
+      CUdeviceptr data = buffers[first + i].first;
+      uint64_t bytes = buffers[first + i].second;
+      CUdeviceptr out = checksum_slots_.ptr() + i * sizeof(uint64_t);
+      void* args[] = {&data, &bytes, &out};
+      if (auto s = launch("checksum", grid_for(*device_, bytes), 256, args, false); !s)
+        return make_error(s.error());
+    }
+    if (auto s = read_back(sums.data() + first, checksum_slots_.ptr(), count * sizeof(uint64_t));
+        !s)
+      return make_error(s.error());
+  }
+  return sums;
 }
 
 Result<std::vector<GuardDamage>> SupportKernels::scan_guards(

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -53,6 +54,9 @@ class SupportKernels {
                                double atol, double rtol);
   // Position-sensitive 64-bit checksum of `bytes` bytes (a multiple of 4 is not required).
   Result<uint64_t> checksum(CUdeviceptr data, size_t bytes);
+  // Checksums of many buffers with one read-back for all of them.
+  Result<std::vector<uint64_t>> checksums(
+      const std::vector<std::pair<CUdeviceptr, size_t>>& buffers);
   // Estimated SM clock in MHz from %globaltimer and clock64 around a fixed spin.
   Result<double> probe_clock_mhz();
   // Measured FP32 FMA throughput of the device, in flop/s.
@@ -69,13 +73,19 @@ class SupportKernels {
   Result<double> read_element(CUdeviceptr data, DType dtype, int64_t index);
 
  private:
-  Status launch(const std::string& name, unsigned grid, unsigned block, void** args);
+  // Launches on the worker's stream; `sync` waits for it (kernels whose results are read back
+  // next skip that: read_back waits once for everything before it).
+  Status launch(const std::string& name, unsigned grid, unsigned block, void** args,
+                bool sync = true);
+  Status read_back(void* host, CUdeviceptr from, size_t bytes);
   Device* device_ = nullptr;
   std::shared_ptr<Module> module_;
   std::map<std::string, CUfunction> functions_;
   DeviceMemory stats_;  // scratch for CompareStats and checksums
   DeviceMemory probe_;
   static constexpr size_t kMaxGuardScan = 256;  // buffers per scan_guards launch batch
+  static constexpr size_t kMaxChecksums = 256;  // buffers per checksums read-back
+  DeviceMemory checksum_slots_;
   DeviceMemory guard_results_;
 };
 

@@ -32,8 +32,10 @@ class Stream {
   CUstream stream_ = nullptr;
 };
 
+// One rotation slot: an input set with the reference's outputs, and the outputs of both sides.
 struct BufferSet {
-  BufferMap inputs, expected, candidate_out, baseline_out;
+  InputSet* data = nullptr;
+  BufferMap candidate_out, baseline_out;
 };
 
 // The per-sample spans of one stream's records: each sample is `launches` consecutive kernels.
@@ -73,11 +75,6 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
       return make_error("the baseline cannot run at the timed shape: " + f->detail);
     bp = std::get<ResolvedPlan>(r);
   }
-  auto rr = reference_.resolve(task_, sizes);
-  if (auto* f = std::get_if<PlanFailure>(&rr))
-    return make_error("the reference cannot run at the timed shape: " + f->detail);
-  const ResolvedPlan& rp = std::get<ResolvedPlan>(rr);
-
   // How many buffer sets fit: rotate among up to 4 so addresses and data change every sample.
   size_t set_bytes = 0;
   for (const auto* list : {&task_.inputs, &task_.outputs}) {
@@ -92,7 +89,31 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
   size_t budget = std::min<size_t>(free_bytes / 2, size_t(16) << 30);
   int sets = int(std::clamp<size_t>(set_bytes ? budget / set_bytes : 4, 1, 4));
 
-  std::vector<GuardedBuffer> storage;
+  // Inputs and the reference's outputs: kept sets when the pool has them, else made here from the
+  // request's seed. Never the sets verification drew from: a kernel that memoized its outputs
+  // while being verified (keyed on addresses or values) would replay them here, right and fast.
+  InputSetMaker maker(device_, support_, task_, reference_, sizes);
+  auto drawn = draw_sets(pool_, pool_key_ + "|timing", maker, sets, options_, nullptr);
+  if (!drawn) return make_error(drawn.error());
+  std::vector<std::unique_ptr<InputSet>> own;
+  std::vector<BufferSet> buffer_sets(static_cast<size_t>(sets));
+  for (int i = 0; i < sets; ++i) {
+    if (drawn->has_value()) {
+      buffer_sets[size_t(i)].data = (**drawn)[size_t(i)];
+      continue;
+    }
+    auto set = maker.allocate();
+    if (!set) return make_error("timing buffers: " + set.error());
+    if (auto s = maker.fill(**set, seed + 1000003 * uint64_t(i + 1)); !s)
+      return make_error(s.error());
+    buffer_sets[size_t(i)].data = set->get();
+    own.push_back(std::move(*set));
+  }
+  double trusted_seconds = 0;  // the slowest trusted run at this shape: the hang limit's basis
+  for (const auto& set : buffer_sets)
+    trusted_seconds = std::max(trusted_seconds, set.data->reference_seconds);
+
+  std::vector<GuardedBuffer> storage;  // outputs and scratch of candidate and baseline
   auto alloc = [&](const std::vector<TensorSpec>& specs, BufferMap& map) -> Status {
     for (const auto& t : specs) {
       auto n = task_.element_count(t, sizes);
@@ -112,40 +133,22 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
     }
     return ok_status();
   };
-  std::vector<BufferSet> buffer_sets(sets);
-  BufferMap ref_scratch, cand_scratch, base_scratch;
+  BufferMap cand_scratch, base_scratch;
   for (auto& set : buffer_sets) {
-    for (auto [specs, map] :
-         {std::pair{&task_.inputs, &set.inputs}, std::pair{&task_.outputs, &set.expected},
-          std::pair{&task_.outputs, &set.candidate_out},
-          std::pair{&task_.outputs, &set.baseline_out}}) {
-      if (auto s = alloc(*specs, *map); !s) return make_error("timing buffers: " + s.error());
-    }
+    for (auto* map : {&set.candidate_out, &set.baseline_out})
+      if (auto s = alloc(task_.outputs, *map); !s)
+        return make_error("timing buffers: " + s.error());
   }
-  if (auto s = alloc_scratch(rp, ref_scratch); !s) return make_error(s.error());
   if (auto s = alloc_scratch(cp, cand_scratch); !s) return make_error(s.error());
   if (bp) {
     if (auto s = alloc_scratch(*bp, base_scratch); !s) return make_error(s.error());
   }
   auto buffers_for = [](const BufferSet& set, const BufferMap& outs, const BufferMap& scratch) {
-    BufferMap m = set.inputs;
+    BufferMap m = set.data->inputs;
     m.insert(outs.begin(), outs.end());
     m.insert(scratch.begin(), scratch.end());
     return m;
   };
-
-  double trusted_seconds = 0;  // the slowest trusted run at this shape: the hang limit's basis
-  for (int i = 0; i < sets; ++i) {
-    auto& set = buffer_sets[i];
-    if (auto s = fill_inputs(support_, task_, sizes, set.inputs, seed + 1000003 * uint64_t(i + 1));
-        !s)
-      return make_error(s.error());
-    double seconds = 0;
-    if (auto f = run_plan(device_, reference_, rp, buffers_for(set, set.expected, ref_scratch),
-                          task_, device_.stream(), {}, &seconds))
-      return make_error("the reference failed at the timed shape: " + f->detail);
-    trusted_seconds = std::max(trusted_seconds, seconds);
-  }
 
   size_t flush_bytes = std::max<size_t>(size_t(device_.info().l2_bytes) * 2, size_t(128) << 20);
   auto flush = allocate(device_, flush_bytes);
@@ -168,8 +171,9 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
   // Warm-up (module load, first-launch costs), then drop whatever CUPTI saw so far. The baseline
   // goes first so that the candidate's hang limit knows the baseline's time too.
   const RunLimit trusted_limit{};
+  double baseline_seconds = 0;
   if (bp) {
-    double seconds = 0;
+    double& seconds = baseline_seconds;
     if (auto f = run_plan(device_, *baseline, *bp,
                           buffers_for(buffer_sets[0], buffer_sets[0].baseline_out, base_scratch),
                           task_, base_stream.get(), trusted_limit, &seconds))
@@ -178,23 +182,37 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
   }
   const RunLimit cand_limit =
       candidate_run_limit(options_, trusted_seconds, "the reference/baseline at the timed shape");
-  if (auto f = sample(candidate, cp,
-                      buffers_for(buffer_sets[0], buffer_sets[0].candidate_out, cand_scratch),
-                      cand_stream.get(), 1, cand_limit))
-    return TimedOutcome{f->verdict,
-                        f->detail + " (timed shape " + describe_shape(sizes) + ")",
-                        std::nullopt,
-                        {},
-                        std::nullopt};
+  double candidate_seconds = 0;
+  {
+    CudaFailure failure;
+    BufferMap warm = buffers_for(buffer_sets[0], buffer_sets[0].candidate_out, cand_scratch);
+    std::optional<PlanFailure> f;
+    if (!device_.check(d.cuMemsetD32Async(flush->ptr(), 1, flush_bytes / 4, cand_stream.get()),
+                       "cuMemsetD32Async(L2 flush)", &failure))
+      f = PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
+    else
+      f = run_plan(device_, candidate, cp, warm, task_, cand_stream.get(), cand_limit,
+                   &candidate_seconds);
+    if (f)
+      return TimedOutcome{f->verdict,
+                          f->detail + " (timed shape " + describe_shape(sizes) + ")",
+                          std::nullopt,
+                          {},
+                          std::nullopt};
+  }
   (void)CuptiKernelTimer::collect();
   for (auto& set : buffer_sets)
     for (const auto& [name, b] : set.candidate_out) (void)fill_bytes(device_, b, 0xFF);
+  // Samples per batch between CUPTI flushes and stopping decisions: 10, or fewer when a pair of
+  // samples is long, so a 90 ms GEMM stops after the few samples its noise needs (timing_stats.h).
+  int batch = int(
+      std::clamp(0.1 / std::max(1e-6, candidate_seconds + baseline_seconds), 1.0, double(kBatch)));
 
   std::vector<double> clock_mhz;
   StoppingCriterion cand_stop(stopping_params(options_)), base_stop(stopping_params(options_));
   int taken = 0;
   while (true) {
-    for (int b = 0; b < kBatch; ++b, ++taken) {
+    for (int b = 0; b < batch; ++b, ++taken) {
       const BufferSet& set = buffer_sets[taken % sets];
       if (auto f = sample(candidate, cp, buffers_for(set, set.candidate_out, cand_scratch),
                           cand_stream.get(), unsigned(taken), cand_limit))
@@ -218,7 +236,7 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
         base_records.push_back(std::move(r));
     }
     // The clock estimate taken right after a pair of samples applies to both.
-    size_t first_clock = clock_mhz.size() - kBatch;
+    size_t first_clock = clock_mhz.size() - size_t(batch);
     auto spans = sample_spans(std::move(cand_records), cp.launches.size(), "candidate");
     if (!spans) return make_error(spans.error());
     for (size_t i = 0; i < spans->size(); ++i)
@@ -255,7 +273,7 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
   for (int i = 0; i < std::min(sets, taken); ++i) {
     for (const auto& t : task_.outputs) {
       auto o = check_output(support_, task_, t, buffer_sets[i].candidate_out.at(t.name),
-                            buffer_sets[i].expected.at(t.name), Verdict::kIncorrect);
+                            buffer_sets[i].data->expected.at(t.name), Verdict::kIncorrect);
       if (!o) return make_error(o.error());
       if (o->verdict != Verdict::kOk) {
         o->detail = "output written while timing is wrong: " + o->detail;
@@ -267,22 +285,49 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
       }
     }
   }
-  std::map<CUdeviceptr, std::string> reachable;  // what the candidate could write
+  // Guard zones of everything the candidate could write, scanned on the GPU at once.
+  std::vector<const GuardedBuffer*> reachable;
+  std::vector<std::string> names;
+  for (const auto& set : buffer_sets) {
+    for (size_t i = 0; i < task_.inputs.size(); ++i) {
+      reachable.push_back(&set.data->storage[i]);
+      names.push_back(task_.inputs[i].name);
+    }
+  }
+  std::map<CUdeviceptr, std::string> candidate_writes;  // outputs and scratch, not the baseline's
   for (const auto& set : buffer_sets)
-    for (const auto* map : {&set.inputs, &set.candidate_out})
-      for (const auto& [name, b] : *map) reachable[b.ptr] = name;
-  for (const auto& [name, b] : cand_scratch) reachable[b.ptr] = name;
-  for (auto& g : storage) {
-    auto it = reachable.find(g.ref().ptr);
-    if (it == reachable.end()) continue;
-    auto damage = g.damaged_guard();
-    if (!damage) return make_error(damage.error());
-    if (!damage->empty())
-      return TimedOutcome{Verdict::kOutOfBounds,
-                          *damage + " of '" + it->second + "' while timing",
-                          std::nullopt,
-                          {},
-                          std::nullopt};
+    for (const auto& [name, b] : set.candidate_out) candidate_writes[b.ptr] = name;
+  for (const auto& [name, b] : cand_scratch) candidate_writes[b.ptr] = name;
+  for (const auto& g : storage) {
+    auto it = candidate_writes.find(g.ref().ptr);
+    if (it == candidate_writes.end()) continue;
+    reachable.push_back(&g);
+    names.push_back(it->second);
+  }
+  auto damage = damaged_guards(support_, reachable);
+  if (!damage) return make_error(damage.error());
+  for (size_t g = 0; g < reachable.size(); ++g) {
+    if ((*damage)[g].empty()) continue;
+    for (const auto& set : buffer_sets)
+      if (pool_) pool_->discard(set.data);
+    return TimedOutcome{Verdict::kOutOfBounds,
+                        (*damage)[g] + " of '" + names[g] + "' while timing",
+                        std::nullopt,
+                        {},
+                        std::nullopt};
+  }
+  // The inputs (and the reference's outputs, kept for later evaluations) are as they were made.
+  for (const auto& set : buffer_sets) {
+    auto changed = changed_part(support_, task_, *set.data);
+    if (!changed) return make_error(changed.error());
+    if (changed->empty()) continue;
+    if (pool_) pool_->discard(set.data);
+    bool input = changed->rfind("input", 0) == 0;
+    return TimedOutcome{input ? Verdict::kModifiedInput : Verdict::kOutOfBounds,
+                        *changed + " changed while timing",
+                        std::nullopt,
+                        {},
+                        std::nullopt};
   }
   outcome.candidate = cand_stop.summary();
   if (bp) outcome.baseline = base_stop.summary();

@@ -27,9 +27,13 @@ class TimingLoop {
  public:
   TimingLoop(Device& device, SupportKernels& support, const TaskSpec& task,
              const LoadedKernel& reference, const EvalOptions& options)
-      : device_(device), support_(support), task_(task), reference_(reference),
-        options_(options) {}
+      : device_(device), support_(support), task_(task), reference_(reference), options_(options) {}
 
+  // Input sets come from `pool` under `key` (the task and its reference) where the shape fits.
+  void use_pool(InputPool* pool, std::string key) {
+    pool_ = pool;
+    pool_key_ = std::move(key);
+  }
   Result<TimedOutcome> run(const LoadedKernel& candidate, const LoadedKernel* baseline,
                            const ShapeBinding& sizes, uint64_t seed);
 
@@ -39,6 +43,8 @@ class TimingLoop {
   const TaskSpec& task_;
   const LoadedKernel& reference_;
   const EvalOptions& options_;
+  InputPool* pool_ = nullptr;
+  std::string pool_key_;
 };
 
 }  // namespace kopt::worker

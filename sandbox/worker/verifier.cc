@@ -46,10 +46,10 @@ Status allocate_scratch(Device& device, const ResolvedPlan& plan,
 }  // namespace
 
 Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
-                                                const std::vector<GuardedBuffer>& buffers) {
+                                                const std::vector<const GuardedBuffer*>& buffers) {
   std::vector<GuardRegion> regions;
-  for (const auto& b : buffers) {
-    GuardZones z = b.guard_zones();
+  for (const auto* b : buffers) {
+    GuardZones z = b->guard_zones();
     regions.push_back({z.head, z.head_bytes, z.tail, z.tail_bytes, kGuardPattern});
   }
   auto scanned = support.scan_guards(regions);
@@ -61,8 +61,10 @@ Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
 }
 
 nlohmann::json VerifyPhases::to_json() const {
-  return {{"setup_ms", setup_ms},         {"inputs_ms", inputs_ms}, {"reference_ms", reference_ms},
-          {"candidate_ms", candidate_ms}, {"checks_ms", checks_ms}, {"rounds", rounds}};
+  return {{"setup_ms", setup_ms},           {"inputs_ms", inputs_ms},
+          {"reference_ms", reference_ms},   {"candidate_ms", candidate_ms},
+          {"checks_ms", checks_ms},         {"rounds", rounds},
+          {"pooled_rounds", pooled_rounds}, {"sets_made", sets_made}};
 }
 
 std::string describe_shape(const ShapeBinding& sizes) {
@@ -161,7 +163,6 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
   auto cand_plan = candidate_.resolve(task_, sizes);
   if (auto* f = std::get_if<PlanFailure>(&cand_plan))
     return CheckOutcome{f->verdict, f->detail + " (at " + shape_text + ")", std::nullopt};
-  const ResolvedPlan& rp = std::get<ResolvedPlan>(ref_plan);
   const ResolvedPlan& cp = std::get<ResolvedPlan>(cand_plan);
 
   // Host wall time between the sync points below, by phase (the per-phase breakdown).
@@ -172,26 +173,34 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
     last = now;
     return ms;
   };
-  std::vector<GuardedBuffer> storage;
-  BufferMap inputs, expected, actual, first_run, ref_scratch, cand_scratch;
-  if (auto s = allocate_tensors(device_, task_, task_.inputs, sizes, storage, inputs); !s)
-    return make_error(s.error());
-  if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, storage, expected); !s)
-    return make_error(s.error());
+  // The rounds' inputs and the reference's outputs on them: drawn from the pool, or one set of
+  // this shape refilled from the request's seed every round.
+  InputSetMaker maker(device_, support_, task_, reference_, sizes);
+  double made_before = phases_.inputs_ms + phases_.reference_ms;
+  auto drawn = draw_sets(pool_, pool_key_, maker, rounds, options_, &phases_);
+  if (!drawn) return make_error(drawn.error());
+  bool pooled = drawn->has_value();
+  std::vector<InputSet*> sets;
+  std::unique_ptr<InputSet> own;
+  if (pooled) {
+    sets = std::move(**drawn);
+    phases_.setup_ms += lap() - (phases_.inputs_ms + phases_.reference_ms - made_before);
+  } else {
+    auto allocated = maker.allocate();
+    if (!allocated) return make_error(allocated.error());
+    own = std::move(*allocated);
+    sets.assign(size_t(rounds), own.get());
+  }
+
+  std::vector<GuardedBuffer> storage;  // what the candidate writes: outputs, scratch
+  BufferMap actual, first_run, cand_scratch;
   if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, storage, actual); !s)
     return make_error(s.error());
   if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, storage, first_run); !s)
     return make_error(s.error());
-  if (auto s = allocate_scratch(device_, rp, storage, ref_scratch); !s)
-    return make_error(s.error());
   if (auto s = allocate_scratch(device_, cp, storage, cand_scratch); !s)
     return make_error(s.error());
   phases_.setup_ms += lap();
-  BufferMap ref_buffers = inputs, cand_buffers = inputs;
-  ref_buffers.insert(expected.begin(), expected.end());
-  ref_buffers.insert(ref_scratch.begin(), ref_scratch.end());
-  cand_buffers.insert(actual.begin(), actual.end());
-  cand_buffers.insert(cand_scratch.begin(), cand_scratch.end());
 
   auto fail = [&](CheckOutcome o, int round) {
     o.detail +=
@@ -203,26 +212,32 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
     }
     return o;
   };
+  // A set the candidate wrote into is never used again.
+  auto fail_damaging = [&](CheckOutcome o, int round, InputSet* set) {
+    if (pooled) pool_->discard(set);
+    return fail(std::move(o), round);
+  };
 
   for (int round = 0; round < rounds; ++round) {
-    uint64_t round_seed = seed * 6364136223846793005ULL + uint64_t(round) * 1442695040888963407ULL;
-    if (auto s = fill_inputs(support_, task_, sizes, inputs, round_seed); !s)
-      return make_error(s.error());
-    std::vector<uint64_t> checksums;
-    for (const auto& t : task_.inputs) {
-      auto c = support_.checksum(inputs[t.name].ptr, inputs[t.name].bytes());
-      if (!c) return make_error(c.error());
-      checksums.push_back(*c);
+    InputSet* set = sets[size_t(round)];
+    if (!pooled) {
+      uint64_t round_seed =
+          seed * 6364136223846793005ULL + uint64_t(round) * 1442695040888963407ULL;
+      last = std::chrono::steady_clock::now();
+      if (auto s = maker.fill(*set, round_seed, &phases_); !s) return make_error(s.error());
+      lap();
+    } else {
+      ++phases_.pooled_rounds;
     }
-    phases_.inputs_ms += lap();
     ++phases_.rounds;
-    for (const auto& [name, b] : expected) (void)fill_bytes(device_, b, kPoisonFirstRun);
-    double reference_seconds = 0;
-    if (auto f = run_plan(device_, reference_, rp, ref_buffers, task_, device_.stream(), {},
-                          &reference_seconds))
-      return make_error("the reference failed at " + shape_text + ": " + f->detail);
-    RunLimit limit = candidate_run_limit(options_, reference_seconds, "the reference");
-    phases_.reference_ms += lap();
+    RunLimit limit = candidate_run_limit(options_, set->reference_seconds, "the reference");
+    BufferMap cand_buffers = set->inputs;
+    cand_buffers.insert(actual.begin(), actual.end());
+    cand_buffers.insert(cand_scratch.begin(), cand_scratch.end());
+    // Guard zones of everything the candidate could reach: its outputs, scratch and the inputs.
+    std::vector<const GuardedBuffer*> reachable;
+    for (const auto& b : storage) reachable.push_back(&b);
+    for (size_t i = 0; i < task_.inputs.size(); ++i) reachable.push_back(&set->storage[i]);
 
     for (int run = 0; run < 2; ++run) {
       for (const auto& [name, b] : actual)
@@ -233,34 +248,37 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
           run_plan(device_, candidate_, cp, cand_buffers, task_, device_.stream(), limit);
       phases_.candidate_ms += lap();
       if (failure) return fail({failure->verdict, failure->detail, std::nullopt}, round);
-      // Guard zones of everything the candidate could reach, scanned on the GPU at once.
-      auto damage = damaged_guards(support_, storage);
+      auto damage = damaged_guards(support_, reachable);
       if (!damage) return make_error(damage.error());
-      for (size_t g = 0; g < storage.size(); ++g) {
+      for (size_t g = 0; g < reachable.size(); ++g) {
         if ((*damage)[g].empty()) continue;
         std::string which;
         for (const auto& [name, b] : cand_buffers)
-          if (b.ptr == storage[g].ref().ptr) which = name;
-        (void)storage[g].arm_guards();
-        if (which.empty()) continue;  // a reference-only buffer: the reference is trusted
-        return fail(
+          if (b.ptr == reachable[g]->ref().ptr) which = name;
+        return fail_damaging(
             {Verdict::kOutOfBounds, (*damage)[g] + " of buffer '" + which + "'", std::nullopt},
-            round);
+            round, set);
       }
-      for (size_t i = 0; i < task_.inputs.size(); ++i) {
-        const auto& t = task_.inputs[i];
-        auto c = support_.checksum(inputs[t.name].ptr, inputs[t.name].bytes());
-        if (!c) return make_error(c.error());
-        if (*c != checksums[i])
-          return fail({Verdict::kModifiedInput, "input '" + t.name + "' changed during the run",
-                       std::nullopt},
-                      round);
+      // The inputs, and the reference's outputs the candidate was never given, are as they were
+      // made: checked before any comparison is trusted.
+      auto changed = changed_part(support_, task_, *set);
+      if (!changed) return make_error(changed.error());
+      if (!changed->empty()) {
+        bool input = changed->rfind("input", 0) == 0;
+        return fail_damaging(
+            {input ? Verdict::kModifiedInput : Verdict::kOutOfBounds,
+             *changed + (input ? " changed during the run"
+                               : " changed during the run: a write outside the candidate's "
+                                 "buffers"),
+             std::nullopt},
+            round, set);
       }
       for (const auto& t : task_.outputs) {
         // A second run that disagrees with the reference, after a first that agreed, means the
         // result depends on something other than the inputs: stale memory, races.
         Verdict verdict = run == 0 ? Verdict::kIncorrect : Verdict::kNondeterministic;
-        auto o = check_output(support_, task_, t, actual[t.name], expected[t.name], verdict);
+        auto o =
+            check_output(support_, task_, t, actual[t.name], set->expected.at(t.name), verdict);
         if (!o) return make_error(o.error());
         if (o->verdict != Verdict::kOk) {
           if (run == 1) o->detail = "second run on the same inputs differs: " + o->detail;

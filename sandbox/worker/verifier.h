@@ -12,6 +12,7 @@
 #include "sandbox/protocol.h"
 #include "sandbox/task_spec.h"
 #include "sandbox/worker/buffers.h"
+#include "sandbox/worker/input_pool.h"
 #include "sandbox/worker/launch_deadline.h"
 #include "sandbox/worker/plan_launcher.h"
 #include "sandbox/worker/support_kernels.h"
@@ -34,7 +35,7 @@ Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
 
 // What is wrong with each buffer's guard zones ("" when intact), scanned on the GPU in one pass.
 Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
-                                                const std::vector<GuardedBuffer>& buffers);
+                                                const std::vector<const GuardedBuffer*>& buffers);
 
 // Fills every input of the task for one round.
 Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBinding& sizes,
@@ -57,6 +58,8 @@ struct VerifyPhases {
   double candidate_ms = 0;  // the candidate's runs, two per round
   double checks_ms = 0;     // poison, guard zones, input checksums, output comparisons
   int rounds = 0;           // rounds started, over all shapes
+  int pooled_rounds = 0;    // of which on a kept input set (sandbox/worker/input_pool.h)
+  int sets_made = 0;        // kept input sets made (inputs and reference time counted above)
   nlohmann::json to_json() const;
 };
 
@@ -72,6 +75,11 @@ class Verifier {
         candidate_(candidate),
         options_(options) {}
 
+  // Rounds come from `pool`'s sets under `key` (the task and its reference) where the shape fits.
+  void use_pool(InputPool* pool, std::string key) {
+    pool_ = pool;
+    pool_key_ = std::move(key);
+  }
   // Errors mean the task or the worker is broken; the candidate's faults are verdicts.
   Result<CheckOutcome> verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
                                     const std::string& phase);
@@ -85,6 +93,8 @@ class Verifier {
   const LoadedKernel& candidate_;
   EvalOptions options_;
   VerifyPhases phases_;
+  InputPool* pool_ = nullptr;
+  std::string pool_key_;
 };
 
 }  // namespace kopt::worker

@@ -2,6 +2,7 @@
 // requests (sandbox/protocol.h) on stdin/stdout, one JSON object per line. Nothing else may write
 // to stdout. After a sticky CUDA error it sends its verdict with "fatal":true and exits, so the
 // next request meets a fresh context.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -83,6 +84,11 @@ int main(int argc, char** argv) {
           {"error", support.error()}});
     return kExitNoGpu;
   }
+  // Kept input sets: at most 30% of the GPU's memory (and half of what is free now), so timing
+  // buffers and the largest shapes, which are verified on demand, still fit beside them.
+  size_t free_bytes = 0, total_bytes = 0;
+  gpu.driver().cuMemGetInfo(&free_bytes, &total_bytes);
+  worker::InputPool pool(std::min(total_bytes / 10 * 3, free_bytes / 2));
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
@@ -124,7 +130,7 @@ int main(int argc, char** argv) {
             response = reply(request, false);
             response["error"] = parsed.error();
           } else {
-            auto result = worker::evaluate(gpu, *support, *parsed);
+            auto result = worker::evaluate(gpu, *support, *parsed, &pool);
             if (result) {
               response["result"] = to_json(*result);
             } else {

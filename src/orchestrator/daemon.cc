@@ -360,6 +360,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   }
 
   std::unique_ptr<Evaluator> evaluator;
+  EvaluatorPool* workers = nullptr;  // the real workers, for their utilization at the end
   if (hooks.make_evaluator) {
     auto made = hooks.make_evaluator(*config, gpus);
     if (!made) {
@@ -376,7 +377,9 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
     }
     std::vector<std::unique_ptr<Evaluator>> members;
     for (auto& o : *sandboxes) members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
-    evaluator = std::make_unique<EvaluatorPool>(std::move(members));
+    auto pool = std::make_unique<EvaluatorPool>(std::move(members));
+    workers = pool.get();
+    evaluator = std::move(pool);
   }
 
   // The run's record first, so that its folder (and log) exists from the first line on.
@@ -442,6 +445,17 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   }
   for (const std::string& line : render_progress(outcome->progress)) {
     std::printf("%s\n", line.c_str());
+  }
+  if (workers) {
+    auto u = workers->utilization();
+    if (u.evaluations > 0) {
+      std::string line = fmt::format(
+          "GPU workers idle {:.1f}% of the {:.0f} s between the first and the last evaluation "
+          "({} evaluations on {} GPU(s))",
+          100 * u.idle_fraction(), u.span_seconds, u.evaluations, u.members);
+      spdlog::info("{}", line);
+      std::printf("%s\n", line.c_str());
+    }
   }
   std::printf("run %lld %s: %s\n", static_cast<long long>(outcome->run_id), outcome->status.c_str(),
               outcome->stop_reason.c_str());

@@ -389,6 +389,23 @@ TEST(EvaluatorPool, SpreadsConcurrentRequestsOverItsDevices) {
   EXPECT_TRUE(contains(pool->name(), "--device 1"));
 }
 
+TEST(EvaluatorPool, UtilizationCountsBusyAndIdleTimeBetweenEvaluations) {
+  auto pool = EvaluatorPool::for_devices(fake_options(), {0});
+  EXPECT_EQ(pool->utilization().evaluations, 0);
+  EXPECT_EQ(pool->utilization().idle_fraction(), 0.0);
+  ASSERT_TRUE(pool->evaluate(request_for("SLOW 300")).ok());
+  // The worker waits for the next candidate: at least as long as it was busy.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_TRUE(pool->evaluate(request_for("SLOW 300")).ok());
+  auto u = pool->utilization();
+  EXPECT_EQ(u.evaluations, 2);
+  EXPECT_EQ(u.members, 1);
+  EXPECT_GE(u.busy_seconds, 0.6);
+  EXPECT_GE(u.span_seconds, u.busy_seconds + 0.4);
+  EXPECT_GT(u.idle_fraction(), 0.1);
+  EXPECT_LT(u.idle_fraction(), 0.6);
+}
+
 TEST(EvaluatorPool, OneMembersHangDoesNotCostTheOthersResult) {
   auto pool = EvaluatorPool::for_devices(fake_options(), {0, 1});
   Result<EvalResult> hung = make_error("not run"), fine = make_error("not run");

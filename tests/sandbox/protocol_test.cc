@@ -26,6 +26,10 @@ EvalRequest full_request() {
   request.options.max_gpu_seconds = 1.5;
   request.options.max_wall_seconds = 30;
   request.options.suspicious_speedup = 8;
+  request.options.reuse_inputs = false;
+  request.options.pool_sets = 6;
+  request.options.min_samples_long = 4;
+  request.options.long_sample_ms = 25;
   return request;
 }
 
@@ -73,6 +77,10 @@ TEST(Protocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(out->options.min_samples, 20);
   EXPECT_EQ(out->options.max_noise, 0.01);
   EXPECT_EQ(out->options.max_gpu_seconds, 1.5);
+  EXPECT_FALSE(out->options.reuse_inputs);
+  EXPECT_EQ(out->options.pool_sets, 6);
+  EXPECT_EQ(out->options.min_samples_long, 4);
+  EXPECT_EQ(out->options.long_sample_ms, 25);
   EXPECT_EQ(out->options.max_wall_seconds, 30);
   EXPECT_EQ(out->options.suspicious_speedup, 8);
 }
@@ -126,8 +134,12 @@ TEST(Protocol, RequestRejectsNonsenseOptions) {
   json j = to_json(full_request());
   j["options"]["rounds"] = 0;
   j["options"]["seed"] = -1;
+  j["options"]["pool_sets"] = 0;
+  j["options"]["long_sample_ms"] = -1;
   auto out = eval_request_from_json(j);
   ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().find("$.options.pool_sets: must be at least 1"), std::string::npos);
+  EXPECT_NE(out.error().find("$.options.long_sample_ms: must be positive"), std::string::npos);
   EXPECT_NE(out.error().find("$.options.rounds: must be at least 1"), std::string::npos);
   EXPECT_NE(out.error().find("$.options.seed: expected an unsigned integer"), std::string::npos);
   EXPECT_FALSE(eval_request_from_json(json::array()).ok());

@@ -140,6 +140,38 @@ TEST(StoppingCriterion, MinSamplesComeBeforeTheGpuCap) {
   EXPECT_EQ(criterion.reason(), StopReason::kGpuTimeCap);
 }
 
+TEST(StoppingCriterion, LongSamplesNeedFewerButStillAStableMedian) {
+  FakeClock clock;
+  StoppingParams params;  // min_samples 10, min_samples_long 5 at >= 10 ms, cap 0.5 s
+  StoppingCriterion steady(params, clock.function());
+  int added = 0;
+  while (!steady.finished()) {
+    steady.add({90'000.0 * (1 + 0.0005 * (added % 3)), 1980});  // 90 ms, 0.05% spread
+    ++added;
+  }
+  EXPECT_EQ(added, 5);
+  EXPECT_EQ(steady.reason(), StopReason::kConverged);
+
+  // One short sample among them: the usual minimum applies.
+  StoppingCriterion mixed(params, clock.function());
+  added = 0;
+  while (!mixed.finished()) {
+    mixed.add({added == 2 ? 9'000.0 : 90'000.0, 1980});
+    ++added;
+  }
+  EXPECT_EQ(added, 10);
+
+  // Long but noisy: the noise criterion still decides, here the GPU cap stops it.
+  StoppingCriterion noisy(params, clock.function());
+  added = 0;
+  while (!noisy.finished()) {
+    noisy.add({40'000.0 + (added * 37 % 11) * 4'000.0, 1980});  // 40 to 80 ms
+    ++added;
+  }
+  EXPECT_EQ(noisy.reason(), StopReason::kGpuTimeCap);
+  EXPECT_GE(added, 9);
+}
+
 TEST(StoppingCriterion, WallDeadlineStopsEvenBelowMinSamples) {
   FakeClock clock;
   StoppingParams params;
@@ -192,11 +224,15 @@ TEST(StoppingCriterion, SampleCapBoundsMemory) {
 TEST(StoppingCriterion, ParamsComeFromTheRequestOptions) {
   EvalOptions options;
   options.min_samples = 25;
+  options.min_samples_long = 3;
+  options.long_sample_ms = 2.5;
   options.max_noise = 0.01;
   options.max_gpu_seconds = 2;
   options.max_wall_seconds = 7;
   StoppingParams params = stopping_params(options);
   EXPECT_EQ(params.min_samples, 25);
+  EXPECT_EQ(params.min_samples_long, 3);
+  EXPECT_DOUBLE_EQ(params.long_sample_us, 2500);
   EXPECT_EQ(params.max_noise, 0.01);
   EXPECT_EQ(params.max_gpu_seconds, 2);
   EXPECT_EQ(params.max_wall_seconds, 7);

@@ -23,7 +23,7 @@ int usage(const char* why) {
   std::fprintf(
       stderr,
       "usage: fake-llm-server [--port P] [--replay DIR] [--models A,B] [--key-env VAR]\n"
-      "                       [--stall [--stall-pool N]] [--quiet]\n"
+      "                       [--stall [--stall-pool N] | --healthy] [--quiet]\n"
       "  --port P      port on 127.0.0.1 (default 0: any free port, printed)\n"
       "  --replay DIR  completions to serve, one file each, in name order, cycling;\n"
       "                a prompt with \"# Task: NAME\" gets the files NN_NAME_* only,\n"
@@ -35,6 +35,9 @@ int usage(const char* why) {
       "                answers, refusals, tool calls, the same plans), writing N new\n"
       "                kernels per task (--stall-pool, default 24) from the kernels\n"
       "                of --replay DIR\n"
+      "  --healthy     a fast model that never stalls: new kernels (variants of the\n"
+      "                kernels of --replay DIR) for every call, no faults; for\n"
+      "                measuring the daemon's own overhead (bench/daemon_idle.sh)\n"
       "  --models A,B   the models GET /v1/models lists; a completion for any other\n"
       "                model gets 404 (default: fake-model and the replay-* models of\n"
       "                configs/fake-server.json listed, every model answered)\n"
@@ -75,6 +78,10 @@ int main(int argc, char** argv) {
     } else if (arg == "--stall-pool" && has_value) {
       stall_options.pool_per_task = std::atoi(argv[++i]);
       if (stall_options.pool_per_task <= 0) return usage("--stall-pool needs a positive number");
+    } else if (arg == "--healthy") {
+      stall = true;
+      stall_options.faults = false;
+      stall_options.pool_per_task = 1 << 20;
     } else if (arg == "--quiet") {
       options.log_requests = false;
     } else {
@@ -83,7 +90,8 @@ int main(int argc, char** argv) {
   }
 
   if (stall) {
-    if (options.replay_dir.empty()) return usage("--stall needs --replay DIR for its kernels");
+    if (options.replay_dir.empty())
+      return usage("--stall and --healthy need --replay DIR for their kernels");
     auto model = kopt::testing::StallingModel::load(options.replay_dir, stall_options);
     if (!model) return usage(model.error().c_str());
     options.stalling = std::move(*model);
