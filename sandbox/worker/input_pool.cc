@@ -58,6 +58,7 @@ Result<std::unique_ptr<InputSet>> InputSetMaker::allocate() const {
 
 Status InputSetMaker::fill(InputSet& set, uint64_t seed, VerifyPhases* phases) const {
   auto started = std::chrono::steady_clock::now();
+  auto began = started;
   if (auto s = fill_inputs(support_, task_, sizes_, set.inputs, seed); !s) return s;
   auto inputs = checksums_of(support_, task_.inputs, set.inputs);
   if (!inputs) return make_error(inputs.error());
@@ -89,6 +90,7 @@ Status InputSetMaker::fill(InputSet& set, uint64_t seed, VerifyPhases* phases) c
   if (!expected) return make_error(expected.error());
   set.expected_checksums = std::move(*expected);
   if (phases) phases->reference_ms += ms_since(started);
+  set.make_seconds = ms_since(began) * 1e-3;
   return ok_status();
 }
 
@@ -143,6 +145,9 @@ void InputPool::evict_for(size_t incoming, const std::string& keep) {
 
 Result<std::vector<InputSet*>> InputPool::draw(const std::string& key, int count, int capacity,
                                                size_t set_bytes, const Make& make) {
+  // Declined keys' sets served only the evaluation that made them, and it has moved on.
+  for (auto& [other, e] : entries_)
+    if (e.declined && other != key) e.sets.clear();
   Entry& entry = entries_[key];
   entry.last_use = ++clock_;
   std::vector<InputSet*> chosen;
@@ -160,6 +165,11 @@ Result<std::vector<InputSet*>> InputPool::draw(const std::string& key, int count
     auto made = make();
     if (!made) return make_error(made.error());
     chosen.push_back(made->get());
+    // Judged on the first set: the others of the key cost the same to make.
+    double gib = double((*made)->bytes) / double(size_t(1) << 30);
+    if (entry.sets.empty() && gib > 0 && (*made)->make_seconds * 1e3 / gib < kMinMakeMsPerGiB) {
+      entry.declined = true;
+    }
     entry.sets.push_back(std::move(*made));
     ++made_;
   }
@@ -169,6 +179,11 @@ Result<std::vector<InputSet*>> InputPool::draw(const std::string& key, int count
                       std::to_string(capacity));
   std::shuffle(chosen.begin(), chosen.end(), rng_);
   return chosen;
+}
+
+bool InputPool::declined(const std::string& key) const {
+  auto it = entries_.find(key);
+  return it != entries_.end() && it->second.declined;
 }
 
 void InputPool::discard(const InputSet* set) {
@@ -189,16 +204,18 @@ Result<std::optional<std::vector<InputSet*>>> draw_sets(InputPool* pool, const s
   auto bytes = maker.set_bytes();
   if (!bytes) return make_error(bytes.error());
   int capacity = pool->capacity_for(*bytes, options.large_shape_bytes, options.pool_sets);
-  if (count > capacity || !pool->can_hold(*bytes, capacity)) return none;
-  auto drawn = pool->draw(key + "|" + describe_shape(maker.sizes()), count, capacity, *bytes,
-                          [&]() -> Result<std::unique_ptr<InputSet>> {
-                            auto set = maker.allocate();
-                            if (!set) return set;
-                            if (auto s = maker.fill(**set, pool->fresh_seed(), phases); !s)
-                              return make_error(s.error());
-                            if (phases) ++phases->sets_made;
-                            return set;
-                          });
+  std::string full_key = key + "|" + describe_shape(maker.sizes());
+  if (count > capacity || !pool->can_hold(*bytes, capacity) || pool->declined(full_key))
+    return none;
+  auto drawn =
+      pool->draw(full_key, count, capacity, *bytes, [&]() -> Result<std::unique_ptr<InputSet>> {
+        auto set = maker.allocate();
+        if (!set) return set;
+        if (auto s = maker.fill(**set, pool->fresh_seed(), phases); !s)
+          return make_error(s.error());
+        if (phases) ++phases->sets_made;
+        return set;
+      });
   if (!drawn) return make_error(drawn.error());
   return std::optional<std::vector<InputSet*>>(std::move(*drawn));
 }

@@ -47,6 +47,7 @@ struct InputSet {
   std::vector<uint64_t> input_checksums;     // in the task's input order
   std::vector<uint64_t> expected_checksums;  // in the task's output order
   double reference_seconds = 0;              // the reference's run on it: a hang limit's basis
+  double make_seconds = 0;  // inputs, checksums and the reference: what keeping saves
   size_t bytes = 0;
 };
 
@@ -93,6 +94,11 @@ class InputPool {
   // than `capacity` sets, new ones are made with `make` and kept; the rest are drawn at random.
   Result<std::vector<InputSet*>> draw(const std::string& key, int count, int capacity,
                                       size_t set_bytes, const Make& make);
+  // Whether `key` was found not worth keeping: its sets are cheap to make for the memory they take
+  // (an elementwise op on a big shape), so memory goes to the keys whose reference is slow.
+  bool declined(const std::string& key) const;
+  // The least a kept set's making must cost per GiB it holds.
+  static constexpr double kMinMakeMsPerGiB = 20.0;
   // Forgets a set a candidate may have damaged (or that failed to check).
   void discard(const InputSet* set);
   void clear() { entries_.clear(); }
@@ -107,6 +113,7 @@ class InputPool {
   struct Entry {
     std::vector<std::unique_ptr<InputSet>> sets;
     uint64_t last_use = 0;
+    bool declined = false;
   };
   // Drops least recently used keys other than `keep` until `incoming` more bytes fit.
   void evict_for(size_t incoming, const std::string& keep);

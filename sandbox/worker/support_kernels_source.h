@@ -15,6 +15,10 @@ __device__ __forceinline__ u64 mix64(u64 x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+__device__ __forceinline__ u64 warp_sum(u64 v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
 // Uniform in (0, 1]: never 0, so log() in Box-Muller is finite.
 __device__ __forceinline__ double unit(u64 bits) { return ((bits >> 11) + 1) * (1.0 / 9007199254740992.0); }
 
@@ -84,24 +88,48 @@ __global__ void compare(const T* actual, const T* expected, u64 n, double atol, 
     if (e != 0.0) ++exp_nz;
     if (err > worst_err) { worst_err = err; worst_i = i; }
   }
+  // One atomic per warp, not per thread: half a million threads adding to the same counters
+  // serialize in L2 and made a compare of a large output cost milliseconds. (Blocks are whole
+  // warps and every thread reaches this point.)
+  failed = warp_sum(failed);
+  non_finite = warp_sum(non_finite);
+  exp_non_finite = warp_sum(exp_non_finite);
+  act_nz = warp_sum(act_nz);
+  exp_nz = warp_sum(exp_nz);
+  // Non-negative floats order like their bit patterns, so one 64-bit atomicMax keeps the worst;
+  // worst_err < 0 (no element) maps below every real error.
+  u64 key = worst_err >= 0.0f
+                ? ((u64)__float_as_uint(worst_err) << 32) | (u64)(threadIdx.x + blockIdx.x * blockDim.x)
+                : 0;
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    u64 other_key = __shfl_down_sync(0xffffffffu, key, offset);
+    u64 other_i = __shfl_down_sync(0xffffffffu, worst_i, offset);
+    if (other_key > key) { key = other_key; worst_i = other_i; }
+  }
+  if ((threadIdx.x & 31) != 0) return;
   if (failed) atomicAdd(&s->failed, failed);
   if (non_finite) atomicAdd(&s->non_finite, non_finite);
   if (exp_non_finite) atomicAdd(&s->expected_non_finite, exp_non_finite);
   if (act_nz) atomicAdd(&s->actual_nonzero, act_nz);
   if (exp_nz) atomicAdd(&s->expected_nonzero, exp_nz);
-  if (worst_err >= 0.0f) {
-    // Non-negative floats order like their bit patterns, so one 64-bit atomicMax keeps the worst.
-    u64 key = ((u64)__float_as_uint(worst_err) << 32) | (u64)(threadIdx.x + blockIdx.x * blockDim.x);
+  if (key != 0) {
     u64 old = atomicMax(&s->worst, key);
     if (key > old) s->worst_index = worst_i;  // racy by design: any index of a worst error will do
   }
 }
 
+// Position-sensitive: each 8-byte word (each byte when unaligned, and the tail) is weighted by a
+// hash of its position. One atomic per warp.
 __global__ void checksum(const unsigned char* data, u64 bytes, u64* out) {
   u64 acc = 0;
-  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < bytes; i += (u64)gridDim.x * blockDim.x)
-    acc += mix64(i) * ((u64)data[i] + 1);
-  atomicAdd(out, acc);
+  u64 first = blockIdx.x * (u64)blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+  u64 words = ((u64)data & 7) == 0 ? bytes / 8 : 0;
+  const u64* w = (const u64*)data;
+  for (u64 i = first; i < words; i += stride) acc += mix64(i) * (w[i] + 1);
+  for (u64 i = words * 8 + first; i < bytes; i += stride)
+    acc += mix64(i ^ 0x5851f42d4c957f2dULL) * ((u64)data[i] + 1);
+  acc = warp_sum(acc);
+  if ((threadIdx.x & 31) == 0 && acc) atomicAdd(out, acc);
 }
 
 // Guard zones of one buffer: out[0] = 1 + the highest damaged index of the head zone (the write

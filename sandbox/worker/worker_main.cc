@@ -131,6 +131,13 @@ int main(int argc, char** argv) {
             response["error"] = parsed.error();
           } else {
             auto result = worker::evaluate(gpu, *support, *parsed, &pool);
+            // The kept sets may be what leaves too little memory for a big shape: give them
+            // back and try once more.
+            if (!result && pool.bytes() > 0 &&
+                result.error().find("OUT_OF_MEMORY") != std::string::npos && !gpu.context_lost()) {
+              pool.clear();
+              result = worker::evaluate(gpu, *support, *parsed, &pool);
+            }
             if (result) {
               response["result"] = to_json(*result);
             } else {

@@ -1,11 +1,15 @@
 // The input pool's bookkeeping (sandbox/worker/input_pool.h): which sets an evaluation gets, when
 // new ones are made, what is evicted and forgotten. The sets here hold no GPU memory; the GPU side
-// (sets made by the reference, a candidate that damages one) is in the adversarial suite.
+// (sets made by the reference, a candidate that damages one) is in the adversarial suite. Also
+// here: the support kernels compile (NVRTC needs no GPU).
 #include "sandbox/worker/input_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
+
+#include "sandbox/compiler.h"
+#include "sandbox/worker/support_kernels_source.h"
 
 namespace kopt::worker {
 namespace {
@@ -15,11 +19,13 @@ constexpr size_t kMiB = size_t(1) << 20;
 // Makes sets of `bytes` and counts them.
 struct Maker {
   size_t bytes = kMiB;
+  double make_seconds = 0.1;  // a slow reference: worth keeping
   int made = 0;
   InputPool::Make make() {
     return [this]() -> Result<std::unique_ptr<InputSet>> {
       auto set = std::make_unique<InputSet>();
       set->bytes = bytes;
+      set->make_seconds = make_seconds;
       ++made;
       return set;
     };
@@ -96,6 +102,21 @@ TEST(InputPool, LeastRecentlyUsedKeysMakeRoomButNeverTheKeyInUse) {
   EXPECT_EQ(maker.made, before + 3) << "recent was evicted and is made again";
 }
 
+TEST(InputPool, SetsThatAreCheapToMakeForTheirSizeAreNotKept) {
+  InputPool pool(8192 * kMiB);
+  Maker cheap;
+  cheap.bytes = 768 * kMiB;    // axpy at 2^26: three 256 MiB tensors
+  cheap.make_seconds = 0.002;  // about 2.7 ms per GiB
+  auto first = pool.draw("axpy|n=67108864", 2, 4, cheap.bytes, cheap.make());
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->size(), 2u) << "the evaluation that made them still gets its sets";
+  EXPECT_TRUE(pool.declined("axpy|n=67108864"));
+  Maker slow;
+  ASSERT_TRUE(pool.draw("softmax|rows=4096", 2, 4, kMiB, slow.make()).ok());
+  EXPECT_FALSE(pool.declined("softmax|rows=4096"));
+  EXPECT_EQ(pool.bytes(), 2 * kMiB) << "the declined key's sets are gone once another key draws";
+}
+
 TEST(InputPool, ShapesTooLargeToKeepAreLeftToTheCaller) {
   InputPool pool(300 * kMiB);
   EXPECT_EQ(pool.capacity_for(10 * kMiB, 64 * kMiB, 8), 8);
@@ -122,6 +143,28 @@ TEST(InputPool, FreshSeedsDiffer) {
   std::set<uint64_t> seeds;
   for (int i = 0; i < 100; ++i) seeds.insert(pool.fresh_seed());
   EXPECT_EQ(seeds.size(), 100u);
+}
+
+}  // namespace
+}  // namespace kopt::worker
+
+namespace kopt::worker {
+namespace {
+
+// The worker compiles its own support kernels at start-up, on the GPU machine; a slip in them
+// (they changed for issue 12: warp-level reductions) must fail here, on CI, with real NVRTC.
+TEST(SupportKernelSource, CompilesWithNvrtcForHopper) {
+  CompileRequest request;
+  request.source = kSupportKernelSource;
+  request.origin = "kopt_support.cu";
+  request.arch = "sm_90";
+  request.kernel_names = {"checksum",           "guard_scan",
+                          "compare<float>",     "compare<__nv_bfloat16>",
+                          "compare<long long>", "fill_normal<float>"};
+  auto compiled = compile_kernel(request, nullptr);
+  ASSERT_TRUE(compiled.ok()) << compiled.error();
+  EXPECT_TRUE(compiled->ok) << compiled->log;
+  EXPECT_EQ(compiled->lowered_names.size(), request.kernel_names.size());
 }
 
 }  // namespace
