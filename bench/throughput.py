@@ -3,7 +3,7 @@
 path of the Python systems (KernelBench, AutoKernel, CudaForge build every candidate with
 torch.utils.cpp_extension.load_inline).
 
-    bench/throughput.py OUT_DIR [--worker build/bin/kopt-sandbox] [--budget-s 150]
+    bench/throughput.py OUT_DIR [--worker build/bin/kopt-sandbox] [--budget-s 150] [--gate]
                                 [--variants 2] [--tasks a,b] [--no-inline]
 
 1. load_inline builds one tiny CUDA kernel in a fresh build folder (nothing cached), in a child
@@ -16,6 +16,9 @@ Writes throughput.json and throughput.md into OUT_DIR and prints the table last.
 """
 import argparse
 import json
+import os
+import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -88,6 +91,44 @@ VERIFY_PHASES = ("verify_setup_ms", "verify_inputs_ms", "verify_reference_ms",
                  "verify_candidate_ms", "verify_checks_ms")
 
 
+def with_defaults(source, values):
+    """The kernel file with `values` as its tunables' defaults: how the daemon's tuner sends a
+    setting, so that its compile gate and the worker compile the same thing."""
+    match = re.search(r"/\*\s*kopt:plan(.*?)\*/", source, re.S)
+    plan = json.loads(match.group(1))
+    for name, value in values.items():
+        choices = plan["tunables"][name]
+        choices.remove(value)
+        choices.insert(0, value)
+    return source[:match.start(1)] + "\n" + json.dumps(plan, indent=2) + "\n" + source[match.end(1):]
+
+
+class CompileGate:
+    """The daemon's compile gate: `kopt eval --compile-only` on the host CPU, one candidate ahead
+    of the worker and into the worker's compile cache, as the daemon's job threads compile each
+    candidate before it queues for a GPU (src/orchestrator/candidate_evaluation.cc)."""
+
+    def __init__(self, kopt, cache_dir, arch):
+        self.kopt, self.cache_dir, self.arch = kopt, cache_dir, arch
+        self.folder = benchlib.fresh_dir("kopt-bench-gate-")
+        self.running = None
+        self.count = 0
+
+    def start(self, task, source):
+        self.count += 1
+        path = self.folder / ("candidate_%d.cu" % self.count)
+        path.write_text(source)
+        env = dict(os.environ, KOPT_CACHE_DIR=str(self.cache_dir))
+        self.running = subprocess.Popen(
+            [self.kopt, "eval", str(task.dir), str(path), "--compile-only", "--arch", self.arch],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def wait(self):
+        if self.running:
+            self.running.wait()
+            self.running = None
+
+
 def candidates(tasks, variant_count):
     """Every baseline first, then the variants round-robin over tasks, so a short budget still
     covers the whole suite."""
@@ -111,6 +152,9 @@ def main():
     parser.add_argument("--variants", type=int, default=2, help="tunable variants per task")
     parser.add_argument("--tasks", default="", help="comma-separated task names (default: all)")
     parser.add_argument("--no-inline", action="store_true", help="skip the load_inline build")
+    parser.add_argument("--gate", action="store_true",
+                        help="compile each candidate on the host one ahead of the worker, as the "
+                             "daemon's compile gate does (needs build/bin/kopt beside the worker)")
     args = parser.parse_args()
     tasks = benchlib.load_tasks([n for n in args.tasks.split(",") if n])
     env = benchlib.gpu_environment()
@@ -126,13 +170,26 @@ def main():
                              log_path=benchlib.output_file(args.out_dir, "throughput-worker.log"))
     log("worker up in %.2f s on %s" % (worker.start_seconds, worker.info.get("name")))
     records = []
+    plan = candidates(tasks, args.variants)
+    gate = None
+    if args.gate:
+        kopt = str(pathlib.Path(args.worker).resolve().parent / "kopt")
+        gate = CompileGate(kopt, cache, worker.info.get("arch", "sm_90a"))
+        plan = [(t, {}, label, with_defaults(t.baseline, v)) for t, v, label in plan]
+        gate.start(plan[0][0], plan[0][3])
+    else:
+        plan = [(t, v, label, t.baseline) for t, v, label in plan]
     began = time.perf_counter()
     seen_tasks = set()
-    for task, tunable_values, label in candidates(tasks, args.variants):
+    for index, (task, tunable_values, label, source) in enumerate(plan):
         if time.perf_counter() - began > args.budget_s:
             log("budget spent: %d candidates judged" % len(records))
             break
-        result, error, wall_ms = worker.evaluate(task, task.baseline, "baseline.cu", tunable_values)
+        if gate:
+            gate.wait()
+            if index + 1 < len(plan):
+                gate.start(plan[index + 1][0], plan[index + 1][3])
+        result, error, wall_ms = worker.evaluate(task, source, "baseline.cu", tunable_values)
         record = {"task": task.name, "candidate": label, "wall_ms": wall_ms,
                   "first_of_task": task.name not in seen_tasks, "error": error}
         seen_tasks.add(task.name)
@@ -148,6 +205,9 @@ def main():
             task.name, label, record.get("verdict", "error"), record.get("compile_ms") or 0,
             record.get("verify_ms") or 0, record.get("time_ms") or 0, record.get("total_ms") or 0))
     stream_s = time.perf_counter() - began
+    if gate:
+        gate.wait()
+        benchlib.remove_dir(gate.folder)
     worker.close()
     benchlib.remove_dir(cache)
 
@@ -177,7 +237,7 @@ def main():
         "load_inline_candidates_per_hour_bound": 3600.0 / inline_s if inline_s else None,
         "compile_ratio_load_inline_over_kopt": inline_s / compile_p50_s
         if inline_s and compile_p50_s else None,
-        "records": records,
+        "gate": bool(gate), "records": records,
     }
 
     rows = []
@@ -195,8 +255,10 @@ def main():
           "%s, %s; commit %s; %s" % (worker.info.get("name"), env["date"], env["commit"],
                                     env["command"]), "",
           "%d candidates (%d tasks, baselines then tunable variants) through one long-lived "
-          "kopt-sandbox worker in %.1f s; verdicts %s; compile cache hits %d." % (
-              len(records), len(seen_tasks), stream_s, results["verdicts"], results["cache_hits"]),
+          "kopt-sandbox worker in %.1f s; verdicts %s; compile cache hits %d%s." % (
+              len(records), len(seen_tasks), stream_s, results["verdicts"], results["cache_hits"],
+              "; each compiled on the host one ahead (--gate), as the daemon does" if gate
+              else ""),
           "", benchlib.markdown_table(["per candidate (ms)", "p50", "p90", "mean"], rows), "",
           benchlib.markdown_table(
               ["path", "build / compile of one candidate", "candidates per GPU-hour"],

@@ -22,7 +22,7 @@ if [ "${TESTS:-1}" = 1 ]; then
   grep -E "^adversarial" "$out/adversarial.txt" | awk '{print $2, $4}' | sort -u | tr '\n' ';'; echo
   pack
 fi
-bench/run.sh throughput "$out/throughput" --no-inline --budget-s "${TP_BUDGET:-140}" --variants "${TP_VARIANTS:-6}" | tail -16; pack
+bench/run.sh throughput "$out/throughput" --no-inline --budget-s "${TP_BUDGET:-140}" --variants "${TP_VARIANTS:-6}" ${TP_GATE:+--gate} | tail -16; pack
 if [ "${MIX:-1}" = 1 ]; then bench/run.sh mix "$out/mix" --budget-s "${MIX_BUDGET:-100}" | tail -12; pack; fi
 if [ "${IDLE:-1}" = 1 ]; then bench/run.sh daemon_idle "$out/daemon_idle" --seconds "${IDLE_S:-90}" | tail -8; pack; fi
 nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv
