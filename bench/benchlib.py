@@ -176,6 +176,32 @@ class Worker:
                 self.kill()
 
 
+class CompileGate:
+    """The daemon's compile gate: `kopt eval --compile-only` on the host CPU, one candidate ahead
+    of the worker and into the worker's compile cache, as the daemon's job threads compile each
+    candidate before it queues for a GPU (src/orchestrator/candidate_evaluation.cc)."""
+
+    def __init__(self, kopt, cache_dir, arch):
+        self.kopt, self.cache_dir, self.arch = kopt, cache_dir, arch
+        self.folder = fresh_dir("kopt-bench-gate-")
+        self.running = None
+        self.count = 0
+
+    def start(self, task, source):
+        self.count += 1
+        path = self.folder / ("candidate_%d.cu" % self.count)
+        path.write_text(source)
+        env = dict(os.environ, KOPT_CACHE_DIR=str(self.cache_dir))
+        self.running = subprocess.Popen(
+            [self.kopt, "eval", str(task.dir), str(path), "--compile-only", "--arch", self.arch],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def wait(self):
+        if self.running:
+            self.running.wait()
+            self.running = None
+
+
 def unique_source(source, tag):
     """The same kernel with a comment that changes its hash, so no compile cache can answer."""
     return source + "\n// kopt-bench %s\n" % tag

@@ -2,18 +2,21 @@
 """Evaluation throughput on a realistic failure mix: what a night of LLM output costs the GPU.
 
     bench/run.sh mix OUT_DIR [--worker build/bin/kopt-sandbox] [--count 154] [--tasks a,b]
-                             [--budget-s 300]
+                             [--budget-s 300] [--gate]
 
 One long-lived kopt-sandbox worker (as kopt runs it, restarted after every fatal answer) judges
 candidates made from each task's baseline by bench/failure_mix.py: 55% correct, 15% incorrect,
 10% compile errors, 5% crashes (illegal address), 5% out-of-bounds writes, 5% hangs on an edge
 shape, 5% hangs on every shape, tasks round-robin. Every candidate's source is unique (no compile
 cache answers), each request carries the baseline and the daemon's default options. The GPU cost
-of a candidate is its request's wall time including the worker restart it caused. Reports, per
+of a candidate is its request's wall time including the worker restart it caused. With --gate,
+each candidate is compiled on the host one ahead of the worker, into its compile cache, as the
+daemon's compile gate does (a compile error then reaches the worker as a cached verdict). Reports, per
 class, the verdicts and GPU seconds, and the candidates per GPU-hour of the whole mix. Writes
 mix.json and mix.md into OUT_DIR and prints the table last.
 """
 import argparse
+import pathlib
 import time
 
 import benchlib
@@ -30,6 +33,9 @@ def main():
     parser.add_argument("--tasks", default="", help="comma-separated task names (default: all)")
     parser.add_argument("--budget-s", type=float, default=300,
                         help="stop starting candidates after this many seconds")
+    parser.add_argument("--gate", action="store_true",
+                        help="compile each candidate on the host one ahead of the worker, as the "
+                             "daemon's compile gate does (needs build/bin/kopt beside the worker)")
     args = parser.parse_args()
     tasks = benchlib.load_tasks([n for n in args.tasks.split(",") if n])
     env = benchlib.gpu_environment()
@@ -41,16 +47,26 @@ def main():
     # are after the first minutes of a night. Not counted.
     for task in tasks:
         worker.evaluate(task, task.baseline, "baseline.cu")
+    plan = []
+    for index, (task, kind) in enumerate(failure_mix.plan(tasks, args.count)):
+        source = failure_mix.mutate(task.baseline, task.spec, kind)
+        if source is not None:
+            plan.append((task, kind, benchlib.unique_source(source, "mix-%d" % index)))
+    gate = None
+    if args.gate and plan:
+        kopt = str(pathlib.Path(args.worker).resolve().parent / "kopt")
+        gate = benchlib.CompileGate(kopt, cache, worker.info.get("arch", "sm_90a"))
+        gate.start(plan[0][0], plan[0][2])
     records = []
     began = time.perf_counter()
-    for index, (task, kind) in enumerate(failure_mix.plan(tasks, args.count)):
+    for index, (task, kind, source) in enumerate(plan):
         if time.perf_counter() - began > args.budget_s:
             log("budget spent: %d candidates judged" % len(records))
             break
-        source = failure_mix.mutate(task.baseline, task.spec, kind)
-        if source is None:
-            continue
-        source = benchlib.unique_source(source, "mix-%d" % index)
+        if gate:
+            gate.wait()
+            if index + 1 < len(plan):
+                gate.start(plan[index + 1][0], plan[index + 1][2])
         restarts = worker.restarts
         t0 = time.perf_counter()
         result, error, _ = worker.evaluate(task, source, "%s-%s.cu" % (task.name, kind))

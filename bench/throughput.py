@@ -16,7 +16,6 @@ Writes throughput.json and throughput.md into OUT_DIR and prints the table last.
 """
 import argparse
 import json
-import os
 import pathlib
 import re
 import subprocess
@@ -103,32 +102,6 @@ def with_defaults(source, values):
     return source[:match.start(1)] + "\n" + json.dumps(plan, indent=2) + "\n" + source[match.end(1):]
 
 
-class CompileGate:
-    """The daemon's compile gate: `kopt eval --compile-only` on the host CPU, one candidate ahead
-    of the worker and into the worker's compile cache, as the daemon's job threads compile each
-    candidate before it queues for a GPU (src/orchestrator/candidate_evaluation.cc)."""
-
-    def __init__(self, kopt, cache_dir, arch):
-        self.kopt, self.cache_dir, self.arch = kopt, cache_dir, arch
-        self.folder = benchlib.fresh_dir("kopt-bench-gate-")
-        self.running = None
-        self.count = 0
-
-    def start(self, task, source):
-        self.count += 1
-        path = self.folder / ("candidate_%d.cu" % self.count)
-        path.write_text(source)
-        env = dict(os.environ, KOPT_CACHE_DIR=str(self.cache_dir))
-        self.running = subprocess.Popen(
-            [self.kopt, "eval", str(task.dir), str(path), "--compile-only", "--arch", self.arch],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def wait(self):
-        if self.running:
-            self.running.wait()
-            self.running = None
-
-
 def candidates(tasks, variant_count):
     """Every baseline first, then the variants round-robin over tasks, so a short budget still
     covers the whole suite."""
@@ -174,7 +147,7 @@ def main():
     gate = None
     if args.gate:
         kopt = str(pathlib.Path(args.worker).resolve().parent / "kopt")
-        gate = CompileGate(kopt, cache, worker.info.get("arch", "sm_90a"))
+        gate = benchlib.CompileGate(kopt, cache, worker.info.get("arch", "sm_90a"))
         plan = [(t, {}, label, with_defaults(t.baseline, v)) for t, v, label in plan]
         gate.start(plan[0][0], plan[0][3])
     else:

@@ -102,10 +102,16 @@ json options_to_json(const EvalOptions& o) {
           {"probe_tolerance", o.probe_tolerance},
           {"large_shape_rounds", o.large_shape_rounds},
           {"large_shape_bytes", o.large_shape_bytes},
+          {"huge_shape_rounds", o.huge_shape_rounds},
+          {"huge_shape_bytes", o.huge_shape_bytes},
+          {"timed_shape_rounds", o.timed_shape_rounds},
           {"reuse_inputs", o.reuse_inputs},
           {"pool_sets", o.pool_sets},
           {"min_samples_long", o.min_samples_long},
-          {"long_sample_ms", o.long_sample_ms}};
+          {"long_sample_ms", o.long_sample_ms},
+          {"reuse_baseline_samples", o.reuse_baseline_samples},
+          {"fresh_baseline_samples", o.fresh_baseline_samples},
+          {"baseline_drift", o.baseline_drift}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
@@ -127,10 +133,16 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "probe_tolerance",
                 "large_shape_rounds",
                 "large_shape_bytes",
+                "huge_shape_rounds",
+                "huge_shape_bytes",
+                "timed_shape_rounds",
                 "reuse_inputs",
                 "pool_sets",
                 "min_samples_long",
-                "long_sample_ms"});
+                "long_sample_ms",
+                "reuse_baseline_samples",
+                "fresh_baseline_samples",
+                "baseline_drift"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -159,6 +171,17 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   read_into(r, o, path, "pool_sets", options.pool_sets);
   read_into(r, o, path, "min_samples_long", options.min_samples_long);
   read_into(r, o, path, "long_sample_ms", options.long_sample_ms);
+  read_into(r, o, path, "huge_shape_rounds", options.huge_shape_rounds);
+  read_into(r, o, path, "huge_shape_bytes", options.huge_shape_bytes);
+  read_into(r, o, path, "timed_shape_rounds", options.timed_shape_rounds);
+  read_into(r, o, path, "reuse_baseline_samples", options.reuse_baseline_samples);
+  read_into(r, o, path, "fresh_baseline_samples", options.fresh_baseline_samples);
+  read_into(r, o, path, "baseline_drift", options.baseline_drift);
+  if (options.huge_shape_rounds < 1) r.error(path + ".huge_shape_rounds", "must be at least 1");
+  if (options.timed_shape_rounds < 1) r.error(path + ".timed_shape_rounds", "must be at least 1");
+  if (options.fresh_baseline_samples < 1)
+    r.error(path + ".fresh_baseline_samples", "must be at least 1");
+  if (!(options.baseline_drift >= 0)) r.error(path + ".baseline_drift", "must not be negative");
   if (options.pool_sets < 1) r.error(path + ".pool_sets", "must be at least 1");
   if (options.min_samples_long < 1) r.error(path + ".min_samples_long", "must be at least 1");
   if (!(options.long_sample_ms > 0)) r.error(path + ".long_sample_ms", "must be positive");
@@ -297,6 +320,7 @@ json to_json(const EvalResult& result) {
   if (!result.device.is_null()) j["device"] = result.device;
   if (!result.gpu_check.is_null()) j["gpu_check"] = result.gpu_check;
   if (!result.verify_phases.is_null()) j["verify_phases"] = result.verify_phases;
+  if (!result.timing_facts.is_null()) j["timing_facts"] = result.timing_facts;
   return j;
 }
 
@@ -304,10 +328,11 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   JsonReader r("sandbox result");
   if (!j.is_object()) return make_error("sandbox result: $: expected an object");
   EvalResult result;
-  r.check_keys(j, "$",
-               {"verdict", "detail", "compile_log", "compile_ms", "compile_cache_hit", "mismatch",
-                "candidate_time", "baseline_time", "resources", "speedup", "sol_us", "sol_percent",
-                "verify_ms", "time_ms", "total_ms", "device", "gpu_check", "verify_phases"});
+  r.check_keys(
+      j, "$",
+      {"verdict", "detail", "compile_log", "compile_ms", "compile_cache_hit", "mismatch",
+       "candidate_time", "baseline_time", "resources", "speedup", "sol_us", "sol_percent",
+       "verify_ms", "time_ms", "total_ms", "device", "gpu_check", "verify_phases", "timing_facts"});
   if (auto name = r.string_field(j, "$", "verdict", true)) {
     if (auto verdict = parse_verdict(*name)) {
       result.verdict = *verdict;
@@ -334,6 +359,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   if (j.contains("device")) result.device = j.at("device");
   if (j.contains("gpu_check")) result.gpu_check = j.at("gpu_check");
   if (j.contains("verify_phases")) result.verify_phases = j.at("verify_phases");
+  if (j.contains("timing_facts")) result.timing_facts = j.at("timing_facts");
   if (!r.ok()) return make_error(r.message());
   return result;
 }

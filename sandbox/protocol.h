@@ -40,7 +40,9 @@ struct EvalOptions {
   // Hang detection: a candidate's run may take hang_factor x the trusted kernel's time at the
   // same shape, and never less than hang_floor_seconds, before it is a timeout.
   double hang_factor = 20.0;
-  double hang_floor_seconds = 1.0;
+  // Half a second is thousands of times what any task's trusted kernel takes at its small shapes,
+  // and each hang costs the GPU the floor plus a worker restart.
+  double hang_floor_seconds = 0.5;
   // Before and after timing: no other process may hold compute on the GPU, its clocks may not be
   // held down, and the worker's probe kernel must run within probe_tolerance of its best known
   // time on this GPU; otherwise the verdict is gpu_busy and no number is reported.
@@ -51,6 +53,15 @@ struct EvalOptions {
   // shapes dominate verification time (tasks/README.md, "Verification rounds").
   int large_shape_rounds = 2;
   int64_t large_shape_bytes = int64_t(64) << 20;
+  // Shapes over huge_shape_bytes (softmax's 4096 x 393216 holdout: 12.9 GB with the reference's
+  // outputs) get huge_shape_rounds: too large to keep input sets of, each round costs a naive
+  // reference run of hundreds of milliseconds, and the double run still checks determinism.
+  int huge_shape_rounds = 1;
+  int64_t huge_shape_bytes = int64_t(1) << 30;
+  // A large timed shape gets timed_shape_rounds in verification when timing follows: the timing
+  // loop runs the candidate again on up to 4 input sets of its own there and checks every output
+  // it wrote against the reference, so those sets are the shape's further rounds.
+  int timed_shape_rounds = 1;
   // Verification draws its rounds from input sets the worker keeps per (task, reference, shape),
   // pool_sets of them for shapes up to large_shape_bytes, 4 above (sandbox/worker/input_pool.h).
   // A request with an explicit seed (a reproduction) always gets fresh inputs from that seed.
@@ -60,6 +71,12 @@ struct EvalOptions {
   // min_samples_long of them suffice (sandbox/timing_stats.h).
   int min_samples_long = 5;
   double long_sample_ms = 10.0;
+  // The baseline's samples of earlier evaluations in this worker (sandbox/worker/
+  // baseline_history.h): fresh_baseline_samples fresh ones are interleaved with the candidate's
+  // and, when they agree with the history within baseline_drift, complete the baseline's summary.
+  bool reuse_baseline_samples = true;
+  int fresh_baseline_samples = 2;
+  double baseline_drift = 0.01;
 };
 
 struct EvalRequest {
@@ -113,6 +130,7 @@ struct EvalResult {
   nlohmann::json device;         // name, cc, driver, cuda, sms
   nlohmann::json gpu_check;      // the busy-GPU checks around timing (probe, processes)
   nlohmann::json verify_phases;  // where verification's time went (ms per phase, runs)
+  nlohmann::json timing_facts;   // how the timing was taken (warm-ups, baseline samples)
 };
 
 nlohmann::json to_json(const EvalRequest& request);

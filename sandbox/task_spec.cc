@@ -15,8 +15,8 @@ using nlohmann::json;
 namespace {
 
 const std::vector<std::string> kTaskKeys = {
-    "format", "name",      "description", "tags",  "sizes", "constants", "inputs", "outputs",
-    "shapes", "holdout",   "tolerance",   "flops", "bytes", "peak",      "priority"};
+    "format", "name",    "description", "tags",  "sizes", "constants", "inputs",  "outputs",
+    "shapes", "holdout", "tolerance",   "flops", "bytes", "peak",      "priority"};
 const std::vector<std::string> kTensorKeys = {"name", "dtype", "shape", "init"};
 const std::vector<std::string> kInitKeys = {"dist", "mean", "std", "low", "high"};
 const std::vector<std::string> kToleranceKeys = {"atol", "rtol", "max_error", "min_pass_fraction"};
@@ -39,9 +39,9 @@ void check_expression(JsonReader& reader, const std::string& path, const std::st
   }
   for (const auto& id : expr->identifiers()) {
     if (!symbols.count(id)) {
-      reader.error(path, "unknown symbol '" + id + "' in '" + text + "'" +
-                             did_you_mean(id, std::vector<std::string>(symbols.begin(),
-                                                                       symbols.end())));
+      reader.error(path,
+                   "unknown symbol '" + id + "' in '" + text + "'" +
+                       did_you_mean(id, std::vector<std::string>(symbols.begin(), symbols.end())));
     }
   }
 }
@@ -64,7 +64,8 @@ InitSpec read_init(JsonReader& reader, const json& tensor, const std::string& pa
     if (init.low >= init.high) reader.error(ipath, "low must be below high");
   } else if (init.dist == "randint") {
     // Bounds may be expressions over sizes (token ids below the vocabulary size).
-    for (auto [key, target] : {std::pair{"low", &init.int_low}, std::pair{"high", &init.int_high}}) {
+    for (auto [key, target] :
+         {std::pair{"low", &init.int_low}, std::pair{"high", &init.int_high}}) {
       if (!node->contains(key)) {
         reader.error(ipath + "." + key, "required field is missing");
         continue;
@@ -179,6 +180,18 @@ Result<int64_t> TaskSpec::element_count(const TensorSpec& tensor, const ShapeBin
   return count;
 }
 
+Result<int64_t> TaskSpec::tensor_bytes(const ShapeBinding& shape, int output_copies) const {
+  int64_t total = 0;
+  for (const auto* list : {&inputs, &outputs}) {
+    for (const auto& t : *list) {
+      auto n = element_count(t, shape);
+      if (!n) return make_error(n.error());
+      total += *n * int64_t(dtype_size(t.dtype)) * (list == &outputs ? output_copies : 1);
+    }
+  }
+  return total;
+}
+
 const TensorSpec* TaskSpec::find_tensor(const std::string& tensor_name) const {
   for (const auto& t : inputs)
     if (t.name == tensor_name) return &t;
@@ -210,8 +223,8 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   std::optional<std::string> name_field = reader.string_field(root, "$", "name", true);
   task.name = name_field.value_or("");
   if (name_field && task.name.empty()) reader.error("$.name", "must not be empty");
-  if (!task.name.empty() && task.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") !=
-                                std::string::npos)
+  if (!task.name.empty() &&
+      task.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
     reader.error("$.name", "use lower-case letters, digits, '_' and '-' only");
   task.description = reader.string_field(root, "$", "description", true).value_or("");
   task.tags = reader.string_list(root, "$", "tags", true);

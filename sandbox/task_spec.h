@@ -18,9 +18,9 @@ inline constexpr int kTaskFormatVersion = 1;
 // How an input tensor is filled. Distributions are signed and varied by default, because
 // all-positive inputs let a plain copy pass ReLU.
 struct InitSpec {
-  std::string dist = "normal";  // normal | uniform | randint
-  double mean = 0.0, stddev = 1.0;  // normal
-  double low = -1.0, high = 1.0;    // uniform
+  std::string dist = "normal";                // normal | uniform | randint
+  double mean = 0.0, stddev = 1.0;            // normal
+  double low = -1.0, high = 1.0;              // uniform
   std::string int_low = "0", int_high = "1";  // randint in [low, high), expressions over sizes
 };
 
@@ -34,8 +34,8 @@ struct TensorSpec {
 struct Tolerance {
   double atol = 1e-5;
   double rtol = 1e-5;
-  double max_error = 1e-3;          // no element may be further off than this
-  double min_pass_fraction = 1.0;   // share of elements that must be within atol + rtol*|ref|
+  double max_error = 1e-3;         // no element may be further off than this
+  double min_pass_fraction = 1.0;  // share of elements that must be within atol + rtol*|ref|
 };
 
 using ShapeBinding = std::map<std::string, int64_t>;
@@ -45,26 +45,29 @@ struct TaskSpec {
   std::string name;
   std::string description;
   std::vector<std::string> tags;
-  std::map<std::string, int64_t> sizes;      // symbolic sizes with defaults
-  std::map<std::string, double> constants;   // scalar parameters (alpha, eps)
+  std::map<std::string, int64_t> sizes;     // symbolic sizes with defaults
+  std::map<std::string, double> constants;  // scalar parameters (alpha, eps)
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
-  std::vector<ShapeBinding> shapes;          // correctness sweep (overrides of the defaults)
-  std::vector<ShapeBinding> holdout;         // never shown to an LLM
+  std::vector<ShapeBinding> shapes;   // correctness sweep (overrides of the defaults)
+  std::vector<ShapeBinding> holdout;  // never shown to an LLM
   Tolerance tolerance;
-  std::string flops;                         // expression over sizes
-  std::string bytes;                         // expression over sizes
-  std::string peak = "fp32";                 // fp32 | bf16_tensor | fp16_tensor | tf32_tensor
+  std::string flops;          // expression over sizes
+  std::string bytes;          // expression over sizes
+  std::string peak = "fp32";  // fp32 | bf16_tensor | fp16_tensor | tf32_tensor
   double priority = 1.0;
 
   std::filesystem::path dir;
-  std::string spec_hash;                     // sha256 of task.json's bytes
-  std::string raw_json;                      // task.json as read (sent to the sandbox worker)
+  std::string spec_hash;  // sha256 of task.json's bytes
+  std::string raw_json;   // task.json as read (sent to the sandbox worker)
 
   // The default sizes with `overrides` applied.
   ShapeBinding bind(const ShapeBinding& overrides) const;
   // Element count of a tensor under `sizes`.
   Result<int64_t> element_count(const TensorSpec& tensor, const ShapeBinding& sizes) const;
+  // Bytes of every input and output under `shape` (outputs counted `output_copies` times): what
+  // one input set with the reference's outputs, or a round's buffers, occupy on the GPU.
+  Result<int64_t> tensor_bytes(const ShapeBinding& shape, int output_copies = 1) const;
   const TensorSpec* find_tensor(const std::string& name) const;
 };
 
@@ -73,6 +76,5 @@ Result<TaskSpec> load_task(const std::filesystem::path& dir);
 
 // Parses task.json text (origin names the file in messages).
 Result<TaskSpec> parse_task(const std::string& text, const std::string& origin);
-
 
 }  // namespace kopt

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <random>
 
 #include "common/files.h"
@@ -57,21 +58,6 @@ Compiled prepare(Device& device, const KernelSource& source, const TaskSpec& tas
   return c;
 }
 
-// Verification rounds at one shape: the full count, except for shapes so large that they
-// dominate the cost (tasks/README.md, "Verification rounds").
-int rounds_for(const EvalOptions& options, const TaskSpec& task, const ShapeBinding& sizes) {
-  int64_t bytes = 0;
-  for (const auto* list : {&task.inputs, &task.outputs}) {
-    for (const auto& t : *list) {
-      auto n = task.element_count(t, sizes);
-      if (n) bytes += *n * int64_t(dtype_size(t.dtype));
-    }
-  }
-  if (bytes > options.large_shape_bytes)
-    return std::min(options.rounds, options.large_shape_rounds);
-  return options.rounds;
-}
-
 void apply_failure(EvalResult& result, const PlanFailure& failure) {
   result.verdict = failure.verdict;
   result.detail = failure.detail;
@@ -79,8 +65,21 @@ void apply_failure(EvalResult& result, const PlanFailure& failure) {
 
 }  // namespace
 
+Result<int> verification_rounds(const EvalOptions& options, const TaskSpec& task,
+                                const ShapeBinding& sizes, bool timed_next) {
+  auto bytes = task.tensor_bytes(sizes);
+  if (!bytes) return make_error(bytes.error());
+  int rounds = options.rounds;
+  if (*bytes > options.large_shape_bytes) {
+    rounds = std::min(rounds, options.large_shape_rounds);
+    if (timed_next) rounds = std::min(rounds, options.timed_shape_rounds);
+  }
+  if (*bytes > options.huge_shape_bytes) rounds = std::min(rounds, options.huge_shape_rounds);
+  return rounds;
+}
+
 Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalRequest& request,
-                            InputPool* pool) {
+                            InputPool* pool, BaselineHistory* baselines) {
   auto started = Clock::now();
   EvalResult result;
   result.device = device.info().to_json();
@@ -121,14 +120,17 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   std::vector<std::pair<std::string, const std::vector<ShapeBinding>*>> phases = {
       {"sweep", &task->shapes}};
   if (request.options.check_holdout) phases.push_back({"holdout", &task->holdout});
-  int large_shapes = 0;
+  const ShapeBinding timed_shape = task->bind({});
+  std::map<int, int> shapes_by_rounds;  // for the detail line: how many shapes got how many rounds
   for (const auto& [phase, shapes] : phases) {
     for (size_t i = 0; i < shapes->size(); ++i) {
       ShapeBinding sizes = task->bind((*shapes)[i]);
-      int rounds = rounds_for(request.options, *task, sizes);
-      if (rounds < request.options.rounds) ++large_shapes;
+      auto rounds = verification_rounds(request.options, *task, sizes,
+                                        request.options.time && sizes == timed_shape);
+      if (!rounds) return make_error(rounds.error());
+      ++shapes_by_rounds[*rounds];
       auto outcome = verifier.verify_shape(
-          sizes, rounds, seed + 7919 * (i + 1) + (phase == "holdout" ? 104729 : 0), phase);
+          sizes, *rounds, seed + 7919 * (i + 1) + (phase == "holdout" ? 104729 : 0), phase);
       if (!outcome) return make_error(outcome.error());
       if (outcome->verdict != Verdict::kOk) {
         result.verdict = outcome->verdict;
@@ -144,7 +146,6 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   result.verify_ms = ms_since(verify_started);
   result.verify_phases = verifier.phases().to_json();
 
-  ShapeBinding timed_shape = task->bind({});
   auto resolved = candidate.kernel->resolve(*task, timed_shape);
   if (auto* f = std::get_if<PlanFailure>(&resolved)) {
     apply_failure(result, *f);
@@ -194,10 +195,18 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   if (!*quiet_before) return result;
   TimingLoop loop(device, support, *task, *reference.kernel, request.options);
   loop.use_pool(pool, pool_key);
+  if (baseline) {
+    // One baseline of one task at one shape: its samples from earlier evaluations may serve.
+    std::string key = request.task_json + '\0' + request.baseline->source;
+    for (const auto& [name, value] : request.baseline->tunables)
+      key += '\0' + name + "=" + std::to_string(value);
+    loop.use_baseline_history(baselines, key + '\0' + describe_shape(timed_shape));
+  }
   auto timed = loop.run(*candidate.kernel, baseline ? &*baseline->kernel : nullptr, timed_shape,
-                        seed ^ 0x5bd1e995ULL);
+                        seed ^ 0x5bd1e995ULL, verifier.candidate_seconds(timed_shape));
   result.time_ms = ms_since(time_started);
   if (!timed) return make_error(timed.error());
+  result.timing_facts = timed->facts();
   if (timed->verdict == Verdict::kOk) {
     auto quiet_after = gpu_is_quiet("after");
     if (!quiet_after) return make_error(quiet_after.error());
@@ -219,13 +228,15 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   result.detail =
       "verified on " + std::to_string(task->shapes.size()) + " shapes" +
       (request.options.check_holdout ? " + " + std::to_string(task->holdout.size()) + " holdout"
-                                     : "") +
-      " x " + std::to_string(request.options.rounds) + " rounds";
-  if (large_shapes > 0)
-    result.detail +=
-        " (" + std::to_string(large_shapes) + " large: " +
-        std::to_string(std::min(request.options.rounds, request.options.large_shape_rounds)) +
-        " rounds)";
+                                     : "");
+  std::string rounds_text;  // "5 rounds x 4, 2 rounds x 2, 1 round x 1", most rounds first
+  for (auto it = shapes_by_rounds.rbegin(); it != shapes_by_rounds.rend(); ++it)
+    rounds_text += std::string(rounds_text.empty() ? "" : ", ") + std::to_string(it->first) +
+                   (it->first == 1 ? " round x " : " rounds x ") + std::to_string(it->second);
+  result.detail += " (" + rounds_text + ")";
+  if (timed->baseline_from_history)
+    result.detail += "; baseline: " + std::to_string(timed->fresh_baseline_samples) +
+                     " fresh samples agreed with earlier ones";
 
   // Faster than physics allows: never accepted. Implausibly large speedups: re-verified with
   // twice the rounds and new seeds before they count.

@@ -4,16 +4,24 @@
 
 #include "common/result.h"
 #include "sandbox/protocol.h"
+#include "sandbox/worker/baseline_history.h"
 #include "sandbox/worker/device.h"
 #include "sandbox/worker/input_pool.h"
 #include "sandbox/worker/support_kernels.h"
 
 namespace kopt::worker {
 
+// Verification rounds at one shape: the full count, except for shapes so large that they
+// dominate the cost, and a large timed shape that the timing loop checks again when `timed_next`
+// (tasks/README.md, "Verification rounds").
+Result<int> verification_rounds(const EvalOptions& options, const TaskSpec& task,
+                                const ShapeBinding& sizes, bool timed_next);
+
 // Errors are for broken requests (a task that does not parse); every property of the candidate
 // is a verdict in the result. After a sticky CUDA error, device.context_lost() is true.
-// `pool` (optional) keeps input sets and the reference's outputs across evaluations.
+// `pool` (optional) keeps input sets and the reference's outputs across evaluations, `baselines`
+// (optional) the baseline's timing samples.
 Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalRequest& request,
-                            InputPool* pool = nullptr);
+                            InputPool* pool = nullptr, BaselineHistory* baselines = nullptr);
 
 }  // namespace kopt::worker

@@ -28,15 +28,9 @@ Result<std::vector<uint64_t>> checksums_of(SupportKernels& support,
 }  // namespace
 
 Result<size_t> InputSetMaker::set_bytes() const {
-  size_t bytes = 0;
-  for (const auto* list : {&task_.inputs, &task_.outputs}) {
-    for (const auto& t : *list) {
-      auto n = task_.element_count(t, sizes_);
-      if (!n) return make_error(n.error());
-      bytes += size_t(*n) * dtype_size(t.dtype);
-    }
-  }
-  return bytes;
+  auto bytes = task_.tensor_bytes(sizes_);
+  if (!bytes) return make_error(bytes.error());
+  return size_t(*bytes);
 }
 
 Result<std::unique_ptr<InputSet>> InputSetMaker::allocate() const {

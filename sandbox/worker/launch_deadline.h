@@ -1,6 +1,6 @@
 // Hang detection inside the worker. Every run of a candidate's plan gets a deadline derived from
 // what the task already showed at that shape (the trusted reference's, or the baseline's, time
-// there, times a generous factor, never under a floor of about a second). The worker polls the
+// there, times a generous factor, never under a floor of half a second). The worker polls the
 // stream against it; a kernel still running at the deadline is a `timeout` verdict, the context
 // is abandoned and the worker exits, which makes the driver stop the kernel. The supervisor's
 // wall-clock limit stays as the last line of defence only.

@@ -60,8 +60,16 @@ Result<std::vector<double>> sample_spans(std::vector<KernelRecord> records, size
 
 }  // namespace
 
+nlohmann::json TimedOutcome::facts() const {
+  return {{"candidate_warm_up", candidate_warm_up},
+          {"baseline_warm_up", baseline_warm_up},
+          {"fresh_baseline_samples", fresh_baseline_samples},
+          {"baseline_from_history", baseline_from_history}};
+}
+
 Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const LoadedKernel* baseline,
-                                     const ShapeBinding& sizes, uint64_t seed) {
+                                     const ShapeBinding& sizes, uint64_t seed,
+                                     double candidate_seconds) {
   TimedOutcome outcome;
   const CudaDriver& d = device_.driver();
   auto cand_resolved = candidate.resolve(task_, sizes);
@@ -76,14 +84,10 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
     bp = std::get<ResolvedPlan>(r);
   }
   // How many buffer sets fit: rotate among up to 4 so addresses and data change every sample.
-  size_t set_bytes = 0;
-  for (const auto* list : {&task_.inputs, &task_.outputs}) {
-    for (const auto& t : *list) {
-      auto n = task_.element_count(t, sizes);
-      if (!n) return make_error(n.error());
-      set_bytes += size_t(*n) * dtype_size(t.dtype) * (list == &task_.outputs ? 3 : 1);
-    }
-  }
+  // A set: its inputs, the reference's outputs and the outputs of candidate and baseline.
+  auto set_size = task_.tensor_bytes(sizes, 3);
+  if (!set_size) return make_error(set_size.error());
+  size_t set_bytes = size_t(*set_size);
   size_t free_bytes = 0, total_bytes = 0;
   d.cuMemGetInfo(&free_bytes, &total_bytes);
   size_t budget = std::min<size_t>(free_bytes / 2, size_t(16) << 30);
@@ -169,21 +173,29 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
   };
 
   // Warm-up (module load, first-launch costs), then drop whatever CUPTI saw so far. The baseline
-  // goes first so that the candidate's hang limit knows the baseline's time too.
+  // goes first so that the candidate's hang limit knows the baseline's time too. A kernel whose
+  // run time here is already known skips it: the baseline from the history of earlier
+  // evaluations, the candidate from verification's runs at this shape (its module is loaded and
+  // launched; CUPTI's records span the GPU's execution alone, so a first launch's host-side
+  // loading never enters a sample).
   const RunLimit trusted_limit{};
-  double baseline_seconds = 0;
-  if (bp) {
-    double& seconds = baseline_seconds;
+  std::vector<TimingSample> history;
+  if (bp && history_ && options_.reuse_baseline_samples) history = history_->recent(history_key_);
+  double baseline_seconds = bp && history_ ? history_->run_seconds(history_key_) : 0;
+  if (bp && (history.empty() || baseline_seconds <= 0)) {
+    history.clear();
+    outcome.baseline_warm_up = true;
     if (auto f = run_plan(device_, *baseline, *bp,
                           buffers_for(buffer_sets[0], buffer_sets[0].baseline_out, base_scratch),
-                          task_, base_stream.get(), trusted_limit, &seconds))
+                          task_, base_stream.get(), trusted_limit, &baseline_seconds))
       return make_error("the baseline failed at the timed shape: " + f->detail);
-    trusted_seconds = std::max(trusted_seconds, seconds);
   }
+  trusted_seconds = std::max(trusted_seconds, baseline_seconds);
   const RunLimit cand_limit =
       candidate_run_limit(options_, trusted_seconds, "the reference/baseline at the timed shape");
-  double candidate_seconds = 0;
-  {
+  const std::string at_timed_shape = " at the timed shape " + describe_shape(sizes);
+  if (candidate_seconds <= 0) {
+    outcome.candidate_warm_up = true;
     CudaFailure failure;
     BufferMap warm = buffers_for(buffer_sets[0], buffer_sets[0].candidate_out, cand_scratch);
     std::optional<PlanFailure> f;
@@ -195,7 +207,7 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
                    &candidate_seconds);
     if (f)
       return TimedOutcome{f->verdict,
-                          f->detail + " (timed shape " + describe_shape(sizes) + ")",
+                          f->detail + " (warm-up" + at_timed_shape + ")",
                           std::nullopt,
                           {},
                           std::nullopt};
@@ -210,15 +222,24 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
 
   std::vector<double> clock_mhz;
   StoppingCriterion cand_stop(stopping_params(options_)), base_stop(stopping_params(options_));
+  // With a history, the baseline's fresh samples are judged once there are enough of them: if they
+  // agree, the history joins them and the baseline usually stops there; if not, the history is
+  // dropped and the baseline is sampled in full.
+  std::vector<TimingSample> fresh_baseline;
+  bool history_judged = history.empty();
   int taken = 0;
   while (true) {
+    const bool sample_baseline = bp && !base_stop.finished();
     for (int b = 0; b < batch; ++b, ++taken) {
       const BufferSet& set = buffer_sets[taken % sets];
       if (auto f = sample(candidate, cp, buffers_for(set, set.candidate_out, cand_scratch),
                           cand_stream.get(), unsigned(taken), cand_limit))
-        return TimedOutcome{
-            f->verdict, f->detail + " (while timing)", std::nullopt, {}, std::nullopt};
-      if (bp) {
+        return TimedOutcome{f->verdict,
+                            f->detail + " (while timing" + at_timed_shape + ")",
+                            std::nullopt,
+                            {},
+                            std::nullopt};
+      if (sample_baseline) {
         if (auto f = sample(*baseline, *bp, buffers_for(set, set.baseline_out, base_scratch),
                             base_stream.get(), unsigned(taken) + 7, trusted_limit))
           return make_error("the baseline failed while timing: " + f->detail);
@@ -241,11 +262,26 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
     if (!spans) return make_error(spans.error());
     for (size_t i = 0; i < spans->size(); ++i)
       cand_stop.add({(*spans)[i], clock_mhz[first_clock + i]});
-    if (bp) {
+    if (sample_baseline) {
       auto bspans = sample_spans(std::move(base_records), bp->launches.size(), "baseline");
       if (!bspans) return make_error(bspans.error());
-      for (size_t i = 0; i < bspans->size(); ++i)
-        base_stop.add({(*bspans)[i], clock_mhz[first_clock + i]});
+      for (size_t i = 0; i < bspans->size(); ++i) {
+        TimingSample s{(*bspans)[i], clock_mhz[first_clock + i]};
+        fresh_baseline.push_back(s);
+        base_stop.add(s);
+      }
+      if (!history_judged && fresh_baseline.size() >= size_t(options_.fresh_baseline_samples)) {
+        history_judged = true;
+        if (fresh_samples_agree(history, fresh_baseline, options_.baseline_drift,
+                                stopping_params(options_).max_clock_drop)) {
+          base_stop = StoppingCriterion(stopping_params(options_));
+          for (const auto* list : {&history, &fresh_baseline})
+            for (const auto& h : *list) base_stop.add(h);
+          outcome.baseline_from_history = true;
+        } else {
+          history_->forget(history_key_);
+        }
+      }
     }
     // Cheaply, between batches: a process that starts computing on this GPU mid-measurement
     // makes every later sample wrong. (The probe before and after timing catches the rest.)
@@ -330,7 +366,11 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
                         std::nullopt};
   }
   outcome.candidate = cand_stop.summary();
-  if (bp) outcome.baseline = base_stop.summary();
+  if (bp) {
+    outcome.baseline = base_stop.summary();
+    outcome.fresh_baseline_samples = int(fresh_baseline.size());
+    if (history_) history_->add(history_key_, fresh_baseline, baseline_seconds);
+  }
   outcome.detail = "stopped: " + stop_reason_name(cand_stop.reason());
   return outcome;
 }

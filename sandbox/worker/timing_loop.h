@@ -9,6 +9,7 @@
 
 #include "common/result.h"
 #include "sandbox/protocol.h"
+#include "sandbox/worker/baseline_history.h"
 #include "sandbox/worker/plan_launcher.h"
 #include "sandbox/worker/support_kernels.h"
 #include "sandbox/worker/verifier.h"
@@ -21,6 +22,10 @@ struct TimedOutcome {
   std::optional<Mismatch> mismatch;
   TimingSummary candidate;
   std::optional<TimingSummary> baseline;
+  int fresh_baseline_samples = 0;      // baseline samples taken in this evaluation
+  bool baseline_from_history = false;  // the summary includes earlier evaluations' samples
+  bool baseline_warm_up = false, candidate_warm_up = false;  // runs before the samples
+  nlohmann::json facts() const;
 };
 
 class TimingLoop {
@@ -34,8 +39,16 @@ class TimingLoop {
     pool_ = pool;
     pool_key_ = std::move(key);
   }
+  // The baseline's samples of earlier evaluations, under `key` (the task, the baseline and the
+  // shape): see baseline_history.h.
+  void use_baseline_history(BaselineHistory* history, std::string key) {
+    history_ = history;
+    history_key_ = std::move(key);
+  }
+  // `candidate_seconds`: the candidate's slowest run at this shape in verification, which loaded
+  // its module and made its first launch here already (0 = unknown: the loop warms it up first).
   Result<TimedOutcome> run(const LoadedKernel& candidate, const LoadedKernel* baseline,
-                           const ShapeBinding& sizes, uint64_t seed);
+                           const ShapeBinding& sizes, uint64_t seed, double candidate_seconds = 0);
 
  private:
   Device& device_;
@@ -45,6 +58,8 @@ class TimingLoop {
   const EvalOptions& options_;
   InputPool* pool_ = nullptr;
   std::string pool_key_;
+  BaselineHistory* history_ = nullptr;
+  std::string history_key_;
 };
 
 }  // namespace kopt::worker

@@ -1,5 +1,6 @@
 #include "sandbox/worker/verifier.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -154,6 +155,11 @@ Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
   return outcome;
 }
 
+double Verifier::candidate_seconds(const ShapeBinding& sizes) const {
+  auto it = candidate_seconds_.find(sizes);
+  return it == candidate_seconds_.end() ? 0.0 : it->second;
+}
+
 Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
                                             const std::string& phase) {
   std::string shape_text = describe_shape(sizes);
@@ -244,9 +250,12 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
         if (auto s = fill_bytes(device_, b, run == 0 ? kPoisonFirstRun : kPoisonSecondRun); !s)
           return make_error(s.error());
       phases_.checks_ms += lap();
+      double seconds = 0;
       auto failure =
-          run_plan(device_, candidate_, cp, cand_buffers, task_, device_.stream(), limit);
+          run_plan(device_, candidate_, cp, cand_buffers, task_, device_.stream(), limit, &seconds);
       phases_.candidate_ms += lap();
+      double& slowest = candidate_seconds_[sizes];
+      slowest = std::max(slowest, seconds);
       if (failure) return fail({failure->verdict, failure->detail, std::nullopt}, round);
       auto damage = damaged_guards(support_, reachable);
       if (!damage) return make_error(damage.error());

@@ -5,6 +5,7 @@
 // max-error cap), and the second run against the first (nondeterministic).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -84,6 +85,8 @@ class Verifier {
   Result<CheckOutcome> verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
                                     const std::string& phase);
   const VerifyPhases& phases() const { return phases_; }
+  // The candidate's slowest run at `sizes` in the rounds verified so far (seconds; 0 = none).
+  double candidate_seconds(const ShapeBinding& sizes) const;
 
  private:
   Device& device_;
@@ -95,6 +98,7 @@ class Verifier {
   VerifyPhases phases_;
   InputPool* pool_ = nullptr;
   std::string pool_key_;
+  std::map<ShapeBinding, double> candidate_seconds_;
 };
 
 }  // namespace kopt::worker

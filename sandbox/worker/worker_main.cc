@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   size_t free_bytes = 0, total_bytes = 0;
   gpu.driver().cuMemGetInfo(&free_bytes, &total_bytes);
   worker::InputPool pool(std::min(total_bytes / 10 * 3, free_bytes / 2));
+  worker::BaselineHistory baselines;
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
@@ -130,13 +131,13 @@ int main(int argc, char** argv) {
             response = reply(request, false);
             response["error"] = parsed.error();
           } else {
-            auto result = worker::evaluate(gpu, *support, *parsed, &pool);
+            auto result = worker::evaluate(gpu, *support, *parsed, &pool, &baselines);
             // The kept sets may be what leaves too little memory for a big shape: give them
             // back and try once more.
             if (!result && pool.bytes() > 0 &&
                 result.error().find("OUT_OF_MEMORY") != std::string::npos && !gpu.context_lost()) {
               pool.clear();
-              result = worker::evaluate(gpu, *support, *parsed, &pool);
+              result = worker::evaluate(gpu, *support, *parsed, &pool, &baselines);
             }
             if (result) {
               response["result"] = to_json(*result);
