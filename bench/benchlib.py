@@ -8,6 +8,7 @@ import os
 import pathlib
 import platform
 import select
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -179,22 +180,30 @@ class Worker:
 class CompileGate:
     """The daemon's compile gate: `kopt eval --compile-only` on the host CPU, one candidate ahead
     of the worker and into the worker's compile cache, as the daemon's job threads compile each
-    candidate before it queues for a GPU (src/orchestrator/candidate_evaluation.cc)."""
+    candidate (and, once per task, its reference) before it queues for a GPU
+    (src/orchestrator/candidate_evaluation.cc)."""
 
     def __init__(self, kopt, cache_dir, arch):
         self.kopt, self.cache_dir, self.arch = kopt, cache_dir, arch
         self.folder = fresh_dir("kopt-bench-gate-")
         self.running = None
         self.count = 0
+        self.references = set()
 
     def start(self, task, source):
         self.count += 1
         path = self.folder / ("candidate_%d.cu" % self.count)
         path.write_text(source)
         env = dict(os.environ, KOPT_CACHE_DIR=str(self.cache_dir))
-        self.running = subprocess.Popen(
-            [self.kopt, "eval", str(task.dir), str(path), "--compile-only", "--arch", self.arch],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        compile_only = ["eval", str(task.dir), "--compile-only", "--arch", self.arch]
+        commands = [[self.kopt] + compile_only[:2] + [str(path)] + compile_only[2:]]
+        if task.name not in self.references:
+            self.references.add(task.name)
+            commands.append([self.kopt] + compile_only[:2] + [str(task.dir / "reference.cu")] +
+                            compile_only[2:])
+        script = "; ".join(" ".join(shlex.quote(a) for a in c) for c in commands)
+        self.running = subprocess.Popen(["sh", "-c", script], env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def wait(self):
         if self.running:

@@ -102,9 +102,6 @@ json options_to_json(const EvalOptions& o) {
           {"probe_tolerance", o.probe_tolerance},
           {"large_shape_rounds", o.large_shape_rounds},
           {"large_shape_bytes", o.large_shape_bytes},
-          {"huge_shape_rounds", o.huge_shape_rounds},
-          {"huge_shape_bytes", o.huge_shape_bytes},
-          {"timed_shape_rounds", o.timed_shape_rounds},
           {"reuse_inputs", o.reuse_inputs},
           {"pool_sets", o.pool_sets},
           {"min_samples_long", o.min_samples_long},
@@ -133,9 +130,6 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "probe_tolerance",
                 "large_shape_rounds",
                 "large_shape_bytes",
-                "huge_shape_rounds",
-                "huge_shape_bytes",
-                "timed_shape_rounds",
                 "reuse_inputs",
                 "pool_sets",
                 "min_samples_long",
@@ -171,14 +165,9 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   read_into(r, o, path, "pool_sets", options.pool_sets);
   read_into(r, o, path, "min_samples_long", options.min_samples_long);
   read_into(r, o, path, "long_sample_ms", options.long_sample_ms);
-  read_into(r, o, path, "huge_shape_rounds", options.huge_shape_rounds);
-  read_into(r, o, path, "huge_shape_bytes", options.huge_shape_bytes);
-  read_into(r, o, path, "timed_shape_rounds", options.timed_shape_rounds);
   read_into(r, o, path, "reuse_baseline_samples", options.reuse_baseline_samples);
   read_into(r, o, path, "fresh_baseline_samples", options.fresh_baseline_samples);
   read_into(r, o, path, "baseline_drift", options.baseline_drift);
-  if (options.huge_shape_rounds < 1) r.error(path + ".huge_shape_rounds", "must be at least 1");
-  if (options.timed_shape_rounds < 1) r.error(path + ".timed_shape_rounds", "must be at least 1");
   if (options.fresh_baseline_samples < 1)
     r.error(path + ".fresh_baseline_samples", "must be at least 1");
   if (!(options.baseline_drift >= 0)) r.error(path + ".baseline_drift", "must not be negative");

@@ -51,17 +51,8 @@ struct EvalOptions {
   // Shapes whose inputs and outputs together exceed large_shape_bytes get large_shape_rounds
   // rounds (at most `rounds`): every small shape has had the full rounds by then, and these
   // shapes dominate verification time (tasks/README.md, "Verification rounds").
-  int large_shape_rounds = 2;
+  int large_shape_rounds = 1;
   int64_t large_shape_bytes = int64_t(64) << 20;
-  // Shapes over huge_shape_bytes (softmax's 4096 x 393216 holdout: 12.9 GB with the reference's
-  // outputs) get huge_shape_rounds: too large to keep input sets of, each round costs a naive
-  // reference run of hundreds of milliseconds, and the double run still checks determinism.
-  int huge_shape_rounds = 1;
-  int64_t huge_shape_bytes = int64_t(1) << 30;
-  // A large timed shape gets timed_shape_rounds in verification when timing follows: the timing
-  // loop runs the candidate again on up to 4 input sets of its own there and checks every output
-  // it wrote against the reference, so those sets are the shape's further rounds.
-  int timed_shape_rounds = 1;
   // Verification draws its rounds from input sets the worker keeps per (task, reference, shape),
   // pool_sets of them for shapes up to large_shape_bytes, 4 above (sandbox/worker/input_pool.h).
   // A request with an explicit seed (a reproduction) always gets fresh inputs from that seed.

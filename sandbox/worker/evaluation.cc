@@ -66,16 +66,12 @@ void apply_failure(EvalResult& result, const PlanFailure& failure) {
 }  // namespace
 
 Result<int> verification_rounds(const EvalOptions& options, const TaskSpec& task,
-                                const ShapeBinding& sizes, bool timed_next) {
+                                const ShapeBinding& sizes) {
   auto bytes = task.tensor_bytes(sizes);
   if (!bytes) return make_error(bytes.error());
-  int rounds = options.rounds;
-  if (*bytes > options.large_shape_bytes) {
-    rounds = std::min(rounds, options.large_shape_rounds);
-    if (timed_next) rounds = std::min(rounds, options.timed_shape_rounds);
-  }
-  if (*bytes > options.huge_shape_bytes) rounds = std::min(rounds, options.huge_shape_rounds);
-  return rounds;
+  if (*bytes > options.large_shape_bytes)
+    return std::min(options.rounds, options.large_shape_rounds);
+  return options.rounds;
 }
 
 Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalRequest& request,
@@ -120,13 +116,11 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   std::vector<std::pair<std::string, const std::vector<ShapeBinding>*>> phases = {
       {"sweep", &task->shapes}};
   if (request.options.check_holdout) phases.push_back({"holdout", &task->holdout});
-  const ShapeBinding timed_shape = task->bind({});
   std::map<int, int> shapes_by_rounds;  // for the detail line: how many shapes got how many rounds
   for (const auto& [phase, shapes] : phases) {
     for (size_t i = 0; i < shapes->size(); ++i) {
       ShapeBinding sizes = task->bind((*shapes)[i]);
-      auto rounds = verification_rounds(request.options, *task, sizes,
-                                        request.options.time && sizes == timed_shape);
+      auto rounds = verification_rounds(request.options, *task, sizes);
       if (!rounds) return make_error(rounds.error());
       ++shapes_by_rounds[*rounds];
       auto outcome = verifier.verify_shape(
@@ -146,6 +140,7 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   result.verify_ms = ms_since(verify_started);
   result.verify_phases = verifier.phases().to_json();
 
+  const ShapeBinding timed_shape = task->bind({});
   auto resolved = candidate.kernel->resolve(*task, timed_shape);
   if (auto* f = std::get_if<PlanFailure>(&resolved)) {
     apply_failure(result, *f);

@@ -12,10 +12,9 @@
 namespace kopt::worker {
 
 // Verification rounds at one shape: the full count, except for shapes so large that they
-// dominate the cost, and a large timed shape that the timing loop checks again when `timed_next`
-// (tasks/README.md, "Verification rounds").
+// dominate the cost (tasks/README.md, "Verification rounds").
 Result<int> verification_rounds(const EvalOptions& options, const TaskSpec& task,
-                                const ShapeBinding& sizes, bool timed_next);
+                                const ShapeBinding& sizes);
 
 // Errors are for broken requests (a task that does not parse); every property of the candidate
 // is a verdict in the result. After a sticky CUDA error, device.context_lost() is true.

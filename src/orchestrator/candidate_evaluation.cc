@@ -93,6 +93,10 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
         return outcome;
       }
       if (!compiled->ok) return reject_locally(input, Verdict::kCompileError, compiled->log);
+      // The task's reference too (a cache hit after its first candidate): a worker that shares
+      // this cache then never spends GPU time waiting for NVRTC on a task's first evaluation.
+      if (auto reference = parse_kernel_file(input.reference_source, "reference.cu", input.task))
+        (void)compile_kernel(make_compile_request(*reference, {}, input.gpu->arch), cache_);
     }
   }
 

@@ -83,14 +83,14 @@ TEST(FreshSamplesAgree, TooLittleHistoryNeverAgrees) {
   EXPECT_FALSE(fresh_samples_agree(samples({43000, 43000, 43000}), {}, 0.01, 0.25));
 }
 
-// A task whose shapes span the rules: small, large (over 64 MiB) and huge (over 1 GiB).
+// A task with small shapes and large ones (over 64 MiB).
 TaskSpec copy_task() {
   auto task = parse_task(R"({
     "format": 1, "name": "copy", "description": "out = x", "tags": ["elementwise"],
     "sizes": {"n": 33554432},
     "inputs": [{"name": "x", "dtype": "f32", "shape": ["n"]}],
     "outputs": [{"name": "out", "dtype": "f32", "shape": ["n"]}],
-    "shapes": [{"n": 1}, {"n": 4097}, {}],
+    "shapes": [{"n": 1}, {"n": 4097}, {"n": 8388608}, {}],
     "holdout": [{"n": 268435456}],
     "tolerance": {"atol": 1e-6, "rtol": 1e-6, "max_error": 1e-4},
     "flops": "0", "bytes": "8*n"})",
@@ -102,29 +102,23 @@ TaskSpec copy_task() {
 TEST(VerificationRounds, SmallShapesGetEveryRound) {
   TaskSpec task = copy_task();
   EvalOptions options;
-  EXPECT_EQ(*verification_rounds(options, task, task.bind({{"n", 4097}}), false), 5);
-  // A small timed shape keeps its rounds: they are cheap.
-  EXPECT_EQ(*verification_rounds(options, task, task.bind({{"n", 4097}}), true), 5);
+  EXPECT_EQ(*verification_rounds(options, task, task.bind({{"n", 4097}})), 5);
+  // 2 x 32 MiB: exactly 64 MiB is still small.
+  EXPECT_EQ(*verification_rounds(options, task, task.bind({{"n", 8388608}})), 5);
 }
 
-TEST(VerificationRounds, LargeShapesGetTwoAndOneWhenTheTimingLoopChecksThemAgain) {
-  TaskSpec task = copy_task();  // the default shape: 2 x 128 MiB
+TEST(VerificationRounds, LargeShapesGetOne) {
+  TaskSpec task = copy_task();
   EvalOptions options;
-  EXPECT_EQ(*verification_rounds(options, task, task.bind({}), false), 2);
-  EXPECT_EQ(*verification_rounds(options, task, task.bind({}), true), 1);
-  options.timed_shape_rounds = 2;
-  EXPECT_EQ(*verification_rounds(options, task, task.bind({}), true), 2);
-}
-
-TEST(VerificationRounds, HugeShapesGetOne) {
-  TaskSpec task = copy_task();  // the holdout: 2 x 1 GiB
-  EvalOptions options;
-  EXPECT_EQ(*verification_rounds(options, task, task.bind({{"n", 268435456}}), false), 1);
-  options.huge_shape_rounds = 2;
-  EXPECT_EQ(*verification_rounds(options, task, task.bind({{"n", 268435456}}), false), 2);
+  EXPECT_EQ(*verification_rounds(options, task, task.bind({})), 1);  // 2 x 128 MiB
+  EXPECT_EQ(*verification_rounds(options, task, task.bind({{"n", 268435456}})), 1);
+  options.large_shape_rounds = 2;
+  EXPECT_EQ(*verification_rounds(options, task, task.bind({})), 2);
+  options.large_shape_bytes = int64_t(1) << 30;
+  EXPECT_EQ(*verification_rounds(options, task, task.bind({})), 5);
   // `--rounds 1` caps everything.
   options.rounds = 1;
-  EXPECT_EQ(*verification_rounds(options, task, task.bind({{"n", 4097}}), false), 1);
+  EXPECT_EQ(*verification_rounds(options, task, task.bind({{"n", 4097}})), 1);
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
 // expect: timeout
 // Defence: the hang limit of the timing loop. This axpy is right everywhere except at the timed
 // shape (n = 2^26), where it is right for its first 2 launches, exactly verification's there (a
-// large timed shape: 1 round x 2 runs, the timing loop checks it again), and spins from the 3rd
-// on, the timing loop's first sample (verification's runs there stand for the warm-up). Only the
+// large shape: 1 round x 2 runs), and spins from the 3rd on, the timing loop's first sample (verification's runs there stand for the warm-up). Only the
 // limit derived from the reference's time at that shape ends it; fault_test.cc checks that the
 // verdict names the timed shape, so a change of verification's rounds shows up there.
 /* kopt:plan
