@@ -1,6 +1,6 @@
 #!/bin/bash
 # Issue 12 (session 5) on a GPU: the fault tests and the adversarial suite (same verdicts with the
-# baseline history, 1 round at large timed shapes and huge shapes, a 0.5 s hang floor), then the
+# baseline history, 1 verification round at shapes over 64 MiB, a 0.5 s hang floor), then the
 # throughput bench with the daemon's compile gate (and without, for the worker alone), the failure
 # mix with the gate, and the daemon's idle share. Binaries carried in .devcarry-12/.
 #   bash docs/gpu-runs/2026-11-24-h100-throughput/run.sh   (TESTS=0 NOGATE=0 MIX=0 IDLE=0 skip parts)
