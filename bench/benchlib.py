@@ -178,37 +178,53 @@ class Worker:
 
 
 class CompileGate:
-    """The daemon's compile gate: `kopt eval --compile-only` on the host CPU, one candidate ahead
-    of the worker and into the worker's compile cache, as the daemon's job threads compile each
-    candidate (and, once per task, its reference) before it queues for a GPU
-    (src/orchestrator/candidate_evaluation.cc)."""
+    """The daemon's compile gate: `kopt eval --compile-only` on the host CPU, into the worker's
+    compile cache, ahead of the worker, as the daemon's job threads compile each candidate before
+    it queues for a GPU (src/orchestrator/candidate_evaluation.cc). The daemon keeps about two
+    jobs per GPU in flight, so `depth` (2) candidates compile at once. A task's first compile
+    also builds its reference and baseline.cu, as the daemon's first candidate of a task is its
+    baseline and its gate compiles the reference beside every candidate.
 
-    def __init__(self, kopt, cache_dir, arch):
+    `plan` is the list of (task, source) the worker will be sent, in order."""
+
+    def __init__(self, kopt, cache_dir, arch, plan, depth=2):
         self.kopt, self.cache_dir, self.arch = kopt, cache_dir, arch
+        self.plan, self.depth = plan, depth
         self.folder = fresh_dir("kopt-bench-gate-")
-        self.running = None
-        self.count = 0
-        self.references = set()
+        self.running = {}  # plan index -> Popen
+        self.started = 0
+        self.tasks_seen = set()
 
-    def start(self, task, source):
-        self.count += 1
-        path = self.folder / ("candidate_%d.cu" % self.count)
+    def _start(self, index):
+        task, source = self.plan[index]
+        path = self.folder / ("candidate_%d.cu" % index)
         path.write_text(source)
+        files = [path]
+        if task.name not in self.tasks_seen:
+            self.tasks_seen.add(task.name)
+            files += [task.dir / "reference.cu", task.dir / "baseline.cu"]
+        # One after another whatever each gives: a compile error is a verdict, and is cached too.
+        script = "; ".join(" ".join(shlex.quote(str(a)) for a in [
+            self.kopt, "eval", task.dir, f, "--compile-only", "--arch", self.arch]) for f in files)
         env = dict(os.environ, KOPT_CACHE_DIR=str(self.cache_dir))
-        compile_only = ["eval", str(task.dir), "--compile-only", "--arch", self.arch]
-        commands = [[self.kopt] + compile_only[:2] + [str(path)] + compile_only[2:]]
-        if task.name not in self.references:
-            self.references.add(task.name)
-            commands.append([self.kopt] + compile_only[:2] + [str(task.dir / "reference.cu")] +
-                            compile_only[2:])
-        script = "; ".join(" ".join(shlex.quote(a) for a in c) for c in commands)
-        self.running = subprocess.Popen(["sh", "-c", script], env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.running[index] = subprocess.Popen(["sh", "-c", script], env=env,
+                                               stdout=subprocess.DEVNULL,
+                                               stderr=subprocess.DEVNULL)
 
-    def wait(self):
-        if self.running:
-            self.running.wait()
-            self.running = None
+    def wait(self, index):
+        """Returns once candidate `index` is in the cache, with the next ones compiling."""
+        while self.started < min(len(self.plan), index + self.depth):
+            self._start(self.started)
+            self.started += 1
+        process = self.running.pop(index, None)
+        if process:
+            process.wait()
+
+    def close(self):
+        for process in self.running.values():
+            process.wait()
+        self.running.clear()
+        remove_dir(self.folder)
 
 
 def unique_source(source, tag):

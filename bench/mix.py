@@ -10,8 +10,8 @@ candidates made from each task's baseline by bench/failure_mix.py: 55% correct, 
 shape, 5% hangs on every shape, tasks round-robin. Every candidate's source is unique (no compile
 cache answers), each request carries the baseline and the daemon's default options. The GPU cost
 of a candidate is its request's wall time including the worker restart it caused. With --gate,
-each candidate is compiled on the host one ahead of the worker, into its compile cache, as the
-daemon's compile gate does (a compile error then reaches the worker as a cached verdict). Reports, per
+each candidate is compiled on the host ahead of the worker (two at a time), into its compile
+cache, as the daemon's compile gate does (a compile error then reaches the worker as a cached verdict). Reports, per
 class, the verdicts and GPU seconds, and the candidates per GPU-hour of the whole mix. Writes
 mix.json and mix.md into OUT_DIR and prints the table last.
 """
@@ -34,7 +34,7 @@ def main():
     parser.add_argument("--budget-s", type=float, default=300,
                         help="stop starting candidates after this many seconds")
     parser.add_argument("--gate", action="store_true",
-                        help="compile each candidate on the host one ahead of the worker, as the "
+                        help="compile each candidate on the host ahead of the worker, as the "
                              "daemon's compile gate does (needs build/bin/kopt beside the worker)")
     args = parser.parse_args()
     tasks = benchlib.load_tasks([n for n in args.tasks.split(",") if n])
@@ -55,8 +55,8 @@ def main():
     gate = None
     if args.gate and plan:
         kopt = str(pathlib.Path(args.worker).resolve().parent / "kopt")
-        gate = benchlib.CompileGate(kopt, cache, worker.info.get("arch", "sm_90a"))
-        gate.start(plan[0][0], plan[0][2])
+        gate = benchlib.CompileGate(kopt, cache, worker.info.get("arch", "sm_90a"),
+                                    [(task, source) for task, _, source in plan])
     records = []
     began = time.perf_counter()
     for index, (task, kind, source) in enumerate(plan):
@@ -64,9 +64,7 @@ def main():
             log("budget spent: %d candidates judged" % len(records))
             break
         if gate:
-            gate.wait()
-            if index + 1 < len(plan):
-                gate.start(plan[index + 1][0], plan[index + 1][2])
+            gate.wait(index)
         restarts = worker.restarts
         t0 = time.perf_counter()
         result, error, _ = worker.evaluate(task, source, "%s-%s.cu" % (task.name, kind))
@@ -82,6 +80,8 @@ def main():
                                                 " (worker restarted)" if record["worker_restarted"]
                                                 else ""))
     stream_s = time.perf_counter() - began
+    if gate:
+        gate.close()
     worker.close()
     benchlib.remove_dir(cache)
 

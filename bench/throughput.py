@@ -126,7 +126,7 @@ def main():
     parser.add_argument("--tasks", default="", help="comma-separated task names (default: all)")
     parser.add_argument("--no-inline", action="store_true", help="skip the load_inline build")
     parser.add_argument("--gate", action="store_true",
-                        help="compile each candidate on the host one ahead of the worker, as the "
+                        help="compile each candidate on the host ahead of the worker, as the "
                              "daemon's compile gate does (needs build/bin/kopt beside the worker)")
     args = parser.parse_args()
     tasks = benchlib.load_tasks([n for n in args.tasks.split(",") if n])
@@ -147,9 +147,12 @@ def main():
     gate = None
     if args.gate:
         kopt = str(pathlib.Path(args.worker).resolve().parent / "kopt")
-        gate = benchlib.CompileGate(kopt, cache, worker.info.get("arch", "sm_90a"))
-        plan = [(t, {}, label, with_defaults(t.baseline, v)) for t, v, label in plan]
-        gate.start(plan[0][0], plan[0][3])
+        # A setting goes out as the kernel file with it as the default, as the daemon's tuner
+        # sends it; the baseline itself goes out as it is.
+        plan = [(t, {}, label, with_defaults(t.baseline, v) if v else t.baseline)
+                for t, v, label in plan]
+        gate = benchlib.CompileGate(kopt, cache, worker.info.get("arch", "sm_90a"),
+                                    [(t, source) for t, _, _, source in plan])
     else:
         plan = [(t, v, label, t.baseline) for t, v, label in plan]
     began = time.perf_counter()
@@ -159,9 +162,7 @@ def main():
             log("budget spent: %d candidates judged" % len(records))
             break
         if gate:
-            gate.wait()
-            if index + 1 < len(plan):
-                gate.start(plan[index + 1][0], plan[index + 1][3])
+            gate.wait(index)
         result, error, wall_ms = worker.evaluate(task, source, "baseline.cu", tunable_values)
         record = {"task": task.name, "candidate": label, "wall_ms": wall_ms,
                   "first_of_task": task.name not in seen_tasks, "error": error}
@@ -179,8 +180,7 @@ def main():
             record.get("verify_ms") or 0, record.get("time_ms") or 0, record.get("total_ms") or 0))
     stream_s = time.perf_counter() - began
     if gate:
-        gate.wait()
-        benchlib.remove_dir(gate.folder)
+        gate.close()
     worker.close()
     benchlib.remove_dir(cache)
 
@@ -230,7 +230,7 @@ def main():
           "%d candidates (%d tasks, baselines then tunable variants) through one long-lived "
           "kopt-sandbox worker in %.1f s; verdicts %s; compile cache hits %d%s." % (
               len(records), len(seen_tasks), stream_s, results["verdicts"], results["cache_hits"],
-              "; each compiled on the host one ahead (--gate), as the daemon does" if gate
+              "; each compiled on the host ahead of the worker, two at a time (--gate), as the daemon does" if gate
               else ""),
           "", benchlib.markdown_table(["per candidate (ms)", "p50", "p90", "mean"], rows), "",
           benchlib.markdown_table(
