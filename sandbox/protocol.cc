@@ -105,7 +105,8 @@ json options_to_json(const EvalOptions& o) {
           {"reuse_inputs", o.reuse_inputs},
           {"pool_sets", o.pool_sets},
           {"min_samples_long", o.min_samples_long},
-          {"long_sample_ms", o.long_sample_ms}};
+          {"long_sample_ms", o.long_sample_ms},
+          {"stress", o.stress}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
@@ -130,7 +131,8 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "reuse_inputs",
                 "pool_sets",
                 "min_samples_long",
-                "long_sample_ms"});
+                "long_sample_ms",
+                "stress"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -159,6 +161,7 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   read_into(r, o, path, "pool_sets", options.pool_sets);
   read_into(r, o, path, "min_samples_long", options.min_samples_long);
   read_into(r, o, path, "long_sample_ms", options.long_sample_ms);
+  read_into(r, o, path, "stress", options.stress);
   if (options.pool_sets < 1) r.error(path + ".pool_sets", "must be at least 1");
   if (options.min_samples_long < 1) r.error(path + ".min_samples_long", "must be at least 1");
   if (!(options.long_sample_ms > 0)) r.error(path + ".long_sample_ms", "must be positive");
@@ -221,12 +224,14 @@ json mismatch_to_json(const Mismatch& m) {
           {"expected", number_to_json(m.expected)},
           {"actual", number_to_json(m.actual)},
           {"round", m.round},
-          {"phase", m.phase}};
+          {"phase", m.phase},
+          {"stress", m.stress}};
 }
 
 Mismatch mismatch_from_json(JsonReader& r, const json& o, const std::string& path) {
   Mismatch m;
-  r.check_keys(o, path, {"output", "shape", "index", "expected", "actual", "round", "phase"});
+  r.check_keys(o, path,
+               {"output", "shape", "index", "expected", "actual", "round", "phase", "stress"});
   read_into(r, o, path, "output", m.output);
   read_into(r, o, path, "shape", m.shape);
   read_into(r, o, path, "index", m.index);
@@ -234,6 +239,7 @@ Mismatch mismatch_from_json(JsonReader& r, const json& o, const std::string& pat
   read_into(r, o, path, "actual", m.actual);
   read_into(r, o, path, "round", m.round);
   read_into(r, o, path, "phase", m.phase);
+  read_into(r, o, path, "stress", m.stress);
   return m;
 }
 

@@ -18,7 +18,8 @@
 
 namespace kopt {
 
-inline constexpr int kProtocolVersion = 1;
+// 2: stress rounds (EvalOptions::stress, Mismatch::stress; task.json format 2).
+inline constexpr int kProtocolVersion = 2;
 
 struct KernelSource {
   std::string source;
@@ -60,6 +61,9 @@ struct EvalOptions {
   // min_samples_long of them suffice (sandbox/timing_stats.h).
   int min_samples_long = 5;
   double long_sample_ms = 10.0;
+  // The task's stress rounds (extreme but valid inputs), after the sweep: off only to measure
+  // their cost or to show what they catch (tasks/README.md, "Stress rounds").
+  bool stress = true;
 };
 
 struct EvalRequest {
@@ -93,7 +97,8 @@ struct Mismatch {
   double expected = 0;
   double actual = 0;
   int round = 0;
-  std::string phase;  // "sweep", "holdout", "timing"
+  std::string phase;   // "sweep", "stress", "holdout", "timing"
+  std::string stress;  // the stress round's name, in phase "stress"
 };
 
 struct EvalResult {

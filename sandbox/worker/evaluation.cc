@@ -60,16 +60,45 @@ Compiled prepare(Device& device, const KernelSource& source, const TaskSpec& tas
 // Verification rounds at one shape: the full count, except for shapes so large that they
 // dominate the cost (tasks/README.md, "Verification rounds").
 int rounds_for(const EvalOptions& options, const TaskSpec& task, const ShapeBinding& sizes) {
-  int64_t bytes = 0;
-  for (const auto* list : {&task.inputs, &task.outputs}) {
-    for (const auto& t : *list) {
-      auto n = task.element_count(t, sizes);
-      if (n) bytes += *n * int64_t(dtype_size(t.dtype));
-    }
-  }
-  if (bytes > options.large_shape_bytes)
+  if (task.io_bytes(sizes) > options.large_shape_bytes)
     return std::min(options.rounds, options.large_shape_rounds);
   return options.rounds;
+}
+
+// One shape to verify, in order: the sweep, the stress rounds, the holdout.
+struct VerifyStep {
+  std::string phase;
+  ShapeBinding sizes;
+  int rounds = 1;
+  uint64_t seed = 0;
+  const StressRound* stress = nullptr;
+};
+
+std::vector<VerifyStep> verification_steps(const TaskSpec& task, const EvalOptions& options,
+                                           uint64_t seed) {
+  std::vector<VerifyStep> steps;
+  for (size_t i = 0; i < task.shapes.size(); ++i) {
+    ShapeBinding sizes = task.bind(task.shapes[i]);
+    steps.push_back({"sweep", sizes, rounds_for(options, task, sizes), seed + 7919 * (i + 1)});
+  }
+  // After the sweep, so that a kernel wrong on every input fails there with a plain message;
+  // one round per shape: a numerical trap springs on the first set of extreme inputs.
+  if (options.stress) {
+    for (size_t r = 0; r < task.stress.size(); ++r) {
+      auto shapes = stress_shapes(task, task.stress[r], options.large_shape_bytes);
+      for (size_t i = 0; i < shapes.size(); ++i)
+        steps.push_back({"stress", shapes[i], 1, seed + 15485863 * (r + 1) + 7919 * (i + 1),
+                         &task.stress[r]});
+    }
+  }
+  if (options.check_holdout) {
+    for (size_t i = 0; i < task.holdout.size(); ++i) {
+      ShapeBinding sizes = task.bind(task.holdout[i]);
+      steps.push_back(
+          {"holdout", sizes, rounds_for(options, task, sizes), seed + 7919 * (i + 1) + 104729});
+    }
+  }
+  return steps;
 }
 
 void apply_failure(EvalResult& result, const PlanFailure& failure) {
@@ -118,27 +147,19 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   for (const auto& [name, value] : request.reference.tunables)
     pool_key += '\0' + name + "=" + std::to_string(value);
   verifier.use_pool(pool, pool_key);
-  std::vector<std::pair<std::string, const std::vector<ShapeBinding>*>> phases = {
-      {"sweep", &task->shapes}};
-  if (request.options.check_holdout) phases.push_back({"holdout", &task->holdout});
   int large_shapes = 0;
-  for (const auto& [phase, shapes] : phases) {
-    for (size_t i = 0; i < shapes->size(); ++i) {
-      ShapeBinding sizes = task->bind((*shapes)[i]);
-      int rounds = rounds_for(request.options, *task, sizes);
-      if (rounds < request.options.rounds) ++large_shapes;
-      auto outcome = verifier.verify_shape(
-          sizes, rounds, seed + 7919 * (i + 1) + (phase == "holdout" ? 104729 : 0), phase);
-      if (!outcome) return make_error(outcome.error());
-      if (outcome->verdict != Verdict::kOk) {
-        result.verdict = outcome->verdict;
-        result.detail = outcome->detail;
-        result.mismatch = outcome->mismatch;
-        result.verify_ms = ms_since(verify_started);
-        result.verify_phases = verifier.phases().to_json();
-        result.total_ms = ms_since(started);
-        return result;
-      }
+  for (const auto& step : verification_steps(*task, request.options, seed)) {
+    if (step.phase != "stress" && step.rounds < request.options.rounds) ++large_shapes;
+    auto outcome = verifier.verify_shape(step.sizes, step.rounds, step.seed, step.phase, step.stress);
+    if (!outcome) return make_error(outcome.error());
+    if (outcome->verdict != Verdict::kOk) {
+      result.verdict = outcome->verdict;
+      result.detail = outcome->detail;
+      result.mismatch = outcome->mismatch;
+      result.verify_ms = ms_since(verify_started);
+      result.verify_phases = verifier.phases().to_json();
+      result.total_ms = ms_since(started);
+      return result;
     }
   }
   result.verify_ms = ms_since(verify_started);
@@ -221,6 +242,8 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
       (request.options.check_holdout ? " + " + std::to_string(task->holdout.size()) + " holdout"
                                      : "") +
       " x " + std::to_string(request.options.rounds) + " rounds";
+  if (request.options.stress && !task->stress.empty())
+    result.detail += " + " + std::to_string(task->stress.size()) + " stress rounds";
   if (large_shapes > 0)
     result.detail +=
         " (" + std::to_string(large_shapes) + " large: " +
