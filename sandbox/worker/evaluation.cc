@@ -137,7 +137,7 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
     seed = std::random_device{}() * 0x9e3779b97f4a7c15ULL ^
            uint64_t(started.time_since_epoch().count());
 
-  // Verification: the sweep, then the holdout shapes.
+  // Verification: the sweep, the stress rounds, then the holdout shapes.
   auto verify_started = Clock::now();
   Verifier verifier(device, support, *task, *reference.kernel, *candidate.kernel, request.options);
   // Kept input sets belong to one task and one reference: both are in the key. A reproduction
