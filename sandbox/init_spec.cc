@@ -11,7 +11,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kInitKeys = {"dist", "mean", "std",    "low",
+const std::vector<std::string> kInitKeys = {"dist", "mean",  "std",    "low",
                                             "high", "value", "repeat", "neg_inf"};
 const std::vector<std::string> kDistributions = {"normal", "uniform", "randint", "constant"};
 
@@ -72,9 +72,9 @@ void check_expression(JsonReader& reader, const std::string& path, const std::st
   }
   for (const auto& id : expr->identifiers()) {
     if (!symbols.count(id)) {
-      reader.error(path, "unknown symbol '" + id + "' in '" + text + "'" +
-                             did_you_mean(id, std::vector<std::string>(symbols.begin(),
-                                                                       symbols.end())));
+      reader.error(path,
+                   "unknown symbol '" + id + "' in '" + text + "'" +
+                       did_you_mean(id, std::vector<std::string>(symbols.begin(), symbols.end())));
     }
   }
 }

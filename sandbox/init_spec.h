@@ -3,10 +3,9 @@
 // kernels. The format is documented in tasks/README.md.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "common/json_reader.h"
 #include "sandbox/dtype.h"
@@ -16,10 +15,10 @@ namespace kopt {
 // Distributions are signed and varied by default, because all-positive inputs let a plain copy
 // pass ReLU.
 struct InitSpec {
-  std::string dist = "normal";  // normal | uniform | randint | constant
-  double mean = 0.0, stddev = 1.0;  // normal
-  double low = -1.0, high = 1.0;    // uniform
-  double value = 0.0;               // constant
+  std::string dist = "normal";                // normal | uniform | randint | constant
+  double mean = 0.0, stddev = 1.0;            // normal
+  double low = -1.0, high = 1.0;              // uniform
+  double value = 0.0;                         // constant
   std::string int_low = "0", int_high = "1";  // randint in [low, high), expressions over sizes
   // Runs of this many consecutive elements share one value ("" = every element its own): the
   // row length gives all-equal rows. An expression over sizes.

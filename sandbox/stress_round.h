@@ -6,11 +6,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/json_reader.h"
 #include "sandbox/init_spec.h"

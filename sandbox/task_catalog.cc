@@ -40,7 +40,8 @@ void compile_variants(const KernelFile& file, const std::string& label, const st
     for (size_t i = 1; i < t.values.size(); ++i) variants.push_back({{t.name, t.values[i]}});
   for (const auto& chosen : variants) {
     std::string subject = label;
-    for (const auto& [k, v] : file.tunable_values(chosen)) subject += " " + k + "=" + std::to_string(v);
+    for (const auto& [k, v] : file.tunable_values(chosen))
+      subject += " " + k + "=" + std::to_string(v);
     auto compiled = compile_kernel(make_compile_request(file, chosen, arch), cache);
     if (!compiled) {
       out.push_back({subject, false, compiled.error()});

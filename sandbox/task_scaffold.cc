@@ -22,14 +22,16 @@ Result<std::vector<std::pair<std::string, std::string>>> copy_of(const std::file
   if (!spec) return make_error("--like: " + spec.error());
   auto task = nlohmann::ordered_json::parse(spec->raw_json);
   task["name"] = name;
-  task["description"] = "TODO: say what " + name + " computes, its layouts and semantics (copied from " +
-                        spec->name + ": " + spec->description + ")";
+  task["description"] = "TODO: say what " + name +
+                        " computes, its layouts and semantics (copied from " + spec->name + ": " +
+                        spec->description + ")";
   task["priority"] = task.value("priority", 1.0);
   std::vector<std::pair<std::string, std::string>> files = {{"task.json", task.dump(2) + "\n"}};
   for (const char* kernel : {"reference.cu", "baseline.cu"}) {
     auto text = read_file(like / kernel);
     if (!text) return make_error(text.error());
-    std::string note = std::string("// TODO (") + name + "): copied from " + spec->name + "/" + kernel +
+    std::string note = std::string("// TODO (") + name + "): copied from " + spec->name + "/" +
+                       kernel +
                        (std::string(kernel) == "reference.cu"
                             ? "; make it the plainest correct oracle of the new operation, "
                               "accumulating in double.\n"

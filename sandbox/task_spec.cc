@@ -15,8 +15,8 @@ using nlohmann::json;
 namespace {
 
 const std::vector<std::string> kTaskKeys = {
-    "format", "name",      "description", "tags",  "sizes", "constants", "inputs", "outputs",
-    "shapes", "holdout",   "stress",      "tolerance", "flops", "bytes", "peak", "priority"};
+    "format", "name",    "description", "tags",      "sizes", "constants", "inputs", "outputs",
+    "shapes", "holdout", "stress",      "tolerance", "flops", "bytes",     "peak",   "priority"};
 const std::vector<std::string> kTensorKeys = {"name", "dtype", "shape", "init"};
 const std::vector<std::string> kToleranceKeys = {"atol", "rtol", "max_error", "min_pass_fraction"};
 const std::vector<std::string> kPeaks = {"fp32", "bf16_tensor", "fp16_tensor", "tf32_tensor"};
@@ -32,12 +32,14 @@ InitSpec read_init(JsonReader& reader, const json& tensor, const std::string& pa
                    int format, const std::set<std::string>& symbols) {
   const json* node = reader.typed_field(tensor, path, "init", json::value_t::object, false);
   if (!node) {
-    if (!dtype_is_float(dtype)) reader.error(path + ".init", "integer inputs need \"dist\": \"randint\"");
+    if (!dtype_is_float(dtype))
+      reader.error(path + ".init", "integer inputs need \"dist\": \"randint\"");
     return InitSpec{};
   }
   InitSpec init = read_init_object(reader, *node, path + ".init", dtype, symbols);
   if (format < 2 && init.needs_format_2(dtype))
-    reader.error(path + ".init", "constant, repeat, neg_inf and randint for float inputs need \"format\": 2");
+    reader.error(path + ".init",
+                 "constant, repeat, neg_inf and randint for float inputs need \"format\": 2");
   return init;
 }
 
@@ -149,8 +151,8 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   std::optional<std::string> name_field = reader.string_field(root, "$", "name", true);
   task.name = name_field.value_or("");
   if (name_field && task.name.empty()) reader.error("$.name", "must not be empty");
-  if (!task.name.empty() && task.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") !=
-                                std::string::npos)
+  if (!task.name.empty() &&
+      task.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
     reader.error("$.name", "use lower-case letters, digits, '_' and '-' only");
   task.description = reader.string_field(root, "$", "description", true).value_or("");
   task.tags = reader.string_list(root, "$", "tags", true);
@@ -248,9 +250,9 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
       std::string path = "$.stress[" + std::to_string(r) + "]";
       const auto& shapes = round.shapes.empty() ? task.shapes : round.shapes;
       for (size_t i = 0; i < shapes.size(); ++i)
-        check_shape(path + (round.shapes.empty() ? " at $.shapes[" : ".shapes[") +
-                        std::to_string(i) + "]",
-                    shapes[i], &round);
+        check_shape(
+            path + (round.shapes.empty() ? " at $.shapes[" : ".shapes[") + std::to_string(i) + "]",
+            shapes[i], &round);
     }
   }
   if (!reader.ok()) return make_error(reader.message());

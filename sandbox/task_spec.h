@@ -29,8 +29,8 @@ struct TensorSpec {
 struct Tolerance {
   double atol = 1e-5;
   double rtol = 1e-5;
-  double max_error = 1e-3;          // no element may be further off than this
-  double min_pass_fraction = 1.0;   // share of elements that must be within atol + rtol*|ref|
+  double max_error = 1e-3;         // no element may be further off than this
+  double min_pass_fraction = 1.0;  // share of elements that must be within atol + rtol*|ref|
 };
 
 struct TaskSpec {
@@ -38,22 +38,22 @@ struct TaskSpec {
   std::string name;
   std::string description;
   std::vector<std::string> tags;
-  std::map<std::string, int64_t> sizes;      // symbolic sizes with defaults
-  std::map<std::string, double> constants;   // scalar parameters (alpha, eps)
+  std::map<std::string, int64_t> sizes;     // symbolic sizes with defaults
+  std::map<std::string, double> constants;  // scalar parameters (alpha, eps)
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
-  std::vector<ShapeBinding> shapes;          // correctness sweep (overrides of the defaults)
-  std::vector<ShapeBinding> holdout;         // never shown to an LLM
-  std::vector<StressRound> stress;           // extreme but valid inputs (tasks/README.md)
+  std::vector<ShapeBinding> shapes;   // correctness sweep (overrides of the defaults)
+  std::vector<ShapeBinding> holdout;  // never shown to an LLM
+  std::vector<StressRound> stress;    // extreme but valid inputs (tasks/README.md)
   Tolerance tolerance;
-  std::string flops;                         // expression over sizes
-  std::string bytes;                         // expression over sizes
-  std::string peak = "fp32";                 // fp32 | bf16_tensor | fp16_tensor | tf32_tensor
+  std::string flops;          // expression over sizes
+  std::string bytes;          // expression over sizes
+  std::string peak = "fp32";  // fp32 | bf16_tensor | fp16_tensor | tf32_tensor
   double priority = 1.0;
 
   std::filesystem::path dir;
-  std::string spec_hash;                     // sha256 of task.json's bytes
-  std::string raw_json;                      // task.json as read (sent to the sandbox worker)
+  std::string spec_hash;  // sha256 of task.json's bytes
+  std::string raw_json;   // task.json as read (sent to the sandbox worker)
 
   // The default sizes with `overrides` applied.
   ShapeBinding bind(const ShapeBinding& overrides) const;
@@ -74,6 +74,5 @@ Result<TaskSpec> load_task(const std::filesystem::path& dir);
 
 // Parses task.json text (origin names the file in messages).
 Result<TaskSpec> parse_task(const std::string& text, const std::string& origin);
-
 
 }  // namespace kopt

@@ -33,7 +33,8 @@ constexpr const char* kElementwiseTask = R"JSON({
 }
 )JSON";
 
-constexpr const char* kElementwiseReference = R"CU(// TODO: the plainest correct oracle of NAME, in double, rounded once.
+constexpr const char* kElementwiseReference =
+    R"CU(// TODO: the plainest correct oracle of NAME, in double, rounded once.
 /* kopt:plan
 {
   "launches": [{"kernel": "NAME_reference", "grid": ["ceil_div(n, 256)"], "block": [256],
@@ -46,7 +47,8 @@ extern "C" __global__ void NAME_reference(const float* x, float* out, long long 
 }
 )CU";
 
-constexpr const char* kElementwiseBaseline = R"CU(// TODO: the plain, correct kernel a competent engineer writes first for NAME.
+constexpr const char* kElementwiseBaseline =
+    R"CU(// TODO: the plain, correct kernel a competent engineer writes first for NAME.
 /* kopt:plan
 {
   "tunables": {"BLOCK": [256, 128, 512]},
@@ -81,7 +83,8 @@ constexpr const char* kRowReductionTask = R"JSON({
 }
 )JSON";
 
-constexpr const char* kRowReductionReference = R"CU(// TODO: the plainest correct oracle of NAME: a thread per row, in double.
+constexpr const char* kRowReductionReference =
+    R"CU(// TODO: the plainest correct oracle of NAME: a thread per row, in double.
 /* kopt:plan
 {
   "launches": [{"kernel": "NAME_reference", "grid": ["ceil_div(rows, 128)"], "block": [128],
@@ -100,7 +103,8 @@ extern "C" __global__ void NAME_reference(const float* x, float* out, int rows, 
 }
 )CU";
 
-constexpr const char* kRowReductionBaseline = R"CU(// TODO: the plain, correct kernel for NAME: a block per row, a tree reduction in shared memory.
+constexpr const char* kRowReductionBaseline =
+    R"CU(// TODO: the plain, correct kernel for NAME: a block per row, a tree reduction in shared memory.
 /* kopt:plan
 {
   "launches": [{"kernel": "NAME", "grid": ["rows"], "block": [256],
@@ -156,7 +160,8 @@ constexpr const char* kGemmTask = R"JSON({
 }
 )JSON";
 
-constexpr const char* kGemmReference = R"CU(// TODO: the plainest correct oracle of NAME: a thread per output element, in double.
+constexpr const char* kGemmReference =
+    R"CU(// TODO: the plainest correct oracle of NAME: a thread per output element, in double.
 /* kopt:plan
 {
   "launches": [{"kernel": "NAME_reference", "grid": ["ceil_div(n, 16)", "ceil_div(m, 16)"],
@@ -173,7 +178,8 @@ extern "C" __global__ void NAME_reference(const float* A, const float* B, float*
 }
 )CU";
 
-constexpr const char* kGemmBaseline = R"CU(// TODO: the plain, correct kernel for NAME: 16x16 shared-memory tiles, fp32 accumulation.
+constexpr const char* kGemmBaseline =
+    R"CU(// TODO: the plain, correct kernel for NAME: 16x16 shared-memory tiles, fp32 accumulation.
 /* kopt:plan
 {
   "launches": [{"kernel": "NAME", "grid": ["ceil_div(n, 16)", "ceil_div(m, 16)"], "block": [16, 16],
@@ -207,7 +213,8 @@ const std::map<std::string, Template>& templates() {
 
 std::string with_name(const char* text, const std::string& name) {
   std::string out = text;
-  for (size_t at = out.find("NAME"); at != std::string::npos; at = out.find("NAME", at + name.size()))
+  for (size_t at = out.find("NAME"); at != std::string::npos;
+       at = out.find("NAME", at + name.size()))
     out.replace(at, 4, name);
   return out;
 }
@@ -223,7 +230,8 @@ Result<std::vector<std::pair<std::string, std::string>>> task_template(const std
                                                                        const std::string& name) {
   auto it = templates().find(kind);
   if (it == templates().end())
-    return make_error("unknown template kind '" + kind + "'" + did_you_mean(kind, task_template_kinds()) +
+    return make_error("unknown template kind '" + kind + "'" +
+                      did_you_mean(kind, task_template_kinds()) +
                       " (kinds: " + join(task_template_kinds(), ", ") + ")");
   // Kernel names are C identifiers: a task called "my-op" gets kernels called "my_op".
   std::string identifier = name;

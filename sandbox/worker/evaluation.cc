@@ -87,8 +87,8 @@ std::vector<VerifyStep> verification_steps(const TaskSpec& task, const EvalOptio
     for (size_t r = 0; r < task.stress.size(); ++r) {
       auto shapes = stress_shapes(task, task.stress[r], options.large_shape_bytes);
       for (size_t i = 0; i < shapes.size(); ++i)
-        steps.push_back({"stress", shapes[i], 1, seed + 15485863 * (r + 1) + 7919 * (i + 1),
-                         &task.stress[r]});
+        steps.push_back(
+            {"stress", shapes[i], 1, seed + 15485863 * (r + 1) + 7919 * (i + 1), &task.stress[r]});
     }
   }
   if (options.check_holdout) {
@@ -150,7 +150,8 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   int large_shapes = 0;
   for (const auto& step : verification_steps(*task, request.options, seed)) {
     if (step.phase != "stress" && step.rounds < request.options.rounds) ++large_shapes;
-    auto outcome = verifier.verify_shape(step.sizes, step.rounds, step.seed, step.phase, step.stress);
+    auto outcome =
+        verifier.verify_shape(step.sizes, step.rounds, step.seed, step.phase, step.stress);
     if (!outcome) return make_error(outcome.error());
     if (outcome->verdict != Verdict::kOk) {
       result.verdict = outcome->verdict;

@@ -39,7 +39,8 @@ Result<std::vector<std::string>> shape_problems(Device& device, SupportKernels& 
     return ok_status();
   };
   for (const auto& t : task.inputs)
-    if (auto s = add(inputs, t.name, t.dtype, *task.element_count(t, sizes)); !s) return make_error(s.error());
+    if (auto s = add(inputs, t.name, t.dtype, *task.element_count(t, sizes)); !s)
+      return make_error(s.error());
   for (const auto& t : task.outputs) {
     int64_t n = *task.element_count(t, sizes);
     for (BufferMap* m : {&outputs, &first, &zeros})
@@ -63,8 +64,8 @@ Result<std::vector<std::string>> shape_problems(Device& device, SupportKernels& 
     if (vs_zero->failed == 0) problems.push_back("output '" + t.name + "' is near zero everywhere");
     if (out.elements > 1) {
       // Comparing the output with itself shifted by one element: no difference means constant.
-      auto shifted = support.compare(out.ptr, out.ptr + dtype_size(t.dtype), t.dtype,
-                                     out.elements - 1, 0, 0);
+      auto shifted =
+          support.compare(out.ptr, out.ptr + dtype_size(t.dtype), t.dtype, out.elements - 1, 0, 0);
       if (!shifted) return make_error(shifted.error());
       if (shifted->failed == 0) problems.push_back("output '" + t.name + "' is constant");
     }
@@ -110,8 +111,8 @@ Result<std::vector<std::string>> stress_problems(Device& device, SupportKernels&
     auto stats = support.compare(out.ptr, out.ptr, t.dtype, out.elements, 0, 0);
     if (!stats) return make_error(stats.error());
     if (stats->expected_non_finite > 0)
-      problems.push_back("stress round '" + round.name + "': " +
-                         std::to_string(stats->expected_non_finite) + " of " +
+      problems.push_back("stress round '" + round.name +
+                         "': " + std::to_string(stats->expected_non_finite) + " of " +
                          std::to_string(out.elements) + " elements of the reference's '" + t.name +
                          "' are NaN or Inf: those elements check nothing");
   }
@@ -157,7 +158,8 @@ Result<nlohmann::json> check_task_hygiene(Device& device, SupportKernels& suppor
     }
   }
   Verifier verifier(device, support, *task, *reference, *baseline);
-  nlohmann::json out = {{"findings", findings}, {"baseline_verdict", "ok"}, {"baseline_detail", ""}};
+  nlohmann::json out = {
+      {"findings", findings}, {"baseline_verdict", "ok"}, {"baseline_detail", ""}};
   for (size_t i = 0; i < steps.size(); ++i) {
     auto outcome = verifier.verify_shape(steps[i].sizes, 2, seed + i,
                                          steps[i].stress ? "stress" : "hygiene", steps[i].stress);

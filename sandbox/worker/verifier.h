@@ -92,8 +92,7 @@ class Verifier {
   // Errors mean the task or the worker is broken; the candidate's faults are verdicts. With
   // `stress`, the inputs get its overrides (kept sets of their own) and a failure names it.
   Result<CheckOutcome> verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
-                                    const std::string& phase,
-                                    const StressRound* stress = nullptr);
+                                    const std::string& phase, const StressRound* stress = nullptr);
   const VerifyPhases& phases() const { return phases_; }
 
  private:

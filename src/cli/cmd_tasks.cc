@@ -8,8 +8,8 @@
 #include "sandbox/task_scaffold.h"
 #include "sandbox/task_spec.h"
 #include "src/cli/command.h"
-#include "src/cli/options.h"
 #include "src/cli/gpu_checks.h"
+#include "src/cli/options.h"
 #include "src/cli/sandbox_flags.h"
 
 namespace kopt::cli {
@@ -27,13 +27,22 @@ int list_tasks(const std::filesystem::path& root, bool as_json) {
       continue;
     }
     std::string sizes;
-    for (const auto& [k, v] : task->sizes) sizes += (sizes.empty() ? "" : " ") + k + "=" + std::to_string(v);
+    for (const auto& [k, v] : task->sizes)
+      sizes += (sizes.empty() ? "" : " ") + k + "=" + std::to_string(v);
     if (as_json) {
-      out.push_back({{"name", task->name}, {"dir", dir.string()}, {"tags", task->tags},
-                     {"sizes", task->sizes}, {"description", task->description}});
+      out.push_back({{"name", task->name},
+                     {"dir", dir.string()},
+                     {"tags", task->tags},
+                     {"sizes", task->sizes},
+                     {"description", task->description}});
     } else {
       std::printf("%-24s %-40s %s\n", task->name.c_str(), sizes.c_str(),
-                  [&] { std::string t; for (auto& s : task->tags) t += (t.empty() ? "" : ",") + s; return t; }().c_str());
+                  [&] {
+                    std::string t;
+                    for (auto& s : task->tags) t += (t.empty() ? "" : ",") + s;
+                    return t;
+                  }()
+                      .c_str());
     }
   }
   if (as_json) std::cout << out.dump(2) << "\n";
@@ -116,9 +125,10 @@ int new_task(const std::filesystem::path& root, const std::vector<std::string>& 
     return 1;
   }
   std::printf("wrote %s (task.json, reference.cu, baseline.cu)\n", dir->c_str());
-  std::printf("next: edit the TODOs (tasks/README.md, \"Adding a task\"), then\n"
-              "  kopt tasks check --compile-only %s\n  kopt tasks check %s   (on a GPU)\n",
-              dir->c_str(), dir->c_str());
+  std::printf(
+      "next: edit the TODOs (tasks/README.md, \"Adding a task\"), then\n"
+      "  kopt tasks check --compile-only %s\n  kopt tasks check %s   (on a GPU)\n",
+      dir->c_str(), dir->c_str());
   return 0;
 }
 
@@ -144,20 +154,22 @@ int run_tasks(int argc, char** argv) {
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
-  std::filesystem::path root =
-      args->count("tasks") ? std::filesystem::path((*args)["tasks"].as<std::string>()) : default_tasks_root();
+  std::filesystem::path root = args->count("tasks")
+                                   ? std::filesystem::path((*args)["tasks"].as<std::string>())
+                                   : default_tasks_root();
   std::string action = args->count("action") ? (*args)["action"].as<std::string>() : "list";
   if (action == "list") return list_tasks(root, args->count("json") > 0);
   if (action == "check") {
     std::vector<std::string> names;
     if (args->count("names")) names = (*args)["names"].as<std::vector<std::string>>();
-    return check_tasks(root, names, args->count("compile-only") > 0, (*args)["arch"].as<std::string>(),
-                       sandbox_options_from(*args));
+    return check_tasks(root, names, args->count("compile-only") > 0,
+                       (*args)["arch"].as<std::string>(), sandbox_options_from(*args));
   }
   if (action == "new") {
     std::vector<std::string> names;
     if (args->count("names")) names = (*args)["names"].as<std::vector<std::string>>();
-    return new_task(root, names, (*args)["kind"].as<std::string>(), (*args)["like"].as<std::string>());
+    return new_task(root, names, (*args)["kind"].as<std::string>(),
+                    (*args)["like"].as<std::string>());
   }
   std::cerr << "kopt tasks: unknown action '" << action << "' (list, check or new)\n";
   return 2;

@@ -262,13 +262,15 @@ TEST_F(Cli, TasksNewWritesAFolderThatPassesTheCompileCheck) {
   auto root = work_ / "tasks";
   std::filesystem::create_directories(root);
   for (const std::string kind : {"elementwise", "row_reduction", "gemm"}) {
-    CommandOutput made = kopt({"tasks", "new", "my-" + kind, "--kind", kind, "--tasks", root.string()});
+    CommandOutput made =
+        kopt({"tasks", "new", "my-" + kind, "--kind", kind, "--tasks", root.string()});
     ASSERT_EQ(made.exit_code, 0) << describe(made);
     EXPECT_TRUE(std::filesystem::exists(root / ("my-" + kind) / "baseline.cu")) << describe(made);
   }
   // --like looks the task up in the suite (a path works too) and writes under --tasks.
-  CommandOutput like = kopt({"tasks", "new", "my_softmax", "--like",
-                             std::string(KOPT_SOURCE_DIR) + "/tasks/softmax", "--tasks", root.string()});
+  CommandOutput like =
+      kopt({"tasks", "new", "my_softmax", "--like", std::string(KOPT_SOURCE_DIR) + "/tasks/softmax",
+            "--tasks", root.string()});
   ASSERT_EQ(like.exit_code, 0) << describe(like);
   auto copied = read_file(root / "my_softmax" / "task.json");
   ASSERT_TRUE(copied.ok());
@@ -286,7 +288,8 @@ TEST_F(Cli, TasksNewRefusesToOverwriteAndBadNames) {
   auto root = work_ / "tasks";
   ASSERT_EQ(kopt({"tasks", "new", "op", "--kind", "gemm", "--tasks", root.string()}).exit_code, 0);
   ASSERT_TRUE(write_file_atomic(root / "op" / "baseline.cu", "// edited\n").ok());
-  CommandOutput again = kopt({"tasks", "new", "op", "--kind", "elementwise", "--tasks", root.string()});
+  CommandOutput again =
+      kopt({"tasks", "new", "op", "--kind", "elementwise", "--tasks", root.string()});
   EXPECT_NE(again.exit_code, 0) << describe(again);
   EXPECT_TRUE(contains(again.stderr_text, "never overwrites")) << describe(again);
   EXPECT_EQ(*read_file(root / "op" / "baseline.cu"), "// edited\n");

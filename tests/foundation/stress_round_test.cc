@@ -113,7 +113,8 @@ TEST(StressRounds, NeedFormat2AndIntegerInputsStayIntegers) {
   one["inputs"][0]["init"] = json::parse(R"({"dist": "normal", "std": 1, "neg_inf": 0.1})");
   expect_line(errors_of(one), "$.inputs[0].init", "need \"format\": 2");
 
-  json ints = stressed_task(json::parse(R"([{"inputs": {"ids": {"dist": "normal", "neg_inf": 0.5}}}])"));
+  json ints =
+      stressed_task(json::parse(R"([{"inputs": {"ids": {"dist": "normal", "neg_inf": 0.5}}}])"));
   ints["inputs"].push_back(json::parse(
       R"({"name": "ids", "dtype": "i32", "shape": ["n"], "init": {"dist": "randint", "low": 0, "high": 9}})"));
   std::string errors = errors_of(ints);

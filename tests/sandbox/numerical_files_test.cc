@@ -18,7 +18,8 @@ TEST(NumericalSuite, EveryTaskWithStressRoundsHasAPlantedBug) {
   ASSERT_TRUE(kernels.ok()) << kernels.error();
   std::set<std::string> covered;
   for (const auto& k : *kernels) covered.insert(k.task);
-  for (const auto& dir : std::filesystem::directory_iterator(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks")) {
+  for (const auto& dir :
+       std::filesystem::directory_iterator(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks")) {
     if (!dir.is_directory()) continue;
     auto task = load_task(dir.path());
     ASSERT_TRUE(task.ok()) << task.error();

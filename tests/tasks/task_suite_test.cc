@@ -142,8 +142,8 @@ TEST_P(EachTask, InputsAreSignedOrIntegers) {
 TEST_P(EachTask, StressRoundsAreCheapAndReviewed) {
   // Issue 15: the tasks whose operation has a numerical trap declare stress rounds; the others
   // were reviewed and have none (tasks/README.md, "The suite's stress rounds").
-  static const std::set<std::string> kNoTrap = {"axpy",      "transpose",      "embedding",
-                                                "rope",      "sgemm",          "bf16_gemm",
+  static const std::set<std::string> kNoTrap = {"axpy",           "transpose", "embedding",
+                                                "rope",           "sgemm",     "bf16_gemm",
                                                 "gemm_bias_relu", "matvec",    "swiglu"};
   EXPECT_EQ(task_.stress.empty(), kNoTrap.count(task_.name) > 0)
       << "stress rounds where the operation has a numerical trap, none where it has not";
