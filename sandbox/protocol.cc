@@ -108,7 +108,9 @@ json options_to_json(const EvalOptions& o) {
           {"long_sample_ms", o.long_sample_ms},
           {"reuse_baseline_samples", o.reuse_baseline_samples},
           {"fresh_baseline_samples", o.fresh_baseline_samples},
-          {"baseline_drift", o.baseline_drift}};
+          {"baseline_drift", o.baseline_drift},
+
+          {"stress", o.stress}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
@@ -136,7 +138,9 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "long_sample_ms",
                 "reuse_baseline_samples",
                 "fresh_baseline_samples",
-                "baseline_drift"});
+                "baseline_drift",
+
+                "stress"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -171,6 +175,7 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   if (options.fresh_baseline_samples < 1)
     r.error(path + ".fresh_baseline_samples", "must be at least 1");
   if (!(options.baseline_drift >= 0)) r.error(path + ".baseline_drift", "must not be negative");
+  read_into(r, o, path, "stress", options.stress);
   if (options.pool_sets < 1) r.error(path + ".pool_sets", "must be at least 1");
   if (options.min_samples_long < 1) r.error(path + ".min_samples_long", "must be at least 1");
   if (!(options.long_sample_ms > 0)) r.error(path + ".long_sample_ms", "must be positive");
@@ -233,12 +238,14 @@ json mismatch_to_json(const Mismatch& m) {
           {"expected", number_to_json(m.expected)},
           {"actual", number_to_json(m.actual)},
           {"round", m.round},
-          {"phase", m.phase}};
+          {"phase", m.phase},
+          {"stress", m.stress}};
 }
 
 Mismatch mismatch_from_json(JsonReader& r, const json& o, const std::string& path) {
   Mismatch m;
-  r.check_keys(o, path, {"output", "shape", "index", "expected", "actual", "round", "phase"});
+  r.check_keys(o, path,
+               {"output", "shape", "index", "expected", "actual", "round", "phase", "stress"});
   read_into(r, o, path, "output", m.output);
   read_into(r, o, path, "shape", m.shape);
   read_into(r, o, path, "index", m.index);
@@ -246,6 +253,7 @@ Mismatch mismatch_from_json(JsonReader& r, const json& o, const std::string& pat
   read_into(r, o, path, "actual", m.actual);
   read_into(r, o, path, "round", m.round);
   read_into(r, o, path, "phase", m.phase);
+  read_into(r, o, path, "stress", m.stress);
   return m;
 }
 

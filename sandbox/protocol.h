@@ -18,7 +18,8 @@
 
 namespace kopt {
 
-inline constexpr int kProtocolVersion = 1;
+// 2: stress rounds (EvalOptions::stress, Mismatch::stress; task.json format 2).
+inline constexpr int kProtocolVersion = 2;
 
 struct KernelSource {
   std::string source;
@@ -68,6 +69,9 @@ struct EvalOptions {
   bool reuse_baseline_samples = true;
   int fresh_baseline_samples = 2;
   double baseline_drift = 0.01;
+  // The task's stress rounds (extreme but valid inputs), after the sweep: off only to measure
+  // their cost or to show what they catch (tasks/README.md, "Stress rounds").
+  bool stress = true;
 };
 
 struct EvalRequest {
@@ -101,7 +105,8 @@ struct Mismatch {
   double expected = 0;
   double actual = 0;
   int round = 0;
-  std::string phase;  // "sweep", "holdout", "timing"
+  std::string phase;   // "sweep", "stress", "holdout", "timing"
+  std::string stress;  // the stress round's name, in phase "stress"
 };
 
 struct EvalResult {

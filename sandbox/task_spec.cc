@@ -15,10 +15,9 @@ using nlohmann::json;
 namespace {
 
 const std::vector<std::string> kTaskKeys = {
-    "format", "name",    "description", "tags",  "sizes", "constants", "inputs",  "outputs",
-    "shapes", "holdout", "tolerance",   "flops", "bytes", "peak",      "priority"};
+    "format", "name",    "description", "tags",      "sizes", "constants", "inputs", "outputs",
+    "shapes", "holdout", "stress",      "tolerance", "flops", "bytes",     "peak",   "priority"};
 const std::vector<std::string> kTensorKeys = {"name", "dtype", "shape", "init"};
-const std::vector<std::string> kInitKeys = {"dist", "mean", "std", "low", "high"};
 const std::vector<std::string> kToleranceKeys = {"atol", "rtol", "max_error", "min_pass_fraction"};
 const std::vector<std::string> kPeaks = {"fp32", "bf16_tensor", "fp16_tensor", "tf32_tensor"};
 
@@ -29,70 +28,24 @@ bool valid_identifier(const std::string& s) {
   return true;
 }
 
-// An expression field: checks it parses and refers only to known sizes.
-void check_expression(JsonReader& reader, const std::string& path, const std::string& text,
-                      const std::set<std::string>& symbols) {
-  auto expr = Expr::parse(text);
-  if (!expr) {
-    reader.error(path, expr.error());
-    return;
-  }
-  for (const auto& id : expr->identifiers()) {
-    if (!symbols.count(id)) {
-      reader.error(path,
-                   "unknown symbol '" + id + "' in '" + text + "'" +
-                       did_you_mean(id, std::vector<std::string>(symbols.begin(), symbols.end())));
-    }
-  }
-}
-
-InitSpec read_init(JsonReader& reader, const json& tensor, const std::string& path,
-                   const std::set<std::string>& symbols) {
-  InitSpec init;
+InitSpec read_init(JsonReader& reader, const json& tensor, const std::string& path, DType dtype,
+                   int format, const std::set<std::string>& symbols) {
   const json* node = reader.typed_field(tensor, path, "init", json::value_t::object, false);
-  if (!node) return init;
-  std::string ipath = path + ".init";
-  reader.check_keys(*node, ipath, kInitKeys);
-  init.dist = reader.string_field(*node, ipath, "dist", true).value_or("normal");
-  if (init.dist == "normal") {
-    init.mean = reader.number_field(*node, ipath, "mean", false).value_or(0.0);
-    init.stddev = reader.number_field(*node, ipath, "std", false).value_or(1.0);
-    if (init.stddev <= 0) reader.error(ipath + ".std", "must be positive");
-  } else if (init.dist == "uniform") {
-    init.low = reader.number_field(*node, ipath, "low", true).value_or(-1.0);
-    init.high = reader.number_field(*node, ipath, "high", true).value_or(1.0);
-    if (init.low >= init.high) reader.error(ipath, "low must be below high");
-  } else if (init.dist == "randint") {
-    // Bounds may be expressions over sizes (token ids below the vocabulary size).
-    for (auto [key, target] :
-         {std::pair{"low", &init.int_low}, std::pair{"high", &init.int_high}}) {
-      if (!node->contains(key)) {
-        reader.error(ipath + "." + key, "required field is missing");
-        continue;
-      }
-      const json& v = node->at(key);
-      if (v.is_number_integer()) {
-        *target = std::to_string(v.get<int64_t>());
-      } else if (v.is_string()) {
-        *target = v.get<std::string>();
-        check_expression(reader, ipath + "." + key, *target, symbols);
-      } else {
-        reader.error(ipath + "." + key, "expected an integer or an expression string");
-      }
-    }
-    if (node->contains("low") && node->contains("high") && node->at("low").is_number_integer() &&
-        node->at("high").is_number_integer() &&
-        node->at("low").get<int64_t>() >= node->at("high").get<int64_t>())
-      reader.error(ipath, "low must be below high (high is exclusive)");
-  } else {
-    reader.error(ipath + ".dist", "unknown distribution '" + init.dist + "'" +
-                                      did_you_mean(init.dist, {"normal", "uniform", "randint"}));
+  if (!node) {
+    if (!dtype_is_float(dtype))
+      reader.error(path + ".init", "integer inputs need \"dist\": \"randint\"");
+    return InitSpec{};
   }
+  InitSpec init = read_init_object(reader, *node, path + ".init", dtype, symbols);
+  if (format < 2 && init.needs_format_2(dtype))
+    reader.error(path + ".init",
+                 "constant, repeat, neg_inf and randint for float inputs need \"format\": 2");
   return init;
 }
 
 std::vector<TensorSpec> read_tensors(JsonReader& reader, const json& root, const std::string& key,
-                                     const std::set<std::string>& symbols, bool with_init) {
+                                     const std::set<std::string>& symbols, bool with_init,
+                                     int format) {
   std::vector<TensorSpec> tensors;
   const json* list = reader.typed_field(root, "$", key, json::value_t::array, true);
   if (!list) return tensors;
@@ -121,43 +74,10 @@ std::vector<TensorSpec> read_tensors(JsonReader& reader, const json& root, const
     t.shape = reader.string_list(item, path, "shape", true);
     for (size_t d = 0; d < t.shape.size(); ++d)
       check_expression(reader, path + ".shape[" + std::to_string(d) + "]", t.shape[d], symbols);
-    if (with_init) {
-      t.init = read_init(reader, item, path, symbols);
-      if (!dtype_is_float(t.dtype) && t.init.dist != "randint")
-        reader.error(path + ".init", "integer inputs need \"dist\": \"randint\"");
-    }
+    if (with_init) t.init = read_init(reader, item, path, t.dtype, format, symbols);
     tensors.push_back(std::move(t));
   }
   return tensors;
-}
-
-std::vector<ShapeBinding> read_shapes(JsonReader& reader, const json& root, const std::string& key,
-                                      const std::map<std::string, int64_t>& sizes, bool required) {
-  std::vector<ShapeBinding> shapes;
-  const json* list = reader.typed_field(root, "$", key, json::value_t::array, required);
-  if (!list) return shapes;
-  std::vector<std::string> names;
-  for (const auto& [n, v] : sizes) names.push_back(n);
-  for (size_t i = 0; i < list->size(); ++i) {
-    std::string path = "$." + key + "[" + std::to_string(i) + "]";
-    const json& item = (*list)[i];
-    if (!item.is_object()) {
-      reader.error(path, "expected an object of size overrides");
-      continue;
-    }
-    ShapeBinding binding;
-    for (const auto& [name, value] : item.items()) {
-      if (!sizes.count(name)) {
-        reader.error(path + "." + name, "not a size of this task" + did_you_mean(name, names));
-      } else if (!value.is_number_integer() || value.get<int64_t>() < 1) {
-        reader.error(path + "." + name, "expected a positive integer");
-      } else {
-        binding[name] = value.get<int64_t>();
-      }
-    }
-    shapes.push_back(std::move(binding));
-  }
-  return shapes;
 }
 
 }  // namespace
@@ -198,6 +118,19 @@ const TensorSpec* TaskSpec::find_tensor(const std::string& tensor_name) const {
   for (const auto& t : outputs)
     if (t.name == tensor_name) return &t;
   return nullptr;
+}
+
+std::vector<ShapeBinding> stress_shapes(const TaskSpec& task, const StressRound& round,
+                                        int64_t small_shape_bytes) {
+  std::vector<ShapeBinding> out;
+  for (const auto& overrides : round.shapes) out.push_back(task.bind(overrides));
+  if (!round.shapes.empty()) return out;
+  for (const auto& overrides : task.shapes) {
+    ShapeBinding sizes = task.bind(overrides);
+    auto bytes = task.tensor_bytes(sizes);
+    if (bytes && *bytes <= small_shape_bytes) out.push_back(sizes);
+  }
+  return out;
 }
 
 Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) {
@@ -253,8 +186,8 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
 
   std::set<std::string> symbols;
   for (const auto& [n, v] : task.sizes) symbols.insert(n);
-  task.inputs = read_tensors(reader, root, "inputs", symbols, true);
-  task.outputs = read_tensors(reader, root, "outputs", symbols, false);
+  task.inputs = read_tensors(reader, root, "inputs", symbols, true, task.format);
+  task.outputs = read_tensors(reader, root, "outputs", symbols, false, task.format);
   std::set<std::string> tensor_names;
   for (const auto& [key, list] : {std::pair{"inputs", &task.inputs}, {"outputs", &task.outputs}}) {
     for (size_t i = 0; i < list->size(); ++i) {
@@ -267,9 +200,10 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
     }
   }
 
-  task.shapes = read_shapes(reader, root, "shapes", task.sizes, true);
+  task.shapes = read_shape_list(reader, root, "$", "shapes", task.sizes, true);
   if (task.shapes.empty() && reader.ok()) reader.error("$.shapes", "needs at least one shape");
-  task.holdout = read_shapes(reader, root, "holdout", task.sizes, false);
+  task.holdout = read_shape_list(reader, root, "$", "holdout", task.sizes, false);
+  task.stress = read_stress_rounds(reader, root, task.inputs, task.sizes, task.format);
 
   if (const json* tol = reader.typed_field(root, "$", "tolerance", json::value_t::object, true)) {
     reader.check_keys(*tol, "$.tolerance", kToleranceKeys);
@@ -297,17 +231,33 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   if (task.priority <= 0) reader.error("$.priority", "must be positive");
 
   if (reader.ok()) {
-    // Every shape must give every tensor a valid size.
-    std::vector<std::pair<std::string, const std::vector<ShapeBinding>*>> groups = {
-        {"shapes", &task.shapes}, {"holdout", &task.holdout}};
-    for (const auto& [key, list] : groups) {
-      for (size_t i = 0; i < list->size(); ++i) {
-        ShapeBinding s = task.bind((*list)[i]);
-        for (const auto* tensors : {&task.inputs, &task.outputs})
-          for (const auto& t : *tensors)
-            if (auto n = task.element_count(t, s); !n)
-              reader.error("$." + key + "[" + std::to_string(i) + "]", n.error());
+    // Every shape must give every tensor a valid size, and every run length (repeat) a valid one.
+    auto check_shape = [&](const std::string& path, const ShapeBinding& overrides,
+                           const StressRound* round) {
+      ShapeBinding s = task.bind(overrides);
+      for (const auto* tensors : {&task.inputs, &task.outputs})
+        for (const auto& t : *tensors)
+          if (auto n = task.element_count(t, s); !n) reader.error(path, n.error());
+      for (const auto& t : task.inputs) {
+        const InitSpec& init = stress_init(round, t);
+        if (init.repeat.empty()) continue;
+        auto run = evaluate_expression(init.repeat, s);
+        if (!run || *run < 1)
+          reader.error(path, "input '" + t.name + "': repeat '" + init.repeat +
+                                 "' must be a positive length here");
       }
+    };
+    for (const auto& [key, list] : {std::pair{"shapes", &task.shapes}, {"holdout", &task.holdout}})
+      for (size_t i = 0; i < list->size(); ++i)
+        check_shape(std::string("$.") + key + "[" + std::to_string(i) + "]", (*list)[i], nullptr);
+    for (size_t r = 0; r < task.stress.size(); ++r) {
+      const StressRound& round = task.stress[r];
+      std::string path = "$.stress[" + std::to_string(r) + "]";
+      const auto& shapes = round.shapes.empty() ? task.shapes : round.shapes;
+      for (size_t i = 0; i < shapes.size(); ++i)
+        check_shape(
+            path + (round.shapes.empty() ? " at $.shapes[" : ".shapes[") + std::to_string(i) + "]",
+            shapes[i], &round);
     }
   }
   if (!reader.ok()) return make_error(reader.message());
@@ -321,12 +271,14 @@ Result<TaskSpec> load_task(const std::filesystem::path& dir) {
   auto text = read_file(file);
   if (!text) return make_error(text.error());
   auto task = parse_task(*text, file.string());
-  if (!task) return task;
-  task->dir = dir;
+  std::string problems = task ? "" : task.error();
   for (const char* needed : {"reference.cu", "baseline.cu"}) {
     if (!std::filesystem::exists(dir / needed))
-      return make_error((dir / needed).string() + ": missing (every task needs it)");
+      problems += (problems.empty() ? "" : "\n") + (dir / needed).string() +
+                  ": missing (every task needs it)";
   }
+  if (!problems.empty()) return make_error(problems);
+  task->dir = dir;
   return task;
 }
 

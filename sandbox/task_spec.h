@@ -10,19 +10,14 @@
 #include "common/result.h"
 #include "sandbox/dtype.h"
 #include "sandbox/expr.h"
+#include "sandbox/init_spec.h"
+#include "sandbox/stress_round.h"
 
 namespace kopt {
 
-inline constexpr int kTaskFormatVersion = 1;
-
-// How an input tensor is filled. Distributions are signed and varied by default, because
-// all-positive inputs let a plain copy pass ReLU.
-struct InitSpec {
-  std::string dist = "normal";                // normal | uniform | randint
-  double mean = 0.0, stddev = 1.0;            // normal
-  double low = -1.0, high = 1.0;              // uniform
-  std::string int_low = "0", int_high = "1";  // randint in [low, high), expressions over sizes
-};
+// 2 added stress rounds and the init keys constant, repeat, neg_inf and randint for floats;
+// format 1 files read as before.
+inline constexpr int kTaskFormatVersion = 2;
 
 struct TensorSpec {
   std::string name;
@@ -38,8 +33,6 @@ struct Tolerance {
   double min_pass_fraction = 1.0;  // share of elements that must be within atol + rtol*|ref|
 };
 
-using ShapeBinding = std::map<std::string, int64_t>;
-
 struct TaskSpec {
   int format = kTaskFormatVersion;
   std::string name;
@@ -51,6 +44,7 @@ struct TaskSpec {
   std::vector<TensorSpec> outputs;
   std::vector<ShapeBinding> shapes;   // correctness sweep (overrides of the defaults)
   std::vector<ShapeBinding> holdout;  // never shown to an LLM
+  std::vector<StressRound> stress;    // extreme but valid inputs (tasks/README.md)
   Tolerance tolerance;
   std::string flops;          // expression over sizes
   std::string bytes;          // expression over sizes
@@ -70,6 +64,11 @@ struct TaskSpec {
   Result<int64_t> tensor_bytes(const ShapeBinding& shape, int output_copies = 1) const;
   const TensorSpec* find_tensor(const std::string& name) const;
 };
+
+// The shapes `round` runs on, bound: its own, else the sweep shapes whose inputs and outputs hold
+// at most `small_shape_bytes` (cheap to verify; the big shapes are for timing and scale).
+std::vector<ShapeBinding> stress_shapes(const TaskSpec& task, const StressRound& round,
+                                        int64_t small_shape_bytes);
 
 // Reads and validates `dir/task.json`. Every problem is reported, each with file and JSON path.
 Result<TaskSpec> load_task(const std::filesystem::path& dir);

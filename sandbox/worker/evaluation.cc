@@ -58,6 +58,45 @@ Compiled prepare(Device& device, const KernelSource& source, const TaskSpec& tas
   return c;
 }
 
+// One shape to verify, in order: the sweep, the stress rounds, the holdout.
+struct VerifyStep {
+  std::string phase;
+  ShapeBinding sizes;
+  int rounds = 1;
+  uint64_t seed = 0;
+  const StressRound* stress = nullptr;
+};
+
+Result<std::vector<VerifyStep>> verification_steps(const TaskSpec& task, const EvalOptions& options,
+                                                   uint64_t seed) {
+  std::vector<VerifyStep> steps;
+  for (size_t i = 0; i < task.shapes.size(); ++i) {
+    ShapeBinding sizes = task.bind(task.shapes[i]);
+    auto rounds = verification_rounds(options, task, sizes);
+    if (!rounds) return make_error(rounds.error());
+    steps.push_back({"sweep", sizes, *rounds, seed + 7919 * (i + 1)});
+  }
+  // After the sweep, so that a kernel wrong on every input fails there with a plain message;
+  // one round per shape: a numerical trap springs on the first set of extreme inputs.
+  if (options.stress) {
+    for (size_t r = 0; r < task.stress.size(); ++r) {
+      auto shapes = stress_shapes(task, task.stress[r], options.large_shape_bytes);
+      for (size_t i = 0; i < shapes.size(); ++i)
+        steps.push_back(
+            {"stress", shapes[i], 1, seed + 15485863 * (r + 1) + 7919 * (i + 1), &task.stress[r]});
+    }
+  }
+  if (options.check_holdout) {
+    for (size_t i = 0; i < task.holdout.size(); ++i) {
+      ShapeBinding sizes = task.bind(task.holdout[i]);
+      auto rounds = verification_rounds(options, task, sizes);
+      if (!rounds) return make_error(rounds.error());
+      steps.push_back({"holdout", sizes, *rounds, seed + 7919 * (i + 1) + 104729});
+    }
+  }
+  return steps;
+}
+
 void apply_failure(EvalResult& result, const PlanFailure& failure) {
   result.verdict = failure.verdict;
   result.detail = failure.detail;
@@ -103,7 +142,7 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
     seed = std::random_device{}() * 0x9e3779b97f4a7c15ULL ^
            uint64_t(started.time_since_epoch().count());
 
-  // Verification: the sweep, then the holdout shapes.
+  // Verification: the sweep, the stress rounds, then the holdout shapes.
   auto verify_started = Clock::now();
   Verifier verifier(device, support, *task, *reference.kernel, *candidate.kernel, request.options);
   // Kept input sets belong to one task and one reference: both are in the key. A reproduction
@@ -113,28 +152,22 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   for (const auto& [name, value] : request.reference.tunables)
     pool_key += '\0' + name + "=" + std::to_string(value);
   verifier.use_pool(pool, pool_key);
-  std::vector<std::pair<std::string, const std::vector<ShapeBinding>*>> phases = {
-      {"sweep", &task->shapes}};
-  if (request.options.check_holdout) phases.push_back({"holdout", &task->holdout});
+  auto steps = verification_steps(*task, request.options, seed);
+  if (!steps) return make_error(steps.error());
   std::map<int, int> shapes_by_rounds;  // for the detail line: how many shapes got how many rounds
-  for (const auto& [phase, shapes] : phases) {
-    for (size_t i = 0; i < shapes->size(); ++i) {
-      ShapeBinding sizes = task->bind((*shapes)[i]);
-      auto rounds = verification_rounds(request.options, *task, sizes);
-      if (!rounds) return make_error(rounds.error());
-      ++shapes_by_rounds[*rounds];
-      auto outcome = verifier.verify_shape(
-          sizes, *rounds, seed + 7919 * (i + 1) + (phase == "holdout" ? 104729 : 0), phase);
-      if (!outcome) return make_error(outcome.error());
-      if (outcome->verdict != Verdict::kOk) {
-        result.verdict = outcome->verdict;
-        result.detail = outcome->detail;
-        result.mismatch = outcome->mismatch;
-        result.verify_ms = ms_since(verify_started);
-        result.verify_phases = verifier.phases().to_json();
-        result.total_ms = ms_since(started);
-        return result;
-      }
+  for (const auto& step : *steps) {
+    if (step.phase != "stress") ++shapes_by_rounds[step.rounds];
+    auto outcome =
+        verifier.verify_shape(step.sizes, step.rounds, step.seed, step.phase, step.stress);
+    if (!outcome) return make_error(outcome.error());
+    if (outcome->verdict != Verdict::kOk) {
+      result.verdict = outcome->verdict;
+      result.detail = outcome->detail;
+      result.mismatch = outcome->mismatch;
+      result.verify_ms = ms_since(verify_started);
+      result.verify_phases = verifier.phases().to_json();
+      result.total_ms = ms_since(started);
+      return result;
     }
   }
   result.verify_ms = ms_since(verify_started);
@@ -229,6 +262,8 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
     rounds_text += std::string(rounds_text.empty() ? "" : ", ") + std::to_string(it->first) +
                    (it->first == 1 ? " round x " : " rounds x ") + std::to_string(it->second);
   result.detail += " (" + rounds_text + ")";
+  if (request.options.stress && !task->stress.empty())
+    result.detail += " + " + std::to_string(task->stress.size()) + " stress rounds";
   if (timed->baseline_from_history)
     result.detail += "; baseline: " + std::to_string(timed->fresh_baseline_samples) +
                      " fresh samples agreed with earlier ones";

@@ -3,6 +3,7 @@
 #include "common/files.h"
 #include "sandbox/compiler.h"
 #include "sandbox/kernel_file.h"
+#include "sandbox/worker/input_pool.h"
 #include "sandbox/worker/plan_launcher.h"
 #include "sandbox/worker/verifier.h"
 
@@ -38,7 +39,8 @@ Result<std::vector<std::string>> shape_problems(Device& device, SupportKernels& 
     return ok_status();
   };
   for (const auto& t : task.inputs)
-    if (auto s = add(inputs, t.name, t.dtype, *task.element_count(t, sizes)); !s) return make_error(s.error());
+    if (auto s = add(inputs, t.name, t.dtype, *task.element_count(t, sizes)); !s)
+      return make_error(s.error());
   for (const auto& t : task.outputs) {
     int64_t n = *task.element_count(t, sizes);
     for (BufferMap* m : {&outputs, &first, &zeros})
@@ -62,8 +64,8 @@ Result<std::vector<std::string>> shape_problems(Device& device, SupportKernels& 
     if (vs_zero->failed == 0) problems.push_back("output '" + t.name + "' is near zero everywhere");
     if (out.elements > 1) {
       // Comparing the output with itself shifted by one element: no difference means constant.
-      auto shifted = support.compare(out.ptr, out.ptr + dtype_size(t.dtype), t.dtype,
-                                     out.elements - 1, 0, 0);
+      auto shifted =
+          support.compare(out.ptr, out.ptr + dtype_size(t.dtype), t.dtype, out.elements - 1, 0, 0);
       if (!shifted) return make_error(shifted.error());
       if (shifted->failed == 0) problems.push_back("output '" + t.name + "' is constant");
     }
@@ -92,6 +94,31 @@ Result<std::vector<std::string>> shape_problems(Device& device, SupportKernels& 
   return problems;
 }
 
+// A stress round whose reference outputs hold NaN or Inf checks nothing at those elements (a
+// non-finite expected value is not compared): its inputs are outside the operation's domain.
+Result<std::vector<std::string>> stress_problems(Device& device, SupportKernels& support,
+                                                 const TaskSpec& task,
+                                                 const LoadedKernel& reference,
+                                                 const StressRound& round,
+                                                 const ShapeBinding& sizes, uint64_t seed) {
+  InputSetMaker maker(device, support, task, reference, sizes, &round);
+  auto set = maker.allocate();
+  if (!set) return make_error(set.error());
+  if (auto s = maker.fill(**set, seed); !s) return make_error(s.error());
+  std::vector<std::string> problems;
+  for (const auto& t : task.outputs) {
+    const BufferRef& out = (*set)->expected.at(t.name);
+    auto stats = support.compare(out.ptr, out.ptr, t.dtype, out.elements, 0, 0);
+    if (!stats) return make_error(stats.error());
+    if (stats->expected_non_finite > 0)
+      problems.push_back("stress round '" + round.name +
+                         "': " + std::to_string(stats->expected_non_finite) + " of " +
+                         std::to_string(out.elements) + " elements of the reference's '" + t.name +
+                         "' are NaN or Inf: those elements check nothing");
+  }
+  return problems;
+}
+
 }  // namespace
 
 Result<nlohmann::json> check_task_hygiene(Device& device, SupportKernels& support,
@@ -114,10 +141,28 @@ Result<nlohmann::json> check_task_hygiene(Device& device, SupportKernels& suppor
     for (const auto& p : *problems)
       findings.push_back({{"shape", describe_shape(sizes)}, {"problem", p}});
   }
+  // The baseline, like any correct kernel in the task's precision, must pass every stress round.
+  struct Step {
+    ShapeBinding sizes;
+    const StressRound* stress = nullptr;
+  };
+  std::vector<Step> steps;
+  for (const auto& overrides : shapes) steps.push_back({task->bind(overrides), nullptr});
+  for (const auto& round : task->stress) {
+    for (const auto& sizes : stress_shapes(*task, round, EvalOptions{}.large_shape_bytes)) {
+      steps.push_back({sizes, &round});
+      auto problems = stress_problems(device, support, *task, *reference, round, sizes, seed);
+      if (!problems) return make_error(describe_shape(sizes) + ": " + problems.error());
+      for (const auto& p : *problems)
+        findings.push_back({{"shape", describe_shape(sizes)}, {"problem", p}});
+    }
+  }
   Verifier verifier(device, support, *task, *reference, *baseline);
-  nlohmann::json out = {{"findings", findings}, {"baseline_verdict", "ok"}, {"baseline_detail", ""}};
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    auto outcome = verifier.verify_shape(task->bind(shapes[i]), 2, seed + i, "hygiene");
+  nlohmann::json out = {
+      {"findings", findings}, {"baseline_verdict", "ok"}, {"baseline_detail", ""}};
+  for (size_t i = 0; i < steps.size(); ++i) {
+    auto outcome = verifier.verify_shape(steps[i].sizes, 2, seed + i,
+                                         steps[i].stress ? "stress" : "hygiene", steps[i].stress);
     if (!outcome) return make_error(outcome.error());
     if (outcome->verdict != Verdict::kOk) {
       out["baseline_verdict"] = verdict_name(outcome->verdict);

@@ -53,7 +53,7 @@ Result<std::unique_ptr<InputSet>> InputSetMaker::allocate() const {
 Status InputSetMaker::fill(InputSet& set, uint64_t seed, VerifyPhases* phases) const {
   auto started = std::chrono::steady_clock::now();
   auto began = started;
-  if (auto s = fill_inputs(support_, task_, sizes_, set.inputs, seed); !s) return s;
+  if (auto s = fill_inputs(support_, task_, sizes_, set.inputs, seed, stress_); !s) return s;
   auto inputs = checksums_of(support_, task_.inputs, set.inputs);
   if (!inputs) return make_error(inputs.error());
   set.input_checksums = std::move(*inputs);
@@ -199,6 +199,7 @@ Result<std::optional<std::vector<InputSet*>>> draw_sets(InputPool* pool, const s
   if (!bytes) return make_error(bytes.error());
   int capacity = pool->capacity_for(*bytes, options.large_shape_bytes, options.pool_sets);
   std::string full_key = key + "|" + describe_shape(maker.sizes());
+  if (maker.stress()) full_key += "|stress " + maker.stress()->name;
   if (count > capacity || !pool->can_hold(*bytes, capacity) || pool->declined(full_key))
     return none;
   auto drawn =

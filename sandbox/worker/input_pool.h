@@ -55,11 +55,19 @@ struct InputSet {
 // (outputs poisoned first, so a reference that skips an element shows), checksums.
 class InputSetMaker {
  public:
+  // With `stress`, inputs get that stress round's overrides.
   InputSetMaker(Device& device, SupportKernels& support, const TaskSpec& task,
-                const LoadedKernel& reference, const ShapeBinding& sizes)
-      : device_(device), support_(support), task_(task), reference_(reference), sizes_(sizes) {}
+                const LoadedKernel& reference, const ShapeBinding& sizes,
+                const StressRound* stress = nullptr)
+      : device_(device),
+        support_(support),
+        task_(task),
+        reference_(reference),
+        sizes_(sizes),
+        stress_(stress) {}
 
   const ShapeBinding& sizes() const { return sizes_; }
+  const StressRound* stress() const { return stress_; }
   // Inputs plus the reference's outputs, in bytes.
   Result<size_t> set_bytes() const;
   Result<std::unique_ptr<InputSet>> allocate() const;
@@ -72,6 +80,7 @@ class InputSetMaker {
   const TaskSpec& task_;
   const LoadedKernel& reference_;
   ShapeBinding sizes_;
+  const StressRound* stress_ = nullptr;
 };
 
 // What of `set` differs from its checksums: "" when intact, else e.g. "input 'x'" or
@@ -125,7 +134,8 @@ class InputPool {
   std::mt19937_64 rng_{std::random_device{}()};
 };
 
-// `count` distinct sets of `maker`'s shape from `pool` under `key` + the shape, made there where
+// `count` distinct sets of `maker`'s shape from `pool` under `key` + the shape (+ the stress
+// round, whose sets are kept apart from the plain ones), made there where
 // missing; std::nullopt when there is no pool or it cannot keep this shape's sets (then the caller
 // makes its own from the request's seed). Sets made here add their time to `phases`.
 Result<std::optional<std::vector<InputSet*>>> draw_sets(InputPool* pool, const std::string& key,

@@ -39,11 +39,10 @@ std::vector<std::string> all_kernel_names() {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64}) {
     std::string ty = type_name(t);
     names.push_back("compare<" + ty + ">");
+    names.push_back("fill_randint<" + ty + ">");
     if (dtype_is_float(t)) {
       names.push_back("fill_normal<" + ty + ">");
       names.push_back("fill_uniform<" + ty + ">");
-    } else {
-      names.push_back("fill_randint<" + ty + ">");
     }
   }
   return names;
@@ -126,25 +125,28 @@ unsigned grid_for(const Device& device, uint64_t n) {
 }  // namespace
 
 Status SupportKernels::fill(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
-                            int64_t int_low, int64_t int_high, uint64_t seed) {
+                            const FillBounds& bounds, uint64_t seed) {
   if (n == 0) return ok_status();
   uint64_t count = static_cast<uint64_t>(n);
   std::string ty = type_name(dtype);
+  uint64_t repeat = static_cast<uint64_t>(std::max<int64_t>(1, bounds.repeat));
+  double neg_inf = dtype_is_float(dtype) ? init.neg_inf : 0.0;
   if (!dtype_is_float(dtype) || init.dist == "randint") {
-    if (int_high <= int_low)
-      return make_error("randint bounds are empty: [" + std::to_string(int_low) + ", " +
-                        std::to_string(int_high) + ")");
-    long long lo = int_low, hi = int_high;
-    void* args[] = {&data, &count, &seed, &lo, &hi};
+    if (bounds.int_high <= bounds.int_low)
+      return make_error("randint bounds are empty: [" + std::to_string(bounds.int_low) + ", " +
+                        std::to_string(bounds.int_high) + ")");
+    long long lo = bounds.int_low, hi = bounds.int_high;
+    void* args[] = {&data, &count, &seed, &lo, &hi, &repeat, &neg_inf};
     return launch("fill_randint<" + ty + ">", grid_for(*device_, count), 256, args, false);
   }
-  if (init.dist == "uniform") {
-    double lo = init.low, hi = init.high;
-    void* args[] = {&data, &count, &seed, &lo, &hi};
+  if (init.dist == "uniform" || init.dist == "constant") {
+    double lo = init.dist == "constant" ? init.value : init.low;
+    double hi = init.dist == "constant" ? init.value : init.high;
+    void* args[] = {&data, &count, &seed, &lo, &hi, &repeat, &neg_inf};
     return launch("fill_uniform<" + ty + ">", grid_for(*device_, count), 256, args, false);
   }
   double mean = init.mean, stddev = init.stddev;
-  void* args[] = {&data, &count, &seed, &mean, &stddev};
+  void* args[] = {&data, &count, &seed, &mean, &stddev, &repeat, &neg_inf};
   return launch("fill_normal<" + ty + ">", grid_for(*device_, count), 256, args, false);
 }
 

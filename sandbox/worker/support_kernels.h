@@ -43,13 +43,19 @@ struct GuardDamage {
   uint64_t tail_offset = 0;  // bytes past the end of the first damaged byte (1 = just past)
 };
 
+// An init's expressions evaluated at one shape: randint bounds and the run length.
+struct FillBounds {
+  int64_t int_low = 0, int_high = 1;
+  int64_t repeat = 1;
+};
+
 class SupportKernels {
  public:
   static Result<SupportKernels> load(Device& device, const std::string& arch);
 
-  // Fills a tensor's elements from its init distribution; randint bounds already evaluated.
-  Status fill(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init, int64_t int_low,
-              int64_t int_high, uint64_t seed);
+  // Fills a tensor's elements from its init distribution, on the GPU.
+  Status fill(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
+              const FillBounds& bounds, uint64_t seed);
   Result<CompareStats> compare(CUdeviceptr actual, CUdeviceptr expected, DType dtype, int64_t n,
                                double atol, double rtol);
   // Position-sensitive 64-bit checksum of `bytes` bytes (a multiple of 4 is not required).

@@ -28,31 +28,48 @@ template <> __device__ __forceinline__ double to_double<__half>(__half v) { retu
 template <typename T> __device__ __forceinline__ T from_double(double v) { return (T)v; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_double<__nv_bfloat16>(double v) { return __float2bfloat16((float)v); }
 template <> __device__ __forceinline__ __half from_double<__half>(double v) { return __float2half((float)v); }
+template <typename T> __device__ __forceinline__ T from_integer(long long v) { return (T)v; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_integer<__nv_bfloat16>(long long v) { return from_double<__nv_bfloat16>((double)v); }
+template <> __device__ __forceinline__ __half from_integer<__half>(long long v) { return from_double<__half>((double)v); }
+
+// Element i takes the value drawn for i / repeat (repeat = the row length gives all-equal rows),
+// then becomes -inf with probability neg_inf (masked entries; float types only).
+__device__ __forceinline__ u64 draw_index(u64 i, u64 repeat) { return repeat > 1 ? i / repeat : i; }
+__device__ __forceinline__ bool masked(u64 seed, u64 i, double neg_inf) {
+  return neg_inf > 0.0 && unit(mix64(seed ^ 0x6a09e667f3bcc909ULL ^ (i * 0x9e3779b97f4a7c15ULL))) <= neg_inf;
+}
+__device__ __forceinline__ double negative_infinity() { return -__longlong_as_double(0x7ff0000000000000LL); }
 
 template <typename T>
-__global__ void fill_normal(T* out, u64 n, u64 seed, double mean, double stddev) {
+__global__ void fill_normal(T* out, u64 n, u64 seed, double mean, double stddev, u64 repeat, double neg_inf) {
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-    u64 a = mix64(seed ^ (i * 0xd1b54a32d192ed03ULL));
+    u64 j = draw_index(i, repeat);
+    u64 a = mix64(seed ^ (j * 0xd1b54a32d192ed03ULL));
     u64 b = mix64(a ^ 0x8cb92ba72f3d8dd7ULL);
     double r = sqrt(-2.0 * log(unit(a)));
-    out[i] = from_double<T>(mean + stddev * r * cospi(2.0 * unit(b)));
+    double v = mean + stddev * r * cospi(2.0 * unit(b));
+    out[i] = from_double<T>(masked(seed, i, neg_inf) ? negative_infinity() : v);
   }
 }
 
+// Also the constant distribution (low == high).
 template <typename T>
-__global__ void fill_uniform(T* out, u64 n, u64 seed, double low, double high) {
+__global__ void fill_uniform(T* out, u64 n, u64 seed, double low, double high, u64 repeat, double neg_inf) {
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-    u64 a = mix64(seed ^ (i * 0xd1b54a32d192ed03ULL));
-    out[i] = from_double<T>(low + (high - low) * (unit(a) - 5.0e-17));
+    u64 a = mix64(seed ^ (draw_index(i, repeat) * 0xd1b54a32d192ed03ULL));
+    double v = low + (high - low) * (unit(a) - 5.0e-17);
+    out[i] = from_double<T>(masked(seed, i, neg_inf) ? negative_infinity() : v);
   }
 }
 
+// Integers; for float types whole numbers, so that values tie (top-k, routing).
 template <typename T>
-__global__ void fill_randint(T* out, u64 n, u64 seed, long long low, long long high) {
+__global__ void fill_randint(T* out, u64 n, u64 seed, long long low, long long high, u64 repeat, double neg_inf) {
   u64 span = (u64)(high - low);
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-    u64 a = mix64(seed ^ (i * 0xd1b54a32d192ed03ULL));
-    out[i] = (T)(low + (long long)(a % span));
+    u64 a = mix64(seed ^ (draw_index(i, repeat) * 0xd1b54a32d192ed03ULL));
+    long long v = low + (long long)(a % span);
+    out[i] = masked(seed, i, neg_inf) ? from_double<T>(negative_infinity()) : from_integer<T>(v);
   }
 }
 

@@ -65,7 +65,8 @@ nlohmann::json VerifyPhases::to_json() const {
   return {{"setup_ms", setup_ms},           {"inputs_ms", inputs_ms},
           {"reference_ms", reference_ms},   {"candidate_ms", candidate_ms},
           {"checks_ms", checks_ms},         {"rounds", rounds},
-          {"pooled_rounds", pooled_rounds}, {"sets_made", sets_made}};
+          {"pooled_rounds", pooled_rounds}, {"stress_rounds", stress_rounds},
+          {"sets_made", sets_made}};
 }
 
 std::string describe_shape(const ShapeBinding& sizes) {
@@ -74,20 +75,64 @@ std::string describe_shape(const ShapeBinding& sizes) {
   return out;
 }
 
+std::string describe_element(const TensorSpec& output, const ShapeBinding& sizes, int64_t flat) {
+  std::vector<int64_t> dims;
+  for (const auto& d : output.shape) {
+    auto v = evaluate_expression(d, sizes);
+    if (!v || *v < 1) return output.name + "[" + std::to_string(flat) + "]";
+    dims.push_back(*v);
+  }
+  std::vector<int64_t> coords(dims.size(), 0);
+  int64_t rest = flat;
+  for (size_t i = dims.size(); i-- > 0;) {
+    coords[i] = rest % dims[i];
+    rest /= dims[i];
+  }
+  std::string text = output.name + "[";
+  for (size_t i = 0; i < coords.size(); ++i) text += (i ? ", " : "") + std::to_string(coords[i]);
+  return text + "]";
+}
+
+std::string describe_stress_failure(const TaskSpec& task, const StressRound& stress,
+                                    const ShapeBinding& sizes, const CheckOutcome& outcome) {
+  std::string text = verdict_name(outcome.verdict) + " on stress round '" + stress.name +
+                     "' at shape " + describe_shape(sizes);
+  if (outcome.mismatch) {
+    const Mismatch& m = *outcome.mismatch;
+    const TensorSpec* output = task.find_tensor(m.output);
+    std::string where = output ? describe_element(*output, sizes, m.index)
+                               : m.output + "[" + std::to_string(m.index) + "]";
+    text += ": got " + format_number(m.actual) + " at " + where + " (expected " +
+            format_number(m.expected) + ")";
+  }
+  std::string inputs;
+  for (const auto& [name, init] : stress.inputs)
+    inputs += (inputs.empty() ? "" : ", ") + name + ": " + describe_init(init);
+  return text + "; " + outcome.detail + "; the round's inputs: " + inputs +
+         ". The kernel is right on well-scaled inputs but not on these extreme, valid ones: "
+         "check its numerical stability";
+}
+
 Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBinding& sizes,
-                   const BufferMap& inputs, uint64_t seed) {
+                   const BufferMap& inputs, uint64_t seed, const StressRound* stress) {
   uint64_t stream = 0;
   for (const auto& t : task.inputs) {
     const BufferRef& b = inputs.at(t.name);
-    int64_t low = 0, high = 1;
-    if (t.init.dist == "randint") {
-      auto lo = evaluate_expression(t.init.int_low, sizes);
-      auto hi = evaluate_expression(t.init.int_high, sizes);
+    const InitSpec& init = stress_init(stress, t);
+    FillBounds bounds;
+    if (init.dist == "randint" || !dtype_is_float(t.dtype)) {
+      auto lo = evaluate_expression(init.int_low, sizes);
+      auto hi = evaluate_expression(init.int_high, sizes);
       if (!lo || !hi) return make_error("input '" + t.name + "': bad randint bounds");
-      low = *lo;
-      high = *hi;
+      bounds.int_low = *lo;
+      bounds.int_high = *hi;
     }
-    if (auto s = support.fill(b.ptr, t.dtype, b.elements, t.init, low, high,
+    if (!init.repeat.empty()) {
+      auto run = evaluate_expression(init.repeat, sizes);
+      if (!run || *run < 1) return make_error("input '" + t.name + "': bad repeat length");
+      bounds.repeat = *run;
+    }
+    if (auto s = support.fill(b.ptr, t.dtype, b.elements, init, bounds,
                               seed * 0x2545F4914F6CDD1DULL + (++stream) * 0x9E3779B97F4A7C15ULL);
         !s)
       return make_error("filling input '" + t.name + "': " + s.error());
@@ -161,7 +206,7 @@ double Verifier::candidate_seconds(const ShapeBinding& sizes) const {
 }
 
 Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
-                                            const std::string& phase) {
+                                            const std::string& phase, const StressRound* stress) {
   std::string shape_text = describe_shape(sizes);
   auto ref_plan = reference_.resolve(task_, sizes);
   if (auto* f = std::get_if<PlanFailure>(&ref_plan))
@@ -181,7 +226,7 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
   };
   // The rounds' inputs and the reference's outputs on them: drawn from the pool, or one set of
   // this shape refilled from the request's seed every round.
-  InputSetMaker maker(device_, support_, task_, reference_, sizes);
+  InputSetMaker maker(device_, support_, task_, reference_, sizes, stress);
   double made_before = phases_.inputs_ms + phases_.reference_ms;
   auto drawn = draw_sets(pool_, pool_key_, maker, rounds, options_, &phases_);
   if (!drawn) return make_error(drawn.error());
@@ -215,7 +260,9 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
       o.mismatch->shape = shape_text;
       o.mismatch->round = round + 1;
       o.mismatch->phase = phase;
+      if (stress) o.mismatch->stress = stress->name;
     }
+    if (stress) o.detail = describe_stress_failure(task_, *stress, sizes, o);
     return o;
   };
   // A set the candidate wrote into is never used again.
@@ -236,6 +283,7 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
       ++phases_.pooled_rounds;
     }
     ++phases_.rounds;
+    if (stress) ++phases_.stress_rounds;
     RunLimit limit = candidate_run_limit(options_, set->reference_seconds, "the reference");
     BufferMap cand_buffers = set->inputs;
     cand_buffers.insert(actual.begin(), actual.end());

@@ -29,6 +29,14 @@ struct CheckOutcome {
 // Describes `sizes` as "rows=7 cols=4097".
 std::string describe_shape(const ShapeBinding& sizes);
 
+// Names element `flat` of `output` at `sizes` by its coordinates: "out[3, 17]".
+std::string describe_element(const TensorSpec& output, const ShapeBinding& sizes, int64_t flat);
+
+// A stress round's failure, led by what the coder must know: "incorrect on stress round 'std 40'
+// at shape rows=7 cols=4097: got nan at out[3, 17] (expected 0.0123); ..."
+std::string describe_stress_failure(const TaskSpec& task, const StressRound& stress,
+                                    const ShapeBinding& sizes, const CheckOutcome& outcome);
+
 // Compares one output against its expected values under the task's tolerance.
 Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
                                   const TensorSpec& output, const BufferRef& actual,
@@ -38,9 +46,9 @@ Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
 Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
                                                 const std::vector<const GuardedBuffer*>& buffers);
 
-// Fills every input of the task for one round.
+// Fills every input of the task for one round, with `stress`'s overrides where given.
 Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBinding& sizes,
-                   const BufferMap& inputs, uint64_t seed);
+                   const BufferMap& inputs, uint64_t seed, const StressRound* stress = nullptr);
 
 // Runs a resolved plan to completion on `stream`; zeroes or poisons its scratch first. A run still
 // going at `limit` is a timeout (and the context is abandoned). `elapsed_seconds` gets the wall
@@ -60,6 +68,7 @@ struct VerifyPhases {
   double checks_ms = 0;     // poison, guard zones, input checksums, output comparisons
   int rounds = 0;           // rounds started, over all shapes
   int pooled_rounds = 0;    // of which on a kept input set (sandbox/worker/input_pool.h)
+  int stress_rounds = 0;    // of which on a stress round's inputs
   int sets_made = 0;        // kept input sets made (inputs and reference time counted above)
   nlohmann::json to_json() const;
 };
@@ -81,9 +90,10 @@ class Verifier {
     pool_ = pool;
     pool_key_ = std::move(key);
   }
-  // Errors mean the task or the worker is broken; the candidate's faults are verdicts.
+  // Errors mean the task or the worker is broken; the candidate's faults are verdicts. With
+  // `stress`, the inputs get its overrides (kept sets of their own) and a failure names it.
   Result<CheckOutcome> verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
-                                    const std::string& phase);
+                                    const std::string& phase, const StressRound* stress = nullptr);
   const VerifyPhases& phases() const { return phases_; }
   // The candidate's slowest run at `sizes` in the rounds verified so far (seconds; 0 = none).
   double candidate_seconds(const ShapeBinding& sizes) const;

@@ -1,4 +1,4 @@
-// Baseline sum over the middle dimension: one thread per output, fp32 accumulation; neighbouring
+// Baseline sum over the middle dimension: one thread per output, double accumulation; neighbouring
 // threads read neighbouring inner elements, so loads coalesce when inner is large. BLOCK is tunable.
 /* kopt:plan
 {
@@ -12,7 +12,8 @@ extern "C" __global__ void sum_dim(const float* x, float* out, int outer, int re
   if (t >= outer * inner) return;
   int o = t / inner, i = t % inner;
   const float* column = x + (long long)o * reduce * inner + i;
-  float sum = 0.0f;
+  // Double: one fp32 running sum over thousands of terms drifts (tasks/README.md, stress rounds).
+  double sum = 0.0;
   for (int r = 0; r < reduce; ++r) sum += column[(long long)r * inner];
-  out[t] = sum;
+  out[t] = (float)sum;
 }

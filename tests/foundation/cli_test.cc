@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "common/files.h"
 #include "sandbox/cuda_driver.h"
 #include "tests/foundation/test_support.h"
 
@@ -253,6 +254,77 @@ TEST_F(Cli, TasksCheckCompileOnlyOnTheRealSuite) {
   EXPECT_EQ(out.exit_code, 0) << describe(out);
   EXPECT_TRUE(contains(out.stdout_text, "axpy")) << describe(out);
   EXPECT_TRUE(contains(out.stdout_text, "0 failed")) << describe(out);
+}
+
+// `kopt tasks new` (issue 15): each template, and a copy of a suite task, is a task folder that
+// passes `kopt tasks check --compile-only` (real NVRTC) as written.
+TEST_F(Cli, TasksNewWritesAFolderThatPassesTheCompileCheck) {
+  auto root = work_ / "tasks";
+  std::filesystem::create_directories(root);
+  for (const std::string kind : {"elementwise", "row_reduction", "gemm"}) {
+    CommandOutput made =
+        kopt({"tasks", "new", "my-" + kind, "--kind", kind, "--tasks", root.string()});
+    ASSERT_EQ(made.exit_code, 0) << describe(made);
+    EXPECT_TRUE(std::filesystem::exists(root / ("my-" + kind) / "baseline.cu")) << describe(made);
+  }
+  // --like looks the task up in the suite (a path works too) and writes under --tasks.
+  CommandOutput like =
+      kopt({"tasks", "new", "my_softmax", "--like", std::string(KOPT_SOURCE_DIR) + "/tasks/softmax",
+            "--tasks", root.string()});
+  ASSERT_EQ(like.exit_code, 0) << describe(like);
+  auto copied = read_file(root / "my_softmax" / "task.json");
+  ASSERT_TRUE(copied.ok());
+  EXPECT_TRUE(contains(*copied, "\"name\": \"my_softmax\"")) << *copied;
+  EXPECT_TRUE(contains(*copied, "TODO")) << *copied;
+  EXPECT_TRUE(contains(*copied, "\"stress\"")) << *copied;
+  CommandOutput check =
+      kopt({"tasks", "check", "--compile-only", "--arch", "sm_90a", "--tasks", root.string()},
+           std::chrono::seconds(300));
+  EXPECT_EQ(check.exit_code, 0) << describe(check);
+  EXPECT_TRUE(contains(check.stdout_text, "4 tasks, 0 failed")) << describe(check);
+}
+
+TEST_F(Cli, TasksNewRefusesToOverwriteAndBadNames) {
+  auto root = work_ / "tasks";
+  ASSERT_EQ(kopt({"tasks", "new", "op", "--kind", "gemm", "--tasks", root.string()}).exit_code, 0);
+  ASSERT_TRUE(write_file_atomic(root / "op" / "baseline.cu", "// edited\n").ok());
+  CommandOutput again =
+      kopt({"tasks", "new", "op", "--kind", "elementwise", "--tasks", root.string()});
+  EXPECT_NE(again.exit_code, 0) << describe(again);
+  EXPECT_TRUE(contains(again.stderr_text, "never overwrites")) << describe(again);
+  EXPECT_EQ(*read_file(root / "op" / "baseline.cu"), "// edited\n");
+  CommandOutput bad = kopt({"tasks", "new", "Op!", "--kind", "gemm", "--tasks", root.string()});
+  EXPECT_NE(bad.exit_code, 0) << describe(bad);
+  CommandOutput kind = kopt({"tasks", "new", "op2", "--kind", "gem", "--tasks", root.string()});
+  EXPECT_NE(kind.exit_code, 0) << describe(kind);
+  EXPECT_TRUE(contains(kind.stderr_text, "did you mean 'gemm'")) << describe(kind);
+  CommandOutput neither = kopt({"tasks", "new", "op3", "--tasks", root.string()});
+  EXPECT_NE(neither.exit_code, 0) << describe(neither);
+  EXPECT_FALSE(std::filesystem::exists(root / "op3"));
+}
+
+// Every problem in one pass: a task.json with two errors, a missing baseline and a reference
+// whose plan is broken are all reported together.
+TEST_F(Cli, TasksCheckReportsEveryProblemOfATaskAtOnce) {
+  auto root = work_ / "tasks";
+  auto t = testing::good_task_json();
+  t["flops"] = "2*m";
+  t["peak"] = "fp33";
+  std::string broken_plan = R"(/* kopt:plan
+{"launches": [{"kernel": "axpyy", "grid": [1], "block": [1], "args": []}]}
+*/
+extern "C" __global__ void axpy() {}
+)";
+  testing::write_task_dir(root / "t", t, broken_plan);
+  std::filesystem::remove(root / "t" / "baseline.cu");
+  CommandOutput out =
+      kopt({"tasks", "check", "--compile-only", "--arch", "sm_90a", "--tasks", root.string()});
+  EXPECT_NE(out.exit_code, 0) << describe(out);
+  std::string all = out.stdout_text + out.stderr_text;
+  EXPECT_TRUE(contains(all, "$.flops: unknown symbol 'm'")) << describe(out);
+  EXPECT_TRUE(contains(all, "$.peak: unknown peak 'fp33'")) << describe(out);
+  EXPECT_TRUE(contains(all, (root / "t" / "baseline.cu").string() + ": missing")) << describe(out);
+  EXPECT_TRUE(contains(all, "$.launches[0].kernel")) << describe(out);
 }
 
 }  // namespace

@@ -40,6 +40,14 @@ Result<AdversarialKernel> read_adversarial_kernel(const fs::path& path) {
       kernel.task = value;
     } else if (key == "rounds") {
       kernel.rounds = std::stoi(value);
+    } else if (key == "stress") {
+      kernel.stress = value;
+    } else if (key == "without-stress") {
+      for (const auto& name : split(value, '|')) {
+        auto verdict = parse_verdict(trim(name));
+        if (!verdict) return make_error(where + "unknown verdict '" + trim(name) + "'");
+        kernel.without_stress.push_back(*verdict);
+      }
     }
   }
   if (kernel.expected.empty()) {
@@ -48,13 +56,13 @@ Result<AdversarialKernel> read_adversarial_kernel(const fs::path& path) {
   return kernel;
 }
 
-Result<std::vector<AdversarialKernel>> adversarial_kernels() {
+Result<std::vector<AdversarialKernel>> kernels_in(const fs::path& dir) {
   std::vector<fs::path> paths;
   std::error_code error;
-  for (const auto& entry : fs::directory_iterator(KOPT_ADVERSARIAL_DIR, error)) {
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
     if (entry.path().extension() == ".cu") paths.push_back(entry.path());
   }
-  if (error) return make_error(std::string(KOPT_ADVERSARIAL_DIR) + ": " + error.message());
+  if (error) return make_error(dir.string() + ": " + error.message());
   std::sort(paths.begin(), paths.end());
   std::vector<AdversarialKernel> kernels;
   for (const auto& path : paths) {
@@ -65,13 +73,21 @@ Result<std::vector<AdversarialKernel>> adversarial_kernels() {
   return kernels;
 }
 
-std::vector<std::string> adversarial_kernel_names() {
+std::vector<std::string> kernel_names_in(const fs::path& dir) {
   std::vector<std::string> names;
-  auto kernels = adversarial_kernels();
+  auto kernels = kernels_in(dir);
   if (kernels) {
     for (const auto& k : *kernels) names.push_back(k.name);
   }
   return names;
+}
+
+Result<std::vector<AdversarialKernel>> adversarial_kernels() {
+  return kernels_in(KOPT_ADVERSARIAL_DIR);
+}
+
+std::vector<std::string> adversarial_kernel_names() {
+  return kernel_names_in(KOPT_ADVERSARIAL_DIR);
 }
 
 fs::path adversarial_task_dir(const std::string& task) {

@@ -4,6 +4,11 @@
 //   // expect: out_of_bounds            (alternatives: "incorrect|nondeterministic")
 //   // task: axpy                       (optional; default axpy)
 //   // rounds: 2                        (optional; verification rounds to ask for)
+//
+// The numerical kernels in tests/sandbox/numerical/ (planted numerical bugs, issue 15) add:
+//
+//   // stress: std 40                   (the stress round whose failure the verdict must name)
+//   // without-stress: ok               (the verdict with stress rounds off: the bug's cover)
 #pragma once
 
 #include <filesystem>
@@ -23,15 +28,21 @@ struct AdversarialKernel {
   std::string task = "axpy";
   std::vector<Verdict> expected;  // any of these is right
   std::optional<int> rounds;
+  std::string stress;                   // the stress round that must catch it
+  std::vector<Verdict> without_stress;  // its verdict when stress rounds are off
 };
 
 // Parses the header of one file.
 Result<AdversarialKernel> read_adversarial_kernel(const std::filesystem::path& path);
 
-// Every *.cu file in the adversarial folder, sorted by name; a malformed header is an error.
-Result<std::vector<AdversarialKernel>> adversarial_kernels();
+// Every *.cu file in `dir`, sorted by name; a malformed header is an error.
+Result<std::vector<AdversarialKernel>> kernels_in(const std::filesystem::path& dir);
 
 // Names only, for parameterized tests (empty when the folder cannot be read).
+std::vector<std::string> kernel_names_in(const std::filesystem::path& dir);
+
+// The adversarial folder's kernels (KOPT_ADVERSARIAL_DIR) and their names.
+Result<std::vector<AdversarialKernel>> adversarial_kernels();
 std::vector<std::string> adversarial_kernel_names();
 
 // A task used by the suite: tasks/NAME in the source tree, else tests/sandbox/tasks/NAME.

@@ -233,10 +233,13 @@ TEST(SandboxEvaluator, WorkerKilledWhileIdleIsReplacedWithoutAVerdict) {
 }
 
 TEST(SandboxEvaluator, ProtocolVersionMismatchIsRefused) {
-  SandboxEvaluator evaluator(fake_options({"--version=2"}));
+  // A worker one version ahead of this kopt.
+  SandboxEvaluator evaluator(fake_options({"--version=" + std::to_string(kProtocolVersion + 1)}));
   auto result = evaluator.evaluate(request_for("fine"));
   ASSERT_FALSE(result.ok());
-  EXPECT_TRUE(contains(result.error(), "speaks sandbox protocol v2 but this kopt speaks v1"))
+  EXPECT_TRUE(
+      contains(result.error(), "speaks sandbox protocol v" + std::to_string(kProtocolVersion + 1) +
+                                   " but this kopt speaks v" + std::to_string(kProtocolVersion)))
       << result.error();
   EXPECT_EQ(evaluator.worker_pid(), -1);
 }

@@ -28,6 +28,7 @@ EvalRequest full_request() {
   request.options.suspicious_speedup = 8;
   request.options.reuse_inputs = false;
   request.options.pool_sets = 6;
+  request.options.stress = false;
   request.options.min_samples_long = 4;
   request.options.long_sample_ms = 25;
   return request;
@@ -40,7 +41,7 @@ EvalResult full_result() {
   result.compile_log = "warning: unused variable\n";
   result.compile_ms = 21.5;
   result.compile_cache_hit = true;
-  result.mismatch = Mismatch{"out", "n=1023", 17, 1.25, std::nan(""), 3, "timing"};
+  result.mismatch = Mismatch{"out", "n=1023", 17, 1.25, std::nan(""), 3, "timing", "std 40"};
   result.candidate_time = TimingSummary{301.5, 0.004, 299.0, 42, 2};
   result.baseline_time = TimingSummary{310.25, 0.003, 305.0, 40, 0};
   result.resources = KernelResources{32, 8, 1024, 4096, 0.75};
@@ -83,6 +84,7 @@ TEST(Protocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(out->options.long_sample_ms, 25);
   EXPECT_EQ(out->options.max_wall_seconds, 30);
   EXPECT_EQ(out->options.suspicious_speedup, 8);
+  EXPECT_FALSE(out->options.stress);
 }
 
 TEST(Protocol, RequestWithoutBaselineOrOptionsUsesDefaults) {
@@ -164,6 +166,7 @@ TEST(Protocol, ResultRoundTripsEveryFieldIncludingNaN) {
   EXPECT_TRUE(std::isnan(out->mismatch->actual));
   EXPECT_EQ(out->mismatch->round, 3);
   EXPECT_EQ(out->mismatch->phase, "timing");
+  EXPECT_EQ(out->mismatch->stress, "std 40");
   ASSERT_TRUE(out->candidate_time.has_value());
   EXPECT_EQ(out->candidate_time->median_us, 301.5);
   EXPECT_EQ(out->candidate_time->noise, 0.004);

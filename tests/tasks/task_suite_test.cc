@@ -139,6 +139,24 @@ TEST_P(EachTask, InputsAreSignedOrIntegers) {
   }
 }
 
+TEST_P(EachTask, StressRoundsAreCheapAndReviewed) {
+  // Issue 15: the tasks whose operation has a numerical trap declare stress rounds; the others
+  // were reviewed and have none (tasks/README.md, "The suite's stress rounds").
+  static const std::set<std::string> kNoTrap = {"axpy",           "transpose", "embedding",
+                                                "rope",           "sgemm",     "bf16_gemm",
+                                                "gemm_bias_relu", "matvec",    "swiglu"};
+  EXPECT_EQ(task_.stress.empty(), kNoTrap.count(task_.name) > 0)
+      << "stress rounds where the operation has a numerical trap, none where it has not";
+  // Stress rounds run on cheap shapes, so verification time grows little.
+  for (const auto& round : task_.stress) {
+    auto shapes = stress_shapes(task_, round, int64_t(64) << 20);
+    EXPECT_FALSE(shapes.empty()) << "stress round '" << round.name << "' runs on no shape";
+    for (const auto& sizes : shapes)
+      EXPECT_LE(*task_.tensor_bytes(sizes), int64_t(64) << 20)
+          << "stress round '" << round.name << "' at a shape over 64 MiB";
+  }
+}
+
 TEST_P(EachTask, SpeedOfLightFormulasArePositiveAtTheDefaultShape) {
   auto bytes = evaluate_expression(task_.bytes, task_.sizes);
   ASSERT_TRUE(bytes.ok()) << bytes.error();

@@ -1,0 +1,130 @@
+#include "sandbox/init_spec.h"
+
+#include <cstdio>
+
+#include "common/strings.h"
+#include "sandbox/expr.h"
+
+namespace kopt {
+
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kInitKeys = {"dist", "mean",  "std",    "low",
+                                            "high", "value", "repeat", "neg_inf"};
+const std::vector<std::string> kDistributions = {"normal", "uniform", "randint", "constant"};
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// A randint bound: an integer or an expression over sizes.
+void read_int_bound(JsonReader& reader, const json& node, const std::string& path, const char* key,
+                    std::string& target, const std::set<std::string>& symbols) {
+  if (!node.contains(key)) {
+    reader.error(path + "." + key, "required field is missing");
+    return;
+  }
+  const json& v = node.at(key);
+  if (v.is_number_integer()) {
+    target = std::to_string(v.get<int64_t>());
+  } else if (v.is_string()) {
+    target = v.get<std::string>();
+    check_expression(reader, path + "." + key, target, symbols);
+  } else {
+    reader.error(path + "." + key, "expected an integer or an expression string");
+  }
+}
+
+}  // namespace
+
+bool InitSpec::needs_format_2(DType dtype) const {
+  return dist == "constant" || !repeat.empty() || neg_inf > 0 ||
+         (dist == "randint" && dtype_is_float(dtype));
+}
+
+std::string describe_init(const InitSpec& init) {
+  std::string text;
+  if (init.dist == "normal") {
+    text = (init.mean != 0 ? "mean " + number_text(init.mean) + " " : std::string()) + "std " +
+           number_text(init.stddev);
+  } else if (init.dist == "uniform") {
+    text = "uniform " + number_text(init.low) + ".." + number_text(init.high);
+  } else if (init.dist == "constant") {
+    text = "constant " + number_text(init.value);
+  } else {
+    text = "integers " + init.int_low + ".." + init.int_high + "-1";
+  }
+  if (!init.repeat.empty()) text += ", equal runs of " + init.repeat;
+  if (init.neg_inf > 0) text += ", " + number_text(100 * init.neg_inf) + "% -inf";
+  return text;
+}
+
+void check_expression(JsonReader& reader, const std::string& path, const std::string& text,
+                      const std::set<std::string>& symbols) {
+  auto expr = Expr::parse(text);
+  if (!expr) {
+    reader.error(path, expr.error());
+    return;
+  }
+  for (const auto& id : expr->identifiers()) {
+    if (!symbols.count(id)) {
+      reader.error(path,
+                   "unknown symbol '" + id + "' in '" + text + "'" +
+                       did_you_mean(id, std::vector<std::string>(symbols.begin(), symbols.end())));
+    }
+  }
+}
+
+InitSpec read_init_object(JsonReader& reader, const json& node, const std::string& path,
+                          DType dtype, const std::set<std::string>& symbols) {
+  InitSpec init;
+  reader.check_keys(node, path, kInitKeys);
+  init.dist = reader.string_field(node, path, "dist", true).value_or("normal");
+  if (init.dist == "normal") {
+    init.mean = reader.number_field(node, path, "mean", false).value_or(0.0);
+    init.stddev = reader.number_field(node, path, "std", false).value_or(1.0);
+    if (init.stddev <= 0) reader.error(path + ".std", "must be positive");
+  } else if (init.dist == "uniform") {
+    init.low = reader.number_field(node, path, "low", true).value_or(-1.0);
+    init.high = reader.number_field(node, path, "high", true).value_or(1.0);
+    if (init.low >= init.high) reader.error(path, "low must be below high");
+  } else if (init.dist == "constant") {
+    init.value = reader.number_field(node, path, "value", true).value_or(0.0);
+  } else if (init.dist == "randint") {
+    // Bounds may be expressions over sizes (token ids below the vocabulary size).
+    read_int_bound(reader, node, path, "low", init.int_low, symbols);
+    read_int_bound(reader, node, path, "high", init.int_high, symbols);
+    if (node.contains("low") && node.contains("high") && node.at("low").is_number_integer() &&
+        node.at("high").is_number_integer() &&
+        node.at("low").get<int64_t>() >= node.at("high").get<int64_t>())
+      reader.error(path, "low must be below high (high is exclusive)");
+  } else {
+    reader.error(path + ".dist", "unknown distribution '" + init.dist + "'" +
+                                     did_you_mean(init.dist, kDistributions));
+  }
+  if (node.contains("repeat")) {
+    const json& v = node.at("repeat");
+    if (v.is_number_integer() && v.get<int64_t>() >= 1) {
+      init.repeat = std::to_string(v.get<int64_t>());
+    } else if (v.is_string()) {
+      init.repeat = v.get<std::string>();
+      check_expression(reader, path + ".repeat", init.repeat, symbols);
+    } else {
+      reader.error(path + ".repeat", "expected a positive integer or an expression string");
+    }
+  }
+  init.neg_inf = reader.number_field(node, path, "neg_inf", false).value_or(0.0);
+  if (init.neg_inf < 0 || init.neg_inf >= 1)
+    reader.error(path + ".neg_inf", "must be a share in [0, 1)");
+  if (!dtype_is_float(dtype)) {
+    if (init.dist != "randint") reader.error(path, "integer inputs need \"dist\": \"randint\"");
+    if (init.neg_inf > 0) reader.error(path + ".neg_inf", "only float inputs can hold -inf");
+  }
+  return init;
+}
+
+}  // namespace kopt

@@ -1,0 +1,45 @@
+// How an input tensor is filled: the distributions of task.json's `init` (and of its stress
+// rounds' overrides), read and validated here, generated on the GPU by the worker's support
+// kernels. The format is documented in tasks/README.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "common/json_reader.h"
+#include "sandbox/dtype.h"
+
+namespace kopt {
+
+// Distributions are signed and varied by default, because all-positive inputs let a plain copy
+// pass ReLU.
+struct InitSpec {
+  std::string dist = "normal";                // normal | uniform | randint | constant
+  double mean = 0.0, stddev = 1.0;            // normal
+  double low = -1.0, high = 1.0;              // uniform
+  double value = 0.0;                         // constant
+  std::string int_low = "0", int_high = "1";  // randint in [low, high), expressions over sizes
+  // Runs of this many consecutive elements share one value ("" = every element its own): the
+  // row length gives all-equal rows. An expression over sizes.
+  std::string repeat;
+  double neg_inf = 0.0;  // share of elements replaced by -inf (masking), float inputs only
+
+  // Whether this uses what task.json format 2 added (constant, repeat, neg_inf, float randint).
+  bool needs_format_2(DType dtype) const;
+};
+
+// Short human text: "std 40", "mean 1000 std 1", "uniform 500..600", "integers 0..7",
+// "constant 3", with ", equal runs of cols" and ", 25% -inf" where they apply.
+std::string describe_init(const InitSpec& init);
+
+// Reads `node` (an init object at `path`) for an input of `dtype`; problems go to `reader`.
+// Expressions (randint bounds, repeat) may use `symbols`.
+InitSpec read_init_object(JsonReader& reader, const nlohmann::json& node, const std::string& path,
+                          DType dtype, const std::set<std::string>& symbols);
+
+// An expression field: checks it parses and refers only to `symbols`.
+void check_expression(JsonReader& reader, const std::string& path, const std::string& text,
+                      const std::set<std::string>& symbols);
+
+}  // namespace kopt

@@ -1,0 +1,118 @@
+#include "sandbox/stress_round.h"
+
+#include "common/strings.h"
+#include "sandbox/task_spec.h"
+
+namespace kopt {
+
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kStressKeys = {"name", "inputs", "shapes"};
+
+// "std 40" for one overridden input; "q std 40, k std 2" for several.
+std::string derived_name(const std::map<std::string, InitSpec>& overrides) {
+  if (overrides.size() == 1) return describe_init(overrides.begin()->second);
+  std::string name;
+  for (const auto& [input, init] : overrides)
+    name += (name.empty() ? "" : ", ") + input + " " + describe_init(init);
+  return name;
+}
+
+}  // namespace
+
+const InitSpec& stress_init(const StressRound* round, const TensorSpec& input) {
+  if (round) {
+    auto it = round->inputs.find(input.name);
+    if (it != round->inputs.end()) return it->second;
+  }
+  return input.init;
+}
+
+std::vector<ShapeBinding> read_shape_list(JsonReader& reader, const json& root,
+                                          const std::string& path, const std::string& key,
+                                          const std::map<std::string, int64_t>& sizes,
+                                          bool required) {
+  std::vector<ShapeBinding> shapes;
+  const json* list = reader.typed_field(root, path, key, json::value_t::array, required);
+  if (!list) return shapes;
+  std::vector<std::string> names;
+  for (const auto& [n, v] : sizes) names.push_back(n);
+  for (size_t i = 0; i < list->size(); ++i) {
+    std::string item_path = path + "." + key + "[" + std::to_string(i) + "]";
+    const json& item = (*list)[i];
+    if (!item.is_object()) {
+      reader.error(item_path, "expected an object of size overrides");
+      continue;
+    }
+    ShapeBinding binding;
+    for (const auto& [name, value] : item.items()) {
+      if (!sizes.count(name)) {
+        reader.error(item_path + "." + name, "not a size of this task" + did_you_mean(name, names));
+      } else if (!value.is_number_integer() || value.get<int64_t>() < 1) {
+        reader.error(item_path + "." + name, "expected a positive integer");
+      } else {
+        binding[name] = value.get<int64_t>();
+      }
+    }
+    shapes.push_back(std::move(binding));
+  }
+  return shapes;
+}
+
+std::vector<StressRound> read_stress_rounds(JsonReader& reader, const json& root,
+                                            const std::vector<TensorSpec>& inputs,
+                                            const std::map<std::string, int64_t>& sizes,
+                                            int format) {
+  std::vector<StressRound> rounds;
+  const json* list = reader.typed_field(root, "$", "stress", json::value_t::array, false);
+  if (!list) return rounds;
+  if (format < 2) reader.error("$.stress", "stress rounds need \"format\": 2");
+  std::set<std::string> symbols;
+  for (const auto& [n, v] : sizes) symbols.insert(n);
+  std::vector<std::string> input_names;
+  for (const auto& t : inputs) input_names.push_back(t.name);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < list->size(); ++i) {
+    std::string path = "$.stress[" + std::to_string(i) + "]";
+    const json& item = (*list)[i];
+    if (!item.is_object()) {
+      reader.error(path, "expected an object with \"inputs\" (and optional \"name\", \"shapes\")");
+      continue;
+    }
+    reader.check_keys(item, path, kStressKeys);
+    StressRound round;
+    if (const json* overrides =
+            reader.typed_field(item, path, "inputs", json::value_t::object, true)) {
+      if (overrides->empty()) reader.error(path + ".inputs", "override at least one input");
+      for (const auto& [name, init] : overrides->items()) {
+        std::string ipath = path + ".inputs." + name;
+        auto input = std::find_if(inputs.begin(), inputs.end(),
+                                  [&](const TensorSpec& t) { return t.name == name; });
+        if (input == inputs.end()) {
+          reader.error(ipath, "not an input of this task" + did_you_mean(name, input_names));
+          continue;
+        }
+        if (!init.is_object()) {
+          reader.error(ipath, "expected an init object ({\"dist\": ...})");
+          continue;
+        }
+        round.inputs[name] = read_init_object(reader, init, ipath, input->dtype, symbols);
+      }
+    }
+    round.shapes = read_shape_list(reader, item, path, "shapes", sizes, false);
+    if (item.contains("shapes") && round.shapes.empty() && item.at("shapes").is_array())
+      reader.error(path + ".shapes", "leave it out to use the sweep's shapes, or list some");
+    auto given = reader.string_field(item, path, "name", false);
+    round.name = given ? *given : derived_name(round.inputs);
+    if (given && given->empty()) reader.error(path + ".name", "must not be empty");
+    if (!round.name.empty() && !seen.insert(round.name).second)
+      reader.error(path + ".name", "stress round name '" + round.name +
+                                       "' is used twice (give each round its own \"name\")");
+    rounds.push_back(std::move(round));
+  }
+  return rounds;
+}
+
+}  // namespace kopt

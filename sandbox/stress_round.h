@@ -1,0 +1,43 @@
+// Stress rounds: named verification rounds on extreme but valid inputs (logits with std 40, rows
+// with a large mean and a tiny spread, ties, masked entries), declared in task.json's `stress`
+// list. They catch kernels that are right only on well-scaled inputs: softmax without the max
+// subtraction, one-pass variance, float accumulation over long rows, a wrong tie break.
+// The format and the rules are in tasks/README.md ("Stress rounds").
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/json_reader.h"
+#include "sandbox/init_spec.h"
+
+namespace kopt {
+
+using ShapeBinding = std::map<std::string, int64_t>;
+struct TensorSpec;
+
+struct StressRound {
+  std::string name;                        // given, or derived from the overrides ("std 40")
+  std::map<std::string, InitSpec> inputs;  // init overrides of some inputs, by input name
+  std::vector<ShapeBinding> shapes;        // overrides like the sweep's; empty: see stress_shapes
+};
+
+// The init `input` gets in `round` (its own init where the round does not override it).
+const InitSpec& stress_init(const StressRound* round, const TensorSpec& input);
+
+// Reads `$.stress` of `root`; `inputs` and `sizes` are the task's, already read.
+std::vector<StressRound> read_stress_rounds(JsonReader& reader, const nlohmann::json& root,
+                                            const std::vector<TensorSpec>& inputs,
+                                            const std::map<std::string, int64_t>& sizes,
+                                            int format);
+
+// Reads a list of size overrides at `$.key` (the sweep, the holdout, a stress round's shapes).
+std::vector<ShapeBinding> read_shape_list(JsonReader& reader, const nlohmann::json& root,
+                                          const std::string& path, const std::string& key,
+                                          const std::map<std::string, int64_t>& sizes,
+                                          bool required);
+
+}  // namespace kopt

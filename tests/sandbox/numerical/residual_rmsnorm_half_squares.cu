@@ -1,0 +1,41 @@
+// expect: incorrect
+// task: residual_rmsnorm
+// stress: outliers std 1000
+// without-stress: ok
+// Planted bug: the per-thread sum of squares in fp16: inf once activations reach the hundreds.
+/* kopt:plan
+{
+  "tunables": {"BLOCK": [256, 128, 512, 1024]},
+  "launches": [{"kernel": "residual_rmsnorm_rows", "grid": ["rows"], "block": ["BLOCK"],
+                "shared_bytes": "BLOCK*4",
+                "args": ["x", "residual", "weight", "residual_out", "out", "hidden", "eps"]}]
+}
+*/
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+extern "C" __global__ void residual_rmsnorm_rows(const __nv_bfloat16* x, const __nv_bfloat16* residual,
+                                                 const __nv_bfloat16* weight,
+                                                 __nv_bfloat16* residual_out, __nv_bfloat16* out,
+                                                 int hidden, float eps) {
+  extern __shared__ float partial[];
+  long long base = (long long)blockIdx.x * hidden;
+
+  __half squares = __float2half(0.0f);  // planted: fp16 squares, overflow past 65504
+  for (int c = threadIdx.x; c < hidden; c += BLOCK) {
+    __nv_bfloat16 s = __float2bfloat16(__bfloat162float(x[base + c]) + __bfloat162float(residual[base + c]));
+    residual_out[base + c] = s;
+    __half v = __float2half(__bfloat162float(s));
+    squares = __hadd(squares, __hmul(v, v));
+  }
+  partial[threadIdx.x] = __half2float(squares);
+  __syncthreads();
+  for (int stride = BLOCK / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  float rstd = rsqrtf(partial[0] / hidden + eps);
+
+  for (int c = threadIdx.x; c < hidden; c += BLOCK)
+    out[base + c] = __float2bfloat16(__bfloat162float(residual_out[base + c]) * rstd * __bfloat162float(weight[c]));
+}
