@@ -109,7 +109,6 @@ json options_to_json(const EvalOptions& o) {
           {"reuse_baseline_samples", o.reuse_baseline_samples},
           {"fresh_baseline_samples", o.fresh_baseline_samples},
           {"baseline_drift", o.baseline_drift},
-
           {"stress", o.stress}};
 }
 
@@ -139,7 +138,6 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "reuse_baseline_samples",
                 "fresh_baseline_samples",
                 "baseline_drift",
-
                 "stress"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
