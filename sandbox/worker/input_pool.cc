@@ -108,8 +108,8 @@ Result<std::string> changed_part(SupportKernels& support, const TaskSpec& task,
 }
 
 int InputPool::capacity_for(size_t set_bytes, int64_t large_shape_bytes, int small_capacity) const {
-  // Large shapes are verified with few rounds (and timed with at most 4 sets): 4 sets give a
-  // random choice for the first and serve the second, at half the memory of the small shapes' 8.
+  // Large shapes are verified with one round (and timed with at most 4 sets): 4 sets give that
+  // round a random choice and serve the timing loop, at half the memory of the small shapes' 8.
   if (int64_t(set_bytes) > large_shape_bytes) return std::min(small_capacity, 4);
   return small_capacity;
 }
