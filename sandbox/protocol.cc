@@ -105,7 +105,9 @@ json options_to_json(const EvalOptions& o) {
           {"reuse_inputs", o.reuse_inputs},
           {"pool_sets", o.pool_sets},
           {"min_samples_long", o.min_samples_long},
-          {"long_sample_ms", o.long_sample_ms}};
+          {"long_sample_ms", o.long_sample_ms},
+          {"profile", o.profile},
+          {"profile_below_us", o.profile_below_us}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
@@ -129,6 +131,8 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "large_shape_bytes",
                 "reuse_inputs",
                 "pool_sets",
+                "profile",
+                "profile_below_us",
                 "min_samples_long",
                 "long_sample_ms"});
   read_into(r, o, path, "arch", options.arch);
@@ -159,6 +163,10 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   read_into(r, o, path, "pool_sets", options.pool_sets);
   read_into(r, o, path, "min_samples_long", options.min_samples_long);
   read_into(r, o, path, "long_sample_ms", options.long_sample_ms);
+  read_into(r, o, path, "profile", options.profile);
+  read_into(r, o, path, "profile_below_us", options.profile_below_us);
+  if (options.profile != "" && options.profile != "cupti" && options.profile != "bracket")
+    r.error(path + ".profile", "expected \"\", \"cupti\" or \"bracket\"");
   if (options.pool_sets < 1) r.error(path + ".pool_sets", "must be at least 1");
   if (options.min_samples_long < 1) r.error(path + ".min_samples_long", "must be at least 1");
   if (!(options.long_sample_ms > 0)) r.error(path + ".long_sample_ms", "must be positive");
@@ -297,6 +305,8 @@ json to_json(const EvalResult& result) {
   if (!result.device.is_null()) j["device"] = result.device;
   if (!result.gpu_check.is_null()) j["gpu_check"] = result.gpu_check;
   if (!result.verify_phases.is_null()) j["verify_phases"] = result.verify_phases;
+  if (result.profile) j["profile"] = to_json(*result.profile);
+  if (!result.profile_note.empty()) j["profile_note"] = result.profile_note;
   return j;
 }
 
@@ -307,7 +317,8 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   r.check_keys(j, "$",
                {"verdict", "detail", "compile_log", "compile_ms", "compile_cache_hit", "mismatch",
                 "candidate_time", "baseline_time", "resources", "speedup", "sol_us", "sol_percent",
-                "verify_ms", "time_ms", "total_ms", "device", "gpu_check", "verify_phases"});
+                "verify_ms", "time_ms", "total_ms", "device", "gpu_check", "verify_phases", "profile",
+                "profile_note"});
   if (auto name = r.string_field(j, "$", "verdict", true)) {
     if (auto verdict = parse_verdict(*name)) {
       result.verdict = *verdict;
@@ -334,6 +345,14 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   if (j.contains("device")) result.device = j.at("device");
   if (j.contains("gpu_check")) result.gpu_check = j.at("gpu_check");
   if (j.contains("verify_phases")) result.verify_phases = j.at("verify_phases");
+  read_into(r, j, "$", "profile_note", result.profile_note);
+  if (const json* p = r.typed_field(j, "$", "profile", json::value_t::object, false)) {
+    auto profile = kernel_profile_from_json(*p, "$.profile");
+    if (profile)
+      result.profile = std::move(*profile);
+    else
+      r.error("$.profile", profile.error());
+  }
   if (!r.ok()) return make_error(r.message());
   return result;
 }

@@ -1,9 +1,10 @@
-// The sandbox wire protocol, version 1: one JSON object per line on the worker's stdin (requests)
+// The sandbox wire protocol, version 2 (2: the profile pass, options.profile and
+// result.profile): one JSON object per line on the worker's stdin (requests)
 // and stdout (responses). Every message carries "v" (the protocol version) and "id".
 //
-//   {"v":1,"id":1,"op":"ping"}                       -> {"v":1,"id":1,"ok":true,"device":{...}}
-//   {"v":1,"id":2,"op":"evaluate", ...EvalRequest}   -> {"v":1,"id":2,"ok":true,"result":{...}}
-//   {"v":1,"id":3,"op":"shutdown"}                   -> {"v":1,"id":3,"ok":true}
+//   {"v":2,"id":1,"op":"ping"}                       -> {"v":2,"id":1,"ok":true,"device":{...}}
+//   {"v":2,"id":2,"op":"evaluate", ...EvalRequest}   -> {"v":2,"id":2,"ok":true,"result":{...}}
+//   {"v":2,"id":3,"op":"shutdown"}                   -> {"v":2,"id":3,"ok":true}
 // A request the worker cannot understand gets {"ok":false,"error":"..."}. A response with
 // "fatal":true means the worker's CUDA context is broken and it exits after sending it.
 #pragma once
@@ -14,11 +15,12 @@
 #include <string>
 
 #include "common/result.h"
+#include "sandbox/kernel_profile.h"
 #include "sandbox/verdict.h"
 
 namespace kopt {
 
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;
 
 struct KernelSource {
   std::string source;
@@ -60,6 +62,13 @@ struct EvalOptions {
   // min_samples_long of them suffice (sandbox/timing_stats.h).
   int min_samples_long = 5;
   double long_sample_ms = 10.0;
+  // Hardware counters of a verified candidate at the timed shape, outside the timed samples
+  // (sandbox/worker/profile_pass.h): "" none; "cupti" kopt's own pass through CUPTI's range
+  // profiler; "bracket" one run between cuProfilerStart/Stop for an outside profiler (ncu
+  // --profile-from-start off), which measures it instead.
+  std::string profile;
+  // With "cupti": only a candidate whose median is below this (a new best of its task); 0: any.
+  double profile_below_us = 0;
 };
 
 struct EvalRequest {
@@ -113,6 +122,9 @@ struct EvalResult {
   nlohmann::json device;         // name, cc, driver, cuda, sms
   nlohmann::json gpu_check;      // the busy-GPU checks around timing (probe, processes)
   nlohmann::json verify_phases;  // where verification's time went (ms per phase, runs)
+  std::optional<KernelProfile> profile;
+  // Why a requested profile is missing ("profiling unavailable: ..."); said once per worker.
+  std::string profile_note;
 };
 
 nlohmann::json to_json(const EvalRequest& request);
