@@ -64,7 +64,7 @@ TEST_F(ProfileGpuTest, StreamingCopyRunsNearTheDramPeak) {
   EXPECT_NEAR(p.dram_read_bytes, 2.0 * 268435456, 0.05 * 268435456);
   // Writes: dirty lines left in L2 at the end (up to its 50 MB) and the flush buffer's write-backs.
   EXPECT_NEAR(p.dram_write_bytes, 268435456, 0.25 * 268435456);
-  EXPECT_EQ(p.shared_wavefronts, 0);
+  EXPECT_EQ(p.bank_conflicts, 0);  // (a few thousand shared wavefronts show even here)
   EXPECT_EQ(p.tensor_percent, -1);
   ASSERT_FALSE(p.top_stalls(1).empty());
   EXPECT_EQ(p.top_stalls(1)[0].reason, "long_scoreboard");  // waiting on DRAM
