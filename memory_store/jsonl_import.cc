@@ -180,7 +180,7 @@ Status Importer::kernel(JsonReader& reader, const json& object) {
 Status Importer::evaluation(JsonReader& reader, const json& object) {
   reader.check_keys(object, "$", {"type", "kernel_sha256", "task", "gpu", "verdict", "detail",
                                   "tunables", "median_us", "noise", "baseline_us", "speedup",
-                                  "sol_percent", "resources", "created_at"});
+                                  "sol_percent", "resources", "profile", "created_at"});
   LineReader in(reader, object);
   EvaluationRecord e;
   std::string sha = in.text("kernel_sha256", true);
@@ -194,6 +194,7 @@ Status Importer::evaluation(JsonReader& reader, const json& object) {
   e.speedup = in.number("speedup");
   e.sol_percent = in.number("sol_percent");
   e.resources_json = in.blob("resources");
+  e.profile_json = in.blob("profile");  // absent before format 2
   e.created_at = in.text("created_at", true);
   if (const json* gpu = reader.typed_field(object, "$", "gpu", json::value_t::object, true)) {
     reader.check_keys(*gpu, "$.gpu", {"model", "compute_capability", "driver_version",

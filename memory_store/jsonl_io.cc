@@ -105,6 +105,7 @@ Result<JsonlCounts> export_jsonl(MemoryStore& store, std::ostream& out) {
                     {"speedup", e.speedup},
                     {"sol_percent", e.sol_percent},
                     {"resources", embedded(e.resources_json)},
+                    {"profile", embedded(e.profile_json)},
                     {"created_at", e.created_at}}
                    .dump()
             << "\n";

@@ -107,6 +107,8 @@ class MemoryStore {
   // The best verified evaluation (verdict "ok", lowest median) of `task` on GPU model `gpu_model`.
   Result<std::optional<EvaluationRecord>> best_kernel(const std::string& task,
                                                       const std::string& gpu_model);
+  // The newest profile (profile_json) recorded for kernel `kernel_id`; "" when it has none.
+  Result<std::string> latest_profile(int64_t kernel_id);
   // GPU models with verified evaluations of `task`, most evaluations first.
   Result<std::vector<std::string>> verified_gpus(const std::string& task);
 

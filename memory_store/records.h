@@ -66,6 +66,9 @@ struct EvaluationRecord {
   double speedup = 0;                // baseline_us / median_us
   double sol_percent = 0;            // share of the speed-of-light bound reached, 0..100
   std::string resources_json = "{}";
+  // Hardware counters of the profile pass, as JSON text ("{}": not profiled); the sandbox's
+  // KernelProfile form, which the memory stores without reading.
+  std::string profile_json = "{}";
   std::string created_at;
 };
 

@@ -315,10 +315,10 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   if (!j.is_object()) return make_error("sandbox result: $: expected an object");
   EvalResult result;
   r.check_keys(j, "$",
-               {"verdict", "detail", "compile_log", "compile_ms", "compile_cache_hit", "mismatch",
-                "candidate_time", "baseline_time", "resources", "speedup", "sol_us", "sol_percent",
-                "verify_ms", "time_ms", "total_ms", "device", "gpu_check", "verify_phases", "profile",
-                "profile_note"});
+               {"verdict",  "detail",         "compile_log",   "compile_ms", "compile_cache_hit",
+                "mismatch", "candidate_time", "baseline_time", "resources",  "speedup",
+                "sol_us",   "sol_percent",    "verify_ms",     "time_ms",    "total_ms",
+                "device",   "gpu_check",      "verify_phases", "profile",    "profile_note"});
   if (auto name = r.string_field(j, "$", "verdict", true)) {
     if (auto verdict = parse_verdict(*name)) {
       result.verdict = *verdict;

@@ -26,6 +26,7 @@ struct VerifiedKernel {
   double sol_us = 0;
   double sol_percent = 0;
   std::optional<KernelResources> resources;
+  std::optional<KernelProfile> profile;  // hardware counters, when it was profiled
 };
 
 // Similarity of two kernel sources, 0..1: the Jaccard index of their multisets of code tokens

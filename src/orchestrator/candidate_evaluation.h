@@ -28,6 +28,9 @@ struct CandidateInput {
   memory::KernelOrigin origin;
   std::optional<int64_t> parent_id;
   std::string tunables_json = "{}";
+  // The task's best median so far (0: none yet): a candidate faster than this is a new best,
+  // and the worker profiles it (EvalOptions::profile_below_us).
+  double best_us = 0;
 };
 
 struct CandidateOutcome {

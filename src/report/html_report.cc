@@ -224,6 +224,27 @@ std::string llm_section(const ReportData& data) {
   return out + "</table></section>";
 }
 
+// The best kernel's hardware counters beside its baseline's, for tasks where both exist.
+std::string profile_table(const ReportData& data) {
+  std::string rows;
+  for (const auto& t : data.tasks) {
+    auto best = t.best ? profile_cells(t.best->profile_json) : std::vector<std::string>{};
+    auto base = profile_cells(t.baseline_profile_json);
+    for (const auto& [which, cells] : {std::pair{"baseline", base}, std::pair{"best", best}}) {
+      if (cells.empty()) continue;
+      rows += "<tr><td>" + html_escape(t.task) + "</td><td>" + which + "</td>";
+      for (const auto& c : cells) rows += "<td class=\"n\">" + html_escape(c) + "</td>";
+      rows += "</tr>";
+    }
+  }
+  if (rows.empty()) return "";
+  std::string head = "<tr><th>task</th><th>kernel</th>";
+  for (const auto& h : profile_headers()) head += "<th class=\"n\">" + html_escape(h) + "</th>";
+  return "<h3>Where the time goes (hardware counters at the timed shape)</h3><table "
+         "id=\"profiles\">" +
+         head + "</tr>" + rows + "</table>";
+}
+
 std::string task_table(const ReportData& data) {
   std::string out =
       "<section id=\"tasks\"><h2>Tasks</h2><table><tr><th>task</th><th class=\"n\">candidates</th>"
@@ -245,6 +266,7 @@ std::string task_table(const ReportData& data) {
   for (const auto& [task, why] : data.parked) {
     out += fmt::format("<p><b>{}</b> was parked: {}.</p>", html_escape(task), html_escape(why));
   }
+  out += profile_table(data);
   return out + "</section>";
 }
 

@@ -15,6 +15,23 @@ std::string origin_of(const memory::KernelRecord& kernel) {
 }
 
 // A fence longer than any backtick run in `text`, so a diff can never close its block early.
+// The best kernel's hardware counters beside its baseline's, for tasks where both exist.
+std::string where_time_goes(const ReportData& data) {
+  std::string rows;
+  for (const auto& t : data.tasks) {
+    auto best = t.best ? profile_cells(t.best->profile_json) : std::vector<std::string>{};
+    auto base = profile_cells(t.baseline_profile_json);
+    for (const auto& [which, cells] : {std::pair{"baseline", base}, std::pair{"best", best}}) {
+      if (cells.empty()) continue;
+      rows += "| " + markdown_cell(t.task) + " | " + which + " | " + join(cells, " | ") + " |\n";
+    }
+  }
+  if (rows.empty()) return "";
+  return "\n### Where the time goes (hardware counters at the timed shape)\n\n| task | kernel | " +
+         join(profile_headers(), " | ") +
+         " |\n| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |\n" + rows;
+}
+
 std::string fence_for(const std::string& text) {
   size_t longest = 0, run = 0;
   for (char c : text) {
@@ -64,6 +81,7 @@ std::string render_markdown(const ReportData& data) {
     out += fmt::format("\n**{}** was parked: {}.\n", markdown_cell(task), markdown_cell(why));
   }
 
+  out += where_time_goes(data);
   out += "\n### Wins\n\n";
   if (data.wins.empty()) return out + "No win recorded.\n";
   out +=

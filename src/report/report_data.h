@@ -36,7 +36,17 @@ struct TaskSummary {
   double baseline_sol_percent = 0;               // derived from the best's baseline time
   std::vector<TimePoint> best_speedup;           // running best, starting at 1x at time 0
   std::string best_origin;                       // "tuner", a model name, "baseline"
+  std::string baseline_profile_json;  // the baseline kernel's newest profile; "" where none
 };
+
+// Where the time goes, for the report's table: DRAM %, L2 hit, SM %, achieved occupancy, top
+// stall, bank conflicts; empty for "{}" or a profile that does not parse.
+std::vector<std::string> profile_cells(const std::string& profile_json);
+inline const std::vector<std::string>& profile_headers() {
+  static const std::vector<std::string> h = {"DRAM % of peak", "L2 hit",    "SM throughput",
+                                             "occupancy",      "top stall", "bank conflicts"};
+  return h;
+}
 
 struct Win {
   memory::PairRecord pair;

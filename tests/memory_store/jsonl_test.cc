@@ -1,10 +1,9 @@
 // Sharing a memory as JSON lines: a full round trip, de-duplication on import, strict reading.
-#include "memory_store/jsonl_io.h"
-
 #include <gtest/gtest.h>
 
 #include <sstream>
 
+#include "memory_store/jsonl_io.h"
 #include "tests/memory_store/test_support.h"
 
 namespace kopt::memory {
@@ -26,9 +25,12 @@ void fill(MemoryStore& store) {
   e.speedup = 250 / 120.5;
   e.tunables_json = "{\"BLOCK\":256}";
   e.resources_json = "{\"registers\":32}";
+  e.profile_json =
+      R"({"dram_percent":88.5,"stalls":[{"percent":61.0,"reason":"long_scoreboard"}]})";
   e.created_at = "2026-11-22T03:00:00Z";
   if (!store.add_evaluation(e)) throw std::runtime_error("evaluation");
-  int64_t p = add_pair(store, "softmax", a, b, 2.07, "warp shuffles", {"reduction", "warp-shuffle"});
+  int64_t p =
+      add_pair(store, "softmax", a, b, 2.07, "warp shuffles", {"reduction", "warp-shuffle"});
   if (!store.mark_retrieved({p, p, p})) throw std::runtime_error("mark");
   if (!store.record_outcome(p, true)) throw std::runtime_error("outcome");
 }
@@ -61,6 +63,10 @@ TEST(JsonlTest, RoundTripIntoAnEmptyMemory) {
   auto best = *target.best_kernel("softmax", "NVIDIA H100 80GB HBM3");
   ASSERT_TRUE(best);
   EXPECT_EQ(best->tunables_json, "{\"BLOCK\":256}");
+  EXPECT_EQ(best->profile_json,
+            R"({"dram_percent":88.5,"stalls":[{"percent":61.0,"reason":"long_scoreboard"}]})");
+  EXPECT_EQ(*target.latest_profile(best->kernel_id), best->profile_json);
+  EXPECT_EQ(*target.latest_profile(1), "");          // the slow kernel was never profiled
   EXPECT_EQ(target.search("shuffles")->size(), 1u);  // indexed on import
 }
 
@@ -71,9 +77,9 @@ TEST(JsonlTest, ImportingTwiceAddsNothing) {
   std::string text = export_text(store);
   auto report = import_jsonl(store, text, "self.jsonl");
   ASSERT_TRUE(report.ok()) << report.error();
-  EXPECT_EQ(report->added.tasks + report->added.kernels + report->added.evaluations +
-                report->added.pairs,
-            0);
+  EXPECT_EQ(
+      report->added.tasks + report->added.kernels + report->added.evaluations + report->added.pairs,
+      0);
   EXPECT_EQ(report->present.kernels, 2);
   EXPECT_EQ(report->present.evaluations, 1);
   EXPECT_EQ(report->present.pairs, 1);
