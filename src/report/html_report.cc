@@ -227,15 +227,10 @@ std::string llm_section(const ReportData& data) {
 // The best kernel's hardware counters beside its baseline's, for tasks where both exist.
 std::string profile_table(const ReportData& data) {
   std::string rows;
-  for (const auto& t : data.tasks) {
-    auto best = t.best ? profile_cells(t.best->profile_json) : std::vector<std::string>{};
-    auto base = profile_cells(t.baseline_profile_json);
-    for (const auto& [which, cells] : {std::pair{"baseline", base}, std::pair{"best", best}}) {
-      if (cells.empty()) continue;
-      rows += "<tr><td>" + html_escape(t.task) + "</td><td>" + which + "</td>";
-      for (const auto& c : cells) rows += "<td class=\"n\">" + html_escape(c) + "</td>";
-      rows += "</tr>";
-    }
+  for (const auto& r : profile_rows(data)) {
+    rows += "<tr><td>" + html_escape(r.task) + "</td><td>" + r.kernel + "</td>";
+    for (const auto& c : r.cells) rows += "<td class=\"n\">" + html_escape(c) + "</td>";
+    rows += "</tr>";
   }
   if (rows.empty()) return "";
   std::string head = "<tr><th>task</th><th>kernel</th>";

@@ -18,14 +18,8 @@ std::string origin_of(const memory::KernelRecord& kernel) {
 // The best kernel's hardware counters beside its baseline's, for tasks where both exist.
 std::string where_time_goes(const ReportData& data) {
   std::string rows;
-  for (const auto& t : data.tasks) {
-    auto best = t.best ? profile_cells(t.best->profile_json) : std::vector<std::string>{};
-    auto base = profile_cells(t.baseline_profile_json);
-    for (const auto& [which, cells] : {std::pair{"baseline", base}, std::pair{"best", best}}) {
-      if (cells.empty()) continue;
-      rows += "| " + markdown_cell(t.task) + " | " + which + " | " + join(cells, " | ") + " |\n";
-    }
-  }
+  for (const auto& r : profile_rows(data))
+    rows += "| " + markdown_cell(r.task) + " | " + r.kernel + " | " + join(r.cells, " | ") + " |\n";
   if (rows.empty()) return "";
   return "\n### Where the time goes (hardware counters at the timed shape)\n\n| task | kernel | " +
          join(profile_headers(), " | ") +

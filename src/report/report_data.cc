@@ -62,6 +62,17 @@ std::vector<std::string> profile_cells(const std::string& profile_json) {
       fixed(p->bank_conflict_percent(), 1) + "%"};
 }
 
+std::vector<ProfileRow> profile_rows(const ReportData& data) {
+  std::vector<ProfileRow> rows;
+  for (const auto& t : data.tasks) {
+    auto base = profile_cells(t.baseline_profile_json);
+    auto best = t.best ? profile_cells(t.best->profile_json) : std::vector<std::string>{};
+    if (!base.empty()) rows.push_back({t.task, "baseline", base});
+    if (!best.empty()) rows.push_back({t.task, "best", best});
+  }
+  return rows;
+}
+
 namespace {
 
 Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationRecord>& evals,

@@ -42,6 +42,13 @@ struct TaskSummary {
 // Where the time goes, for the report's table: DRAM %, L2 hit, SM %, achieved occupancy, top
 // stall, bank conflicts; empty for "{}" or a profile that does not parse.
 std::vector<std::string> profile_cells(const std::string& profile_json);
+struct ProfileRow {
+  std::string task;
+  std::string kernel;  // "baseline" or "best"
+  std::vector<std::string> cells;
+};
+// Each task's baseline and best rows, where they were profiled.
+std::vector<ProfileRow> profile_rows(const ReportData& data);
 inline const std::vector<std::string>& profile_headers() {
   static const std::vector<std::string> h = {"DRAM % of peak", "L2 hit",    "SM throughput",
                                              "occupancy",      "top stall", "bank conflicts"};
