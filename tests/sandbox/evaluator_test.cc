@@ -233,10 +233,10 @@ TEST(SandboxEvaluator, WorkerKilledWhileIdleIsReplacedWithoutAVerdict) {
 }
 
 TEST(SandboxEvaluator, ProtocolVersionMismatchIsRefused) {
-  SandboxEvaluator evaluator(fake_options({"--version=2"}));
+  SandboxEvaluator evaluator(fake_options({"--version=3"}));
   auto result = evaluator.evaluate(request_for("fine"));
   ASSERT_FALSE(result.ok());
-  EXPECT_TRUE(contains(result.error(), "speaks sandbox protocol v2 but this kopt speaks v1"))
+  EXPECT_TRUE(contains(result.error(), "speaks sandbox protocol v3 but this kopt speaks v2"))
       << result.error();
   EXPECT_EQ(evaluator.worker_pid(), -1);
 }
