@@ -123,6 +123,15 @@ int run_eval(int argc, char** argv) {
     std::cerr << "kopt eval: missing TASK (see --help)\n";
     return 2;
   }
+  if (args->count("profile") && args->count("profile-bracket")) {
+    std::cerr << "kopt eval: --profile and --profile-bracket exclude each other (see --help)\n";
+    return 2;
+  }
+  if ((args->count("profile") || args->count("profile-bracket")) && args->count("compile-only")) {
+    std::cerr << "kopt eval: --profile needs the GPU part of the evaluation; it cannot go with "
+                 "--compile-only\n";
+    return 2;
+  }
   std::filesystem::path root = args->count("tasks")
                                    ? std::filesystem::path((*args)["tasks"].as<std::string>())
                                    : default_tasks_root();

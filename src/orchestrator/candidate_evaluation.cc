@@ -117,7 +117,9 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
     outcome.error = result->detail;
     return outcome;
   }
-  if (!result->profile_note.empty())
+  bool unavailable = result->profile_note.rfind("profiling unavailable", 0) == 0;
+  if (!result->profile_note.empty() &&
+      (!unavailable || !profiling_unavailable_said_.exchange(true)))
     spdlog::warn("[{}] {}", input.task->name, result->profile_note);
   outcome.judged = true;
   outcome.verdict = result->verdict;

@@ -224,7 +224,8 @@ std::string llm_section(const ReportData& data) {
   return out + "</table></section>";
 }
 
-// The best kernel's hardware counters beside its baseline's, for tasks where both exist.
+// Each task's best kernel's hardware counters beside its baseline's, where they were profiled;
+// nothing when no profile is stored.
 std::string profile_table(const ReportData& data) {
   std::string rows;
   for (const auto& r : profile_rows(data)) {

@@ -14,8 +14,8 @@ std::string origin_of(const memory::KernelRecord& kernel) {
   return kernel.origin.model.empty() ? kernel.origin.agent : kernel.origin.model;
 }
 
-// A fence longer than any backtick run in `text`, so a diff can never close its block early.
-// The best kernel's hardware counters beside its baseline's, for tasks where both exist.
+// Each task's best kernel's hardware counters beside its baseline's, where they were profiled;
+// nothing when no profile is stored.
 std::string where_time_goes(const ReportData& data) {
   std::string rows;
   for (const auto& r : profile_rows(data))
@@ -26,6 +26,7 @@ std::string where_time_goes(const ReportData& data) {
          " |\n| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |\n" + rows;
 }
 
+// A fence longer than any backtick run in `text`, so a diff can never close its block early.
 std::string fence_for(const std::string& text) {
   size_t longest = 0, run = 0;
   for (char c : text) {

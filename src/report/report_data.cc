@@ -62,6 +62,12 @@ std::vector<std::string> profile_cells(const std::string& profile_json) {
       fixed(p->bank_conflict_percent(), 1) + "%"};
 }
 
+const std::vector<std::string>& profile_headers() {
+  static const std::vector<std::string> headers = {"DRAM % of peak", "L2 hit",    "SM throughput",
+                                                   "occupancy",      "top stall", "bank conflicts"};
+  return headers;
+}
+
 std::vector<ProfileRow> profile_rows(const ReportData& data) {
   std::vector<ProfileRow> rows;
   for (const auto& t : data.tasks) {

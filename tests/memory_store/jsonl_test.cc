@@ -1,6 +1,7 @@
 // Sharing a memory as JSON lines: a full round trip, de-duplication on import, strict reading.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "memory_store/jsonl_io.h"
@@ -86,6 +87,37 @@ TEST(JsonlTest, ImportingTwiceAddsNothing) {
   EXPECT_EQ(export_text(store), text);
 }
 
+// A format-1 file (written before evaluations carried "profile") still imports; its evaluations
+// come in as not profiled.
+TEST(JsonlTest, Format1FileStillImports) {
+  TempDir dir;
+  MemoryStore source = open_store(dir / "a.db");
+  fill(source);
+  std::istringstream lines(export_text(source));
+  std::string format1;
+  int profiles_dropped = 0;
+  for (std::string line; std::getline(lines, line);) {
+    auto object = nlohmann::json::parse(line);
+    if (object["type"] == "header") {
+      EXPECT_EQ(object["format"], 2);
+      object["format"] = 1;
+    }
+    if (object["type"] == "evaluation") profiles_dropped += int(object.erase("profile"));
+    format1 += object.dump() + "\n";
+  }
+  ASSERT_EQ(profiles_dropped, 1);
+  MemoryStore target = open_store(dir / "b.db");
+  auto report = import_jsonl(target, format1, "old.jsonl");
+  ASSERT_TRUE(report.ok()) << report.error();
+  EXPECT_EQ(report->added.evaluations, 1);
+  EXPECT_EQ(report->added.pairs, 1);
+  auto best = *target.best_kernel("softmax", "NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->profile_json, "{}");
+  EXPECT_EQ(best->tunables_json, "{\"BLOCK\":256}");
+  EXPECT_EQ(*target.latest_profile(best->kernel_id), "");
+}
+
 TEST(JsonlTest, BadLineStoresNothingAndNamesTheLine) {
   TempDir dir;
   MemoryStore source = open_store(dir / "a.db");
@@ -118,7 +150,9 @@ TEST(JsonlTest, RefusesDamagedKernelsNewerFormatsAndMissingHeader) {
   EXPECT_NE(r.error().find("does not match the SHA-256"), std::string::npos) << r.error();
 
   std::string newer = text;
-  newer.replace(newer.find("\"format\":1"), 10, "\"format\":9");
+  const std::string header_format = "\"format\":" + std::to_string(kJsonlFormatVersion);
+  ASSERT_NE(newer.find(header_format), std::string::npos) << newer;
+  newer.replace(newer.find(header_format), header_format.size(), "\"format\":9");
   r = import_jsonl(target, newer, "newer.jsonl");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("newer.jsonl:1: $.format: format 9 is newer"), std::string::npos)
