@@ -100,6 +100,16 @@ TEST_F(AgentsTest, PromptsCarryWhereTheTimeGoes) {
                         "DRAM 61% of peak (805 MB), L2 hit 12%, top stalls: long scoreboard 48%"),
             std::string::npos)
       << prompt;
+  // The coder, implementing a plan for the same kernel, sees the same counters.
+  llm_.reply("coder", fenced(kKernel));
+  Coder coder(*caller_);
+  Judge accept = [](const std::string&, int) { return Judgement{true, false, "ok", ""}; };
+  ASSERT_TRUE(coder.develop(context_, {"float4", "vectorize"}, accept, 1, usage_).accepted);
+  auto coder_prompt = llm_.prompts("coder").at(0);
+  EXPECT_NE(coder_prompt.find("## Where the time goes (hardware counters at the timed shape)\n\n"
+                              "DRAM 61% of peak (805 MB), L2 hit 12%"),
+            std::string::npos)
+      << coder_prompt;
   // Not profiled: the section says so instead of staying empty.
   auto values = work_values(WorkContext{});
   EXPECT_NE(values.at("where_time_goes").find("not profiled"), std::string::npos);
