@@ -6,13 +6,19 @@
 
 namespace kopt::agents {
 
+std::string describe_where_time_goes(const std::optional<Measurements>& m) {
+  if (!m || m->where_time_goes.empty())
+    return "not profiled (hardware counters are taken for each new best kernel of a task)";
+  return m->where_time_goes;
+}
+
 std::string describe_measurements(const std::optional<Measurements>& m) {
   if (!m || m->median_us <= 0) return "not measured yet";
-  std::string text = fmt::format("- time: median {:.2f} us (noise {:.1f}%)", m->median_us,
-                                 m->noise * 100);
+  std::string text =
+      fmt::format("- time: median {:.2f} us (noise {:.1f}%)", m->median_us, m->noise * 100);
   if (m->baseline_us > 0) {
-    text += fmt::format("\n- speedup over the task's baseline ({:.2f} us): {:.3f}x",
-                        m->baseline_us, m->speedup);
+    text += fmt::format("\n- speedup over the task's baseline ({:.2f} us): {:.3f}x", m->baseline_us,
+                        m->speedup);
   }
   if (m->sol_us > 0) {
     text += fmt::format(
@@ -38,11 +44,11 @@ std::string describe_examples(const std::vector<MemoryExample>& examples,
   for (const MemoryExample& e : examples) {
     text += fmt::format("### {} {}: {:.2f}x on task {}\n", e.speedup >= 1 ? "Example" : "Warning",
                         number++, e.speedup, e.task);
-    text += "Lesson: " + (e.summary.empty() ? std::string("(no lesson recorded)") : e.summary) +
-            "\n";
+    text +=
+        "Lesson: " + (e.summary.empty() ? std::string("(no lesson recorded)") : e.summary) + "\n";
     if (!e.tags.empty()) text += "Tags: " + join(e.tags, ", ") + "\n";
-    if (!e.diff.empty()) text += "```diff\n" + e.diff + (e.diff.back() == '\n' ? "" : "\n") +
-                                 "```\n";
+    if (!e.diff.empty())
+      text += "```diff\n" + e.diff + (e.diff.back() == '\n' ? "" : "\n") + "```\n";
     text += "\n";
   }
   return text;
@@ -61,6 +67,7 @@ std::map<std::string, std::string> work_values(const WorkContext& context) {
   auto values = task_values(context.task);
   values["current_kernel"] = context.current.source;
   values["measurements"] = describe_measurements(context.current.measurements);
+  values["where_time_goes"] = describe_where_time_goes(context.current.measurements);
   values["memory_examples"] =
       describe_examples(context.examples, "(memory holds no similar improvement yet)");
   values["memory_warnings"] =

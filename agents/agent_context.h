@@ -34,6 +34,9 @@ struct Measurements {
   int64_t dynamic_shared_bytes = 0;
   double occupancy = 0;  // theoretical, 0..1
   std::string tunables;  // "BLOCK=256" as evaluated
+  // Hardware counters of the kernel's profile pass in one line ("DRAM 61% of peak, L2 hit 12%,
+  // ..., top stalls: long scoreboard 48%"); empty where it was not profiled.
+  std::string where_time_goes;
 };
 
 struct KernelSnapshot {
@@ -69,6 +72,9 @@ struct WorkContext {
 // "median 301.2 us (noise 0.4%), 1.02x over the baseline (307.1 us), 89.3% of speed of light
 // (268.9 us); 16 registers, no spills, ...", several lines; "not measured yet" when empty.
 std::string describe_measurements(const std::optional<Measurements>& m);
+
+// The "where the time goes" section: the counters' line, or why there is none.
+std::string describe_where_time_goes(const std::optional<Measurements>& m);
 
 // Examples as numbered blocks: speedup, task, lesson, tags, diff; `empty_text` when none.
 std::string describe_examples(const std::vector<MemoryExample>& examples,

@@ -69,6 +69,8 @@ Result<Lesson> Summarizer::summarize(const PairFacts& facts, AgentUsage& usage) 
   values["fast_kernel"] = facts.after_source;
   values["slow_measurements"] = describe_measurements(facts.before);
   values["fast_measurements"] = describe_measurements(facts.after);
+  values["slow_profile"] = describe_where_time_goes(facts.before);
+  values["fast_profile"] = describe_where_time_goes(facts.after);
   values["speedup"] = fmt::format("{:.3f}x", facts.speedup);
   values["direction"] = facts.speedup >= 1 ? "faster" : "slower";
   values["diff"] = facts.diff.empty() ? std::string("(no line changed)") : facts.diff;

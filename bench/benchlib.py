@@ -19,6 +19,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tasks"
 DEFAULT_WORKER = ROOT / "build" / "bin" / "kopt-sandbox"
+PROTOCOL_VERSION = 2  # sandbox/protocol.h kProtocolVersion
 
 
 # ---------------------------------------------------------------------------- tasks
@@ -78,7 +79,7 @@ class WorkerError(RuntimeError):
 
 
 class Worker:
-    """One long-lived kopt-sandbox process speaking protocol v1 on stdin/stdout, as kopt's
+    """One long-lived kopt-sandbox process speaking the sandbox protocol on stdin/stdout, as kopt's
     SandboxEvaluator runs it: one per GPU, many requests, restarted after a fatal answer."""
 
     def __init__(self, binary=DEFAULT_WORKER, device=None, cache_dir=None, log_path=None):
@@ -110,7 +111,7 @@ class Worker:
         self.start_seconds = time.perf_counter() - began
 
     def request(self, message, timeout):
-        message = dict(message, v=1, id=self.next_id)
+        message = dict(message, v=PROTOCOL_VERSION, id=self.next_id)
         self.next_id += 1
         try:
             self.proc.stdin.write((json.dumps(message) + "\n").encode())

@@ -139,8 +139,9 @@ Result<int64_t> Importer::kernel_id(JsonReader& reader, const std::string& sha, 
 }
 
 Status Importer::kernel(JsonReader& reader, const json& object) {
-  reader.check_keys(object, "$", {"type", "sha256", "task", "parent_sha256", "origin", "tunables",
-                                  "created_at", "source"});
+  reader.check_keys(
+      object, "$",
+      {"type", "sha256", "task", "parent_sha256", "origin", "tunables", "created_at", "source"});
   LineReader in(reader, object);
   KernelRecord kernel;
   std::string sha = in.text("sha256", true);
@@ -178,9 +179,10 @@ Status Importer::kernel(JsonReader& reader, const json& object) {
 }
 
 Status Importer::evaluation(JsonReader& reader, const json& object) {
-  reader.check_keys(object, "$", {"type", "kernel_sha256", "task", "gpu", "verdict", "detail",
-                                  "tunables", "median_us", "noise", "baseline_us", "speedup",
-                                  "sol_percent", "resources", "created_at"});
+  reader.check_keys(
+      object, "$",
+      {"type", "kernel_sha256", "task", "gpu", "verdict", "detail", "tunables", "median_us",
+       "noise", "baseline_us", "speedup", "sol_percent", "resources", "profile", "created_at"});
   LineReader in(reader, object);
   EvaluationRecord e;
   std::string sha = in.text("kernel_sha256", true);
@@ -194,10 +196,11 @@ Status Importer::evaluation(JsonReader& reader, const json& object) {
   e.speedup = in.number("speedup");
   e.sol_percent = in.number("sol_percent");
   e.resources_json = in.blob("resources");
+  e.profile_json = in.blob("profile");  // absent before format 2
   e.created_at = in.text("created_at", true);
   if (const json* gpu = reader.typed_field(object, "$", "gpu", json::value_t::object, true)) {
-    reader.check_keys(*gpu, "$.gpu", {"model", "compute_capability", "driver_version",
-                                      "cuda_version"});
+    reader.check_keys(*gpu, "$.gpu",
+                      {"model", "compute_capability", "driver_version", "cuda_version"});
     e.gpu.model = reader.string_field(*gpu, "$.gpu", "model", true).value_or("");
     e.gpu.compute_capability =
         reader.string_field(*gpu, "$.gpu", "compute_capability", false).value_or("");
@@ -229,9 +232,10 @@ Status Importer::evaluation(JsonReader& reader, const json& object) {
 }
 
 Status Importer::pair(JsonReader& reader, const json& object) {
-  reader.check_keys(object, "$", {"type", "slow_sha256", "fast_sha256", "task", "speedup",
-                                  "gpu_model", "gpu_arch", "summary", "tags", "retrieved_count",
-                                  "improved_count", "created_at"});
+  reader.check_keys(
+      object, "$",
+      {"type", "slow_sha256", "fast_sha256", "task", "speedup", "gpu_model", "gpu_arch", "summary",
+       "tags", "retrieved_count", "improved_count", "created_at"});
   LineReader in(reader, object);
   PairRecord p;
   std::string slow = in.text("slow_sha256", true);

@@ -58,58 +58,59 @@ Result<JsonlCounts> export_jsonl(MemoryStore& store, std::ostream& out) {
       });
   if (!s) return make_error(s.error());
   // Parents always have smaller ids than their children (a parent is stored first).
-  s = for_each_row(db,
-                   std::string("SELECT ") + rows::kKernelColumns +
-                       ", coalesce(parent.sha256, '') FROM kernels k JOIN tasks t ON t.id = "
-                       "k.task_id LEFT JOIN kernels parent ON parent.id = k.parent_id ORDER BY k.id",
-                   [&](const sql::Statement& row) {
-                     KernelRecord k = rows::read_kernel(row);
-                     out << json{{"type", "kernel"},
-                                 {"sha256", k.sha256},
-                                 {"task", k.task},
-                                 {"parent_sha256", row.column_text(12)},
-                                 {"origin",
-                                  {{"agent", k.origin.agent},
-                                   {"model", k.origin.model},
-                                   {"prompt_template", k.origin.prompt_template},
-                                   {"tuner", k.origin.tuner}}},
-                                 {"tunables", embedded(k.tunables_json)},
-                                 {"created_at", k.created_at},
-                                 {"source", k.source}}
-                                .dump()
-                         << "\n";
-                     ++counts.kernels;
-                   });
-  if (!s) return make_error(s.error());
   s = for_each_row(
       db,
-      std::string("SELECT ") + rows::kEvaluationColumns +
-          ", k.sha256 FROM evaluations e JOIN tasks t ON t.id = e.task_id"
-          " JOIN kernels k ON k.id = e.kernel_id ORDER BY e.id",
+      std::string("SELECT ") + rows::kKernelColumns +
+          ", coalesce(parent.sha256, '') FROM kernels k JOIN tasks t ON t.id = "
+          "k.task_id LEFT JOIN kernels parent ON parent.id = k.parent_id ORDER BY k.id",
       [&](const sql::Statement& row) {
-        EvaluationRecord e = rows::read_evaluation(row);
-        out << json{{"type", "evaluation"},
-                    {"kernel_sha256", row.column_text(18)},
-                    {"task", e.task},
-                    {"gpu",
-                     {{"model", e.gpu.model},
-                      {"compute_capability", e.gpu.compute_capability},
-                      {"driver_version", e.gpu.driver_version},
-                      {"cuda_version", e.gpu.cuda_version}}},
-                    {"verdict", e.verdict},
-                    {"detail", e.detail},
-                    {"tunables", embedded(e.tunables_json)},
-                    {"median_us", e.median_us},
-                    {"noise", e.noise},
-                    {"baseline_us", e.baseline_us},
-                    {"speedup", e.speedup},
-                    {"sol_percent", e.sol_percent},
-                    {"resources", embedded(e.resources_json)},
-                    {"created_at", e.created_at}}
+        KernelRecord k = rows::read_kernel(row);
+        out << json{{"type", "kernel"},
+                    {"sha256", k.sha256},
+                    {"task", k.task},
+                    {"parent_sha256", row.column_text(12)},
+                    {"origin",
+                     {{"agent", k.origin.agent},
+                      {"model", k.origin.model},
+                      {"prompt_template", k.origin.prompt_template},
+                      {"tuner", k.origin.tuner}}},
+                    {"tunables", embedded(k.tunables_json)},
+                    {"created_at", k.created_at},
+                    {"source", k.source}}
                    .dump()
             << "\n";
-        ++counts.evaluations;
+        ++counts.kernels;
       });
+  if (!s) return make_error(s.error());
+  s = for_each_row(db,
+                   std::string("SELECT ") + rows::kEvaluationColumns +
+                       ", k.sha256 FROM evaluations e JOIN tasks t ON t.id = e.task_id"
+                       " JOIN kernels k ON k.id = e.kernel_id ORDER BY e.id",
+                   [&](const sql::Statement& row) {
+                     EvaluationRecord e = rows::read_evaluation(row);
+                     out << json{{"type", "evaluation"},
+                                 {"kernel_sha256", row.column_text(rows::kEvaluationColumnCount)},
+                                 {"task", e.task},
+                                 {"gpu",
+                                  {{"model", e.gpu.model},
+                                   {"compute_capability", e.gpu.compute_capability},
+                                   {"driver_version", e.gpu.driver_version},
+                                   {"cuda_version", e.gpu.cuda_version}}},
+                                 {"verdict", e.verdict},
+                                 {"detail", e.detail},
+                                 {"tunables", embedded(e.tunables_json)},
+                                 {"median_us", e.median_us},
+                                 {"noise", e.noise},
+                                 {"baseline_us", e.baseline_us},
+                                 {"speedup", e.speedup},
+                                 {"sol_percent", e.sol_percent},
+                                 {"resources", embedded(e.resources_json)},
+                                 {"profile", embedded(e.profile_json)},
+                                 {"created_at", e.created_at}}
+                                .dump()
+                         << "\n";
+                     ++counts.evaluations;
+                   });
   if (!s) return make_error(s.error());
   s = for_each_row(db,
                    std::string("SELECT ") + rows::kPairColumns +

@@ -1,10 +1,11 @@
 // Sharing a memory between machines and teams: `kopt memory export --jsonl` and `import`.
 //
-// Format 1, one JSON object per line, each with a "type":
-//   {"type":"header","format":1,"kind":"kopt-memory"}
+// Format 2, one JSON object per line, each with a "type" (format 1 files, whose evaluations
+// have no "profile", still import):
+//   {"type":"header","format":2,"kind":"kopt-memory"}
 //   {"type":"task", "name", "spec_hash", "tags", "spec_json", "updated_at"}
 //   {"type":"kernel", "sha256", "task", "parent_sha256", "origin", "tunables", "source", ...}
-//   {"type":"evaluation", "kernel_sha256", "task", "gpu", "verdict", "median_us", ...}
+//   {"type":"evaluation", "kernel_sha256", "task", "gpu", "verdict", "median_us", ..., "profile"}
 //   {"type":"pair", "slow_sha256", "fast_sha256", "task", "speedup", "summary", "tags", ...}
 // Kernels are referred to by content hash, tasks by name, so ids never cross machines. Runs and
 // LLM calls are local accounting and are not exported.
@@ -19,7 +20,7 @@
 
 namespace kopt::memory {
 
-inline constexpr int kJsonlFormatVersion = 1;
+inline constexpr int kJsonlFormatVersion = 2;  // 2: evaluations carry "profile"
 
 struct JsonlCounts {
   int64_t tasks = 0, kernels = 0, evaluations = 0, pairs = 0;

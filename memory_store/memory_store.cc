@@ -145,7 +145,8 @@ Result<int64_t> MemoryStore::add_kernel(const KernelRecord& kernel) {
   int64_t id = 0;
   {
     auto statement = db_.cached(
-        "INSERT INTO kernels(sha256, source, task_id, parent_id, run_id, origin_agent, origin_model,"
+        "INSERT INTO kernels(sha256, source, task_id, parent_id, run_id, origin_agent, "
+        "origin_model,"
         " origin_prompt_template, origin_tuner, tunables_json, created_at)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
     statement->bind(1, sha)
@@ -197,8 +198,8 @@ Result<int64_t> MemoryStore::add_evaluation(const EvaluationRecord& e) {
   auto statement = db_.cached(
       "INSERT INTO evaluations(kernel_id, task_id, run_id, gpu_model, compute_capability,"
       " driver_version, cuda_version, verdict, detail, tunables_json, median_us, noise,"
-      " baseline_us, speedup, sol_percent, resources_json, created_at)"
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)");
+      " baseline_us, speedup, sol_percent, resources_json, created_at, profile_json)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
   statement->bind(1, e.kernel_id)
       .bind(2, *tid)
       .bind(3, e.run_id)
@@ -215,7 +216,8 @@ Result<int64_t> MemoryStore::add_evaluation(const EvaluationRecord& e) {
       .bind(14, e.speedup)
       .bind(15, e.sol_percent)
       .bind(16, e.resources_json)
-      .bind(17, or_now(e.created_at, now));
+      .bind(17, or_now(e.created_at, now))
+      .bind(18, e.profile_json.empty() ? std::string("{}") : e.profile_json);
   if (auto s = statement->run(); !s) return make_error("evaluation: " + s.error());
   return db_.last_insert_rowid();
 }
@@ -232,6 +234,17 @@ Result<std::optional<EvaluationRecord>> MemoryStore::best_kernel(const std::stri
   if (!row) return make_error(row.error());
   if (!*row) return std::optional<EvaluationRecord>();
   return std::optional<EvaluationRecord>(rows::read_evaluation(*statement));
+}
+
+Result<std::string> MemoryStore::latest_profile(int64_t kernel_id) {
+  auto statement = db_.cached(
+      "SELECT profile_json FROM evaluations WHERE kernel_id = ?1 AND profile_json != '{}'"
+      " ORDER BY id DESC LIMIT 1");
+  statement->bind(1, kernel_id);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return std::string();
+  return statement->column_text(0);
 }
 
 Result<std::vector<std::string>> MemoryStore::verified_gpus(const std::string& task) {
@@ -252,8 +265,8 @@ Result<std::vector<std::string>> MemoryStore::verified_gpus(const std::string& t
 // ---- runs and LLM calls ----
 
 Result<int64_t> MemoryStore::start_run(const std::string& config_json) {
-  auto statement = db_.cached(
-      "INSERT INTO runs(config_json, started_at, status) VALUES (?1, ?2, 'running')");
+  auto statement =
+      db_.cached("INSERT INTO runs(config_json, started_at, status) VALUES (?1, ?2, 'running')");
   statement->bind(1, config_json).bind(2, utc_timestamp());
   if (auto s = statement->run(); !s) return make_error("run: " + s.error());
   return db_.last_insert_rowid();

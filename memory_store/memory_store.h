@@ -33,10 +33,10 @@ struct OpenOptions {
 
 // Filters of `kopt memory wins`.
 struct WinsFilter {
-  std::string task;          // exact task name; empty: all
-  std::string gpu;           // a substring of the GPU model, or the exact arch ("sm_90")
+  std::string task;  // exact task name; empty: all
+  std::string gpu;   // a substring of the GPU model, or the exact arch ("sm_90")
   double min_speedup = 0;
-  std::string since;         // ISO date or time prefix; pairs created at or after it
+  std::string since;  // ISO date or time prefix; pairs created at or after it
   int64_t limit = 50;
 };
 
@@ -45,7 +45,7 @@ struct SearchHit {
   std::string kind;  // "pair" or "kernel"
   int64_t id = 0;
   std::string task;
-  std::string text;  // the pair's summary, or the kernel's sha256 prefix and origin
+  std::string text;    // the pair's summary, or the kernel's sha256 prefix and origin
   double speedup = 0;  // pairs only
 };
 
@@ -107,12 +107,15 @@ class MemoryStore {
   // The best verified evaluation (verdict "ok", lowest median) of `task` on GPU model `gpu_model`.
   Result<std::optional<EvaluationRecord>> best_kernel(const std::string& task,
                                                       const std::string& gpu_model);
+  // The newest profile (profile_json) recorded for kernel `kernel_id`; "" when it has none.
+  Result<std::string> latest_profile(int64_t kernel_id);
   // GPU models with verified evaluations of `task`, most evaluations first.
   Result<std::vector<std::string>> verified_gpus(const std::string& task);
 
   // ---- pairs ----
   // Stores a slow-to-fast pair; an exact duplicate (same kernels and GPU model) is merged into
-  // the existing pair (larger counters, union of tags, summary filled if empty) and its id returned.
+  // the existing pair (larger counters, union of tags, summary filled if empty) and its id
+  // returned.
   Result<int64_t> add_pair(const PairRecord& pair);
   // The pair with id `id`.
   Result<std::optional<PairRecord>> pair(int64_t id);

@@ -61,11 +61,14 @@ struct EvaluationRecord {
   std::string detail;
   std::string tunables_json = "{}";  // the tunable values this evaluation used
   double median_us = 0;
-  double noise = 0;                  // relative spread of the median
-  double baseline_us = 0;            // the task's baseline, timed interleaved
-  double speedup = 0;                // baseline_us / median_us
-  double sol_percent = 0;            // share of the speed-of-light bound reached, 0..100
+  double noise = 0;        // relative spread of the median
+  double baseline_us = 0;  // the task's baseline, timed interleaved
+  double speedup = 0;      // baseline_us / median_us
+  double sol_percent = 0;  // share of the speed-of-light bound reached, 0..100
   std::string resources_json = "{}";
+  // Hardware counters of the profile pass, as JSON text ("{}": not profiled); the sandbox's
+  // KernelProfile form, which the memory stores without reading.
+  std::string profile_json = "{}";
   std::string created_at;
 };
 
@@ -76,10 +79,10 @@ struct PairRecord {
   int64_t slow_kernel_id = 0;
   int64_t fast_kernel_id = 0;
   std::string task;
-  double speedup = 0;       // before_us / after_us
+  double speedup = 0;  // before_us / after_us
   std::string gpu_model;
-  std::string gpu_arch;     // "sm_90"
-  std::string summary;      // why it is faster (or, for a negative, why it was slower)
+  std::string gpu_arch;           // "sm_90"
+  std::string summary;            // why it is faster (or, for a negative, why it was slower)
   std::vector<std::string> tags;  // operation family first, then techniques
   bool is_negative = false;       // derived: speedup < 1
   int64_t lineage_root_id = 0;    // derived: the first ancestor of the slow kernel

@@ -45,6 +45,7 @@ EvaluationRecord read_evaluation(const sql::Statement& row) {
   e.sol_percent = row.column_double(c++);
   e.resources_json = row.column_text(c++);
   e.created_at = row.column_text(c++);
+  e.profile_json = row.column_text(c++);
   return e;
 }
 

@@ -165,7 +165,8 @@ END;
 )sql");
   if (!s) return s;
   std::vector<int64_t> ids;
-  for (const char* sql : {"SELECT id FROM pairs ORDER BY id", "SELECT id FROM kernels ORDER BY id"}) {
+  for (const char* sql :
+       {"SELECT id FROM pairs ORDER BY id", "SELECT id FROM kernels ORDER BY id"}) {
     auto statement = db.prepare(sql);
     if (!statement) return make_error(statement.error());
     ids.clear();
@@ -183,6 +184,12 @@ END;
     }
   }
   return ok_status();
+}
+
+Status migrate_to_version_3(sql::Database& db) {
+  // Hardware counters of an evaluation's profile pass (sandbox/kernel_profile.h's JSON), '{}'
+  // where none was taken: every evaluation before version 3, and most after it.
+  return db.execute("ALTER TABLE evaluations ADD COLUMN profile_json TEXT NOT NULL DEFAULT '{}'");
 }
 
 Status migrate(sql::Database& db, int target_version) {
@@ -215,7 +222,7 @@ Status migrate(sql::Database& db, int target_version) {
     return ok_status();  // newer, but written to stay readable by this version
   }
   using Step = Status (*)(sql::Database&);
-  static const Step kSteps[] = {migrate_to_version_1, migrate_to_version_2};
+  static const Step kSteps[] = {migrate_to_version_1, migrate_to_version_2, migrate_to_version_3};
   static_assert(std::size(kSteps) == kSchemaVersion, "one migration per schema version");
   for (int next = *version + 1; next <= target_version; ++next) {
     if (auto s = run_step(db, next, kSteps[next - 1]); !s) {

@@ -14,9 +14,9 @@ namespace kopt::memory {
 // 'kopt' in ASCII: PRAGMA application_id marks the file as a kopt memory.
 inline constexpr int64_t kApplicationId = 0x6B6F7074;
 // The schema version this code writes.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 // The oldest code version that can use a database at kSchemaVersion.
-inline constexpr int kCompatibleVersion = 2;
+inline constexpr int kCompatibleVersion = 3;
 
 // The version recorded in the meta table; 0 for a database that has none yet.
 Result<int> schema_version(sql::Database& db);

@@ -95,6 +95,8 @@ Result<CudaDriver> load_once() {
   KOPT_RESOLVE_V2(cuEventElapsedTime);
   KOPT_RESOLVE(cuGetErrorName);
   KOPT_RESOLVE(cuGetErrorString);
+  KOPT_RESOLVE(cuProfilerStart);
+  KOPT_RESOLVE(cuProfilerStop);
 #undef KOPT_RESOLVE
 #undef KOPT_RESOLVE_V2
   if (!missing.empty()) return make_error("libcuda.so.1 lacks:" + missing);

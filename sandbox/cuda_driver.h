@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #include <string>
 
@@ -55,6 +56,9 @@ struct CudaDriver {
   KOPT_CUDA_FN(cuEventElapsedTime);
   KOPT_CUDA_FN(cuGetErrorName);
   KOPT_CUDA_FN(cuGetErrorString);
+  // Brackets one run for an outside profiler (ncu --profile-from-start off).
+  KOPT_CUDA_FN(cuProfilerStart);
+  KOPT_CUDA_FN(cuProfilerStop);
 #undef KOPT_CUDA_FN
 
   // "cuLaunchKernel: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)".

@@ -109,7 +109,9 @@ json options_to_json(const EvalOptions& o) {
           {"reuse_baseline_samples", o.reuse_baseline_samples},
           {"fresh_baseline_samples", o.fresh_baseline_samples},
           {"baseline_drift", o.baseline_drift},
-          {"stress", o.stress}};
+          {"stress", o.stress},
+          {"profile", o.profile},
+          {"profile_below_us", o.profile_below_us}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
@@ -133,6 +135,8 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "large_shape_bytes",
                 "reuse_inputs",
                 "pool_sets",
+                "profile",
+                "profile_below_us",
                 "min_samples_long",
                 "long_sample_ms",
                 "reuse_baseline_samples",
@@ -174,6 +178,10 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
     r.error(path + ".fresh_baseline_samples", "must be at least 1");
   if (!(options.baseline_drift >= 0)) r.error(path + ".baseline_drift", "must not be negative");
   read_into(r, o, path, "stress", options.stress);
+  read_into(r, o, path, "profile", options.profile);
+  read_into(r, o, path, "profile_below_us", options.profile_below_us);
+  if (options.profile != "" && options.profile != "cupti" && options.profile != "bracket")
+    r.error(path + ".profile", "expected \"\", \"cupti\" or \"bracket\"");
   if (options.pool_sets < 1) r.error(path + ".pool_sets", "must be at least 1");
   if (options.min_samples_long < 1) r.error(path + ".min_samples_long", "must be at least 1");
   if (!(options.long_sample_ms > 0)) r.error(path + ".long_sample_ms", "must be positive");
@@ -316,6 +324,8 @@ json to_json(const EvalResult& result) {
   if (!result.gpu_check.is_null()) j["gpu_check"] = result.gpu_check;
   if (!result.verify_phases.is_null()) j["verify_phases"] = result.verify_phases;
   if (!result.timing_facts.is_null()) j["timing_facts"] = result.timing_facts;
+  if (result.profile) j["profile"] = to_json(*result.profile);
+  if (!result.profile_note.empty()) j["profile_note"] = result.profile_note;
   return j;
 }
 
@@ -323,11 +333,12 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   JsonReader r("sandbox result");
   if (!j.is_object()) return make_error("sandbox result: $: expected an object");
   EvalResult result;
-  r.check_keys(
-      j, "$",
-      {"verdict", "detail", "compile_log", "compile_ms", "compile_cache_hit", "mismatch",
-       "candidate_time", "baseline_time", "resources", "speedup", "sol_us", "sol_percent",
-       "verify_ms", "time_ms", "total_ms", "device", "gpu_check", "verify_phases", "timing_facts"});
+  r.check_keys(j, "$", {"verdict",           "detail",        "compile_log",    "compile_ms",
+                        "compile_cache_hit", "mismatch",      "candidate_time", "baseline_time",
+                        "resources",         "speedup",       "sol_us",         "sol_percent",
+                        "verify_ms",         "time_ms",       "total_ms",       "device",
+                        "gpu_check",         "verify_phases", "timing_facts",   "profile",
+                        "profile_note"});
   if (auto name = r.string_field(j, "$", "verdict", true)) {
     if (auto verdict = parse_verdict(*name)) {
       result.verdict = *verdict;
@@ -355,6 +366,14 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   if (j.contains("gpu_check")) result.gpu_check = j.at("gpu_check");
   if (j.contains("verify_phases")) result.verify_phases = j.at("verify_phases");
   if (j.contains("timing_facts")) result.timing_facts = j.at("timing_facts");
+  read_into(r, j, "$", "profile_note", result.profile_note);
+  if (const json* p = r.typed_field(j, "$", "profile", json::value_t::object, false)) {
+    auto profile = kernel_profile_from_json(*p, "$.profile");
+    if (profile)
+      result.profile = std::move(*profile);
+    else
+      r.error("$.profile", profile.error());
+  }
   if (!r.ok()) return make_error(r.message());
   return result;
 }

@@ -1,9 +1,10 @@
-// The sandbox wire protocol, version 1: one JSON object per line on the worker's stdin (requests)
+// The sandbox wire protocol, version 2 (2: the profile pass, options.profile and
+// result.profile): one JSON object per line on the worker's stdin (requests)
 // and stdout (responses). Every message carries "v" (the protocol version) and "id".
 //
-//   {"v":1,"id":1,"op":"ping"}                       -> {"v":1,"id":1,"ok":true,"device":{...}}
-//   {"v":1,"id":2,"op":"evaluate", ...EvalRequest}   -> {"v":1,"id":2,"ok":true,"result":{...}}
-//   {"v":1,"id":3,"op":"shutdown"}                   -> {"v":1,"id":3,"ok":true}
+//   {"v":2,"id":1,"op":"ping"}                       -> {"v":2,"id":1,"ok":true,"device":{...}}
+//   {"v":2,"id":2,"op":"evaluate", ...EvalRequest}   -> {"v":2,"id":2,"ok":true,"result":{...}}
+//   {"v":2,"id":3,"op":"shutdown"}                   -> {"v":2,"id":3,"ok":true}
 // A request the worker cannot understand gets {"ok":false,"error":"..."}. A response with
 // "fatal":true means the worker's CUDA context is broken and it exits after sending it.
 #pragma once
@@ -14,11 +15,13 @@
 #include <string>
 
 #include "common/result.h"
+#include "sandbox/kernel_profile.h"
 #include "sandbox/verdict.h"
 
 namespace kopt {
 
-// 2: stress rounds (EvalOptions::stress, Mismatch::stress; task.json format 2).
+// 2: stress rounds (EvalOptions::stress, Mismatch::stress; task.json format 2); the profile pass
+// (EvalOptions::profile, EvalResult::profile).
 inline constexpr int kProtocolVersion = 2;
 
 struct KernelSource {
@@ -72,6 +75,13 @@ struct EvalOptions {
   // The task's stress rounds (extreme but valid inputs), after the sweep: off only to measure
   // their cost or to show what they catch (tasks/README.md, "Stress rounds").
   bool stress = true;
+  // Hardware counters of a verified candidate at the timed shape, outside the timed samples
+  // (sandbox/worker/profile_pass.h): "" none; "cupti" kopt's own pass through CUPTI's range
+  // profiler; "bracket" one run between cuProfilerStart/Stop for an outside profiler (ncu
+  // --profile-from-start off), which measures it instead.
+  std::string profile;
+  // With "cupti": only a candidate whose median is below this (a new best of its task); 0: any.
+  double profile_below_us = 0;
 };
 
 struct EvalRequest {
@@ -127,6 +137,9 @@ struct EvalResult {
   nlohmann::json gpu_check;      // the busy-GPU checks around timing (probe, processes)
   nlohmann::json verify_phases;  // where verification's time went (ms per phase, runs)
   nlohmann::json timing_facts;   // how the timing was taken (warm-ups, baseline samples)
+  std::optional<KernelProfile> profile;
+  // Why a requested profile is missing ("profiling unavailable: ..."); said once per worker.
+  std::string profile_note;
 };
 
 nlohmann::json to_json(const EvalRequest& request);

@@ -40,13 +40,32 @@ Error cupti_error(const char* call, CUptiResult rc) {
   return make_error(std::string(call) + ": " + (text ? text : "unknown CUPTI error"));
 }
 
+bool g_enabled = false;  // enable() succeeded
+
 }  // namespace
+
+Status CuptiKernelTimer::pause() {
+  if (!g_enabled) return ok_status();
+  CUptiResult rc = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (rc != CUPTI_SUCCESS) return cupti_error("cuptiActivityFlushAll", rc);
+  rc = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (rc != CUPTI_SUCCESS) return cupti_error("cuptiActivityDisable(CONCURRENT_KERNEL)", rc);
+  return ok_status();
+}
+
+Status CuptiKernelTimer::resume() {
+  if (!g_enabled) return ok_status();
+  CUptiResult rc = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (rc != CUPTI_SUCCESS) return cupti_error("cuptiActivityEnable(CONCURRENT_KERNEL)", rc);
+  return ok_status();
+}
 
 Status CuptiKernelTimer::enable() {
   CUptiResult rc = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   if (rc != CUPTI_SUCCESS) return cupti_error("cuptiActivityRegisterCallbacks", rc);
   rc = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (rc != CUPTI_SUCCESS) return cupti_error("cuptiActivityEnable(CONCURRENT_KERNEL)", rc);
+  g_enabled = true;
   return ok_status();
 }
 

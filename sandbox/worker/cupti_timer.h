@@ -26,6 +26,10 @@ class CuptiKernelTimer {
   static Status enable();
   // The CUPTI id of a stream (records name streams by this id).
   static Result<uint32_t> stream_id(CUcontext context, CUstream stream);
+  // Stops kernel tracing (records so far are kept for collect()) while a profile pass runs,
+  // and starts it again; both do nothing where tracing was never enabled.
+  static Status pause();
+  static Status resume();
   // Flushes CUPTI's buffers and returns every kernel record since the last call.
   static Result<std::vector<KernelRecord>> collect();
   // Number of records CUPTI reported as dropped (must be 0 for a valid measurement).

@@ -10,6 +10,7 @@
 #include "sandbox/kernel_file.h"
 #include "sandbox/worker/gpu_quiet_check.h"
 #include "sandbox/worker/plan_launcher.h"
+#include "sandbox/worker/profile_pass.h"
 #include "sandbox/worker/speed_of_light.h"
 #include "sandbox/worker/timing_loop.h"
 #include "sandbox/worker/verifier.h"
@@ -192,6 +193,9 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   if (!request.options.time) {
     result.verdict = Verdict::kOk;
     result.detail = "verified (not timed)";
+    if (!request.options.profile.empty())
+      profile_candidate(device, support, *task, *reference.kernel, *candidate.kernel, timed_shape,
+                        request.options, seed ^ 0x2545f491ULL, result);
     result.total_ms = ms_since(started);
     return result;
   }
@@ -291,6 +295,12 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
       result.detail += "; speedup above " + std::to_string(request.options.suspicious_speedup) +
                        "x confirmed by extra rounds";
   }
+  // Counters for a new best (or on request), after the timed samples so they stay clean.
+  bool new_best =
+      request.options.profile_below_us <= 0 || median < request.options.profile_below_us;
+  if (result.verdict == Verdict::kOk && !request.options.profile.empty() && new_best)
+    profile_candidate(device, support, *task, *reference.kernel, *candidate.kernel, timed_shape,
+                      request.options, seed ^ 0x2545f491ULL, result);
   result.total_ms = ms_since(started);
   return result;
 }

@@ -65,6 +65,23 @@ void print_result(const EvalResult& r, const std::string& kernel) {
         bytes_text(k.static_shared_bytes).c_str(), bytes_text(k.dynamic_shared_bytes).c_str(),
         100 * k.occupancy);
   }
+  if (r.profile) {
+    const KernelProfile& p = *r.profile;
+    std::printf("%-10s %d kernel(s), %.2f us under the profiler, %d replay passes, %.0f ms\n",
+                "profile", p.kernels, p.duration_us, p.passes, p.profile_ms);
+    std::printf("%-10s %s\n", "", describe_profile(p).c_str());
+    std::printf(
+        "%-10s DRAM read %.0f B, write %.0f B; %.0f warp instructions; %.0f shared "
+        "wavefronts, %.0f bank conflicts\n",
+        "", p.dram_read_bytes, p.dram_write_bytes, p.instructions, p.shared_wavefronts,
+        p.bank_conflicts);
+    std::printf("%-10s", "stalls");
+    for (size_t i = 0; i < p.stalls.size(); ++i)
+      std::printf("%s %s %.1f%%", i ? "," : "", stall_display_name(p.stalls[i].reason).c_str(),
+                  p.stalls[i].percent);
+    std::printf("\n");
+  }
+  if (!r.profile_note.empty()) std::printf("%-10s %s\n", "profile", r.profile_note.c_str());
   std::printf("%-10s compile %.0f ms%s, verify %.0f ms, time %.0f ms, total %.0f ms\n", "latency",
               r.compile_ms, r.compile_cache_hit ? " (cached)" : "", r.verify_ms, r.time_ms,
               r.total_ms);
@@ -91,7 +108,11 @@ int run_eval(int argc, char** argv) {
       "seed", "seed of the random inputs (default: a fresh one per evaluation)",
       cxxopts::value<uint64_t>()->default_value("0"))(
       "rounds", "rounds of fresh random inputs per shape",
-      cxxopts::value<int>()->default_value("5"))("no-time", "verify only, do not time");
+      cxxopts::value<int>()->default_value("5"))("no-time", "verify only, do not time")(
+      "profile", "hardware counters of the kernel at the timed shape (CUPTI range profiler)")(
+      "profile-bracket",
+      "run the kernel once at the timed shape between cuProfilerStart/Stop, for "
+      "`ncu --profile-from-start off` (set KOPT_SANDBOX_UNDER_PROFILER=1 and --no-time)");
   add_sandbox_flags(options);
   options.parse_positional({"task", "kernel"});
   options.positional_help("TASK [KERNEL.cu]");
@@ -100,6 +121,15 @@ int run_eval(int argc, char** argv) {
   if (!args) return code;
   if (!args->count("task")) {
     std::cerr << "kopt eval: missing TASK (see --help)\n";
+    return 2;
+  }
+  if (args->count("profile") && args->count("profile-bracket")) {
+    std::cerr << "kopt eval: --profile and --profile-bracket exclude each other (see --help)\n";
+    return 2;
+  }
+  if ((args->count("profile") || args->count("profile-bracket")) && args->count("compile-only")) {
+    std::cerr << "kopt eval: --profile needs the GPU part of the evaluation; it cannot go with "
+                 "--compile-only\n";
     return 2;
   }
   std::filesystem::path root = args->count("tasks")
@@ -184,6 +214,8 @@ int run_eval(int argc, char** argv) {
   request.options.seed = (*args)["seed"].as<uint64_t>();
   request.options.rounds = (*args)["rounds"].as<int>();
   request.options.time = !args->count("no-time");
+  if (args->count("profile")) request.options.profile = "cupti";
+  if (args->count("profile-bracket")) request.options.profile = "bracket";
   if (request.options.rounds < 1) {
     std::cerr << "kopt eval: --rounds must be at least 1\n";
     return 2;

@@ -10,6 +10,7 @@
 #include "common/strings.h"
 #include "memory_store/jsonl_io.h"
 #include "memory_store/line_diff.h"
+#include "sandbox/kernel_profile.h"
 #include "src/cli/command.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
@@ -17,9 +18,9 @@
 namespace kopt::cli {
 namespace {
 
-using nlohmann::json;
 using memory::MemoryStore;
 using memory::PairRecord;
+using nlohmann::json;
 
 constexpr const char* kUsage =
     "the memory of slow-to-fast kernel pairs\n"
@@ -66,9 +67,10 @@ bool check_task(MemoryStore& store, const std::string& task, const char* command
   if (auto all = store.list_tasks()) {
     for (const auto& t : *all) names.push_back(t.name);
   }
-  std::cerr << command << ": " << (found ? "unknown task '" + task + "' (not in the memory)" +
-                                               did_you_mean(task, names)
-                                         : found.error())
+  std::cerr << command << ": "
+            << (found
+                    ? "unknown task '" + task + "' (not in the memory)" + did_you_mean(task, names)
+                    : found.error())
             << "\n";
   return false;
 }
@@ -129,7 +131,10 @@ int search(MemoryStore& store, const cxxopts::ParseResult& args,
   if (args.count("json")) {
     json out = json::array();
     for (const auto& h : *hits) {
-      out.push_back({{"kind", h.kind}, {"id", h.id}, {"task", h.task}, {"text", h.text},
+      out.push_back({{"kind", h.kind},
+                     {"id", h.id},
+                     {"task", h.task},
+                     {"text", h.text},
                      {"speedup", h.speedup}});
     }
     std::cout << out.dump(2) << "\n";
@@ -146,6 +151,22 @@ int search(MemoryStore& store, const cxxopts::ParseResult& args,
     }
   }
   return 0;
+}
+
+// Where each side's time went, from the newest profile pass of each kernel (if any).
+void print_profiles(MemoryStore& store, const PairRecord& p) {
+  bool any = false;
+  for (auto [side, id] :
+       {std::pair{"slow", p.slow_kernel_id}, std::pair{"fast", p.fast_kernel_id}}) {
+    auto text = store.latest_profile(id);
+    if (!text || text->empty()) continue;
+    auto profile = kernel_profile_from_json(nlohmann::json::parse(*text, nullptr, false));
+    if (!profile) continue;
+    std::printf("%s side: %.2f us under the profiler; %s\n", side, profile->duration_us,
+                describe_profile(*profile).c_str());
+    any = true;
+  }
+  if (any) std::printf("\n");
 }
 
 int show(MemoryStore& store, const std::vector<std::string>& words) {
@@ -183,9 +204,10 @@ int show(MemoryStore& store, const std::vector<std::string>& words) {
               static_cast<long long>(p.slow_kernel_id), (*slow)->sha256.substr(0, 12).c_str(),
               static_cast<long long>(p.fast_kernel_id), (*fast)->sha256.substr(0, 12).c_str());
   std::printf("%s\n\n", p.summary.empty() ? "(no summary)" : p.summary.c_str());
-  std::string diff = memory::unified_diff(
-      (*slow)->source, (*fast)->source, "kernel " + std::to_string(p.slow_kernel_id) + " (slow)",
-      "kernel " + std::to_string(p.fast_kernel_id) + " (fast)");
+  print_profiles(store, p);
+  std::string diff = memory::unified_diff((*slow)->source, (*fast)->source,
+                                          "kernel " + std::to_string(p.slow_kernel_id) + " (slow)",
+                                          "kernel " + std::to_string(p.fast_kernel_id) + " (fast)");
   std::cout << (diff.empty() ? "(the sources are identical)\n" : diff);
   return 0;
 }
@@ -228,15 +250,15 @@ int stats(MemoryStore& store, const cxxopts::ParseResult& args) {
               << "\n";
     return 0;
   }
-  std::printf("database %s (schema version %d), %.1f MiB\n",
-              store.database().path().c_str(), s->schema_version,
-              static_cast<double>(s->file_bytes) / (1024.0 * 1024.0));
-  std::printf("%lld tasks, %lld kernels, %lld evaluations, %lld pairs (%lld negative), %lld runs, "
-              "%lld LLM calls\n",
-              static_cast<long long>(s->tasks), static_cast<long long>(s->kernels),
-              static_cast<long long>(s->evaluations), static_cast<long long>(s->pairs),
-              static_cast<long long>(s->negative_pairs), static_cast<long long>(s->runs),
-              static_cast<long long>(s->llm_calls));
+  std::printf("database %s (schema version %d), %.1f MiB\n", store.database().path().c_str(),
+              s->schema_version, static_cast<double>(s->file_bytes) / (1024.0 * 1024.0));
+  std::printf(
+      "%lld tasks, %lld kernels, %lld evaluations, %lld pairs (%lld negative), %lld runs, "
+      "%lld LLM calls\n",
+      static_cast<long long>(s->tasks), static_cast<long long>(s->kernels),
+      static_cast<long long>(s->evaluations), static_cast<long long>(s->pairs),
+      static_cast<long long>(s->negative_pairs), static_cast<long long>(s->runs),
+      static_cast<long long>(s->llm_calls));
   print_counts("evaluations by task", s->evaluations_by_task);
   print_counts("pairs by task", s->pairs_by_task);
   print_counts("evaluations by verdict", s->evaluations_by_verdict);
@@ -278,12 +300,13 @@ int import_memory(MemoryStore& store, const std::string& file) {
   }
   const auto& a = report->added;
   const auto& p = report->present;
-  std::printf("imported %s: added %lld tasks, %lld kernels, %lld evaluations, %lld pairs; "
-              "already present %lld tasks, %lld kernels, %lld evaluations, %lld pairs\n",
-              file.c_str(), static_cast<long long>(a.tasks), static_cast<long long>(a.kernels),
-              static_cast<long long>(a.evaluations), static_cast<long long>(a.pairs),
-              static_cast<long long>(p.tasks), static_cast<long long>(p.kernels),
-              static_cast<long long>(p.evaluations), static_cast<long long>(p.pairs));
+  std::printf(
+      "imported %s: added %lld tasks, %lld kernels, %lld evaluations, %lld pairs; "
+      "already present %lld tasks, %lld kernels, %lld evaluations, %lld pairs\n",
+      file.c_str(), static_cast<long long>(a.tasks), static_cast<long long>(a.kernels),
+      static_cast<long long>(a.evaluations), static_cast<long long>(a.pairs),
+      static_cast<long long>(p.tasks), static_cast<long long>(p.kernels),
+      static_cast<long long>(p.evaluations), static_cast<long long>(p.pairs));
   return 0;
 }
 

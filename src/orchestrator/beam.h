@@ -17,15 +17,16 @@ namespace kopt::orchestrator {
 struct VerifiedKernel {
   int64_t kernel_id = 0;
   std::optional<int64_t> parent_id;
-  std::string source;     // the kernel file as stored (tunable defaults are what was timed)
-  std::string origin;     // "baseline", "tuner", "coder"
+  std::string source;  // the kernel file as stored (tunable defaults are what was timed)
+  std::string origin;  // "baseline", "tuner", "coder"
   double median_us = 0;
   double noise = 0;
   double baseline_us = 0;
-  double speedup = 1;     // over the task's baseline, timed interleaved
+  double speedup = 1;  // over the task's baseline, timed interleaved
   double sol_us = 0;
   double sol_percent = 0;
   std::optional<KernelResources> resources;
+  std::optional<KernelProfile> profile;  // hardware counters, when it was profiled
 };
 
 // Similarity of two kernel sources, 0..1: the Jaccard index of their multisets of code tokens
@@ -34,8 +35,7 @@ double code_similarity(const std::string& a, const std::string& b);
 
 class Beam {
  public:
-  Beam(int width, double near_copy_similarity)
-      : width_(width), near_copy_(near_copy_similarity) {}
+  Beam(int width, double near_copy_similarity) : width_(width), near_copy_(near_copy_similarity) {}
 
   // Offers a kernel: it enters when it is among the `width` fastest, replacing a near-copy that
   // is slower; a slower near-copy of a member stays out. Returns whether it entered.

@@ -105,6 +105,10 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
   request.reference = {input.reference_source, "reference.cu", {}};
   if (input.gpu) request.baseline = KernelSource{input.baseline_source, "baseline.cu", {}};
   request.candidate = {input.source, "candidate.cu", {}};
+  // Hardware counters for each new best of the task (the baseline is the first), taken by the
+  // worker after timing; a worker without counter permission says so once and goes on.
+  request.options.profile = "cupti";
+  request.options.profile_below_us = input.best_us;
   auto result = evaluator_.evaluate(request);
   CandidateOutcome outcome;
   if (!result) {
@@ -117,6 +121,10 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
     outcome.error = result->detail;
     return outcome;
   }
+  bool unavailable = result->profile_note.rfind("profiling unavailable", 0) == 0;
+  if (!result->profile_note.empty() &&
+      (!unavailable || !profiling_unavailable_said_.exchange(true)))
+    spdlog::warn("[{}] {}", input.task->name, result->profile_note);
   outcome.judged = true;
   outcome.verdict = result->verdict;
   outcome.gpu = gpu_from_device(result->device);
@@ -144,6 +152,7 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
   evaluation.speedup = result->verdict == Verdict::kOk ? speedup : 0;
   evaluation.sol_percent = result->verdict == Verdict::kOk ? result->sol_percent : 0;
   evaluation.resources_json = resources_json(result->resources).dump();
+  if (result->profile) evaluation.profile_json = to_json(*result->profile).dump();
   record(input, outcome, evaluation);
 
   if (result->verdict == Verdict::kOk && median > 0 && outcome.kernel_id > 0) {
@@ -159,6 +168,7 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
     k.sol_us = result->sol_us;
     k.sol_percent = result->sol_percent;
     k.resources = result->resources;
+    k.profile = result->profile;
     outcome.verified = std::move(k);
   }
   outcome.result = std::move(*result);

@@ -4,6 +4,7 @@
 // from the GPU, is recorded in the memory store with its kernel before it is returned.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,6 +29,9 @@ struct CandidateInput {
   memory::KernelOrigin origin;
   std::optional<int64_t> parent_id;
   std::string tunables_json = "{}";
+  // The task's best median so far (0: none yet): a candidate faster than this is a new best,
+  // and the worker profiles it (EvalOptions::profile_below_us).
+  double best_us = 0;
 };
 
 struct CandidateOutcome {
@@ -60,6 +64,9 @@ class CandidateEvaluator {
   Evaluator& evaluator_;
   RunRecorder& recorder_;
   const CompileCache* cache_;
+  // "profiling unavailable" (no counter permission) was passed on: a worker says it once per
+  // process, and workers restart after crashes, so the daemon says it once per run.
+  std::atomic<bool> profiling_unavailable_said_{false};
 };
 
 // The GPU described by a worker's device object ("name", "cc", "arch", "driver", "sms").

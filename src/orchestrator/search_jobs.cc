@@ -93,6 +93,7 @@ CandidateInput Orchestrator::candidate_input(const TaskState& task, std::string 
   input.source = std::move(source);
   input.origin = std::move(origin);
   input.parent_id = parent;
+  input.best_us = task.best_us;
   return input;
 }
 

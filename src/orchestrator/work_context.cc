@@ -41,9 +41,9 @@ agents::TaskBrief make_brief(const TaskSpec& task, const GpuIdentity& gpu, doubl
   bool compute = std::find(task.tags.begin(), task.tags.end(), "compute-bound") != task.tags.end();
   brief.bound = compute ? "compute-bound" : "memory-bound";
   if (sol_us > 0) {
-    brief.bound += fmt::format(
-        " (speed of light {:.2f} us = max(flops / peak {}, bytes / DRAM bandwidth))", sol_us,
-        task.peak);
+    brief.bound +=
+        fmt::format(" (speed of light {:.2f} us = max(flops / peak {}, bytes / DRAM bandwidth))",
+                    sol_us, task.peak);
   }
   return brief;
 }
@@ -63,6 +63,7 @@ agents::Measurements measurements_of(const VerifiedKernel& kernel) {
     m.dynamic_shared_bytes = kernel.resources->dynamic_shared_bytes;
     m.occupancy = kernel.resources->occupancy;
   }
+  if (kernel.profile) m.where_time_goes = describe_profile(*kernel.profile);
   return m;
 }
 
@@ -70,9 +71,10 @@ std::vector<std::string> beam_lines(const Beam& beam, int64_t current) {
   std::vector<std::string> lines;
   for (const VerifiedKernel& k : beam.members()) {
     if (k.kernel_id == current) continue;
-    lines.push_back(fmt::format("kernel {} ({}): {:.2f} us, {:.2f}x over the baseline, {:.1f}% of "
-                                "speed of light",
-                                k.kernel_id, k.origin, k.median_us, k.speedup, k.sol_percent));
+    lines.push_back(
+        fmt::format("kernel {} ({}): {:.2f} us, {:.2f}x over the baseline, {:.1f}% of "
+                    "speed of light",
+                    k.kernel_id, k.origin, k.median_us, k.speedup, k.sol_percent));
   }
   return lines;
 }

@@ -224,6 +224,23 @@ std::string llm_section(const ReportData& data) {
   return out + "</table></section>";
 }
 
+// Each task's best kernel's hardware counters beside its baseline's, where they were profiled;
+// nothing when no profile is stored.
+std::string profile_table(const ReportData& data) {
+  std::string rows;
+  for (const auto& r : profile_rows(data)) {
+    rows += "<tr><td>" + html_escape(r.task) + "</td><td>" + r.kernel + "</td>";
+    for (const auto& c : r.cells) rows += "<td class=\"n\">" + html_escape(c) + "</td>";
+    rows += "</tr>";
+  }
+  if (rows.empty()) return "";
+  std::string head = "<tr><th>task</th><th>kernel</th>";
+  for (const auto& h : profile_headers()) head += "<th class=\"n\">" + html_escape(h) + "</th>";
+  return "<h3>Where the time goes (hardware counters at the timed shape)</h3><table "
+         "id=\"profiles\">" +
+         head + "</tr>" + rows + "</table>";
+}
+
 std::string task_table(const ReportData& data) {
   std::string out =
       "<section id=\"tasks\"><h2>Tasks</h2><table><tr><th>task</th><th class=\"n\">candidates</th>"
@@ -245,6 +262,7 @@ std::string task_table(const ReportData& data) {
   for (const auto& [task, why] : data.parked) {
     out += fmt::format("<p><b>{}</b> was parked: {}.</p>", html_escape(task), html_escape(why));
   }
+  out += profile_table(data);
   return out + "</section>";
 }
 

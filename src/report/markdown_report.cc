@@ -14,6 +14,18 @@ std::string origin_of(const memory::KernelRecord& kernel) {
   return kernel.origin.model.empty() ? kernel.origin.agent : kernel.origin.model;
 }
 
+// Each task's best kernel's hardware counters beside its baseline's, where they were profiled;
+// nothing when no profile is stored.
+std::string where_time_goes(const ReportData& data) {
+  std::string rows;
+  for (const auto& r : profile_rows(data))
+    rows += "| " + markdown_cell(r.task) + " | " + r.kernel + " | " + join(r.cells, " | ") + " |\n";
+  if (rows.empty()) return "";
+  return "\n### Where the time goes (hardware counters at the timed shape)\n\n| task | kernel | " +
+         join(profile_headers(), " | ") +
+         " |\n| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |\n" + rows;
+}
+
 // A fence longer than any backtick run in `text`, so a diff can never close its block early.
 std::string fence_for(const std::string& text) {
   size_t longest = 0, run = 0;
@@ -64,6 +76,7 @@ std::string render_markdown(const ReportData& data) {
     out += fmt::format("\n**{}** was parked: {}.\n", markdown_cell(task), markdown_cell(why));
   }
 
+  out += where_time_goes(data);
   out += "\n### Wins\n\n";
   if (data.wins.empty()) return out + "No win recorded.\n";
   out +=

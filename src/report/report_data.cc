@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "memory_store/line_diff.h"
+#include "sandbox/kernel_profile.h"
 #include "src/report/markup.h"
 
 namespace kopt::report {
@@ -44,6 +45,42 @@ void earliest(const Records& records, double& origin, std::string& origin_text) 
   }
 }
 
+}  // namespace
+
+std::vector<std::string> profile_cells(const std::string& profile_json) {
+  auto j = nlohmann::json::parse(profile_json, nullptr, false);
+  if (j.is_discarded() || j.empty()) return {};
+  auto p = kernel_profile_from_json(j);
+  if (!p) return {};
+  auto top = p->top_stalls(1);
+  return {
+      fixed(p->dram_percent, 1) + "%",
+      fixed(p->l2_hit_percent, 1) + "%",
+      fixed(p->sm_percent, 1) + "%",
+      fixed(p->occupancy_percent, 1) + "%",
+      top.empty() ? "-" : stall_display_name(top[0].reason) + " " + fixed(top[0].percent, 0) + "%",
+      fixed(p->bank_conflict_percent(), 1) + "%"};
+}
+
+const std::vector<std::string>& profile_headers() {
+  static const std::vector<std::string> headers = {"DRAM % of peak", "L2 hit",    "SM throughput",
+                                                   "occupancy",      "top stall", "bank conflicts"};
+  return headers;
+}
+
+std::vector<ProfileRow> profile_rows(const ReportData& data) {
+  std::vector<ProfileRow> rows;
+  for (const auto& t : data.tasks) {
+    auto base = profile_cells(t.baseline_profile_json);
+    auto best = t.best ? profile_cells(t.best->profile_json) : std::vector<std::string>{};
+    if (!base.empty()) rows.push_back({t.task, "baseline", base});
+    if (!best.empty()) rows.push_back({t.task, "best", best});
+  }
+  return rows;
+}
+
+namespace {
+
 Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationRecord>& evals,
                        double origin, ReportData& data) {
   std::map<std::string, TaskSummary> by_task;
@@ -61,6 +98,12 @@ Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationR
       continue;
     }
     ++t.verified;
+    if (e.profile_json != "{}" && !e.profile_json.empty()) {
+      auto kernel = store.kernel(e.kernel_id);
+      if (!kernel) return make_error(kernel.error());
+      if (*kernel && (*kernel)->origin.agent == "baseline")
+        t.baseline_profile_json = e.profile_json;
+    }
     if (e.median_us <= 0) continue;
     if (!t.best || better(e, *t.best)) t.best = e;
     if (t.best_speedup.empty()) t.best_speedup.push_back({0.0, 1.0});

@@ -36,6 +36,7 @@ struct TaskSummary {
   double baseline_sol_percent = 0;               // derived from the best's baseline time
   std::vector<TimePoint> best_speedup;           // running best, starting at 1x at time 0
   std::string best_origin;                       // "tuner", a model name, "baseline"
+  std::string baseline_profile_json;  // the baseline kernel's newest profile; "" where none
 };
 
 struct Win {
@@ -73,5 +74,18 @@ std::string describe_scope(const ReportData& data);
 
 // The geometric mean of the best speedups of tasks that have one (0 when none has).
 double geomean_best_speedup(const ReportData& data);
+
+// Where the time goes, for the report's table: DRAM %, L2 hit, SM %, achieved occupancy, top
+// stall, bank conflicts (the cells under profile_headers()); empty for "{}" or a profile that
+// does not parse.
+std::vector<std::string> profile_cells(const std::string& profile_json);
+const std::vector<std::string>& profile_headers();
+struct ProfileRow {
+  std::string task;
+  std::string kernel;  // "baseline" or "best"
+  std::vector<std::string> cells;
+};
+// Each task's baseline and best rows, where they were profiled.
+std::vector<ProfileRow> profile_rows(const ReportData& data);
 
 }  // namespace kopt::report

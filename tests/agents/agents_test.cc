@@ -89,6 +89,50 @@ TEST_F(AgentsTest, PlannerPromptCarriesTaskKernelMeasurementsAndMemory) {
   EXPECT_EQ(usage_.input_tokens, 1000);
 }
 
+TEST_F(AgentsTest, PromptsCarryWhereTheTimeGoes) {
+  llm_.reply("planner", R"({"plans": [{"title": "float4", "detail": "vectorize"}]})");
+  context_.current.measurements->where_time_goes =
+      "DRAM 61% of peak (805 MB), L2 hit 12%, top stalls: long scoreboard 48%";
+  Planner planner(*caller_);
+  ASSERT_TRUE(planner.propose(context_, 1, usage_));
+  auto prompt = llm_.prompts("planner").at(0);
+  EXPECT_NE(prompt.find("## Where the time goes (hardware counters at the timed shape)\n\n"
+                        "DRAM 61% of peak (805 MB), L2 hit 12%, top stalls: long scoreboard 48%"),
+            std::string::npos)
+      << prompt;
+  // The coder, implementing a plan for the same kernel, sees the same counters.
+  llm_.reply("coder", fenced(kKernel));
+  Coder coder(*caller_);
+  Judge accept = [](const std::string&, int) { return Judgement{true, false, "ok", ""}; };
+  ASSERT_TRUE(coder.develop(context_, {"float4", "vectorize"}, accept, 1, usage_).accepted);
+  auto coder_prompt = llm_.prompts("coder").at(0);
+  EXPECT_NE(coder_prompt.find("## Where the time goes (hardware counters at the timed shape)\n\n"
+                              "DRAM 61% of peak (805 MB), L2 hit 12%"),
+            std::string::npos)
+      << coder_prompt;
+  // Not profiled: the section says so instead of staying empty.
+  auto values = work_values(WorkContext{});
+  EXPECT_NE(values.at("where_time_goes").find("not profiled"), std::string::npos);
+
+  llm_.reply("summarizer", R"({"lesson": "padding removed the conflicts.", "tags": ["padding"]})");
+  Summarizer summarizer(*caller_);
+  PairFacts facts;
+  facts.task = context_.task;
+  facts.before_source = kKernel;
+  facts.after_source = std::string(kKernel) + "// padded\n";
+  facts.speedup = 1.3;
+  facts.before = Measurements{};
+  facts.before->where_time_goes = "shared-memory bank conflicts 31% of wavefronts";
+  facts.after = Measurements{};
+  facts.after->where_time_goes = "shared-memory bank conflicts 0% of wavefronts";
+  ASSERT_TRUE(summarizer.summarize(facts, usage_));
+  auto lesson_prompt = llm_.prompts("summarizer").at(0);
+  EXPECT_NE(lesson_prompt.find("Hardware counters: shared-memory bank conflicts 31%"),
+            std::string::npos);
+  EXPECT_NE(lesson_prompt.find("Hardware counters: shared-memory bank conflicts 0%"),
+            std::string::npos);
+}
+
 TEST_F(AgentsTest, PlanParsingAcceptsCommonShapesAndRefusesNone) {
   auto bare = parse_plans("Sure!\n```json\n[{\"name\": \"tile\", \"description\": \"d\"}]\n```");
   ASSERT_TRUE(bare) << bare.error();

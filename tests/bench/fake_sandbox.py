@@ -50,7 +50,7 @@ def main():
     ordinal = int(sys.argv[sys.argv.index("--device") + 1]) if "--device" in sys.argv else 0
     for line in sys.stdin:
         request = json.loads(line)
-        answer = {"v": 1, "id": request["id"], "ok": True}
+        answer = {"v": 2, "id": request["id"], "ok": True}
         op = request.get("op")
         if op == "ping":
             answer["device"] = device(ordinal)
@@ -64,7 +64,7 @@ def main():
             print(json.dumps(answer), flush=True)
             return
         else:
-            answer = {"v": 1, "id": request["id"], "ok": False, "error": "unknown op"}
+            answer = {"v": 2, "id": request["id"], "ok": False, "error": "unknown op"}
         print(json.dumps(answer), flush=True)
 
 

@@ -246,6 +246,26 @@ TEST_F(Cli, DoctorWithoutAGpuSaysSoOnce) {
   EXPECT_TRUE(contains(out.stdout_text, "NVRTC")) << describe(out);
 }
 
+// `kopt eval --profile` follows eval's no-GPU convention: no verdict, exit 3, a line that says a
+// GPU is needed (and nothing that reads like a profile).
+TEST_F(Cli, EvalProfileWithoutAGpuFailsClearly) {
+  if (machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  CommandOutput out = kopt({"eval", "axpy", "--profile"});
+  EXPECT_EQ(out.exit_code, 3) << describe(out);
+  EXPECT_TRUE(contains(out.stderr_text, "kopt eval: ")) << describe(out);
+  EXPECT_TRUE(contains(out.stderr_text, "needs a GPU")) << describe(out);
+  EXPECT_FALSE(contains(out.stdout_text, "profile")) << describe(out);
+}
+
+TEST_F(Cli, EvalProfileFlagsThatCannotGoTogether) {
+  CommandOutput both = kopt({"eval", "axpy", "--profile", "--profile-bracket"});
+  EXPECT_EQ(both.exit_code, 2) << describe(both);
+  EXPECT_TRUE(contains(both.stderr_text, "--profile and --profile-bracket")) << describe(both);
+  CommandOutput compile_only = kopt({"eval", "axpy", "--profile", "--compile-only"});
+  EXPECT_EQ(compile_only.exit_code, 2) << describe(compile_only);
+  EXPECT_TRUE(contains(compile_only.stderr_text, "--compile-only")) << describe(compile_only);
+}
+
 TEST_F(Cli, TasksCheckCompileOnlyOnTheRealSuite) {
   // Every task's reference and baseline with every tunable value: minutes on a busy machine.
   CommandOutput out = kopt({"tasks", "check", "--compile-only", "--arch", "sm_90a", "--tasks",

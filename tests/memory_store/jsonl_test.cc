@@ -1,10 +1,10 @@
 // Sharing a memory as JSON lines: a full round trip, de-duplication on import, strict reading.
-#include "memory_store/jsonl_io.h"
-
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "memory_store/jsonl_io.h"
 #include "tests/memory_store/test_support.h"
 
 namespace kopt::memory {
@@ -26,9 +26,12 @@ void fill(MemoryStore& store) {
   e.speedup = 250 / 120.5;
   e.tunables_json = "{\"BLOCK\":256}";
   e.resources_json = "{\"registers\":32}";
+  e.profile_json =
+      R"({"dram_percent":88.5,"stalls":[{"percent":61.0,"reason":"long_scoreboard"}]})";
   e.created_at = "2026-11-22T03:00:00Z";
   if (!store.add_evaluation(e)) throw std::runtime_error("evaluation");
-  int64_t p = add_pair(store, "softmax", a, b, 2.07, "warp shuffles", {"reduction", "warp-shuffle"});
+  int64_t p =
+      add_pair(store, "softmax", a, b, 2.07, "warp shuffles", {"reduction", "warp-shuffle"});
   if (!store.mark_retrieved({p, p, p})) throw std::runtime_error("mark");
   if (!store.record_outcome(p, true)) throw std::runtime_error("outcome");
 }
@@ -61,6 +64,10 @@ TEST(JsonlTest, RoundTripIntoAnEmptyMemory) {
   auto best = *target.best_kernel("softmax", "NVIDIA H100 80GB HBM3");
   ASSERT_TRUE(best);
   EXPECT_EQ(best->tunables_json, "{\"BLOCK\":256}");
+  EXPECT_EQ(best->profile_json,
+            R"({"dram_percent":88.5,"stalls":[{"percent":61.0,"reason":"long_scoreboard"}]})");
+  EXPECT_EQ(*target.latest_profile(best->kernel_id), best->profile_json);
+  EXPECT_EQ(*target.latest_profile(1), "");          // the slow kernel was never profiled
   EXPECT_EQ(target.search("shuffles")->size(), 1u);  // indexed on import
 }
 
@@ -71,13 +78,44 @@ TEST(JsonlTest, ImportingTwiceAddsNothing) {
   std::string text = export_text(store);
   auto report = import_jsonl(store, text, "self.jsonl");
   ASSERT_TRUE(report.ok()) << report.error();
-  EXPECT_EQ(report->added.tasks + report->added.kernels + report->added.evaluations +
-                report->added.pairs,
-            0);
+  EXPECT_EQ(
+      report->added.tasks + report->added.kernels + report->added.evaluations + report->added.pairs,
+      0);
   EXPECT_EQ(report->present.kernels, 2);
   EXPECT_EQ(report->present.evaluations, 1);
   EXPECT_EQ(report->present.pairs, 1);
   EXPECT_EQ(export_text(store), text);
+}
+
+// A format-1 file (written before evaluations carried "profile") still imports; its evaluations
+// come in as not profiled.
+TEST(JsonlTest, Format1FileStillImports) {
+  TempDir dir;
+  MemoryStore source = open_store(dir / "a.db");
+  fill(source);
+  std::istringstream lines(export_text(source));
+  std::string format1;
+  int profiles_dropped = 0;
+  for (std::string line; std::getline(lines, line);) {
+    auto object = nlohmann::json::parse(line);
+    if (object["type"] == "header") {
+      EXPECT_EQ(object["format"], 2);
+      object["format"] = 1;
+    }
+    if (object["type"] == "evaluation") profiles_dropped += int(object.erase("profile"));
+    format1 += object.dump() + "\n";
+  }
+  ASSERT_EQ(profiles_dropped, 1);
+  MemoryStore target = open_store(dir / "b.db");
+  auto report = import_jsonl(target, format1, "old.jsonl");
+  ASSERT_TRUE(report.ok()) << report.error();
+  EXPECT_EQ(report->added.evaluations, 1);
+  EXPECT_EQ(report->added.pairs, 1);
+  auto best = *target.best_kernel("softmax", "NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->profile_json, "{}");
+  EXPECT_EQ(best->tunables_json, "{\"BLOCK\":256}");
+  EXPECT_EQ(*target.latest_profile(best->kernel_id), "");
 }
 
 TEST(JsonlTest, BadLineStoresNothingAndNamesTheLine) {
@@ -112,7 +150,9 @@ TEST(JsonlTest, RefusesDamagedKernelsNewerFormatsAndMissingHeader) {
   EXPECT_NE(r.error().find("does not match the SHA-256"), std::string::npos) << r.error();
 
   std::string newer = text;
-  newer.replace(newer.find("\"format\":1"), 10, "\"format\":9");
+  const std::string header_format = "\"format\":" + std::to_string(kJsonlFormatVersion);
+  ASSERT_NE(newer.find(header_format), std::string::npos) << newer;
+  newer.replace(newer.find(header_format), header_format.size(), "\"format\":9");
   r = import_jsonl(target, newer, "newer.jsonl");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("newer.jsonl:1: $.format: format 9 is newer"), std::string::npos)

@@ -73,8 +73,11 @@ TEST_F(MemoryCliTest, WinsBadInput) {
 TEST_F(MemoryCliTest, EveryReadCommandRefusesAMissingDatabaseAndCreatesNone) {
   std::string missing = (dir_ / "nowhere" / "memory.db").string();
   std::vector<std::vector<std::string>> commands = {
-      {"memory", "wins"},           {"memory", "search", "float4"}, {"memory", "show", "1"},
-      {"memory", "stats"},          {"memory", "prune", "--dry-run"},
+      {"memory", "wins"},
+      {"memory", "search", "float4"},
+      {"memory", "show", "1"},
+      {"memory", "stats"},
+      {"memory", "prune", "--dry-run"},
       {"memory", "export", "--jsonl", (dir_ / "out.jsonl").string()},
       {"export", "--out", (dir_ / "kernels").string()}};
   for (auto args : commands) {
@@ -106,7 +109,8 @@ TEST_F(MemoryCliTest, SearchFindsSummariesAndCode) {
   ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
   auto hits = nlohmann::json::parse(out.stdout_text);
   bool kernel_hit = false;
-  for (const auto& h : hits) kernel_hit = kernel_hit || (h["kind"] == "kernel" && h["id"] == sample_.axpy_fast);
+  for (const auto& h : hits)
+    kernel_hit = kernel_hit || (h["kind"] == "kernel" && h["id"] == sample_.axpy_fast);
   EXPECT_TRUE(kernel_hit) << out.stdout_text;
   out = kopt({"memory", "search", "--db", db_, "tensor", "cores"});
   EXPECT_EQ(out.exit_code, 0);
@@ -131,6 +135,40 @@ TEST_F(MemoryCliTest, ShowPrintsNumbersSummaryAndDiff) {
   out = kopt({"memory", "show", "first", "--db", db_});
   EXPECT_EQ(out.exit_code, 2);
   EXPECT_TRUE(contains(out.stderr_text, "expected one pair ID")) << out.stderr_text;
+}
+
+// Where each side's time went, from the newest profile of each kernel: only sides that were
+// profiled get a line, and a memory without profiles shows none.
+TEST_F(MemoryCliTest, ShowPrintsEachProfiledSidesHardwareCounters) {
+  std::string pair = std::to_string(sample_.axpy_pair);
+  auto out = kopt({"memory", "show", pair, "--db", db_});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  EXPECT_FALSE(contains(out.stdout_text, "side:")) << out.stdout_text;
+  {
+    auto store = open_store(db_);
+    auto best = store.best_kernel("axpy", "NVIDIA H100 80GB HBM3");
+    ASSERT_TRUE(best.ok() && *best) << (best.ok() ? "no best" : best.error());
+    ASSERT_EQ((*best)->kernel_id, sample_.axpy_fast);
+    EvaluationRecord e = **best;
+    e.profile_json = R"({"kernels":1,"duration_us":301.5,"dram_read_bytes":536870912,
+      "dram_write_bytes":268435456,"dram_percent":88.4,"l2_hit_percent":33.5,"l1_hit_percent":0,
+      "sm_percent":12.0,"occupancy_percent":91.0,"tensor_percent":-1,"instructions":1.0e7,
+      "shared_wavefronts":0,"bank_conflicts":0,"stalls":[{"reason":"long_scoreboard",
+      "percent":90.2},{"reason":"wait","percent":3.1}],"passes":15,"profile_ms":540})";
+    ASSERT_TRUE(store.add_evaluation(e).ok());
+  }
+  out = kopt({"memory", "show", pair, "--db", db_});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  const std::string& text = out.stdout_text;
+  EXPECT_TRUE(contains(text,
+                       "fast side: 301.50 us under the profiler; DRAM 88% of peak (805 MB), "
+                       "L2 hit 34%, L1 hit 0%, SM throughput 12%, achieved occupancy 91%, "
+                       "top stalls: long scoreboard 90%, wait 3.1%\n"))
+      << text;
+  EXPECT_FALSE(contains(text, "slow side:")) << text;  // the baseline was never profiled
+  // Before the diff, after the summary.
+  EXPECT_LT(text.find("float4 loads cut"), text.find("fast side:"));
+  EXPECT_LT(text.find("fast side:"), text.find("--- kernel "));
 }
 
 TEST_F(MemoryCliTest, StatsCounts) {
@@ -172,13 +210,15 @@ TEST_F(MemoryCliTest, ExportImportRoundTripDeduplicates) {
 
 TEST_F(MemoryCliTest, ImportOfABadFileStoresNothing) {
   std::string file = (dir_ / "bad.jsonl").string();
-  ASSERT_TRUE(write_file_atomic(file, "{\"type\":\"header\",\"format\":1,\"kind\":\"kopt-memory\"}\n"
-                                      "{\"type\":\"tusk\"}\n")
+  ASSERT_TRUE(write_file_atomic(file,
+                                "{\"type\":\"header\",\"format\":1,\"kind\":\"kopt-memory\"}\n"
+                                "{\"type\":\"tusk\"}\n")
                   .ok());
   std::string other = (dir_ / "other.db").string();
   auto out = kopt({"memory", "import", "--db", other, "--jsonl", file});
   EXPECT_EQ(out.exit_code, 1);
-  EXPECT_TRUE(contains(out.stderr_text, "bad.jsonl:2: $.type: unknown type 'tusk' (did you mean 'task'?)"))
+  EXPECT_TRUE(
+      contains(out.stderr_text, "bad.jsonl:2: $.type: unknown type 'tusk' (did you mean 'task'?)"))
       << out.stderr_text;
   EXPECT_TRUE(contains(out.stderr_text, "nothing was imported"));
   out = kopt({"memory", "import", "--db", db_, "--jsonl", (dir_ / "missing.jsonl").string()});
@@ -197,7 +237,8 @@ TEST_F(MemoryCliTest, PruneDryRunThenPrune) {
   ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
   EXPECT_TRUE(contains(out.stdout_text, "would drop 2 pairs")) << out.stdout_text;
   EXPECT_EQ(*open_store(db_).database().query_int64("SELECT count(*) FROM pairs"), 3);
-  out = kopt({"memory", "prune", "--db", db_, "--max-per-task", "0", "--max-negatives-per-task", "0"});
+  out = kopt(
+      {"memory", "prune", "--db", db_, "--max-per-task", "0", "--max-negatives-per-task", "0"});
   ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
   EXPECT_TRUE(contains(out.stdout_text, "dropped 3 pairs")) << out.stdout_text;
   EXPECT_EQ(*open_store(db_).database().query_int64("SELECT count(*) FROM pairs"), 0);

@@ -27,9 +27,8 @@ TEST(SchemaTest, FreshDatabaseIsAtTheCurrentVersion) {
   EXPECT_EQ(*db.query_int64("PRAGMA application_id"), kApplicationId);
   EXPECT_EQ(*db.query_text("PRAGMA journal_mode"), "wal");
   EXPECT_EQ(*db.query_int64("PRAGMA foreign_keys"), 1);
-  for (const char* table :
-       {"meta", "tasks", "kernels", "evaluations", "pairs", "runs", "llm_calls", "pair_fts",
-        "kernel_fts"}) {
+  for (const char* table : {"meta", "tasks", "kernels", "evaluations", "pairs", "runs", "llm_calls",
+                            "pair_fts", "kernel_fts"}) {
     EXPECT_TRUE(db.has_table(table)) << table;
   }
   EXPECT_EQ(*db.query_text("PRAGMA integrity_check"), "ok");
@@ -92,7 +91,7 @@ TEST(SchemaTest, MigrationToVersion2IndexesExistingRows) {
   auto store = MemoryStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error();
   auto& db = store->database();
-  EXPECT_EQ(*schema_version(db), 2);
+  EXPECT_EQ(*schema_version(db), kSchemaVersion);
   EXPECT_EQ(*db.query_int64("SELECT count(*) FROM pair_fts WHERE pair_fts MATCH 'shuffle'"), 1);
   EXPECT_EQ(*db.query_int64("SELECT count(*) FROM pair_fts WHERE pair_fts MATCH 'shfl'"), 1);
   EXPECT_EQ(
@@ -104,9 +103,44 @@ TEST(SchemaTest, MigrationToVersion2IndexesExistingRows) {
   EXPECT_EQ((*pair)->summary, "warp shuffle reduction");
 }
 
+TEST(SchemaTest, MigrationToVersion3AddsProfilesToEvaluations) {
+  TempDir dir;
+  std::filesystem::path path = dir / "v2.db";
+  {
+    OpenOptions options;
+    options.target_version = 2;
+    auto store = MemoryStore::open(path, options);
+    ASSERT_TRUE(store.ok()) << store.error();
+    // An evaluation written by a version-2 kopt, which knew no profile column.
+    ASSERT_TRUE(store->database()
+                    .execute(R"(
+      INSERT INTO tasks(id, name, spec_hash, tags, spec_json, updated_at)
+        VALUES (1, 'axpy', 'h', '[]', '{}', 'now');
+      INSERT INTO kernels(id, sha256, source, task_id, created_at) VALUES (1, 'a', 'x', 1, 'now');
+      INSERT INTO evaluations(kernel_id, task_id, gpu_model, verdict, median_us, created_at)
+        VALUES (1, 1, 'H100', 'ok', 300.0, 'now');)")
+                    .ok());
+    EXPECT_FALSE(store->database().query_int64("SELECT count(profile_json) FROM evaluations"));
+  }
+  auto store = MemoryStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error();
+  EXPECT_EQ(*schema_version(store->database()), 3);
+  auto best = store->best_kernel("axpy", "H100");
+  ASSERT_TRUE(best.ok() && *best);
+  EXPECT_EQ((*best)->profile_json, "{}");  // old rows: not profiled
+  EXPECT_EQ((*best)->median_us, 300.0);
+  EvaluationRecord e = **best;
+  e.profile_json = R"({"dram_percent":90})";
+  ASSERT_TRUE(store->add_evaluation(e).ok());
+  EXPECT_EQ(*store->latest_profile(1), R"({"dram_percent":90})");
+}
+
 TEST(SchemaTest, ReopeningDoesNotMigrateAgain) {
   TempDir dir;
-  { auto store = testing::open_store(dir / "m.db"); testing::add_task(store, "axpy", {"elementwise"}); }
+  {
+    auto store = testing::open_store(dir / "m.db");
+    testing::add_task(store, "axpy", {"elementwise"});
+  }
   auto store = testing::open_store(dir / "m.db");
   EXPECT_EQ(*store.database().query_int64("SELECT count(*) FROM tasks"), 1);
   EXPECT_EQ(*schema_version(store.database()), kSchemaVersion);
@@ -115,7 +149,10 @@ TEST(SchemaTest, ReopeningDoesNotMigrateAgain) {
 TEST(SchemaTest, RefusesADatabaseFromANewerKopt) {
   TempDir dir;
   std::filesystem::path path = dir / "future.db";
-  { auto store = testing::open_store(path); testing::add_task(store, "axpy", {"elementwise"}); }
+  {
+    auto store = testing::open_store(path);
+    testing::add_task(store, "axpy", {"elementwise"});
+  }
   {
     sql::Database db = raw(path);
     ASSERT_TRUE(db.execute("UPDATE meta SET value = '9' WHERE key = 'version';"

@@ -1,0 +1,137 @@
+#include "sandbox/kernel_profile.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/json_reader.h"
+
+namespace kopt {
+
+using nlohmann::json;
+
+double KernelProfile::bank_conflict_percent() const {
+  return shared_wavefronts > 0 ? 100.0 * bank_conflicts / shared_wavefronts : 0.0;
+}
+
+std::vector<StallShare> KernelProfile::top_stalls(size_t count) const {
+  std::vector<StallShare> top;
+  for (const auto& s : stalls) {
+    if (s.reason == "selected") continue;
+    if (top.size() == count) break;
+    top.push_back(s);
+  }
+  return top;
+}
+
+std::string stall_display_name(const std::string& reason) {
+  std::string name = reason;
+  std::replace(name.begin(), name.end(), '_', ' ');
+  return name;
+}
+
+namespace {
+
+std::string percent(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, value < 9.95 && value > 0 ? "%.1f%%" : "%.0f%%", value);
+  return text;
+}
+
+std::string megabytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, bytes < 10e6 ? "%.2f MB" : "%.0f MB", bytes * 1e-6);
+  return text;
+}
+
+}  // namespace
+
+std::string describe_profile(const KernelProfile& p) {
+  std::string line = "DRAM " + percent(p.dram_percent) + " of peak (" + megabytes(p.dram_bytes()) +
+                     "), L2 hit " + percent(p.l2_hit_percent) + ", L1 hit " +
+                     percent(p.l1_hit_percent) + ", SM throughput " + percent(p.sm_percent) +
+                     ", achieved occupancy " + percent(p.occupancy_percent);
+  if (p.tensor_percent >= 0) line += ", tensor pipes " + percent(p.tensor_percent);
+  auto top = p.top_stalls(3);
+  if (!top.empty()) {
+    line += ", top stalls:";
+    for (size_t i = 0; i < top.size(); ++i)
+      line += (i ? ", " : " ") + stall_display_name(top[i].reason) + " " + percent(top[i].percent);
+  }
+  if (p.bank_conflicts > 0)
+    line +=
+        ", shared-memory bank conflicts " + percent(p.bank_conflict_percent()) + " of wavefronts";
+  if (p.kernels > 1) line += " (" + std::to_string(p.kernels) + " kernels)";
+  return line;
+}
+
+json to_json(const KernelProfile& p) {
+  json stalls = json::array();
+  for (const auto& s : p.stalls) stalls.push_back({{"reason", s.reason}, {"percent", s.percent}});
+  return {{"kernels", p.kernels},
+          {"duration_us", p.duration_us},
+          {"dram_read_bytes", p.dram_read_bytes},
+          {"dram_write_bytes", p.dram_write_bytes},
+          {"dram_percent", p.dram_percent},
+          {"l2_hit_percent", p.l2_hit_percent},
+          {"l1_hit_percent", p.l1_hit_percent},
+          {"sm_percent", p.sm_percent},
+          {"occupancy_percent", p.occupancy_percent},
+          {"tensor_percent", p.tensor_percent},
+          {"instructions", p.instructions},
+          {"shared_wavefronts", p.shared_wavefronts},
+          {"bank_conflicts", p.bank_conflicts},
+          {"stalls", stalls},
+          {"passes", p.passes},
+          {"profile_ms", p.profile_ms}};
+}
+
+Result<KernelProfile> kernel_profile_from_json(const json& j, const std::string& path) {
+  JsonReader r("kernel profile");
+  if (!j.is_object()) return make_error("kernel profile: " + path + ": expected an object");
+  KernelProfile p;
+  r.check_keys(
+      j, path,
+      {"kernels", "duration_us", "dram_read_bytes", "dram_write_bytes", "dram_percent",
+       "l2_hit_percent", "l1_hit_percent", "sm_percent", "occupancy_percent", "tensor_percent",
+       "instructions", "shared_wavefronts", "bank_conflicts", "stalls", "passes", "profile_ms"});
+  auto number = [&](const char* key, double& out) {
+    if (auto v = r.number_field(j, path, key, true)) out = *v;
+  };
+  auto integer = [&](const char* key, int& out) {
+    if (auto v = r.integer_field(j, path, key, true)) out = int(*v);
+  };
+  integer("kernels", p.kernels);
+  number("duration_us", p.duration_us);
+  number("dram_read_bytes", p.dram_read_bytes);
+  number("dram_write_bytes", p.dram_write_bytes);
+  number("dram_percent", p.dram_percent);
+  number("l2_hit_percent", p.l2_hit_percent);
+  number("l1_hit_percent", p.l1_hit_percent);
+  number("sm_percent", p.sm_percent);
+  number("occupancy_percent", p.occupancy_percent);
+  number("tensor_percent", p.tensor_percent);
+  number("instructions", p.instructions);
+  number("shared_wavefronts", p.shared_wavefronts);
+  number("bank_conflicts", p.bank_conflicts);
+  integer("passes", p.passes);
+  number("profile_ms", p.profile_ms);
+  if (const json* stalls = r.typed_field(j, path, "stalls", json::value_t::array, true)) {
+    for (size_t i = 0; i < stalls->size(); ++i) {
+      const json& s = (*stalls)[i];
+      std::string at = path + ".stalls[" + std::to_string(i) + "]";
+      if (!s.is_object()) {
+        r.error(at, "expected an object");
+        continue;
+      }
+      r.check_keys(s, at, {"reason", "percent"});
+      StallShare share;
+      if (auto v = r.string_field(s, at, "reason", true)) share.reason = *v;
+      if (auto v = r.number_field(s, at, "percent", true)) share.percent = *v;
+      p.stalls.push_back(share);
+    }
+  }
+  if (!r.ok()) return make_error(r.message());
+  return p;
+}
+
+}  // namespace kopt
