@@ -77,7 +77,7 @@ class WorkerError(RuntimeError):
 
 
 class Worker:
-    """One long-lived kopt-sandbox process speaking protocol v1 on stdin/stdout, as kopt's
+    """One long-lived kopt-sandbox process speaking protocol v2 on stdin/stdout, as kopt's
     SandboxEvaluator runs it: one per GPU, many requests, restarted after a fatal answer."""
 
     def __init__(self, binary=DEFAULT_WORKER, device=None, cache_dir=None, log_path=None):
@@ -109,7 +109,7 @@ class Worker:
         self.start_seconds = time.perf_counter() - began
 
     def request(self, message, timeout):
-        message = dict(message, v=1, id=self.next_id)
+        message = dict(message, v=2, id=self.next_id)
         self.next_id += 1
         try:
             self.proc.stdin.write((json.dumps(message) + "\n").encode())
@@ -117,19 +117,21 @@ class Worker:
         except BrokenPipeError:
             raise WorkerError("worker exited (%s)" % self.proc.poll())
         deadline = time.monotonic() + timeout
-        line = b""
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.kill()
-                raise WorkerError("timeout after %.0f s" % timeout)
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
-            if ready:
-                chunk = self.proc.stdout.readline()
-                if not chunk:
-                    raise WorkerError("worker exited (%s)" % self.proc.wait())
-                line += chunk
-        answer = json.loads(line)
+        answer = {"hello": True}
+        while "hello" in answer:  # the worker's first line (protocol v2) answers no request
+            line = b""
+            while not line.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.kill()
+                    raise WorkerError("timeout after %.0f s" % timeout)
+                ready, _, _ = select.select([self.proc.stdout], [], [], left)
+                if ready:
+                    chunk = self.proc.stdout.readline()
+                    if not chunk:
+                        raise WorkerError("worker exited (%s)" % self.proc.wait())
+                    line += chunk
+            answer = json.loads(line)
         if answer.get("fatal"):
             self.proc.wait(timeout=10)
         return answer

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints one kopt sandbox protocol v1 "evaluate" request line, for driving kopt-sandbox by hand:
+"""Prints one kopt sandbox protocol v2 "evaluate" request line, for driving kopt-sandbox by hand:
 
     scripts/sandbox_request.py tasks/axpy [KERNEL.cu] [--no-time] | build/bin/kopt-sandbox
 """
@@ -19,7 +19,7 @@ def source(path):
 
 
 request = {
-    "v": 1, "id": 1, "op": "evaluate",
+    "v": 2, "id": 1, "op": "evaluate",
     "task_json": (task / "task.json").read_text(),
     "reference": source(task / "reference.cu"),
     "baseline": source(task / "baseline.cu"),
@@ -28,5 +28,5 @@ request = {
 }
 print(json.dumps(request))
 if "--check" in sys.argv:
-    print(json.dumps({"v": 1, "id": 2, "op": "check_task", "task_json": request["task_json"],
+    print(json.dumps({"v": 2, "id": 2, "op": "check_task", "task_json": request["task_json"],
                       "reference": request["reference"], "baseline": request["baseline"]}))
