@@ -209,8 +209,16 @@ std::string SandboxEvaluator::stderr_tail() const {
   if (lines.empty()) return "";
   // The last two lines usually say what went wrong ("illegal address", "terminate called").
   size_t first = lines.size() > 2 ? lines.size() - 2 : 0;
-  std::string tail = join(
-      std::vector<std::string>(lines.begin() + static_cast<ptrdiff_t>(first), lines.end()), " | ");
+  std::vector<std::string> kept(lines.begin() + static_cast<ptrdiff_t>(first), lines.end());
+  // Through srun, Slurm's reason is slurmstepd's banner ("*** STEP 12.0 ON gpu3 CANCELLED AT
+  // ... DUE TO TIME LIMIT ***"), which srun's own farewell lines may follow.
+  for (size_t i = first; i-- > 0;) {
+    if (lines[i].find("***") != std::string::npos) {
+      kept.insert(kept.begin(), lines[i]);
+      break;
+    }
+  }
+  std::string tail = join(kept, " | ");
   if (tail.size() > 400) tail = "..." + tail.substr(tail.size() - 400);
   return "; worker stderr: " + tail;
 }
@@ -234,7 +242,7 @@ SandboxEvaluator::Answer SandboxEvaluator::worker_failure(Verdict verdict,
     answer.device = worker_->device;
   }
   answer.detail = what + stderr_tail();
-  stop_worker(what);
+  stop_worker(answer.detail);
   return answer;
 }
 
