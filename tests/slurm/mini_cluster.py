@@ -145,6 +145,10 @@ class MiniCluster:
     def stop(self):
         if self.env and self.daemons:
             self._run(["scancel", "--quiet", "--full", "--user=root"], check=False)
+            # slurmstepd outlives a cluster shut down under it: let the jobs end first.
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and self._run(["squeue", "-h"], check=False).stdout:
+                time.sleep(0.25)
             self._run(["scontrol", "shutdown"], check=False)
         for _, process in self.daemons:
             try:
