@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/strings.h"
+#include "sandbox/slurm_queue.h"
 
 namespace kopt {
 
@@ -158,12 +159,23 @@ std::vector<std::string> SandboxEvaluator::waiting() const {
 }
 
 void SandboxEvaluator::note_waiting(Clock::time_point spawned, const Subprocess& process) {
-  // srun says why it waits on stderr ("srun: job 12 queued and waiting for resources"); its
-  // last line is the reason shown, so slurmctld is never asked.
+  // srun says that it waits on stderr ("srun: job 12 queued and waiting for resources"); its
+  // last line is shown. Why it waits (a drained node, GPUs held by others) only squeue says:
+  // asked about that one job when it appears, then once a minute (every 5 s until the scheduler
+  // has given one).
   std::string reason = "no word from the launcher yet";
   for (const auto& line : split(process.captured_stderr(), '\n')) {
     if (!trim(line).empty()) reason = trim(line);
   }
+  auto squeue = squeue_for(options_.command_prefix);
+  auto job = squeue ? queued_srun_job(process.captured_stderr()) : std::nullopt;
+  auto ask_every = queue_reason_.empty() ? std::chrono::seconds(5) : std::chrono::seconds(60);
+  if (job && (*job != queued_job_ || Clock::now() - queue_asked_ >= ask_every)) {
+    queued_job_ = *job;
+    queue_asked_ = Clock::now();
+    queue_reason_ = slurm_pending_reason(*squeue, *job).value_or("");
+  }
+  if (job && !queue_reason_.empty()) reason += "; Slurm's reason: " + queue_reason_;
   bool first = false, changed = false;
   {
     std::lock_guard lock(waiting_mutex_);
@@ -250,8 +262,11 @@ Result<json> SandboxEvaluator::start_locked() {
   if (worker_ && worker_->process.running()) return worker_->device;
   if (worker_) {
     auto status = worker_->process.wait_status();
+    // Its last words say why (through srun: slurmstepd's "*** STEP 12.0 ... CANCELLED ***").
+    (void)worker_->process.read_all(after_seconds(0.2));
     stop_worker("the worker exited while idle (" +
-                (status ? describe_wait_status(*status) : std::string("unknown status")) + ")");
+                (status ? describe_wait_status(*status) : std::string("unknown status")) + ")" +
+                stderr_tail());
   }
   auto child = Subprocess::start(launch_command(), Subprocess::StderrMode::kCapture);
   if (!child) return make_error("cannot start the sandbox worker: " + child.error());

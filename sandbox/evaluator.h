@@ -139,6 +139,10 @@ class SandboxEvaluator final : public Evaluator {
   mutable std::mutex waiting_mutex_;
   std::optional<std::chrono::steady_clock::time_point> waiting_since_;
   std::string waiting_reason_;
+  // squeue's last answer about the queued srun job (note_waiting), under mutex_.
+  std::string queued_job_;
+  std::chrono::steady_clock::time_point queue_asked_;
+  std::string queue_reason_;
   SandboxOptions options_;
   std::optional<Worker> worker_;
   int64_t next_id_ = 1;

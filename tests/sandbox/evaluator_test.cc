@@ -233,10 +233,11 @@ TEST(SandboxEvaluator, WorkerKilledWhileIdleIsReplacedWithoutAVerdict) {
 }
 
 TEST(SandboxEvaluator, ProtocolVersionMismatchIsRefused) {
-  SandboxEvaluator evaluator(fake_options({"--version=2"}));
+  // A worker built before the hello (v2) against this kopt.
+  SandboxEvaluator evaluator(fake_options({"--version=1"}));
   auto result = evaluator.evaluate(request_for("fine"));
   ASSERT_FALSE(result.ok());
-  EXPECT_TRUE(contains(result.error(), "speaks sandbox protocol v2 but this kopt speaks v1"))
+  EXPECT_TRUE(contains(result.error(), "speaks sandbox protocol v1 but this kopt speaks v2"))
       << result.error();
   EXPECT_EQ(evaluator.worker_pid(), -1);
 }
@@ -422,9 +423,6 @@ TEST(EvaluatorPool, OneMembersHangDoesNotCostTheOthersResult) {
   EXPECT_EQ(after->verdict, Verdict::kOk);
 }
 
-}  // namespace
-}  // namespace kopt
-
 // A launcher that keeps the worker waiting, as srun does while the job is queued, saying why on
 // stderr first.
 SandboxOptions queued_options(double queue_seconds) {
@@ -485,3 +483,6 @@ TEST(SandboxEvaluator, StoppingTheDaemonEndsTheWaitInTheQueue) {
   EXPECT_TRUE(contains(started.error(), "was still waiting to start when the daemon stopped"))
       << started.error();
 }
+
+}  // namespace
+}  // namespace kopt

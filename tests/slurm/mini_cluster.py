@@ -8,6 +8,7 @@ scheduler runs every second (bf_interval=1), so tests do not wait on its default
 """
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -161,6 +162,9 @@ class MiniCluster:
                     process.kill()
                     process.wait()
         self.daemons = []
+        strays = self._sweep()
+        if strays:
+            print("mini_cluster: killed what outlived the cluster: %s" % "; ".join(strays))
         if self.dir and not os.environ.get("KOPT_KEEP_SLURM_DIR"):
             shutil.rmtree(self.dir, ignore_errors=True)
 
