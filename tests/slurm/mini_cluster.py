@@ -168,6 +168,29 @@ class MiniCluster:
         if self.dir and not os.environ.get("KOPT_KEEP_SLURM_DIR"):
             shutil.rmtree(self.dir, ignore_errors=True)
 
+    def _sweep(self):
+        """SIGKILL to every process still running with this cluster's SLURM_CONF in its
+        environment (slurmstepd, a worker, a daemon, munged), so that nothing the tests started
+        outlives them whatever happened; returns what it killed."""
+        if not self.env:
+            return []
+        mark = ("SLURM_CONF=" + self.env["SLURM_CONF"]).encode()
+        killed = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            if int(pid) == os.getpid():
+                continue
+            try:
+                with open("/proc/%s/environ" % pid, "rb") as f:
+                    if mark not in f.read().split(b"\0"):
+                        continue
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    name = f.read().split(b"\0")[0].decode(errors="replace")
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append("%s (pid %s)" % (name, pid))
+            except (OSError, ValueError):
+                pass  # gone meanwhile, or not ours to read
+        return killed
+
 
 SLURM_CONF = """# The tests' private cluster (tests/slurm/mini_cluster.py).
 ClusterName=kopttest

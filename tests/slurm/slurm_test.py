@@ -63,8 +63,12 @@ class Daemon:
             return f.read()
 
     def wait_log(self, pattern, timeout):
-        return CLUSTER.wait_until(lambda: re.search(pattern, self.log()), timeout,
-                                  "%r in the log; log tail: %s" % (pattern, self.log()[-1500:]))
+        try:
+            return CLUSTER.wait_until(lambda: re.search(pattern, self.log()), timeout,
+                                      "%r in the log" % pattern)
+        except AssertionError as e:
+            raise AssertionError("%s; squeue: %s; log tail: %s; Slurm's logs: %s" % (
+                e, CLUSTER.jobs(), self.log()[-1500:], CLUSTER.log_tail())) from None
 
     def status(self):
         out = subprocess.run([KOPT, "status", "--db", self.db, "--json"], env=self.env,
@@ -184,7 +188,7 @@ class SlurmWorkersTest(unittest.TestCase):
         CLUSTER.slurm("scancel", run_jobs()["kopt-run-1-gpu0"][0])
         # srun says only that it waits; squeue says why.
         daemon.wait_log(r"GPU 0: (the worker waits|still waiting) to start: srun: job \d+ queued.*; "
-                        r"Slurm's reason: .*DRAINED", 30)
+                        r"Slurm's reason: .*(ReqNodeNotAvail|DRAINED)", 60)
         CLUSTER.wait_until(lambda: "worker GPU 0: waiting" in daemon.status_text(), 10,
                            "kopt status to say GPU 0 waits")
         CLUSTER.slurm("scontrol", "update", "nodename=" + NODE, "state=resume")
