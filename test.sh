@@ -21,5 +21,19 @@ if ! python3 -c "import pytest" 2>/dev/null && ! /usr/bin/python3 -c "import pyt
   "${sudo_cmd[@]}" apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq python3-pytest >&2
 fi
+# Test-only dependency: the Slurm tests (label slurm) start their own slurmctld, slurmd and munged.
+slurm_packages=(slurmctld slurmd slurm-client munge)
+slurm_missing=()
+for p in "${slurm_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || slurm_missing+=("$p")
+done
+if ((${#slurm_missing[@]})); then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  echo "test.sh: installing ${slurm_missing[*]} for the Slurm tests" >&2
+  "${sudo_cmd[@]}" apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${slurm_missing[@]}" >&2
+fi
 cd "${KOPT_BUILD_DIR:-$here/build}"
 ctest --output-on-failure -j "$(nproc)" "$@"

@@ -119,19 +119,21 @@ class Worker:
         except BrokenPipeError:
             raise WorkerError("worker exited (%s)" % self.proc.poll())
         deadline = time.monotonic() + timeout
-        line = b""
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.kill()
-                raise WorkerError("timeout after %.0f s" % timeout)
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
-            if ready:
-                chunk = self.proc.stdout.readline()
-                if not chunk:
-                    raise WorkerError("worker exited (%s)" % self.proc.wait())
-                line += chunk
-        answer = json.loads(line)
+        answer = {"hello": True}
+        while "hello" in answer:  # the worker's first line (protocol v2) answers no request
+            line = b""
+            while not line.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.kill()
+                    raise WorkerError("timeout after %.0f s" % timeout)
+                ready, _, _ = select.select([self.proc.stdout], [], [], left)
+                if ready:
+                    chunk = self.proc.stdout.readline()
+                    if not chunk:
+                        raise WorkerError("worker exited (%s)" % self.proc.wait())
+                    line += chunk
+            answer = json.loads(line)
         if answer.get("fatal"):
             self.proc.wait(timeout=10)
         return answer

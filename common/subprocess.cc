@@ -270,6 +270,10 @@ void Subprocess::kill_group() {
   wait_status_ = status;
 }
 
+void Subprocess::send_signal(int sig) {
+  if (pid_ > 0 && !wait_status_) ::kill(pid_, sig);
+}
+
 std::optional<int> Subprocess::wait_for(std::chrono::milliseconds timeout) {
   if (wait_status_) return wait_status_;
   auto deadline = Clock::now() + timeout;

@@ -43,6 +43,8 @@ class Subprocess {
 
   // SIGKILL to the whole process group, then reap.
   void kill_group();
+  // `sig` to the child alone (not its group), unless it has been reaped.
+  void send_signal(int sig);
 
   // Waits up to `timeout` for exit. Returns a description like "exit 0" or "signal 9".
   std::optional<int> wait_for(std::chrono::milliseconds timeout);

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/strings.h"
+#include "sandbox/slurm_queue.h"
 
 namespace kopt {
 
@@ -73,6 +74,14 @@ std::vector<std::string> sandbox_command(const SandboxOptions& options) {
   return command;
 }
 
+std::vector<std::string> SandboxEvaluator::launch_command() const {
+  std::vector<std::string> command = sandbox_command(options_);
+  if (!options_.command_prefix.empty() && !options_.leash.empty()) {
+    command.insert(command.begin(), {options_.leash, "--"});
+  }
+  return command;
+}
+
 SandboxEvaluator::SandboxEvaluator(SandboxOptions options) : options_(std::move(options)) {
   ignore_sigpipe_once();
 }
@@ -80,6 +89,10 @@ SandboxEvaluator::SandboxEvaluator(SandboxOptions options) : options_(std::move(
 SandboxEvaluator::~SandboxEvaluator() { shutdown(); }
 
 std::string SandboxEvaluator::name() const { return join(sandbox_command(options_), " "); }
+
+std::string SandboxEvaluator::label() const {
+  return options_.label.empty() ? name() : options_.label;
+}
 
 int SandboxEvaluator::workers_started() const {
   std::lock_guard lock(mutex_);
@@ -131,6 +144,72 @@ void SandboxEvaluator::cancel_pauses() {
   pause_cancelled_.notify_all();
 }
 
+bool SandboxEvaluator::stopping() {
+  std::lock_guard lock(pause_mutex_);
+  return pauses_cancelled_;
+}
+
+std::vector<std::string> SandboxEvaluator::waiting() const {
+  std::lock_guard lock(waiting_mutex_);
+  if (!waiting_since_) return {};
+  double waited = std::chrono::duration<double>(Clock::now() - *waiting_since_).count();
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f s", waited);
+  return {label() + ": waiting " + text + " to start (" + waiting_reason_ + ")"};
+}
+
+void SandboxEvaluator::note_waiting(Clock::time_point spawned, const Subprocess& process) {
+  // srun says that it waits on stderr ("srun: job 12 queued and waiting for resources"); its
+  // last line is shown. Why it waits (a drained node, GPUs held by others) only squeue says:
+  // asked about that one job when it appears, then once a minute (every 5 s until the scheduler
+  // has given one).
+  std::string reason = "no word from the launcher yet";
+  for (const auto& line : split(process.captured_stderr(), '\n')) {
+    if (!trim(line).empty()) reason = trim(line);
+  }
+  auto squeue = squeue_for(options_.command_prefix);
+  auto job = squeue ? queued_srun_job(process.captured_stderr()) : std::nullopt;
+  auto ask_every = queue_reason_.empty() ? std::chrono::seconds(5) : std::chrono::seconds(60);
+  if (job && (*job != queued_job_ || Clock::now() - queue_asked_ >= ask_every)) {
+    queued_job_ = *job;
+    queue_asked_ = Clock::now();
+    queue_reason_ = slurm_pending_reason(*squeue, *job).value_or("");
+  }
+  if (job && !queue_reason_.empty()) reason += "; Slurm's reason: " + queue_reason_;
+  bool first = false, changed = false;
+  {
+    std::lock_guard lock(waiting_mutex_);
+    first = !waiting_since_;
+    changed = reason != waiting_reason_;
+    if (first) waiting_since_ = spawned;
+    waiting_reason_ = reason;
+  }
+  if (first) {
+    spdlog::warn(
+        "{}: the worker waits to start: {} (waiting, not hung: its start-up limit of {} "
+        "counts from when it runs; other GPUs go on)",
+        label(), reason, seconds_text(options_.start_timeout_seconds));
+  } else if (changed) {
+    spdlog::info("{}: still waiting to start: {}", label(), reason);
+  }
+}
+
+void SandboxEvaluator::clear_waiting() {
+  std::lock_guard lock(waiting_mutex_);
+  waiting_since_.reset();
+  waiting_reason_.clear();
+}
+
+void SandboxEvaluator::end_process(Subprocess& process) const {
+  if (!options_.command_prefix.empty() && process.running()) {
+    // SIGKILL would leave a pending srun's job in the queue; SIGTERM makes srun revoke it, or
+    // end its step (the worker gets the signal too).
+    process.send_signal(SIGTERM);
+    process.wait_for(millis(options_.exit_grace_seconds));
+  }
+  process.kill_group();
+}
+
 std::string SandboxEvaluator::stderr_tail() const {
   if (!worker_) return "";
   const std::string& text = worker_->process.captured_stderr();
@@ -142,15 +221,23 @@ std::string SandboxEvaluator::stderr_tail() const {
   if (lines.empty()) return "";
   // The last two lines usually say what went wrong ("illegal address", "terminate called").
   size_t first = lines.size() > 2 ? lines.size() - 2 : 0;
-  std::string tail = join(
-      std::vector<std::string>(lines.begin() + static_cast<ptrdiff_t>(first), lines.end()), " | ");
+  std::vector<std::string> kept(lines.begin() + static_cast<ptrdiff_t>(first), lines.end());
+  // Through srun, Slurm's reason is slurmstepd's banner ("*** STEP 12.0 ON gpu3 CANCELLED AT
+  // ... DUE TO TIME LIMIT ***"), which srun's own farewell lines may follow.
+  for (size_t i = first; i-- > 0;) {
+    if (lines[i].find("***") != std::string::npos) {
+      kept.insert(kept.begin(), lines[i]);
+      break;
+    }
+  }
+  std::string tail = join(kept, " | ");
   if (tail.size() > 400) tail = "..." + tail.substr(tail.size() - 400);
   return "; worker stderr: " + tail;
 }
 
 void SandboxEvaluator::stop_worker(const std::string& why) {
   if (!worker_) return;
-  worker_->process.kill_group();
+  end_process(worker_->process);
   spdlog::warn("{} (pid {}): {}; the next request starts a new worker", name(),
                worker_->process.pid(), why);
   worker_.reset();
@@ -161,13 +248,13 @@ SandboxEvaluator::Answer SandboxEvaluator::worker_failure(Verdict verdict,
   Answer answer;
   answer.failure = verdict;
   if (worker_) {
-    worker_->process.kill_group();
+    end_process(worker_->process);
     // Collect what the dying worker wrote to stderr after the kill closed its pipes.
     (void)worker_->process.read_all(after_seconds(0.2));
     answer.device = worker_->device;
   }
   answer.detail = what + stderr_tail();
-  stop_worker(what);
+  stop_worker(answer.detail);
   return answer;
 }
 
@@ -175,10 +262,13 @@ Result<json> SandboxEvaluator::start_locked() {
   if (worker_ && worker_->process.running()) return worker_->device;
   if (worker_) {
     auto status = worker_->process.wait_status();
+    // Its last words say why (through srun: slurmstepd's "*** STEP 12.0 ... CANCELLED ***").
+    (void)worker_->process.read_all(after_seconds(0.2));
     stop_worker("the worker exited while idle (" +
-                (status ? describe_wait_status(*status) : std::string("unknown status")) + ")");
+                (status ? describe_wait_status(*status) : std::string("unknown status")) + ")" +
+                stderr_tail());
   }
-  auto child = Subprocess::start(sandbox_command(options_), Subprocess::StderrMode::kCapture);
+  auto child = Subprocess::start(launch_command(), Subprocess::StderrMode::kCapture);
   if (!child) return make_error("cannot start the sandbox worker: " + child.error());
   ++started_;
   worker_.emplace(Worker{std::move(*child), json::object()});
@@ -186,14 +276,25 @@ Result<json> SandboxEvaluator::start_locked() {
   Subprocess& process = worker_->process;
   const std::string who = name();
   int64_t id = next_id_++;
-  auto deadline = after_seconds(options_.start_timeout_seconds);
+  // Through a launcher (srun) the worker may wait in a queue before it runs: until its hello,
+  // only queue_timeout_seconds (if any) applies, checked with the stop flag every second.
+  const auto spawned = Clock::now();
+  bool running = options_.command_prefix.empty();
+  auto deadline = running ? after_seconds(options_.start_timeout_seconds)
+                  : options_.queue_timeout_seconds > 0
+                      ? after_seconds(options_.queue_timeout_seconds)
+                      : Clock::time_point::max();
+  struct ClearWaiting {
+    SandboxEvaluator* self;
+    ~ClearWaiting() { self->clear_waiting(); }
+  } clear_waiting_at_exit{this};
   // A worker that cannot start (no GPU) prints its error and exits without reading stdin, so a
   // failed write is not yet an error: its line is read below.
   (void)process.write_all(encode_line(make_request(id, "ping")));
 
   // `reason`: what the worker itself said, if anything; its stderr often repeats it.
   auto fail = [&](const std::string& message, const std::string& reason = "") -> Result<json> {
-    if (!process.wait_for(millis(options_.exit_grace_seconds))) process.kill_group();
+    if (!process.wait_for(millis(options_.exit_grace_seconds))) end_process(process);
     (void)process.read_all(after_seconds(0.2));
     std::string tail = stderr_tail();
     std::string text = message;
@@ -203,11 +304,21 @@ Result<json> SandboxEvaluator::start_locked() {
   };
 
   while (true) {
-    auto line = process.read_line(deadline);
+    auto line = process.read_line(running ? deadline : std::min(deadline, after_seconds(1)));
+    if (!line && !running && Clock::now() < deadline) {
+      if (stopping()) {
+        end_process(process);
+        return fail(who + " was still waiting to start when the daemon stopped");
+      }
+      note_waiting(spawned, process);
+      continue;
+    }
     if (!line) {
-      process.kill_group();
-      return fail(who + " did not answer its first ping within " +
-                  seconds_text(options_.start_timeout_seconds));
+      end_process(process);
+      return fail(running ? who + " did not answer its first ping within " +
+                                seconds_text(options_.start_timeout_seconds)
+                          : who + " did not start within " +
+                                seconds_text(options_.queue_timeout_seconds));
     }
     if (!*line) {
       auto status = process.wait_for(millis(options_.exit_grace_seconds));
@@ -224,18 +335,31 @@ Result<json> SandboxEvaluator::start_locked() {
     }
     auto message = parse_message(**line);
     if (!message) {
-      process.kill_group();
+      end_process(process);
       return fail(who + " sent a malformed line at start-up (" + message.error() +
                   "): " + excerpt(**line));
     }
     if (message->version != kProtocolVersion) {
-      process.kill_group();
+      end_process(process);
       return fail(who + " speaks sandbox protocol v" + std::to_string(message->version) +
                   " but this kopt speaks v" + std::to_string(kProtocolVersion) +
                   ": build both from the same tree");
     }
+    if (is_hello(message->body)) {
+      // The process runs: from here on, a silence is a hang.
+      running = true;
+      deadline = after_seconds(options_.start_timeout_seconds);
+      double waited = std::chrono::duration<double>(Clock::now() - spawned).count();
+      if (!waiting().empty()) {
+        spdlog::info("{}: the worker runs (pid {} on {}) after {} waiting to start", label(),
+                     message->body["hello"].value("pid", int64_t(0)),
+                     message->body["hello"].value("host", std::string("?")), seconds_text(waited));
+      }
+      clear_waiting();
+      continue;
+    }
     if (message->id != id || !bool_member(message->body, "ok")) {
-      process.kill_group();
+      end_process(process);
       return fail(who + " answered the ping (id " + std::to_string(id) +
                   ") with: " + excerpt(**line));
     }
@@ -365,7 +489,7 @@ void SandboxEvaluator::shutdown() {
     (void)process.read_line(after_seconds(options_.exit_grace_seconds));
     process.wait_for(millis(options_.exit_grace_seconds));
   }
-  process.kill_group();
+  end_process(process);
   worker_.reset();
 }
 

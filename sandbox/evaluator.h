@@ -28,8 +28,12 @@ class Evaluator {
   virtual Result<EvalResult> evaluate(const EvalRequest& request) = 0;
   // What it runs on, for logs: "kopt-sandbox --device 1".
   virtual std::string name() const = 0;
-  // Ends any wait for a busy GPU to become quiet at once (the daemon is stopping).
+  // Ends at once any wait for a busy GPU to become quiet or for a worker to leave a scheduler's
+  // queue (the daemon is stopping).
   virtual void cancel_pauses() {}
+  // Workers waiting to start (in a scheduler's queue), one line each, for status and logs:
+  // "GPU 1: waiting 3m05s to start (srun: job 12 queued and waiting for resources)".
+  virtual std::vector<std::string> waiting() const { return {}; }
 };
 
 struct SandboxOptions {
@@ -37,8 +41,17 @@ struct SandboxOptions {
   std::vector<std::string> command_prefix;  // e.g. {"srun", "--gres=gpu:1"} or {"ssh", "gpu7"}
   int device = 0;                           // passed as --device N; negative: not passed
   std::vector<std::string> extra_args;      // appended to the worker's arguments
-  // Context creation, CUPTI and the first ping; generous because a cluster prefix may queue.
+  std::string label;                        // "GPU 1", for status lines; empty: the command
+  // Runs the command prefix and ends it when this process dies, even by SIGKILL (kopt-leash):
+  // a launcher waiting in a queue reads no stdin, so nothing else would end its pending job.
+  // Used only with a command_prefix; empty: the prefix runs directly.
+  std::string leash;
+  // Context creation, CUPTI and the first ping, counted from the worker's hello (its process
+  // runs). A local worker's count starts at its spawn.
   double start_timeout_seconds = 120;
+  // Before the hello, a worker started through a command prefix may wait in a scheduler's queue
+  // (srun): that is waiting, not hanging. 0: no limit; else the longest wait before giving up.
+  double queue_timeout_seconds = 0;
   // Added to the request's options.max_wall_seconds (the timing budget) for compile and
   // verification; together they are the request's hard deadline.
   double deadline_slack_seconds = 60;
@@ -66,6 +79,7 @@ class SandboxEvaluator final : public Evaluator {
   Result<EvalResult> evaluate(const EvalRequest& request) override;
   std::string name() const override;
   void cancel_pauses() override;
+  std::vector<std::string> waiting() const override;
 
   // Starts the worker unless it is running, and returns the "device" object of its ping
   // answer. The error says why it cannot start ("no NVIDIA driver: ...").
@@ -102,6 +116,16 @@ class SandboxEvaluator final : public Evaluator {
   // Ends the worker after it failed during a request and describes the failure.
   Answer worker_failure(Verdict verdict, const std::string& what);
   void stop_worker(const std::string& why);
+  // Ends a worker process: a launcher (srun) first gets SIGTERM and the grace period, so that
+  // it ends its job or step itself, then the whole group gets SIGKILL.
+  void end_process(Subprocess& process) const;
+  // The command started: the leash (if any) and sandbox_command().
+  std::vector<std::string> launch_command() const;
+  std::string label() const;
+  bool stopping();
+  // Records (and logs) that the worker started at `spawned` has not said hello yet.
+  void note_waiting(std::chrono::steady_clock::time_point spawned, const Subprocess& process);
+  void clear_waiting();
   // New stderr lines of the worker since the request began, for failure messages.
   std::string stderr_tail() const;
 
@@ -110,6 +134,15 @@ class SandboxEvaluator final : public Evaluator {
   std::mutex pause_mutex_;
   std::condition_variable pause_cancelled_;
   bool pauses_cancelled_ = false;  // guarded by pause_mutex_
+  // A worker waiting in a queue: since when and srun's last word. Apart from mutex_, which the
+  // waiting evaluation holds.
+  mutable std::mutex waiting_mutex_;
+  std::optional<std::chrono::steady_clock::time_point> waiting_since_;
+  std::string waiting_reason_;
+  // squeue's last answer about the queued srun job (note_waiting), under mutex_.
+  std::string queued_job_;
+  std::chrono::steady_clock::time_point queue_asked_;
+  std::string queue_reason_;
   SandboxOptions options_;
   std::optional<Worker> worker_;
   int64_t next_id_ = 1;

@@ -80,6 +80,14 @@ std::string EvaluatorPool::name() const {
   return "pool of " + std::to_string(members_.size()) + ": " + join(names, "; ");
 }
 
+std::vector<std::string> EvaluatorPool::waiting() const {
+  std::vector<std::string> all;
+  for (const auto& member : members_) {
+    for (auto& line : member->waiting()) all.push_back(std::move(line));
+  }
+  return all;
+}
+
 void EvaluatorPool::cancel_pauses() {
   for (auto& member : members_) member->cancel_pauses();
 }

@@ -27,6 +27,7 @@ class EvaluatorPool final : public Evaluator {
   Result<EvalResult> evaluate(const EvalRequest& request) override;
   std::string name() const override;
   void cancel_pauses() override;
+  std::vector<std::string> waiting() const override;
 
   size_t size() const { return members_.size(); }
 

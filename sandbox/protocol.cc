@@ -1,5 +1,7 @@
 #include "sandbox/protocol.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <limits>
 
@@ -384,6 +386,18 @@ json make_request(int64_t id, const std::string& op) {
 
 json make_response(int64_t id, bool ok) {
   return {{"v", kProtocolVersion}, {"id", id}, {"ok", ok}};
+}
+
+json make_hello() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  json hello = make_response(0, true);
+  hello["hello"] = {{"pid", static_cast<int64_t>(::getpid())}, {"host", std::string(host)}};
+  return hello;
+}
+
+bool is_hello(const json& body) {
+  return body.is_object() && body.contains("hello") && body.at("hello").is_object();
 }
 
 std::string encode_line(const json& message) {

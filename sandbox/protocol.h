@@ -1,12 +1,15 @@
-// The sandbox wire protocol, version 2 (2: the profile pass, options.profile and
-// result.profile): one JSON object per line on the worker's stdin (requests)
+// The sandbox wire protocol, version 2: one JSON object per line on the worker's stdin (requests)
 // and stdout (responses). Every message carries "v" (the protocol version) and "id".
 //
+//   (first, unasked)                                 <- {"v":2,"id":0,"ok":true,"hello":{...}}
 //   {"v":2,"id":1,"op":"ping"}                       -> {"v":2,"id":1,"ok":true,"device":{...}}
 //   {"v":2,"id":2,"op":"evaluate", ...EvalRequest}   -> {"v":2,"id":2,"ok":true,"result":{...}}
 //   {"v":2,"id":3,"op":"shutdown"}                   -> {"v":2,"id":3,"ok":true}
 // A request the worker cannot understand gets {"ok":false,"error":"..."}. A response with
 // "fatal":true means the worker's CUDA context is broken and it exits after sending it.
+// Version 2 added the hello: the worker's first line, written as soon as its process runs and
+// before anything slow. Until it arrives the worker may still be waiting in a scheduler's queue
+// (srun), which the supervisor must not mistake for a hang (README.md, "Running on Slurm").
 #pragma once
 
 #include <map>
@@ -20,7 +23,8 @@
 
 namespace kopt {
 
-// 2: stress rounds (EvalOptions::stress, Mismatch::stress; task.json format 2); the profile pass
+// 2: the worker's hello line first (a worker queued by Slurm is waiting, not hung), stress rounds
+// (EvalOptions::stress, Mismatch::stress; task.json format 2), the profile pass
 // (EvalOptions::profile, EvalResult::profile).
 inline constexpr int kProtocolVersion = 2;
 
@@ -162,6 +166,10 @@ struct Message {
 nlohmann::json make_request(int64_t id, const std::string& op);
 // {"v":kProtocolVersion,"id":id,"ok":ok}: the start of every response.
 nlohmann::json make_response(int64_t id, bool ok);
+// The worker's first line: its pid and host, so that the daemon knows it really runs.
+nlohmann::json make_hello();
+// Whether a parsed message's body is the worker's hello.
+bool is_hello(const nlohmann::json& body);
 // One line of the protocol: compact JSON and '\n'. Invalid UTF-8 in strings (a kernel source,
 // a compile log) is replaced instead of throwing.
 std::string encode_line(const nlohmann::json& message);

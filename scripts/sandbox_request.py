@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints one kopt sandbox protocol v1 "evaluate" request line, for driving kopt-sandbox by hand:
+"""Prints one kopt sandbox protocol v2 "evaluate" request line, for driving kopt-sandbox by hand:
 
     scripts/sandbox_request.py tasks/axpy [KERNEL.cu] [--no-time] | build/bin/kopt-sandbox
 """

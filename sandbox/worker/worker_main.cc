@@ -1,4 +1,4 @@
-// kopt-sandbox: the long-lived GPU worker. One per GPU; owns one CUDA context; answers protocol v1
+// kopt-sandbox: the long-lived GPU worker. One per GPU; owns one CUDA context; answers protocol v2
 // requests (sandbox/protocol.h) on stdin/stdout, one JSON object per line. Nothing else may write
 // to stdout. After a sticky CUDA error it sends its verdict with "fatal":true and exits, so the
 // next request meets a fresh context.
@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
+  // The process runs: said at once, so that a daemon that started it through a scheduler (srun)
+  // knows it left the queue and times context creation from here.
+  send(make_hello());
   // Before anything slow: a daemon that dies while this worker starts must not leave it behind.
   worker::exit_when_stdin_closes(0.5);
   // CUPTI first: activity collection is set up before the context exists.

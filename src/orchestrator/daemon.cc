@@ -20,6 +20,7 @@
 #include "src/orchestrator/live_display.h"
 #include "src/orchestrator/orchestrator.h"
 #include "src/orchestrator/run_logging.h"
+#include "src/orchestrator/slurm_workers.h"
 
 namespace kopt::orchestrator {
 
@@ -204,15 +205,23 @@ std::filesystem::path resolve_database_path(const std::optional<std::filesystem:
   return config.database_path;
 }
 
-std::string default_worker_path(const std::string& configured) {
-  if (!configured.empty()) return configured;
+namespace {
+
+// A binary beside the running executable, else its name (searched in PATH).
+std::string sibling_binary(const std::string& name) {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    auto sibling = self.parent_path() / "kopt-sandbox";
+    auto sibling = self.parent_path() / name;
     if (std::filesystem::exists(sibling, ec)) return sibling.string();
   }
-  return "kopt-sandbox";
+  return name;
+}
+
+}  // namespace
+
+std::string default_worker_path(const std::string& configured) {
+  return configured.empty() ? sibling_binary("kopt-sandbox") : configured;
 }
 
 Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daemon,
@@ -245,7 +254,9 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
       for (size_t i = worker_at + 1; i < tpl.size(); ++i)
         options.extra_args.push_back(fill(tpl[i]));
       options.device = -1;
+      options.leash = sibling_binary("kopt-leash");
     }
+    options.label = "GPU " + std::to_string(gpu);
     all.push_back(std::move(options));
   }
   return all;
@@ -323,6 +334,21 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   std::vector<int> gpus = invocation.gpus ? *invocation.gpus : config->daemon.gpus;
   const bool local_workers = config->daemon.worker_command.empty();
   Result<int> count = local_workers ? local_gpu_count() : Result<int>(1);
+  // Inside a Slurm job, the GPUs it was granted (numbered from 0, as the job's processes and
+  // its steps see them), said in the log once logging is set up.
+  std::string gpus_note;
+  if (gpus.empty()) {
+    if (auto grant = slurm_granted_gpus([](const char* name) { return std::getenv(name); })) {
+      std::vector<std::string> indices;
+      for (int i = 0; i < grant->gpus; ++i) {
+        gpus.push_back(i);
+        indices.push_back(std::to_string(i));
+      }
+      gpus_note = "inside Slurm job " + grant->job_id + ": one worker for each of the " +
+                  std::to_string(grant->gpus) + " GPU(s) it was granted (" + grant->source +
+                  "), as --gpus " + join(indices, ",");
+    }
+  }
   if (gpus.empty()) {
     for (int i = 0; i < (local_workers && count ? *count : 1); ++i) gpus.push_back(i);
   }
@@ -368,18 +394,16 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
       return 2;
     }
     evaluator = std::move(*made);
-  } else {
-    auto sandboxes =
+  }
+  // Checked now, built once the run has an id to name its Slurm jobs after.
+  Result<std::vector<SandboxOptions>> sandboxes = std::vector<SandboxOptions>{};
+  if (!hooks.make_evaluator) {
+    sandboxes =
         sandbox_options_for(config->daemon, default_worker_path(config->daemon.worker), gpus);
     if (!sandboxes) {
       std::cerr << "kopt run: " << sandboxes.error() << "\n";
       return 2;
     }
-    std::vector<std::unique_ptr<Evaluator>> members;
-    for (auto& o : *sandboxes) members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
-    auto pool = std::make_unique<EvaluatorPool>(std::move(members));
-    workers = pool.get();
-    evaluator = std::move(pool);
   }
 
   // The run's record first, so that its folder (and log) exists from the first line on.
@@ -416,6 +440,18 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   if (!options.use_llm) {
     spdlog::info(config->llm ? "--tuner-only: the LLM agents stay idle"
                              : "no LLM configured: the built-in tuner works alone");
+  }
+  if (!gpus_note.empty()) spdlog::info("{}", gpus_note);
+  if (!evaluator) {
+    std::vector<std::unique_ptr<Evaluator>> members;
+    for (size_t i = 0; i < sandboxes->size(); ++i) {
+      SandboxOptions& o = (*sandboxes)[i];
+      name_srun_job(o.command_prefix, run_id, gpus[i]);
+      members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
+    }
+    auto pool = std::make_unique<EvaluatorPool>(std::move(members));
+    workers = pool.get();
+    evaluator = std::move(pool);
   }
 
   CompileCache cache(cache_directory() / "compile");

@@ -311,6 +311,7 @@ RunProgress Orchestrator::progress() const {
   p.tokens = tokens_before_ + usage_.input_tokens + usage_.output_tokens;
   p.cost_usd = cost_before_ + usage_.cost_usd;
   p.alarm = alarm_;
+  p.waiting_workers = deps_.evaluator->waiting();
   for (const TaskState& t : tasks_) p.tasks.push_back(t.progress());
   return p;
 }

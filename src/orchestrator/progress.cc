@@ -23,7 +23,8 @@ json RunProgress::to_json() const {
                           {"tokens", t.tokens},
                           {"cost_usd", t.cost_usd}});
   }
-  json j = {{"format", 1},
+  // Format 2 added waiting_workers; readers take what is there.
+  json j = {{"format", 2},
             {"run_id", run_id},
             {"pid", pid},
             {"state", state},
@@ -38,6 +39,7 @@ json RunProgress::to_json() const {
             {"cost_usd", cost_usd},
             {"pending_submissions", pending_submissions},
             {"alarm", alarm},
+            {"waiting_workers", waiting_workers},
             {"tasks", std::move(tasks_json)}};
   return j;
 }
@@ -60,6 +62,11 @@ RunProgress RunProgress::from_json(const json& j) {
   p.cost_usd = j.value("cost_usd", 0.0);
   p.pending_submissions = j.value("pending_submissions", int64_t{0});
   p.alarm = j.value("alarm", "");
+  if (j.contains("waiting_workers") && j["waiting_workers"].is_array()) {
+    for (const json& w : j["waiting_workers"]) {
+      if (w.is_string()) p.waiting_workers.push_back(w.get<std::string>());
+    }
+  }
   if (j.contains("tasks") && j["tasks"].is_array()) {
     for (const json& t : j["tasks"]) {
       TaskProgress task;
@@ -136,6 +143,7 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
   if (p.pending_submissions > 0) total += fmt::format("; {} submitted", p.pending_submissions);
   lines.push_back(fit(total, width));
   if (!p.alarm.empty()) lines.push_back(fit("alarm: " + p.alarm, width));
+  for (const std::string& w : p.waiting_workers) lines.push_back(fit("worker " + w, width));
   if (!p.stop_reason.empty()) lines.push_back(fit("stopping: " + p.stop_reason, width));
   return lines;
 }

@@ -42,6 +42,8 @@ struct RunProgress {
   double cost_usd = 0;
   int64_t pending_submissions = 0;
   std::string alarm;  // the spend-rate alarm while it holds LLM work back
+  // GPU workers waiting to start, e.g. in Slurm's queue (Evaluator::waiting()).
+  std::vector<std::string> waiting_workers;
   std::vector<TaskProgress> tasks;
 
   nlohmann::json to_json() const;

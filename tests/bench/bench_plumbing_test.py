@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The GPU benchmarks' plumbing without a GPU: each script drives tests/bench/fake_sandbox.py
-(a protocol v1 stand-in) with its torch parts switched off, and must write NAME.json and NAME.md
+(a protocol v2 stand-in) with its torch parts switched off, and must write NAME.json and NAME.md
 and print the table last. The numbers are the fake's; only the shape of the output is checked.
 Run by ctest; prints 'N passed, N failed'."""
 import json

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""A stand-in for kopt-sandbox that speaks protocol v1 without a GPU, for testing the bench
+"""A stand-in for kopt-sandbox that speaks protocol v2 without a GPU, for testing the bench
 scripts' plumbing: every evaluate request is answered "ok" with made-up but consistent times
 (a task's "sgemm" candidate is answered with a compile error, so failures are exercised; a
 candidate whose origin names a failure-mix class gets that class's verdict, and a hang also the
 "fatal" answer and exit of the real worker)."""
 import json
+import os
 import sys
 import time
 
@@ -48,6 +49,7 @@ def evaluate(request):
 
 def main():
     ordinal = int(sys.argv[sys.argv.index("--device") + 1]) if "--device" in sys.argv else 0
+    print(json.dumps({"v": 2, "id": 0, "ok": True, "hello": {"pid": os.getpid()}}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         answer = {"v": 2, "id": request["id"], "ok": True}

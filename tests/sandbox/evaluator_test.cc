@@ -425,5 +425,66 @@ TEST(EvaluatorPool, OneMembersHangDoesNotCostTheOthersResult) {
   EXPECT_EQ(after->verdict, Verdict::kOk);
 }
 
+// A launcher that keeps the worker waiting, as srun does while the job is queued, saying why on
+// stderr first.
+SandboxOptions queued_options(double queue_seconds) {
+  SandboxOptions options = fake_options();
+  options.label = "GPU 0";
+  options.start_timeout_seconds = 0.5;
+  options.command_prefix = {"sh", "-c",
+                            "echo 'srun: job 7 queued and waiting for resources' >&2; sleep " +
+                                std::to_string(queue_seconds) + "; exec \"$@\"",
+                            "launcher"};
+  return options;
+}
+
+// Polls `evaluator.waiting()` until it has a line, for up to `seconds`.
+std::vector<std::string> waiting_lines(const Evaluator& evaluator, double seconds) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    auto lines = evaluator.waiting();
+    if (!lines.empty()) return lines;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return {};
+}
+
+TEST(SandboxEvaluator, TimeInALaunchersQueueIsWaitingNotAHang) {
+  // 2.5 s in the queue against a start-up limit of 0.5 s: the limit counts from the hello.
+  SandboxEvaluator evaluator(queued_options(2.5));
+  std::thread request([&] { expect_healthy(evaluator); });
+  auto lines = waiting_lines(evaluator, 2);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(contains(lines[0], "GPU 0: waiting")) << lines[0];
+  EXPECT_TRUE(contains(lines[0], "(srun: job 7 queued and waiting for resources)")) << lines[0];
+  request.join();
+  EXPECT_TRUE(evaluator.waiting().empty());
+  EXPECT_EQ(evaluator.workers_started(), 1);
+}
+
+TEST(SandboxEvaluator, AWorkerThatRunsButNeverAnswersIsStillAHangAfterItsHello) {
+  SandboxOptions options = queued_options(0.2);
+  options.extra_args = {"--start=hang"};
+  SandboxEvaluator evaluator(options);
+  auto started = evaluator.start();
+  ASSERT_FALSE(started.ok());
+  EXPECT_TRUE(contains(started.error(), "did not answer its first ping within 0.5 s"))
+      << started.error();
+}
+
+TEST(SandboxEvaluator, StoppingTheDaemonEndsTheWaitInTheQueue) {
+  SandboxEvaluator evaluator(queued_options(60));
+  Result<nlohmann::json> started = make_error("not yet");
+  std::thread request([&] { started = evaluator.start(); });
+  ASSERT_EQ(waiting_lines(evaluator, 2).size(), 1u);
+  auto cancelled = std::chrono::steady_clock::now();
+  evaluator.cancel_pauses();
+  request.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - cancelled, std::chrono::seconds(4));
+  ASSERT_FALSE(started.ok());
+  EXPECT_TRUE(contains(started.error(), "was still waiting to start when the daemon stopped"))
+      << started.error();
+}
+
 }  // namespace
 }  // namespace kopt

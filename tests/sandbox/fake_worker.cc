@@ -4,7 +4,7 @@
 // Start-up behaviour, from arguments:
 //   --device N          reported back as device.ordinal
 //   --start=fail        print a start-up error line (as the real worker does without a GPU), exit 3
-//   --start=silent      exit 4 without a word
+//   --start=silent      exit 4 without a word (not even the hello every other start sends)
 //   --start=hang        never answer
 //   --start=garbage     answer the ping with a line that is not JSON
 //   --version=N         speak protocol version N
@@ -16,6 +16,8 @@
 //   STDERR              write to stderr, then die                  REFUSE  answer ok:false
 //   SLOW MS             answer ok after MS milliseconds
 //   BUSY N              answer gpu_busy to this worker's first N such requests, then ok
+// From the environment: KOPT_FAKE_EVAL_MS=N makes every evaluation take N ms (a request that is
+// in flight long enough for a test to cancel its Slurm step).
 // Anything else is answered with verdict ok and the request echoed in detail and device.
 #include <signal.h>
 #include <unistd.h>
@@ -57,6 +59,12 @@ json device_info() {
           {"greeting", greeting ? greeting : ""}};
 }
 
+json make_hello_line() {
+  json hello = kopt::make_hello();
+  hello["v"] = g_version;
+  return hello;
+}
+
 [[noreturn]] void sleep_forever() {
   while (true) std::this_thread::sleep_for(std::chrono::hours(1));
 }
@@ -78,6 +86,9 @@ void evaluate(int64_t id, const json& body) {
     return;
   }
   const std::string& source = request->candidate.source;
+  if (const char* ms = std::getenv("KOPT_FAKE_EVAL_MS"); ms && *ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+  }
   if (has(source, "HANG_CHILD")) {
     pid_t child = fork();
     if (child == 0) sleep_forever();
@@ -140,6 +151,7 @@ int main(int argc, char** argv) {
     if (arg.rfind("--start=", 0) == 0) start = arg.substr(8);
     if (arg.rfind("--version=", 0) == 0) g_version = std::atoi(arg.c_str() + 10);
   }
+  if (start != "silent") send(make_hello_line());
   if (start == "fail") {
     send({{"v", g_version},
           {"id", 0},
