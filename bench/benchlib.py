@@ -183,14 +183,15 @@ class Worker:
 class CompileGate:
     """The daemon's compile gate: `kopt eval --compile-only` on the host CPU, into the worker's
     compile cache, ahead of the worker, as the daemon's job threads compile each candidate before
-    it queues for a GPU (src/orchestrator/candidate_evaluation.cc). The daemon keeps about two
-    jobs per GPU in flight, so `depth` (2) candidates compile at once. A task's first compile
+    it queues for a GPU (src/orchestrator/candidate_evaluation.cc). With an LLM the daemon keeps
+    2 x GPUs + 2 jobs in flight, each on its own thread (src/orchestrator/orchestrator.cc), so for
+    one worker `depth` (4) candidates compile at once. A task's first compile
     also builds its reference and baseline.cu, as the daemon's first candidate of a task is its
     baseline and its gate compiles the reference beside every candidate.
 
     `plan` is the list of (task, source) the worker will be sent, in order."""
 
-    def __init__(self, kopt, cache_dir, arch, plan, depth=2):
+    def __init__(self, kopt, cache_dir, arch, plan, depth=4):
         self.kopt, self.cache_dir, self.arch = kopt, cache_dir, arch
         self.plan, self.depth = plan, depth
         self.folder = fresh_dir("kopt-bench-gate-")

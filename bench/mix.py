@@ -10,8 +10,8 @@ candidates made from each task's baseline by bench/failure_mix.py: 55% correct, 
 shape, 5% hangs on every shape, tasks round-robin. Every candidate's source is unique (no compile
 cache answers), each request carries the baseline and the daemon's default options. The GPU cost
 of a candidate is its request's wall time including the worker restart it caused. With --gate,
-each candidate is compiled on the host ahead of the worker (two at a time), into its compile
-cache, as the daemon's compile gate does (a compile error then reaches the worker as a cached verdict). Reports, per
+each candidate is compiled on the host ahead of the worker (four at a time, as the daemon's
+jobs compile), into its compile cache, as the daemon's compile gate does (a compile error then reaches the worker as a cached verdict). Reports, per
 class, the verdicts and GPU seconds, and the candidates per GPU-hour of the whole mix. Writes
 mix.json and mix.md into OUT_DIR and prints the table last.
 """

@@ -230,7 +230,7 @@ def main():
           "%d candidates (%d tasks, baselines then tunable variants) through one long-lived "
           "kopt-sandbox worker in %.1f s; verdicts %s; compile cache hits %d%s." % (
               len(records), len(seen_tasks), stream_s, results["verdicts"], results["cache_hits"],
-              "; each compiled on the host ahead of the worker, two at a time (--gate), as the daemon does" if gate
+              "; each compiled on the host ahead of the worker, four at a time (--gate), as the daemon's jobs do" if gate
               else ""),
           "", benchlib.markdown_table(["per candidate (ms)", "p50", "p90", "mean"], rows), "",
           benchlib.markdown_table(
