@@ -98,6 +98,15 @@ Result<std::vector<VerifyStep>> verification_steps(const TaskSpec& task, const E
   return steps;
 }
 
+// One kernel of one task, as a key of what the worker keeps across evaluations: the task, the
+// kernel's source and its tunables.
+std::string kernel_key(const std::string& task_json, const KernelSource& kernel) {
+  std::string key = task_json + '\0' + kernel.source;
+  for (const auto& [name, value] : kernel.tunables)
+    key += '\0' + name + "=" + std::to_string(value);
+  return key;
+}
+
 void apply_failure(EvalResult& result, const PlanFailure& failure) {
   result.verdict = failure.verdict;
   result.detail = failure.detail;
@@ -149,9 +158,7 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   // Kept input sets belong to one task and one reference: both are in the key. A reproduction
   // (an explicit seed) gets inputs from its seed alone.
   if (!request.options.reuse_inputs || request.options.seed != 0) pool = nullptr;
-  std::string pool_key = request.task_json + '\0' + request.reference.source;
-  for (const auto& [name, value] : request.reference.tunables)
-    pool_key += '\0' + name + "=" + std::to_string(value);
+  std::string pool_key = kernel_key(request.task_json, request.reference);
   verifier.use_pool(pool, pool_key);
   auto steps = verification_steps(*task, request.options, seed);
   if (!steps) return make_error(steps.error());
@@ -229,9 +236,7 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   loop.use_pool(pool, pool_key);
   if (baseline) {
     // One baseline of one task at one shape: its samples from earlier evaluations may serve.
-    std::string key = request.task_json + '\0' + request.baseline->source;
-    for (const auto& [name, value] : request.baseline->tunables)
-      key += '\0' + name + "=" + std::to_string(value);
+    std::string key = kernel_key(request.task_json, *request.baseline);
     loop.use_baseline_history(baselines, key + '\0' + describe_shape(timed_shape));
   }
   auto timed = loop.run(*candidate.kernel, baseline ? &*baseline->kernel : nullptr, timed_shape,
