@@ -6,12 +6,12 @@ Nsight Compute (`ncu --metrics ...`) for the same kernel file at the same shape.
                               [--cases axpy,softmax,...]
 
 kopt's side: the kopt-sandbox worker's profile pass (options.profile "cupti", what `kopt eval
---profile` asks for), verified, untimed, on the timed shape, L2 flushed before each replay
-pass, clocks not locked. ncu's side: this script's --bracket-child mode (options.profile
-"bracket": one run of the plan between cuProfilerStart/Stop, the worker's activity tracing off)
-under `ncu --profile-from-start off --cache-control all --clock-control none`, so ncu measures
-exactly that run. Both sides' per-kernel values are
-combined alike (counts summed, rates weighted by duration). Writes profile_fidelity.json and
+--profile` asks for), verified, untimed, on the timed shape, L2 flushed by a read sweep before
+each replay pass (outside the profiled range), clocks not locked. ncu's side: this script's
+--bracket-child mode (options.profile "bracket": one run of the plan between cuProfilerStart/Stop,
+the flush before it, the worker's activity tracing off) under `ncu --profile-from-start off
+--cache-control all --clock-control none`, so ncu measures exactly that run. Both sides' per-kernel
+values are combined alike (counts summed, rates weighted by duration). Writes profile_fidelity.json and
 profile_fidelity.md into OUT_DIR and prints the table last.
 """
 import argparse
@@ -28,6 +28,10 @@ import benchlib
 from benchlib import fmt, log
 
 # The metrics of sandbox/profile_metrics.cc, in its order (kept in step by a CPU test).
+TENSOR_PERCENT = "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.avg.pct_of_peak_sustained_active"  # noqa: E501
+TENSOR_INSTRUCTIONS = ["sm__inst_executed_pipe_tensor_op_hmma.sum",
+                       "sm__inst_executed_pipe_tensor_op_gmma.sum",
+                       "sm__inst_executed_pipe_tensor_op_imma.sum"]
 STALLS = ["long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", "barrier",
           "membar", "math_pipe_throttle", "wait", "not_selected", "selected", "no_instruction",
           "dispatch_stall", "drain", "sleeping", "tex_throttle", "imc_miss", "branch_resolving",
@@ -36,16 +40,17 @@ METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.
            "dram__throughput.avg.pct_of_peak_sustained_elapsed", "lts__t_sector_hit_rate.pct",
            "l1tex__t_sector_hit_rate.pct", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
            "sm__warps_active.avg.pct_of_peak_sustained_active", "smsp__inst_executed.sum",
-           "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-           "sm__inst_executed_pipe_tensor.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+           TENSOR_PERCENT] + TENSOR_INSTRUCTIONS + ["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"] + [
                "smsp__warps_issue_stalled_%s.sum" % r for r in STALLS]
 
 # (task, kernel file relative to the repository): memory-bound and compute-bound baselines.
 CASES = [("axpy", "tasks/axpy/baseline.cu"), ("softmax", "tasks/softmax/baseline.cu"),
          ("transpose", "tasks/transpose/baseline.cu"), ("sgemm", "tasks/sgemm/baseline.cu"),
-         ("bf16_gemm", "tasks/bf16_gemm/baseline.cu"),
-         ("axpy", "tests/sandbox/profile/bank_conflict_axpy.cu")]
+         ("bf16_gemm", "tasks/bf16_gemm/baseline.cu"), ("layernorm", "tasks/layernorm/baseline.cu"),
+         ("matvec", "tasks/matvec/baseline.cu"), ("gemm_bias_relu", "tasks/gemm_bias_relu/baseline.cu"),
+         ("axpy", "tests/sandbox/profile/bank_conflict_axpy.cu"),
+         ("bf16_gemm", "tests/sandbox/profile/bf16_gemm_wmma.cu")]
 
 
 def summarize(kernels):
@@ -68,8 +73,8 @@ def summarize(kernels):
         "l1_hit_percent": rate("l1tex__t_sector_hit_rate.pct"),
         "sm_percent": rate("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
         "occupancy_percent": rate("sm__warps_active.avg.pct_of_peak_sustained_active"),
-        "tensor_percent": (rate("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active")
-                           if total("sm__inst_executed_pipe_tensor.sum") > 0 else -1),
+        "tensor_percent": (rate(TENSOR_PERCENT)
+                           if sum(total(m) for m in TENSOR_INSTRUCTIONS) > 0 else -1),
         "instructions": total("smsp__inst_executed.sum"),
         "bank_conflict_percent": (100.0 * total("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum")
                                   / wavefronts if wavefronts else 0.0),
@@ -78,9 +83,9 @@ def summarize(kernels):
     }
 
 
-def evaluate(worker_binary, task, kernel, profile):
+def evaluate(worker_binary, task, kernel, profile, log_path=None):
     """One verified, untimed evaluation of `kernel` with options.profile = `profile`."""
-    worker = benchlib.Worker(worker_binary)
+    worker = benchlib.Worker(worker_binary, log_path=log_path)
     try:
         source = (benchlib.ROOT / kernel).read_text()
         options = {"profile": profile, "time": False, "rounds": 1, "check_holdout": False}
@@ -96,7 +101,8 @@ def evaluate(worker_binary, task, kernel, profile):
 
 
 def kopt_side(args, task, kernel):
-    result, wall_ms = evaluate(args.worker, task, kernel, "cupti")
+    result, wall_ms = evaluate(args.worker, task, kernel, "cupti",
+                               pathlib.Path(args.out_dir) / "worker-stderr.log")
     if "profile" not in result:
         raise RuntimeError("no profile: %s" % result.get("profile_note", result.get("detail")))
     p = result["profile"]

@@ -17,7 +17,9 @@ enum Metric : size_t {
   kOccupancy,
   kInstructions,
   kTensorPercent,
-  kTensorInstructions,
+  kHmmaInstructions,
+  kGmmaInstructions,
+  kImmaInstructions,
   kSharedWavefronts,
   kBankConflicts,
   kFirstStall,
@@ -60,10 +62,18 @@ const std::vector<std::string>& profile_metric_names() {
         "sm__warps_active.avg.pct_of_peak_sustained_active",
         // Warp instructions executed: work done, to compare two versions of one kernel.
         "smsp__inst_executed.sum",
-        // Tensor pipes busy (HMMA, HGMMA/wgmma, IMMA): for matmul kernels the real ceiling.
-        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-        // Tensor instructions issued: tells "no tensor work" (value omitted) from "idle pipes".
-        "sm__inst_executed_pipe_tensor.sum",
+        // Tensor pipes busy with matrix instructions (HMMA/mma.sync, HGMMA/QGMMA/wgmma, IMMA,
+        // BMMA): for matmul kernels the real ceiling. Not sm__pipe_tensor_cycles_active, which
+        // on an H100 read 0.5-0.7% for softmax and axpy kernels that issue no matrix
+        // instruction (ncu agrees; the pipe also carries other work).
+        "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.avg."
+        "pct_of_peak_sustained_active",
+        // Matrix instructions issued, by family: tells "no tensor work" (value omitted) from
+        // "idle pipes", and mma.sync (hmma) from Hopper's warpgroup wgmma (gmma). FP64 DMMA is
+        // left out: it would cost a 16th replay pass, and no task is FP64.
+        "sm__inst_executed_pipe_tensor_op_hmma.sum",
+        "sm__inst_executed_pipe_tensor_op_gmma.sum",
+        "sm__inst_executed_pipe_tensor_op_imma.sum",
         // Shared-memory wavefronts and the bank-conflict part of them: a 32-way conflict makes
         // 32 wavefronts of one request, 31 of them conflicts.
         "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
@@ -95,7 +105,7 @@ KernelProfile summarize_ranges(const std::vector<RangeValues>& ranges) {
     p.occupancy_percent += w * v[kOccupancy];
     tensor_weighted += w * v[kTensorPercent];
     p.instructions += v[kInstructions];
-    tensor_instructions += v[kTensorInstructions];
+    tensor_instructions += v[kHmmaInstructions] + v[kGmmaInstructions] + v[kImmaInstructions];
     p.shared_wavefronts += v[kSharedWavefronts];
     p.bank_conflicts += v[kBankConflicts];
     for (size_t s = 0; s < stall_cycles.size(); ++s) stall_cycles[s] += v[kFirstStall + s];

@@ -170,8 +170,15 @@ RangeProfiler::~RangeProfiler() {
   cuptiProfilerHostDeinitialize(&p);
 }
 
-Result<std::vector<RangeValues>> RangeProfiler::profile(const std::function<Status()>& run_once,
+Result<std::vector<RangeValues>> RangeProfiler::profile(const std::function<Status()>& before_pass,
+                                                        const std::function<Status()>& run_once,
                                                         size_t launches) {
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  auto phase = Clock::now();
+  timing_ = Timing{};
   EnabledProfiler enabled(context_);
   if (enabled.status() != CUPTI_SUCCESS)
     return make_error(describe("cuptiRangeProfilerEnable", enabled.status()));
@@ -222,14 +229,22 @@ Result<std::vector<RangeValues>> RangeProfiler::profile(const std::function<Stat
     kernel_replay_said_ = true;
   }
 
+  timing_.setup_ms = ms_since(phase);
+  phase = Clock::now();
   // One run of the plan per pass; CUPTI says when every pass has been submitted.
   bool all_submitted = false;
   for (size_t run = 0; run < passes_ + 2 && !all_submitted; ++run) {
+    auto t0 = Clock::now();
+    if (Status ready = before_pass(); !ready)
+      return make_error("before a profiled run: " + ready.error());
+    timing_.before_ms += ms_since(t0);
     CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
     start.pRangeProfilerObject = enabled.get();
     if ((rc = cuptiRangeProfilerStart(&start)) != CUPTI_SUCCESS)
       return make_error(describe("cuptiRangeProfilerStart", rc));
+    auto t1 = Clock::now();
     Status ran = run_once();
+    timing_.runs_ms += ms_since(t1);
     CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
     stop.pRangeProfilerObject = enabled.get();
     rc = cuptiRangeProfilerStop(&stop);
@@ -239,6 +254,8 @@ Result<std::vector<RangeValues>> RangeProfiler::profile(const std::function<Stat
   }
   if (!all_submitted)
     return make_error("CUPTI wanted more than " + std::to_string(passes_ + 2) + " passes");
+  timing_.passes_ms = ms_since(phase);
+  phase = Clock::now();
   CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
   decode.pRangeProfilerObject = enabled.get();
   if ((rc = cuptiRangeProfilerDecodeData(&decode)) != CUPTI_SUCCESS)
@@ -275,6 +292,7 @@ Result<std::vector<RangeValues>> RangeProfiler::profile(const std::function<Stat
       if (all[i] == supported_[s]) full[i] = values[s++];
     ranges.push_back(std::move(full));
   }
+  timing_.decode_ms = ms_since(phase);
   return ranges;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,9 +36,20 @@ class RangeProfiler {
   // Replay passes the metric set needs on this chip (cuptiProfilerHostGetNumOfPasses).
   size_t passes() const { return passes_; }
   const std::string& chip() const { return chip_; }
-  // Runs `run_once` (one run of the plan, synchronised) once per pass; each of its `launches`
-  // kernels is one range. Returns each range's values in profile_metric_names() order.
-  Result<std::vector<RangeValues>> profile(const std::function<Status()>& run_once,
+  // Where the last profile() call's host time went, for KOPT_PROFILE_TRACE.
+  struct Timing {
+    double setup_ms = 0;   // enable, counter data image, config
+    double passes_ms = 0;  // before_pass + run_once + start/stop, every pass
+    double before_ms = 0;  // of which before_pass
+    double runs_ms = 0;    // of which run_once
+    double decode_ms = 0;  // decode and evaluate the metrics
+  };
+  const Timing& last_timing() const { return timing_; }
+  // Per pass: `before_pass` (outside the profiled range: its kernels are not counted), then
+  // `run_once` (one run of the plan, synchronised), each of whose `launches` kernels is one
+  // range. Returns each range's values in profile_metric_names() order.
+  Result<std::vector<RangeValues>> profile(const std::function<Status()>& before_pass,
+                                           const std::function<Status()>& run_once,
                                            size_t launches);
 
  private:
@@ -49,6 +61,7 @@ class RangeProfiler {
   std::vector<std::string> supported_;  // metrics of profile_metric_names() this chip has
   size_t passes_ = 0;
   bool kernel_replay_said_ = false;
+  Timing timing_;
 };
 
 }  // namespace kopt::worker

@@ -22,15 +22,15 @@ class ProfileGpuTest : public ::testing::Test {
     if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
   }
 
-  // Profiles `file` (a kernel for the axpy task) and prints what it measured.
-  KernelProfile profile_of(const std::string& file) {
+  // Profiles `file` (a kernel for `task`) and prints what it measured.
+  KernelProfile profile_of(const std::string& file, const std::string& task = "axpy") {
     SandboxOptions options;
     options.worker = KOPT_SANDBOX_WORKER;
     options.device = 0;
     SandboxEvaluator evaluator(options);
     EvalRequest request;
-    request.task_json = *read_file(adversarial_task_dir("axpy") / "task.json");
-    request.reference = adversarial_task_file("axpy", "reference.cu");
+    request.task_json = *read_file(adversarial_task_dir(task) / "task.json");
+    request.reference = adversarial_task_file(task, "reference.cu");
     request.candidate = {*read_file(kProfileKernels / file), file, {}};
     request.options.time = false;
     request.options.rounds = 1;
@@ -78,6 +78,14 @@ TEST_F(ProfileGpuTest, PlantedBankConflictShows) {
   // 31 of every 32 shared wavefronts are conflicts.
   EXPECT_GT(p.bank_conflict_percent(), 90.0);
   EXPECT_GT(p.shared_wavefronts, 0);
+}
+
+TEST_F(ProfileGpuTest, TensorCoreGemmShowsItsTensorPipes) {
+  KernelProfile p = profile_of("bf16_gemm_wmma.cu", "bf16_gemm");
+  if (!skipped_.empty()) GTEST_SKIP() << skipped_;
+  // mma.sync on every tile of the timed shape: matrix instructions were counted (-1 means none)
+  // and kept the tensor pipes measurably busy.
+  EXPECT_GT(p.tensor_percent, 5.0);
 }
 
 }  // namespace

@@ -55,6 +55,21 @@ TEST(ProfileMetrics, SummaryWeighsRatesByDurationAndSumsCounts) {
   EXPECT_EQ(top[1].reason, "barrier");
 }
 
+TEST(ProfileMetrics, TensorPipesCountOnlyWithMatrixInstructions) {
+  const std::string busy =
+      "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.avg."
+      "pct_of_peak_sustained_active";
+  // A kernel with wgmma instructions: its tensor-pipe share is a measurement.
+  KernelProfile wgmma =
+      summarize_ranges({range({{"gpu__time_duration.sum", 1000},
+                               {busy, 71},
+                               {"sm__inst_executed_pipe_tensor_op_gmma.sum", 8}})});
+  EXPECT_DOUBLE_EQ(wgmma.tensor_percent, 71);
+  // Pipe cycles without any matrix instruction (other work on the pipe): not tensor work.
+  KernelProfile none = summarize_ranges({range({{"gpu__time_duration.sum", 1000}, {busy, 0.6}})});
+  EXPECT_EQ(none.tensor_percent, -1);
+}
+
 TEST(ProfileMetrics, DescriptionNamesWhereTheTimeGoes) {
   KernelProfile p;
   p.kernels = 1;
