@@ -195,7 +195,8 @@ def main():
     tasks = {t.name: t for t in benchlib.load_tasks()}
     if args.bracket_child:
         name, kernel = args.bracket_child.split(":", 1)
-        result, _ = evaluate(args.worker, tasks[name], kernel, "bracket")
+        result, _ = evaluate(args.worker, tasks[name], kernel, "bracket",
+                             pathlib.Path(args.out_dir) / "worker-bracket-stderr.log")
         if result.get("profile_note"):
             sys.exit("bracket: " + result["profile_note"])
         return 0
