@@ -24,6 +24,10 @@ constexpr double kConflictsPerInstruction = 0.05;
 // less shared memory per block, more blocks) is the first cure, whatever the stall.
 constexpr double kLowOccupancyPercent = 25;
 
+// Distinct profiles a BottleneckMemo keeps (about 0.7 KB each) before it starts over: far more
+// than one retrieval's candidates, so a query's own repeats always hit.
+constexpr size_t kMemoEntries = 8192;
+
 // The largest stall reason other than "selected" (issuing), or "" when none was recorded.
 std::string top_stall(const KernelProfile& profile) {
   auto top = profile.top_stalls(1);
@@ -116,6 +120,18 @@ std::string bottleneck_of_profile_json(const std::string& profile_json) {
   if (j.is_discarded() || !j.is_object() || j.empty()) return bottleneck_name(Bottleneck::kUnknown);
   auto profile = kernel_profile_from_json(j);
   return bottleneck_name(profile ? classify_bottleneck(*profile) : Bottleneck::kUnknown);
+}
+
+std::string BottleneckMemo::operator()(const std::string& profile_json) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = classes_.find(profile_json); it != classes_.end()) return it->second;
+  }
+  std::string name = bottleneck_of_profile_json(profile_json);  // outside the lock: the slow part
+  std::lock_guard lock(mutex_);
+  if (classes_.size() >= kMemoEntries) classes_.clear();
+  classes_.emplace(profile_json, name);
+  return name;
 }
 
 }  // namespace kopt

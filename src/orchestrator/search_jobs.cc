@@ -343,7 +343,9 @@ void Orchestrator::run_plan(TaskState& task) {
   query.kernel_source = parent.source;
   // Pairs whose slow side was limited the way this kernel is rank higher (retrieval.h).
   if (parent.profile) query.bottleneck = bottleneck_name(classify_bottleneck(*parent.profile));
-  query.bottleneck_of_profile = bottleneck_of_profile_json;
+  query.bottleneck_of_profile = [this](const std::string& profile_json) {
+    return bottleneck_classes_(profile_json);
+  };
   query.k = options_.search.memory_examples + static_cast<int>(skip);
   std::vector<int64_t> retrieved;
   if (options_.search.memory_examples > 0) {

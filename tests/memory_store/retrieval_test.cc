@@ -276,6 +276,13 @@ TEST(BottleneckTest, StoredProfilesAndThePromptLine) {
   EXPECT_EQ(bottleneck_of_profile_json(to_json(copy).dump()), "dram_bandwidth");
   for (const char* none : {"{}", "", "not json", R"({"dram_percent": 90})", "[1]"})
     EXPECT_EQ(bottleneck_of_profile_json(none), "unknown") << none;
+  // The memo answers as the function does, the second round from its memory.
+  BottleneckMemo memo;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(memo(to_json(copy).dump()), "dram_bandwidth");
+    EXPECT_EQ(memo(to_json(profile(35, 15, 18, "long_scoreboard")).dump()), "occupancy_latency");
+    EXPECT_EQ(memo("{}"), "unknown");
+  }
   std::string line = describe_profile_and_bottleneck(copy);
   EXPECT_EQ(line, describe_profile(copy) + " -> bound by DRAM bandwidth");
   EXPECT_EQ(describe_profile_and_bottleneck(KernelProfile{}), describe_profile(KernelProfile{}));
