@@ -94,7 +94,8 @@ std::string bottleneck_description(Bottleneck bottleneck) {
     case Bottleneck::kTensor:
       return "tensor-pipe throughput";
     case Bottleneck::kCompute:
-      return "SM compute throughput (DRAM below " + percent(kBusyPercent) + " of peak)";
+      return "SM throughput (its busiest pipe: math, load/store or L1; DRAM below " +
+             percent(kBusyPercent) + " of peak)";
     case Bottleneck::kOccupancyLatency:
       return "latency with too few warps resident (achieved occupancy below " +
              percent(kLowOccupancyPercent) + ")";
