@@ -42,6 +42,9 @@ std::string arch_digits(const std::string& arch) {
   return digits;
 }
 
+// "" and "unknown" both say "no profile".
+bool known_bottleneck(const std::string& name) { return !name.empty() && name != "unknown"; }
+
 }  // namespace
 
 double arch_similarity(const std::string& a, const std::string& b) {
@@ -51,7 +54,12 @@ double arch_similarity(const std::string& a, const std::string& b) {
   return da.substr(0, da.size() - 1) == db.substr(0, db.size() - 1) ? 0.5 : 0;
 }
 
-double non_text_score(const RetrievalQuery& query, const PairRecord& pair) {
+bool same_bottleneck(const std::string& a, const std::string& b) {
+  return known_bottleneck(a) && a == b;
+}
+
+double non_text_score(const RetrievalQuery& query, const PairRecord& pair,
+                      const std::string& slow_bottleneck) {
   double family = 0;
   if (!query.family_tags.empty()) {
     if (contains(pair.tags, query.family_tags.front())) family += 0.5;
@@ -66,7 +74,9 @@ double non_text_score(const RetrievalQuery& query, const PairRecord& pair) {
   double speed = pair.speedup > 0 ? std::min(std::fabs(std::log2(pair.speedup)) / 3.0, 1.0) : 0;
   double useful = (static_cast<double>(pair.improved_count) + 1.0) /
                   (static_cast<double>(pair.retrieved_count) + 2.0);
-  return 0.6 * family + 0.4 * same_task + 0.3 * gpu + 0.3 * speed + 0.5 * (useful - 0.5);
+  double bottleneck = same_bottleneck(query.bottleneck, slow_bottleneck) ? 1 : 0;
+  return 0.6 * family + 0.4 * same_task + 0.3 * gpu + 0.3 * speed + 0.5 * (useful - 0.5) +
+         0.4 * bottleneck;
 }
 
 std::vector<RetrievedPair> select_diverse(std::vector<RetrievedPair> candidates, int k) {
@@ -176,22 +186,38 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
 
   double best_text = 0;
   for (const auto& [id, score] : text) best_text = std::max(best_text, score);
+  // The slow kernel's newest profile comes with each candidate (one indexed look-up in the same
+  // statement, not a query per candidate), and only when the query has a class to match it to.
+  const bool match_bottleneck = query.bottleneck_of_profile && known_bottleneck(query.bottleneck);
+  std::map<int64_t, std::string> slow_classes;  // slow kernel id -> class: lineages share them
   std::vector<RetrievedPair> candidates;
   {
     auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
+                                ", CASE WHEN ?3 THEN (SELECT e.profile_json FROM evaluations e"
+                                " WHERE e.kernel_id = p.slow_kernel_id AND e.profile_json != '{}'"
+                                " ORDER BY e.id DESC LIMIT 1) END"
                                 " FROM json_each(?1) j JOIN pairs p ON p.id = j.value"
                                 " JOIN tasks t ON t.id = p.task_id"
                                 " WHERE (?2 OR p.is_negative = 0)");
-    statement->bind(1, id_list).bind(2, query.include_negatives);
+    statement->bind(1, id_list).bind(2, query.include_negatives).bind(3, match_bottleneck);
     while (true) {
       auto row = statement->step();
       if (!row) return make_error("retrieval: " + row.error());
       if (!*row) break;
       RetrievedPair candidate;
       candidate.pair = rows::read_pair(*statement);
+      if (match_bottleneck) {
+        auto [known, fresh] = slow_classes.try_emplace(candidate.pair.slow_kernel_id);
+        if (fresh) {
+          std::string profile = statement->column_text(rows::kPairColumnCount);
+          known->second = profile.empty() ? "unknown" : query.bottleneck_of_profile(profile);
+        }
+        candidate.slow_bottleneck = known->second;
+      }
       auto it = text.find(candidate.pair.id);
       candidate.text_score = it != text.end() && best_text > 0 ? it->second / best_text : 0;
-      candidate.score = candidate.text_score + non_text_score(query, candidate.pair);
+      candidate.score =
+          candidate.text_score + non_text_score(query, candidate.pair, candidate.slow_bottleneck);
       candidates.push_back(std::move(candidate));
     }
   }

@@ -25,21 +25,27 @@ Status set_meta(sql::Database& db, const char* key, int value) {
   return statement->run();
 }
 
+// One schema version: how to reach it from the one before, and the oldest code version that can
+// still use a database at it (its last_compatible_version).
+struct Migration {
+  Status (*step)(sql::Database&);
+  int last_compatible;
+};
+
 // Runs one migration step and records the new version inside the same transaction, so a crash
 // leaves the database at the old version or the new one, never in between.
-Status run_step(sql::Database& db, int version, Status (*step)(sql::Database&)) {
+Status run_step(sql::Database& db, int version, const Migration& migration) {
   auto transaction = sql::Transaction::begin(db);
   if (!transaction) return make_error(transaction.error());
   // Another process may have migrated while this one waited for the write lock.
   auto current = schema_version(db);
   if (!current) return make_error(current.error());
   if (*current >= version) return transaction->commit();
-  if (auto s = step(db); !s) {
+  if (auto s = migration.step(db); !s) {
     return make_error("migration to schema version " + std::to_string(version) + ": " + s.error());
   }
   if (auto s = set_meta(db, "version", version); !s) return s;
-  // Each version so far can be used only by code that knows it.
-  if (auto s = set_meta(db, "last_compatible_version", version); !s) return s;
+  if (auto s = set_meta(db, "last_compatible_version", migration.last_compatible); !s) return s;
   return transaction->commit();
 }
 
@@ -221,11 +227,18 @@ Status migrate(sql::Database& db, int target_version) {
     }
     return ok_status();  // newer, but written to stay readable by this version
   }
-  using Step = Status (*)(sql::Database&);
-  static const Step kSteps[] = {migrate_to_version_1, migrate_to_version_2, migrate_to_version_3};
-  static_assert(std::size(kSteps) == kSchemaVersion, "one migration per schema version");
+  // Versions 1 and 2 can be used only by code that knows them. Version 3 only adds
+  // evaluations.profile_json with a default ('{}'), and version-2 code names its columns in every
+  // statement over evaluations (the INSERT's column list, rows::kEvaluationColumns; no SELECT *,
+  // no positional read of a whole row: checked in the tree before commit 1731187, bench/ and
+  // scripts/ included), so it still reads and writes a version-3 file correctly:
+  // its new rows are "not profiled". A kopt 2 then opens it (a newer but compatible database).
+  static constexpr Migration kMigrations[] = {
+      {migrate_to_version_1, 1}, {migrate_to_version_2, 2}, {migrate_to_version_3, 2}};
+  static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
+  static_assert(kMigrations[kSchemaVersion - 1].last_compatible == kCompatibleVersion);
   for (int next = *version + 1; next <= target_version; ++next) {
-    if (auto s = run_step(db, next, kSteps[next - 1]); !s) {
+    if (auto s = run_step(db, next, kMigrations[next - 1]); !s) {
       return make_error(db.path().string() + ": " + s.error());
     }
   }

@@ -15,8 +15,9 @@ namespace kopt::memory {
 inline constexpr int64_t kApplicationId = 0x6B6F7074;
 // The schema version this code writes.
 inline constexpr int kSchemaVersion = 3;
-// The oldest code version that can use a database at kSchemaVersion.
-inline constexpr int kCompatibleVersion = 3;
+// The oldest code version that can use a database at kSchemaVersion: version 3 only added a
+// column with a default, which version-2 code never reads or names (schema.cc says how checked).
+inline constexpr int kCompatibleVersion = 2;
 
 // The version recorded in the meta table; 0 for a database that has none yet.
 Result<int> schema_version(sql::Database& db);

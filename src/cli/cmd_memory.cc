@@ -10,7 +10,7 @@
 #include "common/strings.h"
 #include "memory_store/jsonl_io.h"
 #include "memory_store/line_diff.h"
-#include "sandbox/kernel_profile.h"
+#include "sandbox/profile_bottleneck.h"
 #include "src/cli/command.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
@@ -163,7 +163,7 @@ void print_profiles(MemoryStore& store, const PairRecord& p) {
     auto profile = kernel_profile_from_json(nlohmann::json::parse(*text, nullptr, false));
     if (!profile) continue;
     std::printf("%s side: %.2f us under the profiler; %s\n", side, profile->duration_us,
-                describe_profile(*profile).c_str());
+                describe_profile_and_bottleneck(*profile).c_str());
     any = true;
   }
   if (any) std::printf("\n");

@@ -35,6 +35,7 @@
 #include "common/result.h"
 #include "sandbox/compiler.h"
 #include "sandbox/evaluator.h"
+#include "sandbox/profile_bottleneck.h"
 #include "src/llm/llm_client.h"
 #include "src/orchestrator/candidate_evaluation.h"
 #include "src/orchestrator/progress.h"
@@ -156,6 +157,8 @@ class Orchestrator {
   std::unique_ptr<agents::Planner> planner_;
   std::unique_ptr<agents::Coder> coder_;
   std::unique_ptr<agents::Summarizer> summarizer_;
+  // The classes of the memory's profiles, for retrieval; guarded by itself.
+  BottleneckMemo bottleneck_classes_;
 
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable changed_;

@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "memory_store/line_diff.h"
 #include "sandbox/kernel_file.h"
+#include "sandbox/profile_bottleneck.h"
 #include "src/orchestrator/kernel_fingerprint.h"
 #include "src/orchestrator/orchestrator.h"
 #include "src/orchestrator/work_context.h"
@@ -340,6 +341,11 @@ void Orchestrator::run_plan(TaskState& task) {
     skip = static_cast<size_t>(task.memory_rotation * options_.search.memory_examples);
   }
   query.kernel_source = parent.source;
+  // Pairs whose slow side was limited the way this kernel is rank higher (retrieval.h).
+  if (parent.profile) query.bottleneck = bottleneck_name(classify_bottleneck(*parent.profile));
+  query.bottleneck_of_profile = [this](const std::string& profile_json) {
+    return bottleneck_classes_(profile_json);
+  };
   query.k = options_.search.memory_examples + static_cast<int>(skip);
   std::vector<int64_t> retrieved;
   if (options_.search.memory_examples > 0) {

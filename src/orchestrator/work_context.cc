@@ -4,6 +4,7 @@
 
 #include "common/strings.h"
 #include "memory_store/line_diff.h"
+#include "sandbox/profile_bottleneck.h"
 
 namespace kopt::orchestrator {
 
@@ -63,7 +64,7 @@ agents::Measurements measurements_of(const VerifiedKernel& kernel) {
     m.dynamic_shared_bytes = kernel.resources->dynamic_shared_bytes;
     m.occupancy = kernel.resources->occupancy;
   }
-  if (kernel.profile) m.where_time_goes = describe_profile(*kernel.profile);
+  if (kernel.profile) m.where_time_goes = describe_profile_and_bottleneck(*kernel.profile);
   return m;
 }
 

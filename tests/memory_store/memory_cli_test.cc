@@ -163,7 +163,8 @@ TEST_F(MemoryCliTest, ShowPrintsEachProfiledSidesHardwareCounters) {
   EXPECT_TRUE(contains(text,
                        "fast side: 301.50 us under the profiler; DRAM 88% of peak (805 MB), "
                        "L2 hit 34%, L1 hit 0%, SM throughput 12%, achieved occupancy 91%, "
-                       "top stalls: long scoreboard 90%, wait 3.1%\n"))
+                       "top stalls: long scoreboard 90%, wait 3.1% -> bound by DRAM "
+                       "bandwidth\n"))
       << text;
   EXPECT_FALSE(contains(text, "slow side:")) << text;  // the baseline was never profiled
   // Before the diff, after the summary.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "memory_store/memory_store.h"
+#include "sandbox/profile_bottleneck.h"
 #include "tests/memory_store/test_support.h"
 
 namespace kopt::memory {
@@ -208,6 +209,195 @@ TEST(RetrievalScoringTest, SelectDiverseTieBreaksOnIdAndCapsNegatives) {
   std::vector<int64_t> ids;
   for (const auto& c : chosen) ids.push_back(c.pair.id);
   EXPECT_EQ(ids, (std::vector<int64_t>{1, 2, 3, 4}));  // 5 is a second negative: over the cap
+}
+
+// ---- Profiles as retrieval features (issue 14) ----
+
+// A one-kernel profile with the numbers the classifier reads; "selected" (issuing) is the largest
+// warp state, so the top stall must skip it.
+KernelProfile profile(double dram, double sm, double occupancy, const std::string& top_stall) {
+  KernelProfile p;
+  p.kernels = 1;
+  p.duration_us = 100;
+  p.dram_percent = dram;
+  p.sm_percent = sm;
+  p.occupancy_percent = occupancy;
+  p.instructions = 1e6;
+  p.stalls = {{"selected", 40}, {top_stall, 35}, {"wait", 5}};
+  return p;
+}
+
+KernelProfile with_conflicts(KernelProfile p, double wavefronts, double conflicts) {
+  p.shared_wavefronts = wavefronts;
+  p.bank_conflicts = conflicts;
+  return p;
+}
+
+std::string class_of(const KernelProfile& p) { return bottleneck_name(classify_bottleneck(p)); }
+
+TEST(BottleneckTest, SpeedOfLightFirst) {
+  EXPECT_EQ(class_of(profile(88, 20, 90, "long_scoreboard")), "dram_bandwidth");  // a copy
+  EXPECT_EQ(class_of(profile(60, 20, 90, "long_scoreboard")), "dram_bandwidth");
+  EXPECT_EQ(class_of(profile(59, 20, 90, "long_scoreboard")), "memory_latency");
+  EXPECT_EQ(class_of(profile(20, 75, 60, "math_pipe_throttle")), "compute");
+  // Both busy: the busier unit names the limit.
+  EXPECT_EQ(class_of(profile(65, 80, 60, "math_pipe_throttle")), "compute");
+  EXPECT_EQ(class_of(profile(80, 65, 60, "long_scoreboard")), "dram_bandwidth");
+  KernelProfile mma = profile(20, 70, 40, "gmma");
+  mma.tensor_percent = 72;
+  EXPECT_EQ(class_of(mma), "tensor");
+  mma.tensor_percent = 30;  // tensor work, but another SM unit is what is busy
+  EXPECT_EQ(class_of(mma), "compute");
+}
+
+TEST(BottleneckTest, BankConflictsWhenTheyAreALargeShareOfRealWork) {
+  // A planted 32-way conflict: 31 of every 32 wavefronts are replays. The replays keep the
+  // shared pipe (and so the SM) busy, but the cure is padding, not fewer instructions.
+  auto planted = with_conflicts(profile(15, 70, 60, "mio_throttle"), 3.2e6, 3.1e6);
+  EXPECT_EQ(class_of(planted), "shared_bank_conflicts");
+  // A large share of few wavefronts (2% of the instructions): not what costs the time.
+  EXPECT_EQ(class_of(with_conflicts(profile(15, 70, 60, "mio_throttle"), 4e4, 2e4)), "compute");
+  // Many wavefronts, few of them replays (10%).
+  EXPECT_EQ(class_of(with_conflicts(profile(15, 70, 60, "mio_throttle"), 1e7, 1e6)), "compute");
+  // Behind a saturated DRAM, conflicts are not the limit.
+  EXPECT_EQ(class_of(with_conflicts(profile(85, 40, 60, "long_scoreboard"), 3.2e6, 3.1e6)),
+            "dram_bandwidth");
+}
+
+TEST(BottleneckTest, LatencyBoundKernelsByOccupancyThenTheirMainWait) {
+  EXPECT_EQ(class_of(profile(35, 15, 60, "long_scoreboard")), "memory_latency");
+  EXPECT_EQ(class_of(profile(35, 15, 18, "long_scoreboard")), "occupancy_latency");
+  EXPECT_EQ(class_of(profile(10, 20, 70, "barrier")), "latency");
+  EXPECT_EQ(class_of(KernelProfile{}), "unknown");  // nothing measured
+}
+
+TEST(BottleneckTest, StoredProfilesAndThePromptLine) {
+  KernelProfile copy = profile(88, 20, 90, "long_scoreboard");
+  EXPECT_EQ(bottleneck_of_profile_json(to_json(copy).dump()), "dram_bandwidth");
+  for (const char* none : {"{}", "", "not json", R"({"dram_percent": 90})", "[1]"})
+    EXPECT_EQ(bottleneck_of_profile_json(none), "unknown") << none;
+  // The memo answers as the function does, the second round from its memory.
+  BottleneckMemo memo;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(memo(to_json(copy).dump()), "dram_bandwidth");
+    EXPECT_EQ(memo(to_json(profile(35, 15, 18, "long_scoreboard")).dump()), "occupancy_latency");
+    EXPECT_EQ(memo("{}"), "unknown");
+  }
+  std::string line = describe_profile_and_bottleneck(copy);
+  EXPECT_EQ(line, describe_profile(copy) + " -> bound by DRAM bandwidth");
+  EXPECT_EQ(describe_profile_and_bottleneck(KernelProfile{}), describe_profile(KernelProfile{}));
+}
+
+// Two lineages that look the same to BM25 and every other term; only their slow kernels' newest
+// profiles differ: memory-latency-bound for one, compute-bound for the other.
+class RetrievalBottleneckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_.emplace(open_store(dir_ / "m.db"));
+    MemoryStore& s = *store_;
+    add_task(s, "transpose", {"transpose", "memory-bound", "fp32"});
+    int64_t slow_a = add_kernel(s, "transpose", kernel_source("transpose", "tiled alpha"));
+    int64_t fast_a = add_kernel(s, "transpose", kernel_source("transpose", "padded alpha"), slow_a);
+    int64_t slow_b = add_kernel(s, "transpose", kernel_source("transpose", "tiled omega"));
+    int64_t fast_b = add_kernel(s, "transpose", kernel_source("transpose", "padded omega"), slow_b);
+    compute_pair_ = add_pair(s, "transpose", slow_a, fast_a, 1.8, "padded tiles", {"transpose"});
+    latency_pair_ = add_pair(s, "transpose", slow_b, fast_b, 1.8, "padded tiles", {"transpose"});
+    // Each slow kernel was profiled twice; the newest profile is the one that counts.
+    add_profile(slow_a, profile(35, 15, 60, "long_scoreboard"));
+    add_profile(slow_a, profile(20, 75, 60, "math_pipe_throttle"));
+    add_profile(slow_b, profile(20, 75, 60, "math_pipe_throttle"));
+    add_profile(slow_b, profile(35, 15, 60, "long_scoreboard"));
+  }
+
+  void add_profile(int64_t kernel, const KernelProfile& p) {
+    EvaluationRecord e;
+    e.kernel_id = kernel;
+    e.task = "transpose";
+    e.gpu.model = "NVIDIA H100 80GB HBM3";
+    e.verdict = "ok";
+    e.median_us = 100;
+    e.profile_json = to_json(p).dump();
+    ASSERT_TRUE(store_->add_evaluation(e).ok());
+  }
+
+  RetrievalQuery query(const std::string& bottleneck) const {
+    RetrievalQuery q;
+    q.task = "transpose";
+    q.family_tags = {"transpose"};
+    q.kernel_source = "tiled";
+    q.k = 2;
+    q.bottleneck = bottleneck;
+    q.bottleneck_of_profile = bottleneck_of_profile_json;
+    return q;
+  }
+
+  std::vector<RetrievedPair> retrieve(const RetrievalQuery& q) {
+    auto result = store_->retrieve(q);
+    EXPECT_TRUE(result.ok()) << result.error();
+    EXPECT_EQ(result ? result->size() : 0, 2u);
+    return result && result->size() == 2 ? *result : std::vector<RetrievedPair>(2);
+  }
+
+  TempDir dir_;
+  std::optional<MemoryStore> store_;
+  int64_t compute_pair_ = 0, latency_pair_ = 0;
+};
+
+TEST_F(RetrievalBottleneckTest, APairWhoseSlowSideHadTheSameLimitRanksFirst) {
+  auto latency = retrieve(query("memory_latency"));
+  EXPECT_EQ(latency[0].pair.id, latency_pair_);
+  EXPECT_EQ(latency[0].slow_bottleneck, "memory_latency");
+  EXPECT_EQ(latency[1].slow_bottleneck, "compute");
+  EXPECT_NEAR(latency[0].score - latency[1].score, 0.4, 1e-9);
+  auto compute = retrieve(query("compute"));
+  EXPECT_EQ(compute[0].pair.id, compute_pair_);
+  EXPECT_NEAR(compute[0].score - compute[1].score, 0.4, 1e-9);
+}
+
+TEST_F(RetrievalBottleneckTest, AnUnknownClassChangesNothing) {
+  RetrievalQuery plain = query("");
+  plain.bottleneck_of_profile = nullptr;
+  auto before = retrieve(plain);
+  EXPECT_EQ(before[0].pair.id, compute_pair_);  // a tie goes to the lower id
+  EXPECT_DOUBLE_EQ(before[0].score, before[1].score);
+  RetrievalQuery no_classifier = query("memory_latency");
+  no_classifier.bottleneck_of_profile = nullptr;
+  for (const RetrievalQuery& q : {query(""), query("unknown"), no_classifier}) {
+    auto after = retrieve(q);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(after[i].pair.id, before[i].pair.id) << q.bottleneck;
+      EXPECT_EQ(after[i].score, before[i].score) << q.bottleneck;
+      EXPECT_EQ(after[i].slow_bottleneck, "unknown") << q.bottleneck;  // not even looked up
+    }
+  }
+}
+
+TEST_F(RetrievalTest, AProfiledQueryOverUnprofiledPairsScoresAsBefore) {
+  auto before = *store_->retrieve(query(5, true));
+  RetrievalQuery q = query(5, true);
+  q.bottleneck = "memory_latency";
+  q.bottleneck_of_profile = bottleneck_of_profile_json;
+  auto after = *store_->retrieve(q);
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(after[i].pair.id, before[i].pair.id);
+    EXPECT_EQ(after[i].score, before[i].score);
+  }
+}
+
+TEST(RetrievalScoringTest, TheBottleneckTermNeedsTwoEqualKnownClasses) {
+  RetrievalQuery q;
+  PairRecord pair;
+  double base = non_text_score(q, pair);
+  q.bottleneck = "memory_latency";
+  EXPECT_NEAR(non_text_score(q, pair, "memory_latency") - base, 0.4, 1e-12);
+  EXPECT_EQ(non_text_score(q, pair, "compute"), base);
+  EXPECT_EQ(non_text_score(q, pair, "unknown"), base);
+  EXPECT_EQ(non_text_score(q, pair), base);
+  q.bottleneck = "unknown";
+  EXPECT_EQ(non_text_score(q, pair, "unknown"), base);
+  q.bottleneck = "";
+  EXPECT_EQ(non_text_score(q, pair, ""), base);
 }
 
 }  // namespace

@@ -170,17 +170,62 @@ TEST(SchemaTest, RefusesADatabaseFromANewerKopt) {
   EXPECT_EQ(*db.query_int64("SELECT count(*) FROM tasks"), 1);
 }
 
+// A version-4 file that a version-3 kopt may still use opens, and is left at version 4.
 TEST(SchemaTest, OpensANewerDatabaseThatStaysCompatible) {
   TempDir dir;
   std::filesystem::path path = dir / "newer.db";
   { auto store = testing::open_store(path); }
   {
     sql::Database db = raw(path);
-    ASSERT_TRUE(db.execute("UPDATE meta SET value = '3' WHERE key = 'version'").ok());
+    ASSERT_TRUE(db.execute("UPDATE meta SET value = '4' WHERE key = 'version';"
+                           " UPDATE meta SET value = '3' WHERE key = 'last_compatible_version';")
+                    .ok());
   }
   auto store = MemoryStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error();
-  EXPECT_EQ(*schema_version(store->database()), 3);  // left as it was
+  EXPECT_EQ(*schema_version(store->database()), 4);  // left as it was
+  EXPECT_EQ(*compatible_version(store->database()), 3);
+}
+
+// Version 3 only adds a column with a default, so it records that a version-2 kopt can still use
+// the file, whether it was created at version 3 or migrated to it; and the statements of
+// version-2 code (explicit column lists, no profile_json) do work on it.
+TEST(SchemaTest, AVersion3DatabaseRecordsThatVersion2CodeCanUseIt) {
+  TempDir dir;
+  {
+    auto fresh = testing::open_store(dir / "fresh.db");
+    EXPECT_EQ(*schema_version(fresh.database()), 3);
+    EXPECT_EQ(*compatible_version(fresh.database()), 2);
+  }
+  std::filesystem::path path = dir / "migrated.db";
+  {
+    OpenOptions options;
+    options.target_version = 2;
+    auto v2 = MemoryStore::open(path, options);
+    ASSERT_TRUE(v2.ok()) << v2.error();
+    EXPECT_EQ(*compatible_version(v2->database()), 2);
+  }
+  auto store = testing::open_store(path);
+  sql::Database& db = store.database();
+  EXPECT_EQ(*schema_version(db), 3);
+  EXPECT_EQ(*compatible_version(db), 2);
+  // Version-2 code's evaluation INSERT (memory_store.cc before version 3), then its read.
+  ASSERT_TRUE(db.execute(R"(
+    INSERT INTO tasks(id, name, spec_hash, tags, spec_json, updated_at)
+      VALUES (1, 'axpy', 'h', '[]', '{}', 'now');
+    INSERT INTO kernels(id, sha256, source, task_id, created_at) VALUES (1, 'a', 'x', 1, 'now');
+    INSERT INTO evaluations(kernel_id, task_id, run_id, gpu_model, compute_capability,
+      driver_version, cuda_version, verdict, detail, tunables_json, median_us, noise,
+      baseline_us, speedup, sol_percent, resources_json, created_at)
+      VALUES (1, 1, NULL, 'H100', '9.0', '580', '13.0', 'ok', '', '{}', 250.0, 0.01, 300.0,
+              1.2, 80.0, '{}', 'now');)")
+                  .ok());
+  EXPECT_EQ(*db.query_text("SELECT e.id || ' ' || e.median_us || ' ' || e.created_at"
+                           " FROM evaluations e JOIN tasks t ON t.id = e.task_id"),
+            "1 250.0 now");
+  auto best = store.best_kernel("axpy", "H100");
+  ASSERT_TRUE(best.ok() && *best);
+  EXPECT_EQ((*best)->profile_json, "{}");  // this code reads the old row as "not profiled"
 }
 
 TEST(SchemaTest, RefusesAnotherApplicationsDatabase) {

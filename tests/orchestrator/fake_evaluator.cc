@@ -1,5 +1,6 @@
 #include "tests/orchestrator/fake_evaluator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <thread>
@@ -20,6 +21,17 @@ std::string script_value(const std::string& source, const std::string& key) {
     for (const std::string& word : split(t.substr(18), ' ')) {
       if (starts_with(word, key + "=")) return word.substr(key.size() + 1);
     }
+  }
+  return "";
+}
+
+// Everything after `key=` to the end of its "// test-evaluator:" line (a value with spaces), or "".
+std::string script_rest_of_line(const std::string& source, const std::string& key) {
+  for (const std::string& line : split(source, '\n')) {
+    std::string t = trim(line);
+    if (!starts_with(t, "// test-evaluator:")) continue;
+    size_t at = t.find(key + "=", 18);
+    if (at != std::string::npos && t[at - 1] == ' ') return trim(t.substr(at + key.size() + 1));
   }
   return "";
 }
@@ -47,6 +59,43 @@ TimingSummary timing(double median) {
   t.noise = 0.002;
   t.samples = 20;
   return t;
+}
+
+// The counters of a memory-bound kernel that the fake GPU "measures": DRAM throughput tracks the
+// share of the speed of light reached, so each kernel's numbers follow from its scripted times.
+KernelProfile derived_profile(double median_us, double sol_us) {
+  constexpr double kDramBytesPerUs = 3.35e6;  // an H100's 3.35 TB/s
+  KernelProfile p;
+  p.kernels = 1;
+  p.duration_us = median_us;
+  p.dram_percent = std::min(95.0, 100.0 * sol_us / median_us);
+  p.dram_read_bytes = kDramBytesPerUs * sol_us * 2 / 3;  // axpy-like: two reads per write
+  p.dram_write_bytes = kDramBytesPerUs * sol_us / 3;
+  p.l2_hit_percent = 12;
+  p.l1_hit_percent = 0;
+  p.sm_percent = p.dram_percent / 4;
+  p.occupancy_percent = 75;
+  p.instructions = 1e6;
+  p.stalls = {{"long_scoreboard", 60}, {"selected", 15}, {"wait", 10}, {"not_selected", 8}};
+  p.passes = 15;
+  p.profile_ms = 500;
+  return p;
+}
+
+// What the real worker's profile pass would answer: a profile only when one is asked for and the
+// candidate is a new best (faster than profile_below_us, or any with 0); a scripted profile_note
+// (e.g. "profiling unavailable: ...") instead of the counters, on every such candidate.
+void add_profile(const EvalRequest& request, EvalResult& result) {
+  const EvalOptions& options = request.options;
+  double median = result.candidate_time->median_us;
+  if (options.profile != "cupti") return;
+  if (options.profile_below_us > 0 && median >= options.profile_below_us) return;
+  std::string note = script_rest_of_line(request.candidate.source, "profile_note");
+  if (!note.empty()) {
+    result.profile_note = note;
+    return;
+  }
+  result.profile = derived_profile(median, result.sol_us);
 }
 
 }  // namespace
@@ -127,6 +176,7 @@ Result<EvalResult> FakeEvaluator::evaluate(const EvalRequest& request) {
   result.sol_us = scripted_number(request.candidate.source, "sol_us", 50.0);
   result.sol_percent = 100.0 * result.sol_us / median;
   result.resources = KernelResources{24, 0, 0, 0, 1.0};
+  add_profile(request, result);
   return result;
 }
 

@@ -5,10 +5,21 @@
 //   // test-evaluator: time_us=85          the candidate's median time (default 100)
 //   // test-evaluator: verdict=incorrect   any verdict name (sandbox/verdict.h)
 //   // test-evaluator: sol_us=40           the speed-of-light time (default 50)
+//   // test-evaluator: profile_note=profiling unavailable: ERR_NVGPUCTRPERM
+//                                          (the rest of the line) answered instead of a profile
 //
 // and by the tunables: a kernel with a BLOCK tunable takes (1 + 0.1 * |log2(BLOCK / 512)|) times
 // its scripted time, so the tuner has a real optimum to find (BLOCK=512). The baseline in the
 // request is timed the same way, so speedups are ratios of scripted times.
+//
+// Profiles: when the request asks for one (options.profile "cupti") and the verified candidate
+// is faster than options.profile_below_us (or that is 0), as the worker's profile pass decides,
+// the result carries a KernelProfile derived from the scripted times alone: a memory-bound
+// kernel whose DRAM throughput is its share of the speed of light (100 * sol_us / time, at most
+// 95%), 1/4 of that as SM throughput, L2 hit 12%, occupancy 75%, top stall long scoreboard 60%.
+// So its numbers, and the prompt line built from them, follow from each kernel's time. A kernel
+// with a profile_note gets that note instead, every time (as a worker restarted after each
+// crash would say it), so the daemon's "said once per run" is what is tested.
 #pragma once
 
 #include <atomic>

@@ -8,11 +8,14 @@
 #include <thread>
 
 #include "agents/prompt_library.h"
+#include "common/files.h"
 #include "common/sha256.h"
+#include "sandbox/profile_bottleneck.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "tests/agents/scripted_llm.h"
 #include "tests/orchestrator/fake_evaluator.h"
 #include "tests/orchestrator/orchestrator_test_support.h"
+#include "tests/support/log_capture.h"
 
 namespace kopt::orchestrator {
 namespace {
@@ -419,6 +422,130 @@ TEST_F(OrchestratorTest, ABusyGpuNeverBecomesAResultAWinOrAFailureOfTheTask) {
   EXPECT_EQ(outcome->progress.tasks[0].candidates, 0);
   EXPECT_EQ(outcome->progress.tasks[0].note.find("the evaluator keeps failing"), std::string::npos)
       << outcome->progress.tasks[0].note;
+}
+
+// One verified evaluation as stored, in the order the daemon judged them.
+struct StoredEvaluation {
+  std::string origin;  // the kernel's origin_agent ("baseline", "coder"), "tuner" for the tuner's
+  double median_us = 0;
+  std::string profile_json;
+};
+
+std::vector<StoredEvaluation> verified_evaluations(const std::filesystem::path& db) {
+  auto database = sql::Database::open(db, {});
+  if (!database) throw std::runtime_error(database.error());
+  auto statement = database->prepare(
+      "SELECT CASE WHEN k.origin_tuner THEN 'tuner' ELSE k.origin_agent END, e.median_us,"
+      " e.profile_json FROM evaluations e JOIN kernels k ON k.id = e.kernel_id"
+      " WHERE e.verdict = 'ok' ORDER BY e.id");
+  if (!statement) throw std::runtime_error(statement.error());
+  std::vector<StoredEvaluation> rows;
+  while (true) {
+    auto row = statement->step();
+    if (!row) throw std::runtime_error(row.error());
+    if (!*row) return rows;
+    rows.push_back(
+        {statement->column_text(0), statement->column_double(1), statement->column_text(2)});
+  }
+}
+
+KernelProfile stored_profile(const std::string& profile_json) {
+  auto profile = kernel_profile_from_json(nlohmann::json::parse(profile_json));
+  if (!profile) throw std::runtime_error(profile.error());
+  return *profile;
+}
+
+// Issue 14 end to end: the daemon asks for counters on every new best, the (fake) worker answers
+// for those only, the real store keeps them with the evaluation, and the planner's next prompt
+// shows where the best kernel's time goes. A beam of one makes every planner prompt start from
+// the task's best kernel at that moment.
+TEST_F(OrchestratorTest, ANewBestsProfileReachesTheStoreAndTheNextPlannerPrompt) {
+  FakeEvaluator evaluator;
+  ScriptedLlm llm;
+  llm.set_default("planner", kPlans);
+  llm.reply("coder", kopt::testing::replay_file("01_axpy_vec4.txt"));
+  llm.set_default("coder", kopt::testing::replay_file("05_axpy_unrolled.txt"));
+  llm.set_default("summarizer", kLesson);
+  RunOptions o = options({"axpy"}, true);
+  o.max_in_flight = 1;  // one job at a time: "the best so far" is the order of evaluation
+  o.search.beam_width = 1;
+  o.stall.backoff_initial = std::chrono::milliseconds(20);
+  Orchestrator orchestrator(o, deps(evaluator, &llm));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, "finished");
+
+  // Exactly the new bests carry counters: the baseline (the first), then each verified kernel
+  // faster than every one before it. The others were not profiled.
+  auto rows = verified_evaluations(db_path());
+  ASSERT_GE(rows.size(), 8u);
+  double best = 0;
+  int profiled = 0, not_profiled = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    bool new_best = best == 0 || rows[i].median_us < best;
+    EXPECT_EQ(rows[i].profile_json != "{}", new_best)
+        << "evaluation " << i << " (" << rows[i].origin << ", " << rows[i].median_us << " us)";
+    (new_best ? profiled : not_profiled)++;
+    if (new_best) best = rows[i].median_us;
+  }
+  EXPECT_GE(profiled, 3);  // the baseline, its tuned BLOCK=512, the float4 kernel (and tuned)
+  EXPECT_GE(not_profiled, 3);
+  ASSERT_EQ(rows[0].origin, "baseline");
+  KernelProfile baseline = stored_profile(rows[0].profile_json);
+  EXPECT_NEAR(baseline.dram_percent, 100.0 * 50 / 110, 1e-9);  // sol 50 us of 110 us
+  EXPECT_NEAR(best, 85.0, 1e-9);                               // the float4 kernel at BLOCK=512
+  std::string best_json = kopt::testing::query_text(
+      db_path(),
+      "SELECT profile_json FROM evaluations WHERE verdict = 'ok' ORDER BY median_us,"
+      " id LIMIT 1");
+  KernelProfile best_profile = stored_profile(best_json);
+  EXPECT_NEAR(best_profile.dram_percent, 100.0 * 50 / 85, 1e-9);
+
+  // The first planner prompt started from the tuned baseline (100 us, DRAM 50%); the last one
+  // from the best kernel, with the line built from its stored numbers and its class.
+  auto planner_prompts = llm.prompts("planner");
+  ASSERT_GE(planner_prompts.size(), 2u);
+  EXPECT_NE(planner_prompts.front().find("DRAM 50% of peak"), std::string::npos)
+      << planner_prompts.front();
+  std::string best_line = describe_profile_and_bottleneck(best_profile);
+  EXPECT_NE(best_line.find("DRAM 59% of peak"), std::string::npos) << best_line;
+  EXPECT_NE(best_line.find(" -> bound by memory latency"), std::string::npos) << best_line;
+  EXPECT_NE(planner_prompts.back().find("## Where the time goes (hardware counters at the timed "
+                                        "shape)\n\n" +
+                                        best_line),
+            std::string::npos)
+      << planner_prompts.back();
+  EXPECT_EQ(planner_prompts.front().find(best_line), std::string::npos);
+}
+
+// Without counter permission the fake worker answers every new best with the note instead of a
+// profile: the run goes on as before, stores no counters, and says it once.
+TEST_F(OrchestratorTest, WithoutProfilingTheRunGoesOnAndSaysSoOnce) {
+  FakeEvaluator evaluator;
+  auto task = kopt::testing::copy_task("axpy", dir_ / "tasks");
+  auto baseline = read_file(task / "baseline.cu");
+  ASSERT_TRUE(baseline) << baseline.error();
+  const std::string note =
+      "profiling unavailable: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES (ERR_NVGPUCTRPERM)";
+  kopt::testing::write_text(task / "baseline.cu",
+                            *baseline + "// test-evaluator: profile_note=" + note + "\n");
+  RunOptions o;
+  o.task_dirs = {task};
+  o.use_llm = false;
+  o.max_in_flight = 1;
+  kopt::testing::LogCapture log;
+  Orchestrator orchestrator(o, deps(evaluator));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_NEAR(outcome->progress.tasks.at(0).best_speedup, 1.1, 1e-9);  // the tuner still won
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'ok'"), 4);
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE profile_json != '{}'"), 0);
+  // Two new bests (the baseline and BLOCK=512) each got the note; the log has it once.
+  std::string text = log.text();
+  size_t first = text.find(note);
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find(note, first + 1), std::string::npos) << text;
 }
 
 }  // namespace
