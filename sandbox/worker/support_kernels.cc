@@ -13,7 +13,7 @@ namespace kopt::worker {
 namespace {
 
 struct DeviceStats {
-  uint64_t failed, non_finite, expected_non_finite, actual_nonzero, expected_nonzero, worst,
+  uint64_t failed, non_finite, expected_non_finite, actual_nonzero, expected_unlike_zero, worst,
       worst_index;
 };
 
@@ -171,7 +171,7 @@ Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr exp
   out.non_finite = host.non_finite;
   out.expected_non_finite = host.expected_non_finite;
   out.actual_nonzero = host.actual_nonzero;
-  out.expected_nonzero = host.expected_nonzero;
+  out.expected_unlike_zero = host.expected_unlike_zero;
   uint32_t err_bits = static_cast<uint32_t>(host.worst >> 32);
   float err = 0;
   std::memcpy(&err, &err_bits, sizeof err);

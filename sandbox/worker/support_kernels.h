@@ -22,7 +22,7 @@ struct CompareStats {
   uint64_t non_finite = 0;  // NaN/Inf in actual where expected is finite
   uint64_t expected_non_finite = 0;
   uint64_t actual_nonzero = 0;
-  uint64_t expected_nonzero = 0;
+  uint64_t expected_unlike_zero = 0;  // reference elements outside tolerance of zero
   double max_error = 0;
   int64_t worst_index = -1;  // an element with the largest error (or the first non-finite)
 };

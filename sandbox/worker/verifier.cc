@@ -171,7 +171,7 @@ Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
   if (stats->non_finite > 0) {
     what = std::to_string(stats->non_finite) + " of " + std::to_string(n) + " elements of '" +
            output.name + "' are NaN or Inf (never written, or invalid arithmetic)";
-  } else if (stats->actual_nonzero == 0 && stats->expected_nonzero > 0) {
+  } else if (stats->actual_nonzero == 0 && stats->expected_unlike_zero > 0) {
     what = "'" + output.name + "' is all zeros but the reference is not";
   } else if (double(stats->failed) > (1.0 - tol.min_pass_fraction) * double(n)) {
     what = std::to_string(stats->failed) + " of " + std::to_string(n) + " elements of '" +

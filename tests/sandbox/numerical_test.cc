@@ -37,6 +37,12 @@ EvalRequest request(const std::string& task, const KernelSource& candidate, bool
   r.options.time = false;
   r.options.check_holdout = false;
   r.options.stress = stress;
+  // One fixed seed: the regular rounds draw from the task's own distributions, and a planted bug
+  // can show there too, rarely. gelu_tanh_through_exp overflows for |x| > 9.4, 6.3 standard
+  // deviations of gelu's inputs: a 134M-element sweep holds such a value for a few percent of
+  // fresh seeds (seen once on an H100, 2026-11-25: caught by sweep round 1, not 'std 40'). With
+  // the seed fixed, "caught by its stress round" is a reproducible claim.
+  r.options.seed = 20261125;
   return r;
 }
 
