@@ -15,7 +15,7 @@ import sys
 
 import benchlib
 from benchlib import fmt, log
-from profile_fidelity import CASES
+from profile_fidelity import CASES, profile_options
 
 
 def main():
@@ -39,7 +39,7 @@ def main():
         runs = []
         try:
             source = (benchlib.ROOT / kernel).read_text()
-            options = {"profile": "cupti", "time": False, "rounds": 1, "check_holdout": False}
+            options = profile_options("cupti")  # what the fidelity table's kopt side asks
             for _ in range(args.repeats):
                 result, error, wall_ms = worker.evaluate(tasks[task], source,
                                                          pathlib.Path(kernel).name,

@@ -83,12 +83,17 @@ def summarize(kernels):
     }
 
 
+def profile_options(profile):
+    """A verified, untimed evaluation with options.profile = `profile` ("cupti" or "bracket")."""
+    return {"profile": profile, "time": False, "rounds": 1, "check_holdout": False}
+
+
 def evaluate(worker_binary, task, kernel, profile, log_path=None):
     """One verified, untimed evaluation of `kernel` with options.profile = `profile`."""
     worker = benchlib.Worker(worker_binary, log_path=log_path)
     try:
         source = (benchlib.ROOT / kernel).read_text()
-        options = {"profile": profile, "time": False, "rounds": 1, "check_holdout": False}
+        options = profile_options(profile)
         result, error, wall_ms = worker.evaluate(task, source, pathlib.Path(kernel).name,
                                                  baseline=False, options=options, timeout=600)
     finally:

@@ -134,4 +134,12 @@ Result<KernelProfile> kernel_profile_from_json(const json& j, const std::string&
   return p;
 }
 
+std::optional<KernelProfile> stored_kernel_profile(const std::string& profile_json) {
+  auto j = json::parse(profile_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.empty()) return std::nullopt;
+  auto profile = kernel_profile_from_json(j);
+  if (!profile) return std::nullopt;
+  return *profile;
+}
+
 }  // namespace kopt

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ nlohmann::json to_json(const KernelProfile& profile);
 // Errors name the JSON path under `path` ("$.profile.stalls[2].percent").
 Result<KernelProfile> kernel_profile_from_json(const nlohmann::json& j,
                                                const std::string& path = "$");
+// A profile as the memory stores it (evaluations.profile_json): "" and "{}" mean "not
+// profiled", and so does text that does not read as a profile (nothing to show or match).
+std::optional<KernelProfile> stored_kernel_profile(const std::string& profile_json);
 
 // One line of "where the time goes" for a prompt or a table: "DRAM 61% of peak (805 MB),
 // L2 hit 12%, L1 hit 0%, SM 18%, achieved occupancy 50%, top stalls: long scoreboard 48%, ...".

@@ -1,7 +1,5 @@
 #include "sandbox/profile_bottleneck.h"
 
-#include <nlohmann/json.hpp>
-
 namespace kopt {
 
 namespace {
@@ -117,9 +115,7 @@ std::string describe_profile_and_bottleneck(const KernelProfile& profile) {
 }
 
 std::string bottleneck_of_profile_json(const std::string& profile_json) {
-  auto j = nlohmann::json::parse(profile_json, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.empty()) return bottleneck_name(Bottleneck::kUnknown);
-  auto profile = kernel_profile_from_json(j);
+  auto profile = stored_kernel_profile(profile_json);
   return bottleneck_name(profile ? classify_bottleneck(*profile) : Bottleneck::kUnknown);
 }
 

@@ -159,8 +159,8 @@ void print_profiles(MemoryStore& store, const PairRecord& p) {
   for (auto [side, id] :
        {std::pair{"slow", p.slow_kernel_id}, std::pair{"fast", p.fast_kernel_id}}) {
     auto text = store.latest_profile(id);
-    if (!text || text->empty()) continue;
-    auto profile = kernel_profile_from_json(nlohmann::json::parse(*text, nullptr, false));
+    if (!text) continue;
+    auto profile = stored_kernel_profile(*text);
     if (!profile) continue;
     std::printf("%s side: %.2f us under the profiler; %s\n", side, profile->duration_us,
                 describe_profile_and_bottleneck(*profile).c_str());

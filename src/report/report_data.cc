@@ -48,9 +48,7 @@ void earliest(const Records& records, double& origin, std::string& origin_text) 
 }  // namespace
 
 std::vector<std::string> profile_cells(const std::string& profile_json) {
-  auto j = nlohmann::json::parse(profile_json, nullptr, false);
-  if (j.is_discarded() || j.empty()) return {};
-  auto p = kernel_profile_from_json(j);
+  auto p = stored_kernel_profile(profile_json);
   if (!p) return {};
   auto top = p->top_stalls(1);
   return {
