@@ -21,7 +21,7 @@ for task in ("cross_entropy", "softmax"):
                   "spec_hash": hashlib.sha256(spec.encode()).hexdigest(), "tags": [],
                   "spec_json": spec, "updated_at": "2026-11-25T05:00:00Z"})
     kernels.append({"type": "kernel", "sha256": sha, "task": task, "parent_sha256": "",
-                    "origin": {"agent": "fixture", "model": "", "prompt_template": "", "tuner": ""},
+                    "origin": {"agent": "fixture", "model": "", "prompt_template": "", "tuner": False},
                     "tunables": {}, "created_at": "2026-11-25T05:00:00Z", "source": source})
     evaluations.append({"type": "evaluation", "kernel_sha256": sha, "task": task,
                         "gpu": {"model": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",

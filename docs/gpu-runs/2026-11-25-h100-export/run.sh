@@ -8,7 +8,8 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
-BIN=$ROOT/../bin
+BIN=$ROOT/build/bin
+TESTBIN=$ROOT/build/tests/memory_store
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/run.log") 2>&1
@@ -21,7 +22,7 @@ cmake --version | head -1; g++ --version | head -1
 t() { local s=$(date +%s.%N); "$@"; local rc=$?; echo "TIME $(echo "$(date +%s.%N) - $s" | bc) s rc=$rc: $*"; return $rc; }
 
 echo "== 1. export_selftest_gpu_test"
-t "$BIN/export_selftest_gpu_test" 2>&1 | tail -60
+t "$TESTBIN/export_selftest_gpu_test" 2>&1 | tail -60
 
 echo "== 2. cross_entropy and softmax"
 W=$(mktemp -d)
