@@ -19,7 +19,7 @@ nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader
 python3 -c "import torch, pytest; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'pytest', pytest.__version__)"
 cmake --version | head -1; g++ --version | head -1
 
-t() { local s=$(date +%s.%N); "$@"; local rc=$?; echo "TIME $(echo "$(date +%s.%N) - $s" | bc) s rc=$rc: $*"; return $rc; }
+t() { local s=$(date +%s.%N); "$@"; local rc=$?; echo "TIME $(awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s rc=$rc: $*"; return $rc; }
 
 echo "== 1. export_selftest_gpu_test"
 t "$TESTBIN/export_selftest_gpu_test" 2>&1 | tail -60
