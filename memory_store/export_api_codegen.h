@@ -1,8 +1,8 @@
 // The plain C++ face of an exported kernel: TASK_api.h declares one function per kernel file of
 // the task (`kopt_TASK_launch`, and `kopt_TASK_reference_launch` when its reference is exported)
-// that any C++ file can call without nvcc; TASK_api.cu and TASK_reference_api.cu define them by
-// including the launcher headers, one kernel file per translation unit. The CMake library
-// targets, the self-test and the PyTorch binding all call these.
+// that any C++ file can call; TASK_api.cc and TASK_reference_api.cc define them by including the
+// launcher headers (plain C++ over the device code kopt compiled), one kernel file per file. The
+// CMake library targets, the self-test and the PyTorch binding all call these.
 #pragma once
 
 #include <string>
@@ -17,7 +17,7 @@ std::string api_prefix(const TaskSpec& task, bool reference);
 // TASK_api.h: the launch and workspace_bytes functions of the kernel (and of the reference).
 std::string generate_api_header(const TaskSpec& task, bool with_reference);
 
-// TASK_api.cu or TASK_reference_api.cu: the functions, forwarding to the launcher of `cuh_file`
+// TASK_api.cc or TASK_reference_api.cc: the functions, forwarding to the launcher of `cuh_file`
 // in namespace `launcher_namespace`.
 std::string generate_api_source(const TaskSpec& task, bool reference, const std::string& cuh_file,
                                 const std::string& launcher_namespace);

@@ -1,22 +1,30 @@
 // The files that make an export folder drop into a CMake project and a PyTorch codebase, and
 // keep it verifiable there:
 //
-//   CMakeLists.txt        a library target kopt::TASK per task (CUDA_ARCHITECTURES of the GPU it
-//                         was verified on), usable with add_subdirectory; self-tests with ctest
-//   TASK_api.h / .cu      plain C++ entry points (export_api_codegen.h)
-//   TASK.reference.cu/.cuh, TASK_reference_api.cu   the task's reference, for the self-test
-//   TASK_selftest.cu, kopt_selftest.h               the self-test (export_selftest_codegen.h)
-//   kopt_torch.py, kopt_torch_binding.cpp            the PyTorch binding (export_torch_codegen.h)
-//   test_kopt_kernels.py                             the same checks under pytest
+//   CMakeLists.txt        a library target kopt::TASK per task, plain C++ (no CUDA compiler: the
+//                         device code is kopt's NVRTC output), usable with add_subdirectory;
+//                         self-tests with ctest
+//   TASK.cu               the verified source, for reading only: nothing compiles it
+//   TASK_image.cc, TASK.cubin, TASK.ptx   the device code kopt compiled (export_device_image.h)
+//   TASK.cuh, kopt_cuda_image.h            the launcher that loads and launches it
+//   TASK_api.h / .cc      plain C++ entry points (export_api_codegen.h)
+//   TASK.reference.*, TASK_reference_*    the task's reference, compiled the same way, for the
+//                                         self-test
+//   TASK_selftest.cc, kopt_selftest.h     the self-test (export_selftest_codegen.h)
+//   kopt_plan_TASK.py, kopt_torch.py      the PyTorch binding: the same device code launched
+//                                         through the driver API by ctypes, nothing to build
+//   test_kopt_kernels.py                  the same checks under pytest
 #pragma once
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
+#include "memory_store/export_device_image.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
 
@@ -25,11 +33,13 @@ namespace kopt::exporter {
 // One exported task as the folder-wide files need it.
 struct BundleTask {
   TaskSpec spec;
-  std::string cuda_architecture;             // "90" for compute capability 9.0
-  std::vector<std::string> compile_options;  // the kernel's, as it was verified
-  bool has_reference = false;                // TASK.reference.cu is in the folder
-  std::vector<std::string> reference_compile_options;
-  std::string provenance;  // "1.11x over the baseline on NVIDIA H100 ..."
+  std::string cuda_architecture;  // "90" for compute capability 9.0
+  bool has_reference = false;     // the reference's files are in the folder
+  std::string provenance;         // "1.11x over the baseline on NVIDIA H100 ..."
+  // What the manifest records of the device code (the kernel's; the reference's under
+  // "reference_image"): file names and sha256 of the CUBIN and PTX, the NVRTC options.
+  nlohmann::json image;
+  nlohmann::json reference_image;
 };
 
 struct BundleFile {
@@ -45,15 +55,19 @@ struct TaskFilesInput {
   std::map<std::string, int64_t> tunables;      // the verified values
   std::string provenance;                       // one line for the headers
   std::optional<std::string> reference_source;  // the task's reference.cu, when found
+  std::string compute_capability;               // of the GPU it was verified on: "9.0"
 };
 
-// TASK.cu, TASK.cuh, TASK_api.h, TASK_api.cu and, with a reference, TASK.reference.cu,
-// TASK.reference.cuh, TASK_reference_api.cu and TASK_selftest.cu. `bundle` gets the task's
-// entry for the folder-wide files (cuda_architecture and provenance are the caller's).
+// TASK.cu, its device code and launcher, TASK_api.h, TASK_api.cc, kopt_plan_TASK.py and, with a
+// reference, the same of TASK.reference.cu and TASK_selftest.cc. The kernel file and the
+// reference are compiled by NVRTC here; an error when either does not compile. `bundle` gets
+// the task's entry for the folder-wide files (cuda_architecture and provenance are the
+// caller's).
 Result<std::vector<BundleFile>> generate_task_files(const TaskFilesInput& input,
                                                     BundleTask& bundle);
 
-// CMakeLists.txt, kopt_selftest.h and the PyTorch files for every task of the folder.
+// CMakeLists.txt, kopt_selftest.h, kopt_cuda_image.h and the PyTorch files for every task of
+// the folder.
 Result<std::vector<BundleFile>> generate_shared_files(const std::vector<BundleTask>& tasks);
 
 // The task's reference.cu under `tasks_root` (TASK/reference.cu beside a task.json whose
@@ -69,7 +83,21 @@ std::string cuda_architecture_of(const std::string& compute_capability);
 // CMakeLists.txt for `tasks`.
 std::string generate_cmake_lists(const std::vector<BundleTask>& tasks);
 
-// kopt_torch.py, kopt_torch_binding.cpp and test_kopt_kernels.py for `tasks`.
+// kopt_torch.py and test_kopt_kernels.py for `tasks`.
 Result<std::vector<BundleFile>> generate_torch_files(const std::vector<BundleTask>& tasks);
+
+// kopt_plan_TASK.py: the launch plans of the kernel (and of the reference) over their device
+// code files, for kopt_torch.py.
+Result<std::string> generate_python_plan(const TaskSpec& task, const KernelFile& kernel,
+                                         const DeviceImage& image,
+                                         const std::map<std::string, int64_t>& tunables,
+                                         const KernelFile* reference,
+                                         const DeviceImage* reference_image);
+
+// torch's name of a dtype ("float32", "bfloat16").
+const char* torch_dtype_name(DType dtype);
+
+// A plan expression over sizes as Python over the dict `s`: integer division stays integer.
+Result<std::string> expression_to_python(const std::string& expression);
 
 }  // namespace kopt::exporter

@@ -1,20 +1,12 @@
 // The export's CMakeLists.txt: one static library per task, the reference and the self-test
-// beside it, and nothing that needs kopt.
+// beside it, all plain C++ over the device code kopt compiled: no CUDA compiler, nothing that
+// needs kopt, and no text of a kernel's author compiled by the host compiler.
 #include <sstream>
 
+#include "common/text_escape.h"
 #include "memory_store/export_bundle.h"
 
 namespace kopt::exporter {
-
-namespace {
-
-std::string cuda_options(const std::vector<std::string>& options) {
-  std::string out;
-  for (const auto& o : options) out += " \"$<$<COMPILE_LANGUAGE:CUDA>:" + o + ">\"";
-  return out;
-}
-
-}  // namespace
 
 std::string cuda_architecture_of(const std::string& compute_capability) {
   size_t dot = compute_capability.find('.');
@@ -33,69 +25,50 @@ std::string generate_cmake_lists(const std::vector<BundleTask>& tasks) {
 #   target_link_libraries(your_target PRIVATE kopt::axpy)   # then #include "axpy_api.h"
 # Alone, with the self-tests (they need a GPU to run; without one ctest reports them skipped):
 #   cmake -S . -B build && cmake --build build && ctest --test-dir build
-# Each kernel is built for the GPU it was verified on; -DKOPT_CUDA_ARCHITECTURES=... overrides.
+# Everything here is plain C++: each kernel's device code is the CUBIN (and PTX) that kopt
+# compiled with NVRTC and verified, held as data in TASK_image.cc and loaded through the CUDA
+# runtime. The .cu files are the sources, for reading only: no target compiles them. Needs the
+# CUDA toolkit's runtime library (12.x or newer) and a driver at least as new as the CUDA
+# version the kernel was verified with (manifest.json).
 cmake_minimum_required(VERSION 3.21)
-project(kopt_kernels LANGUAGES CXX CUDA)
+project(kopt_kernels LANGUAGES CXX)
 
 find_package(CUDAToolkit REQUIRED)
 option(KOPT_KERNELS_SELFTEST
        "Build each kernel's self-test against its reference and register it with ctest"
        ${PROJECT_IS_TOP_LEVEL})
-set(KOPT_CUDA_ARCHITECTURES "" CACHE STRING
-    "CUDA architectures for every kernel (empty: each kernel's verified GPU)")
 if(PROJECT_IS_TOP_LEVEL AND KOPT_KERNELS_SELFTEST)
   enable_testing()
 endif()
 
-# CUB and libcu++ (the CUDA 13 toolkit keeps them under include/cccl), as NVRTC saw them.
-set(kopt_cccl_include "")
-foreach(dir IN LISTS CUDAToolkit_INCLUDE_DIRS)
-  if(EXISTS "${dir}/cccl")
-    list(APPEND kopt_cccl_include "${dir}/cccl")
-  endif()
-endforeach()
-
-function(kopt_cuda_target target architecture)
-  if(KOPT_CUDA_ARCHITECTURES)
-    set(architecture "${KOPT_CUDA_ARCHITECTURES}")
-  endif()
-  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${kopt_cccl_include})
-  target_compile_features(${target} PUBLIC cxx_std_17)
-  set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${architecture}"
-                                             POSITION_INDEPENDENT_CODE ON)
-endfunction()
-
-# A kernel file's entry points (TASK_api.cu) as a static library, compiled with the options it
-# was verified with.
-function(kopt_kernel_library target source architecture)
-  add_library(${target} STATIC ${source})
+# A kernel file's entry points (TASK_api.cc) and device code (TASK_image.cc) as a static library.
+function(kopt_kernel_library target)
+  add_library(${target} STATIC ${ARGN})
   target_include_directories(${target} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(${target} PUBLIC CUDA::cudart)
-  kopt_cuda_target(${target} ${architecture})
-  target_compile_options(${target} PRIVATE ${ARGN})
+  target_compile_features(${target} PUBLIC cxx_std_17)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
 )cmake";
   for (const auto& t : tasks) {
+    // Task names are [a-z0-9_-] (checked before export); the provenance is free text.
     const std::string& name = t.spec.name;
-    const std::string arch = t.cuda_architecture.empty() ? "native" : t.cuda_architecture;
-    c << "\n# " << name << ": " << t.provenance << "\n"
-      << "kopt_kernel_library(kopt_" << name << " " << name << "_api.cu " << arch
-      << cuda_options(t.compile_options) << ")\n"
+    c << "\n# " << name << ": " << hash_comment_text(t.provenance) << "\n"
+      << "kopt_kernel_library(kopt_" << name << " " << name << "_api.cc " << name << "_image.cc)\n"
       << "add_library(kopt::" << name << " ALIAS kopt_" << name << ")\n";
     if (!t.has_reference) {
       c << "# (no self-test: the task's reference.cu was not found when this was exported)\n";
       continue;
     }
     c << "if(KOPT_KERNELS_SELFTEST)\n"
-      << "  kopt_kernel_library(kopt_" << name << "_reference " << name << "_reference_api.cu "
-      << arch << cuda_options(t.reference_compile_options) << ")\n"
-      << "  add_executable(kopt_" << name << "_selftest " << name << "_selftest.cu)\n"
+      << "  kopt_kernel_library(kopt_" << name << "_reference " << name << "_reference_api.cc "
+      << name << "_reference_image.cc)\n"
+      << "  add_executable(kopt_" << name << "_selftest " << name << "_selftest.cc)\n"
       << "  target_link_libraries(kopt_" << name << "_selftest PRIVATE kopt_" << name << " kopt_"
       << name << "_reference)\n"
-      << "  kopt_cuda_target(kopt_" << name << "_selftest " << arch << ")\n"
       << "  add_test(NAME kopt_" << name << "_selftest COMMAND kopt_" << name << "_selftest)\n"
       << "  set_tests_properties(kopt_" << name
-      << "_selftest PROPERTIES SKIP_RETURN_CODE 77 LABELS \"kopt;gpu\")\n"
+      << "_selftest PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS \"kopt;gpu\")\n"
       << "endif()\n";
   }
   return c.str();

@@ -1,10 +1,13 @@
-// The export's PyTorch binding: kopt_torch.py (argument checks in Python, one
-// torch.utils.cpp_extension module per kernel file, built on first use, and torch.library ops
-// kopt::TASK), kopt_torch_binding.cpp (the raw entry points) and test_kopt_kernels.py (pytest).
-// Only the task tables are generated; the rest is the fixed text in export_torch_support.cc.
+// The export's PyTorch binding: kopt_torch.py (argument checks in Python, each task's device
+// code launched through the CUDA driver API by ctypes from its plan, kopt_plan_TASK.py, so
+// nothing is compiled at import or first call; torch.library ops kopt::TASK) and
+// test_kopt_kernels.py (pytest). Only the task tables are generated; the rest is the fixed text
+// in export_torch_support.cc. Free text (descriptions, GPU names) reaches Python only as string
+// literals (common/text_escape.h).
 #include <regex>
 #include <sstream>
 
+#include "common/text_escape.h"
 #include "memory_store/export_api_codegen.h"
 #include "memory_store/export_bundle.h"
 #include "memory_store/export_selftest_codegen.h"
@@ -20,40 +23,7 @@ std::string python_number(double value) {
   return text == "inf" || text == "-inf" || text == "nan" ? "float('" + text + "')" : text;
 }
 
-std::string python_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-const char* torch_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "float32";
-    case DType::kF16:
-      return "float16";
-    case DType::kBF16:
-      return "bfloat16";
-    case DType::kI32:
-      return "int32";
-    case DType::kI64:
-      return "int64";
-  }
-  return "float32";
-}
-
-// A plan expression over sizes as Python over the dict `s`: integer division stays integer.
-Result<std::string> expression_to_python(const std::string& expression) {
-  return rewrite_expression(
-      expression, {"", "_", "//", [](const std::string& n) { return "s[\"" + n + "\"]"; }});
-}
+std::string python_string(const std::string& text) { return python_string_literal(text); }
 
 Result<std::string> shape_lambda(const TensorSpec& tensor) {
   std::string dims;
@@ -120,12 +90,6 @@ Result<std::string> init_entry(const TensorSpec& tensor) {
          ", lambda s: " + python_number(init.stddev) + ")";
 }
 
-std::string string_list(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += python_string(i) + ", ";
-  return "[" + out + "]";
-}
-
 Result<std::string> task_table_entry(const BundleTask& bt) {
   const TaskSpec& task = bt.spec;
   std::ostringstream e;
@@ -136,14 +100,14 @@ Result<std::string> task_table_entry(const BundleTask& bt) {
     auto shape = shape_lambda(t);
     auto init = init_entry(t);
     if (!shape || !init) return make_error(!shape ? shape.error() : init.error());
-    e << "            (" << python_string(t.name) << ", \"" << torch_dtype(t.dtype) << "\", "
+    e << "            (" << python_string(t.name) << ", \"" << torch_dtype_name(t.dtype) << "\", "
       << *shape << ", " << *init << "),\n";
   }
   e << "        ],\n        \"outputs\": [\n";
   for (const auto& t : task.outputs) {
     auto shape = shape_lambda(t);
     if (!shape) return make_error(shape.error());
-    e << "            (" << python_string(t.name) << ", \"" << torch_dtype(t.dtype) << "\", "
+    e << "            (" << python_string(t.name) << ", \"" << torch_dtype_name(t.dtype) << "\", "
       << *shape << "),\n";
   }
   e << "        ],\n        \"sizes\": {";
@@ -155,14 +119,13 @@ Result<std::string> task_table_entry(const BundleTask& bt) {
     << "        \"tolerance\": (" << python_number(task.tolerance.atol) << ", "
     << python_number(task.tolerance.rtol) << ", " << python_number(task.tolerance.max_error) << ", "
     << python_number(task.tolerance.min_pass_fraction) << "),\n"
-    << "        \"sweep\": [";
-  for (const auto& shape : task.shapes) {
+    << "        \"check_shapes\": [";
+  for (const auto& shape : selftest_shapes(task)) {
     e << "{";
     for (const auto& [name, value] : shape) e << python_string(name) << ": " << value << ", ";
     e << "}, ";
   }
-  e << "],\n        \"kernel_flags\": " << string_list(bt.compile_options) << ",\n"
-    << "        \"reference_flags\": " << string_list(bt.reference_compile_options) << ",\n"
+  e << "],\n        \"plan\": " << python_string("kopt_plan_" + task.name) << ",\n"
     << "    },\n";
   return e.str();
 }
@@ -191,16 +154,18 @@ void wrapper_functions(const BundleTask& bt, bool reference, std::ostringstream&
   }
   std::string outputs;
   for (const auto& t : task.outputs) outputs += (outputs.empty() ? "" : ", ") + t.name;
+  // The docstring is set from string literals: free text never sits inside a docstring.
   py << "\ndef " << fn << "(" << params.substr(0, params.size() - 2)
      << (kw_params.empty() ? "" : ", *" + kw_params) << "):\n"
-     << "    r\"\"\"" << (reference ? "The task's reference (slow, the oracle): " : "")
-     << task.description << "\n\n"
-     << "    " << (reference ? "Exported for checking the kernel." : bt.provenance + ".")
-     << " Returns " << outputs << ".\n"
-     << "    Raises TypeError or ValueError for a wrong dtype, device, shape or layout.\n"
-     << "    \"\"\"\n"
      << "    return _call(" << python_string(task.name) << ", " << (reference ? "True" : "False")
-     << ", (" << tensors << "), {" << constants << "}, {" << sizes << "})\n";
+     << ", (" << tensors << "), {" << constants << "}, {" << sizes << "})\n\n\n"
+     << fn << ".__doc__ = "
+     << python_string(
+            (reference ? "The task's reference (slow, the oracle): " : "") + task.description +
+            "\n\n" + (reference ? "Exported for checking the kernel." : bt.provenance + ".") +
+            " Returns " + outputs +
+            ".\nRaises TypeError or ValueError for a wrong dtype, device, shape or layout.\n")
+     << "\n";
   std::string returns = task.outputs.size() == 1 ? "Tensor" : "(";
   if (task.outputs.size() != 1) {
     for (size_t i = 0; i < task.outputs.size(); ++i) returns += (i ? ", Tensor" : "Tensor");
@@ -212,37 +177,10 @@ void wrapper_functions(const BundleTask& bt, bool reference, std::ostringstream&
           << ", " << fn << "),\n";
 }
 
-std::string binding_section(const BundleTask& bt, bool reference) {
-  const TaskSpec& task = bt.spec;
-  const std::string prefix = api_prefix(task, reference);
-  std::string lambda_params, call_args, size_params, size_args;
-  for (const auto& p : launcher_parameters(task)) {
-    bool pointer =
-        p.kind == LauncherParameter::Kind::kInput || p.kind == LauncherParameter::Kind::kOutput;
-    lambda_params += std::string(pointer ? "int64_t " : p.type + " ") + p.name + ", ";
-    call_args += pointer ? "reinterpret_cast<" + p.type + ">(" + p.name + "), " : p.name + ", ";
-    if (p.kind == LauncherParameter::Kind::kSize) {
-      size_params += (size_params.empty() ? "" : ", ") + std::string("int64_t ") + p.name;
-      size_args += (size_args.empty() ? "" : ", ") + p.name;
-    }
-  }
-  std::ostringstream b;
-  b << "\n#if defined(KOPT_BIND_" << prefix << ")\n#include \"" << task.name << "_api.h\"\n\n"
-    << "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
-    << "  m.def(\"launch\", [](" << lambda_params << "int64_t workspace, int64_t stream) {\n"
-    << "    return static_cast<int>(" << prefix << "_launch(" << call_args
-    << "reinterpret_cast<void*>(workspace), reinterpret_cast<cudaStream_t>(stream)));\n  });\n"
-    << "  m.def(\"workspace_bytes\", [](" << size_params << ") {\n"
-    << "    return static_cast<int64_t>(" << prefix << "_workspace_bytes(" << size_args
-    << "));\n  });\n"
-    << "  m.def(\"error_string\", &kopt_error_string);\n}\n#endif\n";
-  return b.str();
-}
-
 }  // namespace
 
 Result<std::vector<BundleFile>> generate_torch_files(const std::vector<BundleTask>& tasks) {
-  std::ostringstream table, wrappers, schemas, binding, task_names;
+  std::ostringstream table, wrappers, schemas, task_names;
   for (const auto& bt : tasks) {
     auto entry = task_table_entry(bt);
     if (!entry) return make_error(bt.spec.name + ": " + entry.error());
@@ -250,7 +188,6 @@ Result<std::vector<BundleFile>> generate_torch_files(const std::vector<BundleTas
     for (bool reference : {false, true}) {
       if (reference && !bt.has_reference) continue;
       wrapper_functions(bt, reference, wrappers, schemas);
-      binding << binding_section(bt, reference);
     }
     task_names << python_string(bt.spec.name) << ", ";
   }
@@ -259,7 +196,6 @@ Result<std::vector<BundleFile>> generate_torch_files(const std::vector<BundleTas
                                         "}\n" + torch_module_body() + wrappers.str() +
                                         "\n\n_OPS = [\n" + schemas.str() + "]\n" +
                                         torch_module_tail()});
-  files.push_back({"kopt_torch_binding.cpp", std::string(torch_binding_head()) + binding.str()});
   files.push_back({"test_kopt_kernels.py", std::string(pytest_head()) + "TASKS = [" +
                                                task_names.str() + "]\n" + pytest_body()});
   return files;

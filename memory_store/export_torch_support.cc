@@ -10,10 +10,15 @@ const char* torch_module_head() {
     out = kopt_torch.axpy(x, y)        # checks dtype, device, shape and contiguity first
     out = torch.ops.kopt.axpy(x, y)    # the same, as a torch.library custom op
 
-Each kernel file is compiled on first use with torch.utils.cpp_extension (a CUDA build of torch
-and nvcc are needed; KOPT_TORCH_VERBOSE=1 shows the build). Importing this module needs no
-torch: without it the kernels raise ImportError when called, and C++ users need none of this.
+Nothing is compiled: each kernel's device code is the CUBIN (or, on another GPU, the PTX) that
+kopt compiled with NVRTC and verified, checked against its sha256 and launched through the CUDA
+driver API (ctypes over libcuda) on torch's current stream, with the launch plan in
+kopt_plan_TASK.py. Importing this module needs no torch: without it the kernels raise
+ImportError when called, and C++ users need none of this.
 """
+import ctypes
+import hashlib
+import importlib
 import os
 
 try:
@@ -22,7 +27,9 @@ except ImportError:  # optional: the CMake targets work without torch
     torch = None
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_EXTENSIONS = {}
+_IMAGES = {}
+_CONTEXTS = {}
+_DRIVER = []
 
 
 def _ceil_div(a, b):
@@ -53,30 +60,115 @@ def _require_torch():
                           "usable from C++ through CMakeLists.txt")
 
 
-def _extension(task, reference):
-    """The compiled module of one kernel file, built on first use."""
-    key = (task, reference)
-    if key not in _EXTENSIONS:
-        from torch.utils import cpp_extension
+def _driver():
+    """libcuda through ctypes, initialized once."""
+    if not _DRIVER:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        _DRIVER.append(cuda)
+        _check(cuda.cuInit(0), "cuInit")
+    return _DRIVER[0]
 
-        spec = TASKS[task]
-        name = "kopt_" + spec["ident"] + ("_reference" if reference else "")
-        source = task + ("_reference_api.cu" if reference else "_api.cu")
-        # torch builds extensions without the half and bfloat16 operators; kernels use them.
-        flags = ["-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
-                 "-U__CUDA_NO_HALF2_OPERATORS__", "-U__CUDA_NO_BFLOAT16_CONVERSIONS__"]
-        flags += spec["reference_flags" if reference else "kernel_flags"]
-        cccl = os.path.join(cpp_extension.CUDA_HOME or "", "include", "cccl")
-        if os.path.isdir(cccl):
-            flags.append("-I" + cccl)
-        _EXTENSIONS[key] = cpp_extension.load(
-            name=name,
-            sources=[os.path.join(_HERE, "kopt_torch_binding.cpp"), os.path.join(_HERE, source)],
-            extra_cflags=["-DKOPT_BIND_" + name],
-            extra_cuda_cflags=flags,
-            extra_include_paths=[_HERE],
-            verbose=bool(os.environ.get("KOPT_TORCH_VERBOSE")))
-    return _EXTENSIONS[key]
+
+def _check(code, what):
+    if code != 0:
+        name = ctypes.c_char_p()
+        _DRIVER[0].cuGetErrorName(code, ctypes.byref(name))
+        raise RuntimeError("kopt_torch: %s failed: CUDA error %d (%s)" % (
+            what, code, name.value.decode() if name.value else "unknown"))
+
+
+def _plan(task, reference):
+    module = importlib.import_module(TASKS[task]["plan"])
+    return module.REFERENCE if reference else module.KERNEL
+
+
+def _context(device):
+    """The device's primary context (the one torch uses), retained once."""
+    if device.index not in _CONTEXTS:
+        cuda = _driver()
+        handle = ctypes.c_int()
+        _check(cuda.cuDeviceGet(ctypes.byref(handle), device.index), "cuDeviceGet")
+        context = ctypes.c_void_p()
+        _check(cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), handle),
+               "cuDevicePrimaryCtxRetain")
+        _CONTEXTS[device.index] = context
+    return _CONTEXTS[device.index]
+
+
+def _kernels(plan, device):
+    """The plan's kernels: its verified CUBIN on a GPU of the architecture it was verified on,
+    else its PTX (compiled by the driver); each file checked against its sha256 first."""
+    cubin = tuple(torch.cuda.get_device_capability(device)) == tuple(plan["cc"])
+    name, digest = (plan["cubin"], plan["cubin_sha256"]) if cubin else (plan["ptx"], plan["ptx_sha256"])
+    if name is None:
+        raise RuntimeError("kopt_torch: %s runs only on compute capability %d.%d (it uses that "
+                           "architecture's features); this GPU is %d.%d" % (
+                               plan["cubin"], plan["cc"][0], plan["cc"][1],
+                               *torch.cuda.get_device_capability(device)))
+    if name not in _IMAGES:
+        cuda = _driver()
+        with open(os.path.join(_HERE, name), "rb") as f:
+            code = f.read()
+        if hashlib.sha256(code).hexdigest() != digest:
+            raise RuntimeError("kopt_torch: %s does not match the sha256 kopt exported it with; "
+                               "export again" % name)
+        data = ctypes.create_string_buffer(code, len(code) + 1)  # PTX needs its NUL
+        library = ctypes.c_void_p()
+        _check(cuda.cuLibraryLoadData(ctypes.byref(library), data, None, None, 0, None, None, 0),
+               "cuLibraryLoadData(%s)" % name)
+        kernels = []
+        for symbol in plan["symbols"]:
+            kernel = ctypes.c_void_p()
+            _check(cuda.cuLibraryGetKernel(ctypes.byref(kernel), library, symbol.encode()),
+                   "cuLibraryGetKernel(%s)" % symbol)
+            kernels.append(kernel)
+        _IMAGES[name] = (library, data, kernels)
+    return _IMAGES[name][2]
+
+
+def _argument(kind, value, sizes, buffers, constants):
+    if kind == "buffer":
+        return ctypes.c_void_p(buffers[value].data_ptr())
+    if kind == "i32":
+        return ctypes.c_int32(value(sizes))
+    if kind == "i64":
+        return ctypes.c_int64(value(sizes))
+    if kind == "f32":
+        return ctypes.c_float(constants[value])
+    return ctypes.c_double(constants[value])
+
+
+def _launch(plan, device, sizes, buffers, constants, stream):
+    """Runs the plan's launches on `stream`, as kopt's sandbox ran them."""
+    cuda = _driver()
+    kernels = _kernels(plan, device)
+    s = dict(sizes)
+    s.update(plan["tunables"])
+    buffers = dict(buffers)
+    for name, dtype, count, zero in plan["scratch"]:
+        scratch = torch.empty(max(count(s), 1), dtype=getattr(torch, dtype), device=device)
+        scratch.view(torch.uint8).fill_(0 if zero else 0xFF)
+        buffers[name] = scratch
+    _check(cuda.cuCtxPushCurrent_v2(_context(device)), "cuCtxPushCurrent")
+    try:
+        for index, grid, block, shared, arguments in plan["launches"]:
+            g, b, shared_bytes = grid(s), block(s), shared(s)
+            if min(g) <= 0 or max(g) > 0x7FFFFFFF or min(b) <= 0 or max(b) > 1024 or shared_bytes < 0:
+                raise KernelArgumentError("kopt: launch %s of grid %s, block %s, shared %d is "
+                                          "invalid for sizes %s" % (index, g, b, shared_bytes, sizes))
+            values = [_argument(kind, value, s, buffers, constants) for kind, value in arguments]
+            params = (ctypes.c_void_p * max(len(values), 1))(
+                *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
+            if shared_bytes > 48 * 1024:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                _check(cuda.cuKernelSetAttribute(8, shared_bytes, kernels[index], device.index),
+                       "cuKernelSetAttribute")
+            _check(cuda.cuLaunchKernel(kernels[index], g[0], g[1], g[2], b[0], b[1], b[2],
+                                       shared_bytes, stream, ctypes.cast(params, ctypes.c_void_p),
+                                       None), "cuLaunchKernel")
+    finally:
+        _check(cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p())), "cuCtxPopCurrent")
 
 
 def _check_inputs(task, spec, tensors):
@@ -138,18 +230,12 @@ def _call(task, reference, tensors, constants, overrides):
     sizes = _sizes(task, spec, tensors, overrides)
     outputs = [torch.empty(dims(sizes), dtype=getattr(torch, dtype), device=device)
                for _, dtype, dims in spec["outputs"]]
-    extension = _extension(task, reference)
-    size_values = [sizes[name] for name in spec["sizes"]]
-    workspace_bytes = extension.workspace_bytes(*size_values)
-    workspace = (torch.empty(workspace_bytes, dtype=torch.uint8, device=device)
-                 if workspace_bytes else None)
+    buffers = {name: t for (name, _, _, _), t in zip(spec["inputs"], tensors)}
+    buffers.update({name: o for (name, _, _), o in zip(spec["outputs"], outputs)})
     with torch.cuda.device(device):
         stream = torch.cuda.current_stream(device).cuda_stream
-        code = extension.launch(*[t.data_ptr() for t in tensors], *[o.data_ptr() for o in outputs],
-                                *size_values, *[float(constants[c]) for c in spec["constants"]],
-                                workspace.data_ptr() if workspace is not None else 0, stream)
-    if code != 0:
-        raise RuntimeError("kopt %s: CUDA error %d: %s" % (task, code, extension.error_string(code)))
+        _launch(_plan(task, reference), device, sizes, buffers,
+                {c: float(constants[c]) for c in spec["constants"]}, stream)
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 )py";
@@ -182,30 +268,12 @@ _register_custom_ops()
 )py";
 }
 
-const char* torch_binding_head() {
-  return R"cpp(// Generated by `kopt export`. Do not edit: export again instead.
-               // The raw entry points of the PyTorch binding: kopt_torch.py checks every argument,
-               // then passes data pointers and the stream as integers. Built once per kernel file
-               // with -DKOPT_BIND_<prefix>, so each module holds one kernel file with its own
-               // compile options.
-#include <cuda_runtime.h>
-#include <torch/extension.h>
-
-#include <cstdint>
-#include <string>
-
-               static std::string kopt_error_string(int code) {
-                 return cudaGetErrorString(static_cast<cudaError_t>(code));
-               }
-  )cpp";
-}
-
 const char* pytest_head() {
   return R"py(# Generated by `kopt export`. Do not edit: export again instead.
 """The exported kernels, checked under pytest: each self-test built with CMake and run, and
 through PyTorch (where it is installed with CUDA) each kernel against its reference on random
-inputs at the task's sweep shapes, and the binding's argument checks. What needs a GPU, torch,
-cmake or nvcc is skipped where it is missing.
+inputs at the self-test's shapes (the two smallest of the task's sweep), and the binding's
+argument checks. What needs a GPU, torch or cmake is skipped where it is missing.
 
     pytest test_kopt_kernels.py
     KOPT_KERNELS_BUILD_DIR=build pytest ...   # use a CMake build of this folder
@@ -265,9 +333,6 @@ def _torch_on_gpu():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA device here")
-    from torch.utils import cpp_extension
-    if not cpp_extension.is_ninja_available():
-        pytest.skip("ninja is not installed: torch.utils.cpp_extension needs it to build")
     return torch
 
 
@@ -312,7 +377,7 @@ def test_torch_matches_reference(task):
     reference = getattr(kopt_torch, spec["ident"] + "_reference")
     free = {k: v for k, v in spec["sizes"].items() if k not in spec["inferred"]}
     generator = torch.Generator().manual_seed(20261122)
-    for shape in spec["sweep"]:
+    for shape in spec["check_shapes"]:
         sizes = dict(spec["sizes"])
         sizes.update(shape)
         inputs = _random_inputs(torch, spec, sizes, generator)

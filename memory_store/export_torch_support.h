@@ -4,9 +4,8 @@
 namespace kopt::exporter {
 
 const char* torch_module_head();   // kopt_torch.py up to its TASKS table
-const char* torch_module_body();   // the checks and the extension loader
+const char* torch_module_body();   // the checks and the driver-API launcher
 const char* torch_module_tail();   // the torch.library registration of _OPS
-const char* torch_binding_head();  // kopt_torch_binding.cpp before its per-kernel sections
 const char* pytest_head();         // test_kopt_kernels.py up to its TASKS list
 const char* pytest_body();
 

@@ -1,7 +1,9 @@
 // `kopt export`: the best verified kernel of each task, written into a folder of the user's
 // repository with everything needed to use and trust it:
 //
-//   DIR/<task>.cu      the kernel file as verified, with its kopt:plan
+//   DIR/<task>.cu      the kernel file as verified, with its kopt:plan (for reading: the stored
+//                      source re-hashed against its sha256, never compiled by the export's build)
+//   DIR/<task>_image.cc, .cubin, .ptx   its device code, compiled by kopt's NVRTC
 //   DIR/<task>.cuh     a C++ header with a host launcher (launcher_codegen.h)
 //   DIR/manifest.json  provenance of every exported kernel (format kManifestFormat)
 //   DIR/README.md      a table of the kernels, inside kopt's markers (the rest is left alone)
@@ -10,6 +12,8 @@
 //
 // Files are rewritten only when their bytes change, so exporting twice changes nothing. No name
 // may leave DIR: a task whose name is not a plain file name is refused before anything is written.
+// A file in DIR that kopt did not write (or wrote and the user changed since) is never replaced:
+// the export stops naming it, before writing anything.
 #pragma once
 
 #include <filesystem>
@@ -22,7 +26,10 @@
 namespace kopt::exporter {
 
 // 2: the CMake, self-test and PyTorch files, and their keys in each kernel's entry.
-inline constexpr int kManifestFormat = 2;
+// 3: the device code kopt compiled ("image", "reference_image": CUBIN/PTX files, sha256, NVRTC
+//    options), plain C++ and Python files that compile no kernel source, and "files": the sha256
+//    of every file the export wrote, so that only those are ever replaced.
+inline constexpr int kManifestFormat = 3;
 
 struct ExportOptions {
   std::filesystem::path out_dir;

@@ -1,12 +1,14 @@
-// Turns a kernel file's launch plan into a C++ header with a host launcher, so an exported kernel
-// can be called from a project that has never heard of kopt:
+// Turns a kernel file's launch plan into a plain C++ header with a host launcher, so an exported
+// kernel can be called from a project that has never heard of kopt, with no CUDA compiler:
 //
-//   #include "axpy.cuh"   // in one .cu file compiled by nvcc; it includes axpy.cu
+//   #include "axpy.cuh"   // in one C++ file (TASK_api.cc); links TASK_image.cc
 //   kopt_axpy::launch(x, y, out, n, alpha, /*workspace=*/nullptr, stream);
 //
-// Plan expressions become C++ over int64_t (ceil_div, min and max as inline helpers), tunables
-// become #defines with the values the kernel was verified with, and scratch buffers are carved
-// from one caller-provided workspace of workspace_bytes(...) bytes.
+// The kernels come from the device image kopt compiled (export_device_image.h), loaded on first
+// use; the source is never included. Plan expressions become C++ over int64_t (ceil_div, min and
+// max as inline helpers), tunables become constants with the values the kernel was verified
+// (and compiled) with, and scratch buffers are carved from one caller-provided workspace of
+// workspace_bytes(...) bytes.
 #pragma once
 
 #include <functional>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "memory_store/export_device_image.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
 
@@ -24,14 +27,14 @@ struct HeaderInput {
   const TaskSpec* task = nullptr;
   const KernelFile* kernel = nullptr;
   std::map<std::string, int64_t> tunables;  // chosen values; missing ones take the defaults
-  std::string kernel_file_name;             // "axpy.cu", included by the header
+  std::string kernel_file_name;             // "axpy.cu", named in comments (never included)
   std::string provenance;                   // one comment line: speedup, GPU, source hash
   // The launcher's namespace; empty: "kopt_" + the task's name.
   std::string namespace_name;
-  // When set, every kernel the plan launches is renamed PREFIX + name (a #define before the
-  // source is included), so that a second kernel file of the task (its reference) with the same
-  // kernel names links into the same program.
-  std::string kernel_prefix;
+  // The compiled kernel file, and the prefix of its arrays in TASK_image.cc ("kopt_axpy":
+  // kopt_axpy_cubin, kopt_axpy_ptx).
+  const DeviceImage* image = nullptr;
+  std::string image_prefix;
 };
 
 // One parameter of a launcher: inputs, outputs, sizes, constants, in the task's order.

@@ -172,6 +172,15 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
     out.cubin.resize(cubin_size);
     rc = nvrtcGetCUBIN(program.get(), out.cubin.data());
     if (rc != NVRTC_SUCCESS) return nvrtc_error("nvrtcGetCUBIN", rc);
+    size_t ptx_size = 0;
+    if (nvrtcGetPTXSize(program.get(), &ptx_size) == NVRTC_SUCCESS && ptx_size > 1) {
+      out.ptx.resize(ptx_size);
+      if (nvrtcGetPTX(program.get(), out.ptx.data()) == NVRTC_SUCCESS) {
+        out.ptx.resize(ptx_size - 1);  // without its NUL
+      } else {
+        out.ptx.clear();
+      }
+    }
     out.ok = true;
     for (const auto& name : request.kernel_names) {
       const char* lowered = nullptr;

@@ -27,6 +27,7 @@ struct CompileOutput {
   bool ok = false;
   std::string log;
   std::string cubin;
+  std::string ptx;  // the PTX NVRTC made on the way (not cached; `kopt export` ships it)
   std::map<std::string, std::string> lowered_names;  // kernel -> symbol in the CUBIN
   bool cache_hit = false;
   double millis = 0;

@@ -24,21 +24,11 @@ CommandOutput export_sample_memory(const std::filesystem::path& dir,
                       (std::filesystem::path(KOPT_SOURCE_DIR) / "tasks").string()});
 }
 
-std::filesystem::path nvcc_path() {
-  std::filesystem::path nvcc = std::filesystem::path(KOPT_CUDA_ROOT) / "bin" / "nvcc";
-  return std::filesystem::exists(nvcc) ? nvcc : std::filesystem::path();
-}
-
 CommandOutput cmake_configure_and_build(const std::filesystem::path& source,
                                         const std::filesystem::path& build,
                                         const std::vector<std::string>& defines) {
-  std::vector<std::string> configure = {"cmake",
-                                        "-S",
-                                        source.string(),
-                                        "-B",
-                                        build.string(),
-                                        "-DCMAKE_CUDA_COMPILER=" + nvcc_path().string(),
-                                        "-DCUDAToolkit_ROOT=" KOPT_CUDA_ROOT};
+  std::vector<std::string> configure = {
+      "cmake", "-S", source.string(), "-B", build.string(), "-DCUDAToolkit_ROOT=" KOPT_CUDA_ROOT};
   configure.insert(configure.end(), defines.begin(), defines.end());
   auto configured = run_checked(configure, std::chrono::seconds(300));
   if (configured.exit_code != 0) return configured;

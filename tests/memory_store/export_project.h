@@ -1,5 +1,5 @@
 // Shared by the tests of an export folder as a project: the sample memory exported by the real
-// kopt binary, and the folder configured and built by the real cmake and nvcc.
+// kopt binary, and the folder configured and built by the real cmake and host compiler.
 #pragma once
 
 #include <chrono>
@@ -20,11 +20,8 @@ CommandOutput run_checked(const std::vector<std::string>& args,
 CommandOutput export_sample_memory(const std::filesystem::path& dir,
                                    const std::filesystem::path& out);
 
-// The toolkit's nvcc; empty when there is none.
-std::filesystem::path nvcc_path();
-
-// `cmake -S source -B build` with nvcc and `defines`, then a build; the output of the step that
-// failed, or of the build.
+// `cmake -S source -B build` with the toolkit and `defines`, then a build; the output of the
+// step that failed, or of the build.
 CommandOutput cmake_configure_and_build(const std::filesystem::path& source,
                                         const std::filesystem::path& build,
                                         const std::vector<std::string>& defines = {});

@@ -1,4 +1,4 @@
-// `kopt export`: file contents, the generated launcher (compiled with nvcc when present),
+// `kopt export`: file contents, the generated launcher (compiled by the host compiler),
 // idempotence, refusing path escapes and unwritable folders, and --git-commit. Runs the real
 // kopt binary.
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "memory_store/export_device_image.h"
 #include "memory_store/kernel_export.h"
 #include "memory_store/launcher_codegen.h"
 #include "sandbox/kernel_file.h"
@@ -64,17 +65,18 @@ TEST_F(ExportTest, WritesKernelsHeadersManifestAndReadme) {
   auto out = kopt({"export", "--db", db_, "--out", out_.string()});
   ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
   auto files = snapshot(out_);
-  // Per task 8 files (kernel, launcher, API header and source, reference, its launcher and API
-  // source, self-test), then the manifest, README, CMakeLists.txt, kopt_selftest.h and the three
-  // PyTorch files (export_bundle_test.cc looks at those).
-  ASSERT_EQ(files.size(), 2 * 8 + 7u);
+  // Per task 15 files (kernel source, launcher, image source, CUBIN, PTX, API header and source,
+  // Python plan; the same of the reference but its API header and plan, and the self-test), then
+  // the manifest, README, CMakeLists.txt, kopt_selftest.h, kopt_cuda_image.h and the two Python
+  // files (export_bundle_test.cc looks at those).
+  ASSERT_EQ(files.size(), 2 * 15 + 7u);
   // The best verified axpy kernel, not the baseline; for softmax the ok evaluation, not the
   // faster but incorrect one.
   EXPECT_EQ(files["axpy.cu"], fast_axpy_source());
   EXPECT_TRUE(contains(files["softmax.cu"], "__shfl_xor_sync variant"));
   const std::string& header = files["axpy.cuh"];
-  EXPECT_TRUE(contains(header, "#define BLOCK 512\n")) << header;  // the verified tunable
-  EXPECT_TRUE(contains(header, "#include \"axpy.cu\"")) << header;
+  EXPECT_TRUE(contains(header, "constexpr int64_t BLOCK = 512LL;\n")) << header;  // verified
+  EXPECT_FALSE(contains(header, "#include \"axpy.cu\"")) << header;  // for reading only
   EXPECT_TRUE(contains(header, "namespace kopt_axpy {")) << header;
   EXPECT_TRUE(contains(header,
                        "inline cudaError_t launch(const float* x, const float* y, float* out, "
@@ -85,10 +87,11 @@ TEST_F(ExportTest, WritesKernelsHeadersManifestAndReadme) {
                        "kopt_ceil_div(kopt_ceil_div(static_cast<int64_t>(n), 4LL), "
                        "static_cast<int64_t>(BLOCK))"))
       << header;
-  EXPECT_TRUE(contains(header, "&::axpy_vec4")) << header;
+  EXPECT_TRUE(contains(header, "image().kernel(0)")) << header;
+  EXPECT_TRUE(contains(header, "{\"axpy_vec4\"}")) << header;  // extern "C": its own symbol
 
   auto manifest = nlohmann::json::parse(files["manifest.json"]);
-  EXPECT_EQ(manifest["format"], 2);
+  EXPECT_EQ(manifest["format"], 3);
   ASSERT_EQ(manifest["kernels"].size(), 2u);
   const auto& axpy = manifest["kernels"][0];
   EXPECT_EQ(axpy["task"], "axpy");
@@ -254,8 +257,9 @@ TEST_F(ExportTest, GitCommitListsKernelsAndSpeedups) {
       << log.stdout_text;
   EXPECT_TRUE(contains(log.stdout_text, "- softmax: 2.00x")) << log.stdout_text;
   auto files = run({"git", "-C", repo.string(), "show", "--name-only", "--format=", "HEAD"});
-  for (const char* file : {"kernels/axpy.cuh", "kernels/CMakeLists.txt", "kernels/kopt_torch.py",
-                           "kernels/axpy_selftest.cu", "kernels/axpy.reference.cu"})
+  for (const char* file :
+       {"kernels/axpy.cuh", "kernels/CMakeLists.txt", "kernels/kopt_torch.py",
+        "kernels/axpy_selftest.cc", "kernels/axpy.cubin", "kernels/axpy.reference.cu"})
     EXPECT_TRUE(contains(files.stdout_text, file)) << file << "\n" << files.stdout_text;
   auto head = run({"git", "-C", repo.string(), "rev-parse", "HEAD"}).stdout_text;
   out = kopt({"export", "--db", db_, "--out", out_.string(), "--git-commit"});
@@ -285,11 +289,15 @@ TEST(LauncherCodegenTest, ExpressionsAndNames) {
   }
 }
 
-// Every kernel file of the task suite gets a header; with nvcc present, the headers of a few
-// kinds of plan (scratch, bf16, 64-bit and float arguments, several launches) must compile.
+// Every kernel file of the task suite gets a device image (NVRTC, no GPU needed) and a launcher
+// header; the headers of a few kinds of plan (scratch, bf16, 64-bit and float arguments, several
+// launches) compile as plain C++ with the host compiler and the toolkit's headers.
 TEST(LauncherCodegenTest, HeadersForTheTaskSuiteCompile) {
   TempDir dir;
   std::vector<std::filesystem::path> sources;
+  const std::vector<std::string> wanted = {"mse_loss_baseline", "bf16_gemm_baseline",
+                                           "axpy_reference", "softmax_baseline",
+                                           "layernorm_reference"};
   for (const auto& task_dir : find_task_dirs(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks")) {
     auto task = load_task(task_dir);
     ASSERT_TRUE(task.ok()) << task.error();
@@ -297,13 +305,18 @@ TEST(LauncherCodegenTest, HeadersForTheTaskSuiteCompile) {
       auto file = load_kernel_file(task_dir / name, &*task);
       ASSERT_TRUE(file.ok()) << file.error();
       std::string stem = task->name + "_" + std::filesystem::path(name).stem().string();
+      if (std::find(wanted.begin(), wanted.end(), stem) == wanted.end()) continue;
+      auto image = exporter::compile_device_image(*file, {}, "9.0");
+      ASSERT_TRUE(image.ok()) << stem << ": " << image.error();
+      EXPECT_FALSE(image->cubin.empty()) << stem;
       exporter::HeaderInput input;
       input.task = &*task;
       input.kernel = &*file;
       input.kernel_file_name = stem + ".cu";
+      input.image = &*image;
+      input.image_prefix = "kopt_" + stem;
       auto header = exporter::generate_launcher_header(input);
       ASSERT_TRUE(header.ok()) << stem << ": " << header.error();
-      ASSERT_TRUE(write_file_atomic(dir / (stem + ".cu"), file->source).ok());
       ASSERT_TRUE(write_file_atomic(dir / (stem + ".cuh"), *header).ok());
       // A user's translation unit: include the header, call the launcher.
       std::string call = "kopt_" + exporter::cpp_identifier(task->name) + "::launch(";
@@ -317,25 +330,18 @@ TEST(LauncherCodegenTest, HeadersForTheTaskSuiteCompile) {
       call += ");";
       std::string user =
           "#include \"" + stem + ".cuh\"\nvoid use_" + stem + "() { (void)" + call + " }\n";
-      ASSERT_TRUE(write_file_atomic(dir / ("use_" + stem + ".cu"), user).ok());
-      sources.push_back(dir / ("use_" + stem + ".cu"));
+      ASSERT_TRUE(write_file_atomic(dir / ("use_" + stem + ".cc"), user).ok());
+      sources.push_back(dir / ("use_" + stem + ".cc"));
     }
   }
-  ASSERT_GE(sources.size(), 4u);
-  std::filesystem::path nvcc = std::filesystem::path(KOPT_CUDA_ROOT) / "bin" / "nvcc";
-  if (!std::filesystem::exists(nvcc))
-    GTEST_SKIP() << "no nvcc at " << nvcc << ": headers generated, not compiled";
-  std::vector<std::string> wanted = {"mse_loss_baseline", "bf16_gemm_baseline", "axpy_reference",
-                                     "softmax_baseline", "layernorm_reference"};
-  for (const auto& stem : wanted) {
-    std::filesystem::path source = dir / ("use_" + stem + ".cu");
-    if (!std::filesystem::exists(source)) continue;
-    auto out = run({nvcc.string(), "-std=c++17", "-arch=sm_90a", "-c", source.string(), "-o",
-                    (dir / (stem + ".o")).string(), "-I",
-                    (std::filesystem::path(KOPT_CUDA_ROOT) / "include" / "cccl").string()},
+  ASSERT_EQ(sources.size(), wanted.size());
+  ASSERT_TRUE(write_file_atomic(dir / "kopt_cuda_image.h", exporter::image_loader_header()).ok());
+  for (const auto& source : sources) {
+    auto out = run({"g++", "-std=c++17", "-Wall", "-Werror", "-c", source.string(), "-o",
+                    (dir / (source.stem().string() + ".o")).string(), "-I",
+                    (std::filesystem::path(KOPT_CUDA_ROOT) / "include").string()},
                    std::chrono::seconds(300));
-    EXPECT_EQ(out.exit_code, 0) << stem << ":\n"
-                                << out.stderr_text << *read_file(dir / (stem + ".cuh"));
+    EXPECT_EQ(out.exit_code, 0) << source << ":\n" << out.stderr_text;
   }
 }
 
