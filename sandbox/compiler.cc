@@ -7,9 +7,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "common/files.h"
 #include "common/sha256.h"
+#include "sandbox/device_code_rules.h"
 
 #ifndef KOPT_CUDA_HOME
 #define KOPT_CUDA_HOME "/usr/local/cuda"
@@ -122,6 +124,15 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
   for (const auto& k : request.kernel_names) key_material += "kernel " + k + "\n";
   key_material += request.source;
   std::string key = sha256_hex(key_material);
+  // Device code only (sandbox/device_code_rules.h): refused before NVRTC reads it, not cached.
+  std::set<std::string> defined_outside;
+  for (const auto& [name, value] : request.defines) defined_outside.insert(name);
+  if (auto rule = check_device_code_only(request.source, request.origin, defined_outside); !rule) {
+    CompileOutput refused;
+    refused.key = key;
+    refused.log = rule.error() + "\n";
+    return refused;
+  }
   if (cache) {
     if (auto hit = cache->lookup(key)) return *hit;
   }
