@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/files.h"
+#include "common/scrub_secrets.h"
 #include "common/sha256.h"
 #include "sandbox/device_code_rules.h"
 
@@ -104,7 +105,7 @@ std::optional<CompileOutput> CompileCache::lookup(const std::string& key) const 
 
 void CompileCache::store(const CompileOutput& output) const {
   nlohmann::json j = {{"ok", output.ok},
-                      {"log", output.log},
+                      {"log", scrub_secrets(output.log)},
                       {"lowered_names", output.lowered_names},
                       {"cubin_sha256", sha256_hex(output.cubin)},
                       {"nvrtc", nvrtc_version()}};
@@ -174,7 +175,8 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
       if (line.find("precompiled header file") == std::string::npos) kept += line + "\n";
       line_start = end + 1;
     }
-    out.log = kept;
+    // A log can quote what the compiler read (an include's text): keys never leave it.
+    out.log = scrub_secrets(kept);
   }
   if (compile_rc == NVRTC_SUCCESS) {
     size_t cubin_size = 0;

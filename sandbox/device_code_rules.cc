@@ -1,5 +1,7 @@
 #include "sandbox/device_code_rules.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <vector>
 
@@ -165,6 +167,7 @@ class DeviceCodeRules {
       const std::string& id = t_[i].text;
       if (id == "defined" || id == "true" || id == "false") continue;
       if (Status s = check_known(id, line, "#" + n); !s) return s;
+      if (Status s = check_expansion(id, line); !s) return s;
     }
     if (opens) ++conditional_depth_;
     code.push_back({nullptr, line, opens, false});
@@ -197,8 +200,61 @@ class DeviceCodeRules {
 
   struct Definition {
     std::set<std::string> identifiers;  // in the body, parameters left out
+    std::vector<std::string> uses;      // the same, once per occurrence
+    uint64_t other_tokens = 0;          // the rest of the body, parameters included
     bool has_separator = false;
   };
+
+  // The most tokens macro `root` can expand to (any of its definitions, through other macros),
+  // capped just past kExpansionCap. Iterative: a chain of thousands of macros costs no stack.
+  uint64_t expansion_size(const std::string& root) {
+    if (auto known = sizes_.find(root); known != sizes_.end()) return known->second;
+    struct Item {
+      std::string name;
+      bool children_pushed;
+    };
+    std::vector<Item> stack = {{root, false}};
+    std::set<std::string> open;  // on the path: a macro does not expand inside itself
+    while (!stack.empty()) {
+      if (sizes_.count(stack.back().name)) {
+        stack.pop_back();
+        continue;
+      }
+      const auto& defs = definitions_.at(stack.back().name);
+      if (!stack.back().children_pushed) {
+        stack.back().children_pushed = true;
+        open.insert(stack.back().name);
+        std::vector<Item> children;
+        for (const auto& def : defs)
+          for (const auto& id : def.uses)
+            if (definitions_.count(id) && !sizes_.count(id) && !open.count(id))
+              children.push_back({id, false});
+        for (auto& child : children) stack.push_back(std::move(child));
+        continue;
+      }
+      uint64_t largest = 1;
+      for (const auto& def : defs) {
+        uint64_t total = def.other_tokens;
+        for (const auto& id : def.uses) {
+          auto size = sizes_.find(id);
+          total += size != sizes_.end() ? size->second : 1;
+          if (total > kExpansionCap) break;
+        }
+        largest = std::max(largest, std::min<uint64_t>(total, kExpansionCap + 1));
+      }
+      sizes_[stack.back().name] = largest;
+      open.erase(stack.back().name);
+      stack.pop_back();
+    }
+    return sizes_.at(root);
+  }
+
+  Status check_expansion(const std::string& name, int line) {
+    if (!definitions_.count(name) || expansion_size(name) <= kExpansionCap) return ok_status();
+    return error(line, "macro '" + name + "' expands to more than " +
+                           std::to_string(kExpansionCap) +
+                           " tokens (a macro bomb): the compiler would not finish");
+  }
 
   Status define(const Directive& d, int line) {
     if (d.begin + 2 >= d.end || t_[d.begin + 2].kind != Kind::kIdentifier)
@@ -221,8 +277,12 @@ class DeviceCodeRules {
       if (x == "##")
         return error(line, "token pasting ('##') is refused: it builds names the gate cannot see");
       if (x == "{" || x == "}" || x == ";") def.has_separator = true;
-      if (t_[i].kind == Kind::kIdentifier && !params.count(x) && x != "__VA_ARGS__")
+      if (t_[i].kind == Kind::kIdentifier && !params.count(x) && x != "__VA_ARGS__") {
         def.identifiers.insert(x);
+        def.uses.push_back(x);
+      } else {
+        ++def.other_tokens;
+      }
     }
     definitions_[name.text].push_back(std::move(def));
     return ok_status();
@@ -236,6 +296,7 @@ class DeviceCodeRules {
       if (!item.token || item.token->kind != Kind::kIdentifier) continue;
       const std::string& name = item.token->text;
       if (!definitions_.count(name) || facts.count(name)) continue;
+      if (Status s = check_expansion(name, item.line); !s) return make_error(s.error());
       MacroFacts& f = facts[name];
       std::vector<std::string> todo = {name};
       std::set<std::string> seen;
@@ -264,8 +325,10 @@ class DeviceCodeRules {
   std::set<std::string> known_;
   std::map<std::string, std::vector<Definition>> definitions_;
   int conditional_depth_ = 0;
-  static constexpr int64_t kWorkBudget = 2'000'000;  // macro look-ups for the whole file
+  static constexpr int64_t kWorkBudget = 2'000'000;    // macro look-ups for the whole file
+  static constexpr uint64_t kExpansionCap = 1u << 20;  // tokens one macro use may become
   int64_t work_ = 0;
+  std::map<std::string, uint64_t> sizes_;
 };
 
 }  // namespace

@@ -136,6 +136,15 @@ TEST(DeviceCodeRules, LinearOnHostileSizes) {
              std::to_string(i) + "\n";
   chain += "#if M20000\n#endif\n";
   EXPECT_NE(refusal(chain), "");
+  // The 541-byte doubling bomb: refused before NVRTC would expand 2^30 tokens; its twin with a
+  // few doublings passes.
+  std::string bomb = "#define A0 1+1\n";
+  for (int i = 1; i <= 30; ++i)
+    bomb += "#define A" + std::to_string(i) + " A" + std::to_string(i - 1) + "+A" +
+            std::to_string(i - 1) + "\n";
+  EXPECT_NE(refusal(bomb + "__device__ int v = A30;\n").find("macro bomb"), std::string::npos);
+  EXPECT_NE(refusal(bomb + "#if A30\n#endif\n").find("macro bomb"), std::string::npos);
+  EXPECT_PASSES(bomb + "__device__ int v = A10;\n");
   std::string many;
   for (int i = 0; i < 5000; ++i) many += "__global__ void k" + std::to_string(i) + "() {}\n";
   EXPECT_PASSES(many);

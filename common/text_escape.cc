@@ -1,0 +1,254 @@
+#include "common/text_escape.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+namespace kopt {
+
+namespace {
+
+constexpr char32_t kReplacement = 0xFFFD;
+
+// The code points of `text`; a byte that does not start a valid, shortest UTF-8 sequence is
+// one U+FFFD.
+std::vector<char32_t> code_points(std::string_view text) {
+  std::vector<char32_t> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    int length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    char32_t cp = length == 1 ? c : length == 2 ? c & 0x1F : length == 3 ? c & 0x0F : c & 0x07;
+    bool valid = length > 0 && i + length <= text.size();
+    for (int k = 1; valid && k < length; ++k) {
+      unsigned char next = static_cast<unsigned char>(text[i + k]);
+      valid = (next & 0xC0) == 0x80;
+      cp = (cp << 6) | (next & 0x3F);
+    }
+    static constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    valid = valid && cp >= kMin[length] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    out.push_back(valid ? cp : kReplacement);
+    i += valid ? length : 1;
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Characters that end or break a line somewhere (a terminal, an editor, Python's splitlines).
+bool is_control(char32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029;
+}
+
+bool is_ascii_punctuation(char32_t cp) {
+  return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) || (cp >= 0x5B && cp <= 0x60) ||
+         (cp >= 0x7B && cp <= 0x7E);
+}
+
+std::string hex_escape(const char* format, unsigned value) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+}  // namespace
+
+std::string one_line_text(std::string_view text) {
+  std::string out;
+  for (char32_t cp : code_points(text)) append_utf8(out, is_control(cp) ? U' ' : cp);
+  return out;
+}
+
+std::string cmake_quoted(std::string_view text) {
+  std::string out = "\"";
+  for (char32_t cp : code_points(text)) {
+    switch (cp) {
+      case '\\': case '"': case '$': case '@': case ';':
+        out += '\\';
+        out += static_cast<char>(cp);
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (!is_control(cp)) append_utf8(out, cp);
+    }
+  }
+  return out + "\"";
+}
+
+std::string hash_comment_text(std::string_view text) {
+  std::string line = one_line_text(text);
+  // "#[[" or "#[=[" would open a bracket comment spanning lines; the caller writes "# " first,
+  // and a leading '[' is kept apart from it anyway.
+  if (!line.empty() && line.front() == '[') line.insert(line.begin(), ' ');
+  return line;
+}
+
+std::string cpp_string_literal(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '\\' || c == '"' || c == '?') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c >= 0x7F) {
+      out += hex_escape("\\%03o", c);  // octal: at most 3 digits, never eats what follows
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string cpp_comment_text(std::string_view text) {
+  std::string line = one_line_text(text), out;
+  for (size_t i = 0; i < line.size(); ++i) {
+    out += line[i];
+    // "*/" would end a block comment, "/*" opens one inside another (a warning), "??/" was a
+    // backslash trigraph before C++17.
+    if (i + 1 < line.size() && ((line[i] == '*' && line[i + 1] == '/') ||
+                                (line[i] == '/' && line[i + 1] == '*') ||
+                                (line[i] == '?' && line[i + 1] == '?'))) {
+      out += ' ';
+    }
+  }
+  // A backslash at the end of a // comment (spaces after it included) continues the comment on
+  // the next line: the generated code there would vanish.
+  while (!out.empty() && (out.back() == '\\' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+std::string python_string_literal(std::string_view text) {
+  std::string out = "\"";
+  for (char32_t cp : code_points(text)) {
+    if (cp == '\\' || cp == '"') {
+      out += '\\';
+      out += static_cast<char>(cp);
+    } else if (cp == '\n') {
+      out += "\\n";
+    } else if (cp == '\t') {
+      out += "\\t";
+    } else if (cp == '\r') {
+      out += "\\r";
+    } else if (cp < 0x20 || cp == 0x7F) {
+      out += hex_escape("\\x%02x", static_cast<unsigned>(cp));
+    } else if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x10000) {
+      out += hex_escape("\\u%04x", static_cast<unsigned>(cp));
+    } else {
+      out += hex_escape("\\U%08x", static_cast<unsigned>(cp));
+    }
+  }
+  return out + "\"";
+}
+
+std::string markdown_text(std::string_view text) {
+  std::string out;
+  for (char32_t cp : code_points(text)) {
+    if (is_control(cp)) {
+      out += ' ';
+    } else if (cp == '<') {
+      out += "&lt;";
+    } else if (cp == '>') {
+      out += "&gt;";
+    } else if (cp == '&') {
+      out += "&amp;";
+    } else if (is_ascii_punctuation(cp)) {
+      out += '\\';
+      out += static_cast<char>(cp);
+    } else {
+      append_utf8(out, cp);
+    }
+  }
+  return out;
+}
+
+}  // namespace kopt
+
+namespace kopt {
+
+namespace {
+
+bool is_bidi_control(char32_t cp) {
+  return (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E ||
+         cp == 0x200F || cp == 0x061C;
+}
+
+}  // namespace
+
+std::string terminal_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char32_t cp : code_points(text)) {
+    if (cp == '\t') {
+      out += '\t';
+    } else if (cp == '\n') {
+      out += "\\n";
+    } else if (cp == '\r') {
+      out += "\\r";
+    } else if (cp < 0x20 || cp == 0x7F) {
+      out += hex_escape("\\x%02x", static_cast<unsigned>(cp));
+    } else if (is_control(cp) || is_bidi_control(cp)) {
+      out += hex_escape("\\u%04x", static_cast<unsigned>(cp));
+    } else {
+      append_utf8(out, cp);
+    }
+  }
+  return out;
+}
+
+std::string html_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char32_t cp : code_points(text)) {
+    switch (cp) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        if (cp == '\t' || cp == '\n' || !is_control(cp)) append_utf8(out, cp);
+    }
+  }
+  return out;
+}
+
+}  // namespace kopt
