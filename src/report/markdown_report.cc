@@ -19,8 +19,7 @@ std::string origin_of(const memory::KernelRecord& kernel) {
 std::string where_time_goes(const ReportData& data) {
   std::string rows;
   for (const auto& r : profile_rows(data))
-    rows += "| " + markdown_text(r.task) + " | " + markdown_text(r.kernel) + " | " +
-            join(r.cells, " | ") + " |\n";
+    rows += "| " + markdown_text(r.task) + " | " + r.kernel + " | " + join(r.cells, " | ") + " |\n";
   if (rows.empty()) return "";
   return "\n### Where the time goes (hardware counters at the timed shape)\n\n| task | kernel | " +
          join(profile_headers(), " | ") +
@@ -41,9 +40,9 @@ std::string fence_for(const std::string& text) {
 
 std::string render_markdown(const ReportData& data) {
   std::string out = "## kopt report\n\n";
-  out += "Scope: " + markdown_text(describe_scope(data)) + ". GPU: " +
-         (data.gpus.empty() ? std::string("none") : markdown_text(join(data.gpus, ", "))) +
-         ".\n\n";
+  // Model and imported text (GPU names, origins, lessons) is escaped; kopt's own words are not.
+  out += "Scope: " + describe_scope(data) + ". GPU: " +
+         (data.gpus.empty() ? std::string("none") : markdown_text(join(data.gpus, ", "))) + ".\n\n";
   int improved = 0;
   for (const auto& t : data.tasks) improved += t.best && t.best->speedup > 1.0;
   out += fmt::format(
@@ -71,7 +70,7 @@ std::string render_markdown(const ReportData& data) {
         format_speedup(t.best ? t.best->speedup : 0),
         t.best ? fixed(t.baseline_sol_percent, 1) + "% -> " + fixed(t.best->sol_percent, 1) + "%"
                : "-",
-        markdown_text(t.best_origin), markdown_text(failures.empty() ? "-" : join(failures, ", ")));
+        markdown_text(t.best_origin), failures.empty() ? "-" : join(failures, ", "));
   }
 
   for (const auto& [task, why] : data.parked) {
@@ -94,8 +93,8 @@ std::string render_markdown(const ReportData& data) {
     if (!body.empty() && body.back() != '\n') body += '\n';
     std::string fence = fence_for(body);
     out += fmt::format("<details><summary>{} {}: kernel {} -> {}</summary>\n\n{}diff\n{}{}\n\n",
-                       html_text(w.pair.task), format_speedup(w.pair.speedup), w.slow.id, w.fast.id, fence,
-                       body, fence);
+                       html_text(w.pair.task), format_speedup(w.pair.speedup), w.slow.id, w.fast.id,
+                       fence, body, fence);
     out += "</details>\n\n";
   }
   return out;

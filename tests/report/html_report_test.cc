@@ -147,7 +147,7 @@ TEST_F(HtmlReportTest, MarkdownSummaryForAPullRequest) {
   EXPECT_NE(md.find("run " + std::to_string(night_.night_run) + " (finished)"), std::string::npos);
   EXPECT_NE(md.find("**14** candidates judged on **3** tasks, 7 verified"), std::string::npos)
       << md;
-  EXPECT_NE(md.find("| softmax | 8 | 4 | 1.00 ms | 400.0 us | 2.50x | 30.0% -> 75.0% | gpt-test | "
+  EXPECT_NE(md.find("| softmax | 8 | 4 | 1.00 ms | 400.0 us | 2.50x | 30.0% -> 75.0% | gpt\\-test | "
                     "compile_error 1, incorrect 2, timeout 1 |"),
             std::string::npos)
       << md;
