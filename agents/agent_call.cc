@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/scrub_secrets.h"
+
 namespace kopt::agents {
 
 namespace {
@@ -75,8 +77,9 @@ Result<std::string> AgentCaller::ask(const std::string& agent, const std::string
   std::string system =
       prompts_.get("system.txt")
           .render({{"gpu", gpu == values.end() ? std::string("an NVIDIA GPU") : gpu->second}});
-  LlmRequest request =
-      LlmRequest::user(agent, std::move(system), prompts_.get(template_file).render(values));
+  // A prompt quotes compile logs, verdict details and stored lessons: no key is ever sent.
+  LlmRequest request = LlmRequest::user(agent, scrub_secrets(system),
+                                        scrub_secrets(prompts_.get(template_file).render(values)));
   request.label = label;
   request.temperature = options.temperature;
   {

@@ -210,4 +210,62 @@ std::string markdown_text(std::string_view text) {
   return out;
 }
 
+
+namespace {
+
+bool is_bidi_control(char32_t cp) {
+  return (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E ||
+         cp == 0x200F || cp == 0x061C;
+}
+
+}  // namespace
+
+std::string terminal_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char32_t cp : code_points(text)) {
+    if (cp == '\t') {
+      out += '\t';
+    } else if (cp == '\n') {
+      out += "\\n";
+    } else if (cp == '\r') {
+      out += "\\r";
+    } else if (cp < 0x20 || cp == 0x7F) {
+      out += hex_escape("\\x%02x", static_cast<unsigned>(cp));
+    } else if (is_control(cp) || is_bidi_control(cp)) {
+      out += hex_escape("\\u%04x", static_cast<unsigned>(cp));
+    } else {
+      append_utf8(out, cp);
+    }
+  }
+  return out;
+}
+
+std::string html_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char32_t cp : code_points(text)) {
+    switch (cp) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        if (cp == '\t' || cp == '\n' || !is_control(cp)) append_utf8(out, cp);
+    }
+  }
+  return out;
+}
+
 }  // namespace kopt

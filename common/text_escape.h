@@ -39,4 +39,16 @@ std::string python_string_literal(std::string_view text);
 // escaped, so no emphasis, link, HTML, code span, list or table cell break forms.
 std::string markdown_text(std::string_view text);
 
+
+// Text for a terminal or a log line: control characters (escape sequences, carriage return,
+// backspace, newline, the C1 range with its one-byte CSI, DEL), the Unicode line separators and
+// the bidirectional overrides are shown as visible escapes (\n, \x1b, \u202e) so model text can
+// neither move the cursor, recolour, retitle the terminal, nor forge a log line; invalid UTF-8
+// becomes U+FFFD. A tab stays a tab.
+std::string terminal_text(std::string_view text);
+
+// HTML or SVG element content and quoted attribute values: & < > " ' as entities, control
+// characters other than tab and newline removed.
+std::string html_text(std::string_view text);
+
 }  // namespace kopt

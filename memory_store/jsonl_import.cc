@@ -6,6 +6,7 @@
 #include "common/json_reader.h"
 #include "common/sha256.h"
 #include "common/strings.h"
+#include "memory_store/import_checks.h"
 #include "memory_store/jsonl_io.h"
 
 namespace kopt::memory {
@@ -114,6 +115,7 @@ Status Importer::task(JsonReader& reader, const json& object) {
   task.tags = in.tags();
   task.spec_json = in.text("spec_json", true);
   task.updated_at = in.text("updated_at");
+  check_imported_task(reader, task);
   if (!reader.ok()) return fail(reader);
   auto existing = store_.find_task(task.name);
   if (!existing) return make_error(existing.error());
@@ -158,6 +160,7 @@ Status Importer::kernel(JsonReader& reader, const json& object) {
         reader.string_field(*origin, "$.origin", "prompt_template", false).value_or("");
     kernel.origin.tuner = reader.bool_field(*origin, "$.origin", "tuner", false).value_or(false);
   }
+  check_imported_kernel(reader, kernel, sha, parent);
   if (reader.ok() && sha256_hex(kernel.source) != sha) {
     reader.error("$.sha256", "does not match the SHA-256 of the source (the file is damaged)");
   }
@@ -207,6 +210,7 @@ Status Importer::evaluation(JsonReader& reader, const json& object) {
     e.gpu.driver_version = reader.string_field(*gpu, "$.gpu", "driver_version", false).value_or("");
     e.gpu.cuda_version = reader.string_field(*gpu, "$.gpu", "cuda_version", false).value_or("");
   }
+  check_imported_evaluation(reader, e, sha);
   if (!reader.ok()) return fail(reader);
   auto kid = kernel_id(reader, sha, "kernel_sha256");
   if (!kid) return make_error(kid.error());
@@ -249,6 +253,7 @@ Status Importer::pair(JsonReader& reader, const json& object) {
   p.retrieved_count = in.integer("retrieved_count");
   p.improved_count = in.integer("improved_count");
   p.created_at = in.text("created_at");
+  check_imported_pair(reader, p, slow, fast);
   if (!reader.ok()) return fail(reader);
   auto slow_id = kernel_id(reader, slow, "slow_sha256");
   if (!slow_id) return make_error(slow_id.error());

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/scrub_secrets.h"
 #include "memory_store/row_readers.h"
 
 namespace kopt::memory {
@@ -97,7 +98,7 @@ Result<JsonlCounts> export_jsonl(MemoryStore& store, std::ostream& out) {
                                    {"driver_version", e.gpu.driver_version},
                                    {"cuda_version", e.gpu.cuda_version}}},
                                  {"verdict", e.verdict},
-                                 {"detail", e.detail},
+                                 {"detail", scrub_secrets(e.detail)},
                                  {"tunables", embedded(e.tunables_json)},
                                  {"median_us", e.median_us},
                                  {"noise", e.noise},
@@ -126,7 +127,7 @@ Result<JsonlCounts> export_jsonl(MemoryStore& store, std::ostream& out) {
                                  {"speedup", p.speedup},
                                  {"gpu_model", p.gpu_model},
                                  {"gpu_arch", p.gpu_arch},
-                                 {"summary", p.summary},
+                                 {"summary", scrub_secrets(p.summary)},
                                  {"tags", p.tags},
                                  {"retrieved_count", p.retrieved_count},
                                  {"improved_count", p.improved_count},

@@ -4,10 +4,10 @@
 
 #include <cstdlib>
 #include <ctime>
-#include <regex>
 #include <system_error>
 
 #include "common/files.h"
+#include "common/scrub_secrets.h"
 #include "common/sha256.h"
 #include "memory_store/fts_index.h"
 #include "memory_store/row_readers.h"
@@ -208,7 +208,7 @@ Result<int64_t> MemoryStore::add_evaluation(const EvaluationRecord& e) {
       .bind(6, e.gpu.driver_version)
       .bind(7, e.gpu.cuda_version)
       .bind(8, e.verdict)
-      .bind(9, e.detail)
+      .bind(9, scrub_secrets(e.detail))
       .bind(10, e.tunables_json)
       .bind(11, e.median_us)
       .bind(12, e.noise)
@@ -267,7 +267,7 @@ Result<std::vector<std::string>> MemoryStore::verified_gpus(const std::string& t
 Result<int64_t> MemoryStore::start_run(const std::string& config_json) {
   auto statement =
       db_.cached("INSERT INTO runs(config_json, started_at, status) VALUES (?1, ?2, 'running')");
-  statement->bind(1, config_json).bind(2, utc_timestamp());
+  statement->bind(1, scrub_secrets(config_json)).bind(2, utc_timestamp());
   if (auto s = statement->run(); !s) return make_error("run: " + s.error());
   return db_.last_insert_rowid();
 }
@@ -296,14 +296,6 @@ Result<std::optional<RunRecord>> MemoryStore::latest_run() {
   return std::optional<RunRecord>(std::move(run));
 }
 
-std::string redact_credentials(const std::string& text) {
-  // Provider keys ("sk-...", "sk-ant-..."), bearer tokens and key=value query parameters.
-  static const std::regex kPatterns(
-      R"((sk-[A-Za-z0-9_\-]{8,})|([Bb]earer\s+[A-Za-z0-9._\-]{8,})|)"
-      R"(((api[_-]?key|key|token)["']?\s*[:=]\s*["']?[A-Za-z0-9._\-]{8,}))");
-  return std::regex_replace(text, kPatterns, "[redacted]");
-}
-
 Result<int64_t> MemoryStore::record_llm_call(const LlmCallRecord& call) {
   std::string now;
   auto statement = db_.cached(
@@ -319,7 +311,7 @@ Result<int64_t> MemoryStore::record_llm_call(const LlmCallRecord& call) {
       .bind(7, call.cost_usd)
       .bind(8, call.latency_ms)
       .bind(9, call.status)
-      .bind(10, redact_credentials(call.error))
+      .bind(10, scrub_secrets(call.error))
       .bind(11, or_now(call.created_at, now));
   if (auto s = statement->run(); !s) return make_error("LLM call: " + s.error());
   return db_.last_insert_rowid();

@@ -139,7 +139,7 @@ class MemoryStore {
   Status finish_run(int64_t run_id, const std::string& status);
   // The most recently started run, if any (the daemon resumes from it).
   Result<std::optional<RunRecord>> latest_run();
-  // Records one LLM call; anything in `error` that looks like a credential is redacted first.
+  // Records one LLM call; `error` passes the secret scrubber (common/scrub_secrets.h) first.
   Result<int64_t> record_llm_call(const LlmCallRecord& call);
   // Tokens and cost of run `run_id` so far.
   Result<RunTotals> run_totals(int64_t run_id);
@@ -167,8 +167,5 @@ class MemoryStore {
 
   sql::Database db_;
 };
-
-// `text` with anything that looks like an API key or bearer token replaced by "[redacted]".
-std::string redact_credentials(const std::string& text);
 
 }  // namespace kopt::memory

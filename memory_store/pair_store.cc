@@ -2,6 +2,7 @@
 // usefulness counters that retrieval learns from.
 #include <algorithm>
 
+#include "common/scrub_secrets.h"
 #include "memory_store/fts_index.h"
 #include "memory_store/memory_store.h"
 #include "memory_store/row_readers.h"
@@ -83,7 +84,7 @@ Result<int64_t> MemoryStore::add_pair(const PairRecord& pair) {
         "UPDATE pairs SET summary = ?2, tags = ?3, retrieved_count = ?4, improved_count = ?5"
         " WHERE id = ?1");
     update->bind(1, existing->id)
-        .bind(2, merged.summary)
+        .bind(2, scrub_secrets(merged.summary))
         .bind(3, rows::tags_to_json(merged.tags))
         .bind(4, merged.retrieved_count)
         .bind(5, merged.improved_count);
@@ -103,7 +104,7 @@ Result<int64_t> MemoryStore::add_pair(const PairRecord& pair) {
         .bind(4, pair.speedup)
         .bind(5, pair.gpu_model)
         .bind(6, pair.gpu_arch)
-        .bind(7, pair.summary)
+        .bind(7, scrub_secrets(pair.summary))
         .bind(8, rows::tags_to_json(pair.tags))
         .bind(9, pair.tags.empty() ? std::string() : pair.tags.front())
         .bind(10, pair.speedup < 1.0)

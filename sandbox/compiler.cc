@@ -7,9 +7,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "common/files.h"
+#include "common/scrub_secrets.h"
 #include "common/sha256.h"
+#include "sandbox/device_code_rules.h"
 
 #ifndef KOPT_CUDA_HOME
 #define KOPT_CUDA_HOME "/usr/local/cuda"
@@ -102,7 +105,7 @@ std::optional<CompileOutput> CompileCache::lookup(const std::string& key) const 
 
 void CompileCache::store(const CompileOutput& output) const {
   nlohmann::json j = {{"ok", output.ok},
-                      {"log", output.log},
+                      {"log", scrub_secrets(output.log)},
                       {"lowered_names", output.lowered_names},
                       {"cubin_sha256", sha256_hex(output.cubin)},
                       {"nvrtc", nvrtc_version()}};
@@ -122,6 +125,15 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
   for (const auto& k : request.kernel_names) key_material += "kernel " + k + "\n";
   key_material += request.source;
   std::string key = sha256_hex(key_material);
+  // Device code only (sandbox/device_code_rules.h): refused before NVRTC reads it, not cached.
+  std::set<std::string> defined_outside;
+  for (const auto& [name, value] : request.defines) defined_outside.insert(name);
+  if (auto rule = check_device_code_only(request.source, request.origin, defined_outside); !rule) {
+    CompileOutput refused;
+    refused.key = key;
+    refused.log = rule.error() + "\n";
+    return refused;
+  }
   if (cache) {
     if (auto hit = cache->lookup(key)) return *hit;
   }
@@ -163,7 +175,8 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
       if (line.find("precompiled header file") == std::string::npos) kept += line + "\n";
       line_start = end + 1;
     }
-    out.log = kept;
+    // A log can quote what the compiler read (an include's text): keys never leave it.
+    out.log = scrub_secrets(kept);
   }
   if (compile_rc == NVRTC_SUCCESS) {
     size_t cubin_size = 0;

@@ -4,16 +4,12 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "sandbox/name_rules.h"
 #include "sandbox/task_spec.h"
 
 namespace kopt {
 
 namespace {
-
-bool valid_task_name(const std::string& name) {
-  return !name.empty() &&
-         name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
-}
 
 // A copy of `like`'s files, renamed to `name`, the kernels headed by what to edit.
 Result<std::vector<std::pair<std::string, std::string>>> copy_of(const std::filesystem::path& like,
@@ -47,8 +43,8 @@ Result<std::vector<std::pair<std::string, std::string>>> copy_of(const std::file
 Result<std::filesystem::path> write_new_task(const std::filesystem::path& root,
                                              const std::string& name, const std::string& kind,
                                              const std::filesystem::path& like) {
-  if (!valid_task_name(name))
-    return make_error("task name '" + name + "': use lower-case letters, digits, '_' and '-'");
+  if (!is_task_name(name))
+    return make_error("task name '" + name + "': " + std::string(kTaskNameRule));
   if (kind.empty() == like.empty())
     return make_error("give one of --like TASK or --kind " + join(task_template_kinds(), "|"));
   std::filesystem::path dir = root / name;

@@ -7,6 +7,7 @@
 #include "common/json_reader.h"
 #include "common/sha256.h"
 #include "common/strings.h"
+#include "sandbox/name_rules.h"
 
 namespace kopt {
 
@@ -20,13 +21,6 @@ const std::vector<std::string> kTaskKeys = {
 const std::vector<std::string> kTensorKeys = {"name", "dtype", "shape", "init"};
 const std::vector<std::string> kToleranceKeys = {"atol", "rtol", "max_error", "min_pass_fraction"};
 const std::vector<std::string> kPeaks = {"fp32", "bf16_tensor", "fp16_tensor", "tf32_tensor"};
-
-bool valid_identifier(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
 
 InitSpec read_init(JsonReader& reader, const json& tensor, const std::string& path, DType dtype,
                    int format, const std::set<std::string>& symbols) {
@@ -62,7 +56,7 @@ std::vector<TensorSpec> read_tensors(JsonReader& reader, const json& root, const
     reader.check_keys(item, path, keys);
     TensorSpec t;
     t.name = reader.string_field(item, path, "name", true).value_or("");
-    if (!t.name.empty() && !valid_identifier(t.name))
+    if (!t.name.empty() && !is_identifier_name(t.name))
       reader.error(path + ".name", "'" + t.name + "' is not an identifier");
     std::string dtype = reader.string_field(item, path, "dtype", true).value_or("f32");
     if (auto d = parse_dtype(dtype)) {
@@ -156,15 +150,14 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   std::optional<std::string> name_field = reader.string_field(root, "$", "name", true);
   task.name = name_field.value_or("");
   if (name_field && task.name.empty()) reader.error("$.name", "must not be empty");
-  if (!task.name.empty() &&
-      task.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
-    reader.error("$.name", "use lower-case letters, digits, '_' and '-' only");
+  if (!task.name.empty() && !is_task_name(task.name))
+    reader.error("$.name", std::string(kTaskNameRule));
   task.description = reader.string_field(root, "$", "description", true).value_or("");
   task.tags = reader.string_list(root, "$", "tags", true);
 
   if (const json* sizes = reader.typed_field(root, "$", "sizes", json::value_t::object, true)) {
     for (const auto& [name, value] : sizes->items()) {
-      if (!valid_identifier(name)) reader.error("$.sizes." + name, "not an identifier");
+      if (!is_identifier_name(name)) reader.error("$.sizes." + name, "not an identifier");
       if (!value.is_number_integer() || value.get<int64_t>() < 1) {
         reader.error("$.sizes." + name, "expected a positive integer default");
         continue;
@@ -174,7 +167,7 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   }
   if (const json* c = reader.typed_field(root, "$", "constants", json::value_t::object, false)) {
     for (const auto& [name, value] : c->items()) {
-      if (!valid_identifier(name)) reader.error("$.constants." + name, "not an identifier");
+      if (!is_identifier_name(name)) reader.error("$.constants." + name, "not an identifier");
       if (task.sizes.count(name)) reader.error("$.constants." + name, "also declared as a size");
       if (!value.is_number()) {
         reader.error("$.constants." + name, "expected a number");

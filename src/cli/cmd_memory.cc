@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "common/files.h"
+#include "common/text_escape.h"
 #include "common/strings.h"
 #include "memory_store/jsonl_io.h"
 #include "memory_store/line_diff.h"
@@ -203,7 +204,7 @@ int show(MemoryStore& store, const std::vector<std::string>& words) {
   std::printf("slow kernel %lld (%s), fast kernel %lld (%s)\n\n",
               static_cast<long long>(p.slow_kernel_id), (*slow)->sha256.substr(0, 12).c_str(),
               static_cast<long long>(p.fast_kernel_id), (*fast)->sha256.substr(0, 12).c_str());
-  std::printf("%s\n\n", p.summary.empty() ? "(no summary)" : p.summary.c_str());
+  std::printf("%s\n\n", p.summary.empty() ? "(no summary)" : terminal_text(p.summary).c_str());
   print_profiles(store, p);
   std::string diff = memory::unified_diff((*slow)->source, (*fast)->source,
                                           "kernel " + std::to_string(p.slow_kernel_id) + " (slow)",

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "src/cli/command.h"
+#include "common/log_scrubbing.h"
 #include "common/strings.h"
 
 namespace {
@@ -23,6 +24,7 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
+  kopt::scrub_default_logger();  // no key or raw control character reaches a log line
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     print_usage();

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/files.h"
+#include "common/scrub_secrets.h"
 #include "common/strings.h"
 #include "src/config/config_sections.h"
 
@@ -70,6 +71,14 @@ Result<Config> parse_config(const std::string& text, const std::filesystem::path
   r.finish();
 
   if (!reader.ok()) return make_error(reader.message());
+  // The configured keys' values are secrets for every scrub in this process (common/
+  // scrub_secrets.h), whichever provider ends up used.
+  if (config.llm) {
+    for (const auto& [_, provider] : config.llm->providers) {
+      const char* key = provider.api_key_env.empty() ? nullptr : std::getenv(provider.api_key_env.c_str());
+      if (key) register_secret(key);
+    }
+  }
   return config;
 }
 

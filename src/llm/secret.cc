@@ -1,15 +1,10 @@
 #include "src/llm/secret.h"
 
-#include <algorithm>
 #include <cstdlib>
 
-namespace kopt {
+#include "common/scrub_secrets.h"
 
-namespace {
-// A run of this many key characters in a row counts as the key showing: servers and proxies
-// echo prefixes ("sk-proj-abc...") as often as whole keys.
-constexpr size_t kRevealingRun = 12;
-}  // namespace
+namespace kopt {
 
 Result<Secret> Secret::from_env(const std::string& name) {
   const char* value = std::getenv(name.c_str());
@@ -18,34 +13,15 @@ Result<Secret> Secret::from_env(const std::string& name) {
 }
 
 Secret Secret::of(std::string value) {
+  // Every scrub in the process (store, logs, compile cache, prompts) removes it from now on.
+  register_secret(value);
   Secret s;
   s.value_ = std::move(value);
   return s;
 }
 
 std::string Secret::scrub(std::string_view text) const {
-  if (value_.empty()) return std::string(text);
-  const size_t threshold = std::min(value_.size(), kRevealingRun);
-  std::string out;
-  out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    // The longest run of key characters starting here.
-    size_t longest = 0;
-    for (size_t j = 0; j + longest < value_.size(); ++j) {
-      size_t m = 0;
-      while (i + m < text.size() && j + m < value_.size() && text[i + m] == value_[j + m]) ++m;
-      longest = std::max(longest, m);
-    }
-    if (longest >= threshold) {
-      out += "[redacted]";
-      i += longest;
-    } else {
-      out += text[i];
-      ++i;
-    }
-  }
-  return out;
+  return scrub_secret_value(text, value_);
 }
 
 }  // namespace kopt

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/text_escape.h"
+
 namespace kopt::orchestrator {
 
 namespace {
@@ -45,7 +47,8 @@ void LiveDisplay::erase_locked() {
 }
 
 void LiveDisplay::draw_locked() {
-  for (const std::string& line : lines_) std::fprintf(out_, "%s\n", line.c_str());
+  // Progress lines carry task names and plan titles: model text never drives the terminal.
+  for (const std::string& line : lines_) std::fprintf(out_, "%s\n", terminal_text(line).c_str());
   drawn_ = lines_.size();
   std::fflush(out_);
 }

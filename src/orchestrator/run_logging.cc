@@ -4,6 +4,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "common/log_scrubbing.h"
+
 namespace kopt::orchestrator {
 
 Result<std::filesystem::path> run_directory(const std::filesystem::path& database, int64_t run_id) {
@@ -24,14 +26,14 @@ Status setup_run_logging(const std::filesystem::path& run_dir, std::shared_ptr<L
   } else {
     console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   }
-  console->set_pattern("%H:%M:%S %^%l%$ %v");
+  console->set_formatter(scrubbing_formatter("%H:%M:%S %^%l%$ %v"));
   console->set_level(spdlog::level::from_str(level));
   sinks.push_back(console);
   if (!run_dir.empty()) {
     try {
       auto file = std::make_shared<spdlog::sinks::rotating_file_sink_mt>(
           (run_dir / "kopt.log").string(), 10u << 20, 5);
-      file->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l [%t] %v");
+      file->set_formatter(scrubbing_formatter("%Y-%m-%dT%H:%M:%S.%e %l [%t] %v"));
       file->set_level(spdlog::level::debug);
       sinks.push_back(file);
     } catch (const spdlog::spdlog_ex& e) {

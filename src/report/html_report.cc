@@ -56,8 +56,8 @@ a { color: #2f6db3; }
 )css";
 
 std::string card(const std::string& value, const std::string& label) {
-  return "<div class=\"card\"><div class=\"v\">" + html_escape(value) + "</div><div class=\"k\">" +
-         html_escape(label) + "</div></div>";
+  return "<div class=\"card\"><div class=\"v\">" + html_text(value) + "</div><div class=\"k\">" +
+         html_text(label) + "</div></div>";
 }
 
 std::string verdict_color(const std::string& verdict, size_t index) {
@@ -71,9 +71,9 @@ std::string verdict_color(const std::string& verdict, size_t index) {
 std::string header(const ReportData& data) {
   std::string gpus = data.gpus.empty() ? "no GPU evaluations" : join(data.gpus, ", ");
   std::string out = "<header><h1>kopt morning report</h1><p class=\"sub\">" +
-                    html_escape(describe_scope(data)) + " &middot; " + html_escape(gpus) +
-                    " &middot; memory <code>" + html_escape(data.database) +
-                    "</code> &middot; generated " + html_escape(data.generated_at) + "</p>";
+                    html_text(describe_scope(data)) + " &middot; " + html_text(gpus) +
+                    " &middot; memory <code>" + html_text(data.database) +
+                    "</code> &middot; generated " + html_text(data.generated_at) + "</p>";
   int improved = 0;
   std::string best_task;
   double best = 0;
@@ -169,9 +169,9 @@ std::string verdict_section(const ReportData& data) {
     }
     chart.values.push_back(row);
     for (const auto& [verdict, why] : t.example_failure) {
-      failures += "<tr><td>" + html_escape(t.task) + "</td><td>" + html_escape(verdict) +
+      failures += "<tr><td>" + html_text(t.task) + "</td><td>" + html_text(verdict) +
                   "</td><td class=\"n\">" + std::to_string(t.verdicts.at(verdict)) +
-                  "</td><td><code>" + html_escape(why) + "</code></td></tr>";
+                  "</td><td><code>" + html_text(why) + "</code></td></tr>";
     }
   }
   std::string out =
@@ -218,7 +218,7 @@ std::string llm_section(const ReportData& data) {
     out += fmt::format(
         "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td class=\"n\">${:.2f}</td></tr>",
-        html_escape(model.empty() ? "(none)" : model), t.calls, t.failed_calls, t.prompt_tokens,
+        html_text(model.empty() ? "(none)" : model), t.calls, t.failed_calls, t.prompt_tokens,
         t.completion_tokens, t.cost_usd);
   }
   return out + "</table></section>";
@@ -229,13 +229,13 @@ std::string llm_section(const ReportData& data) {
 std::string profile_table(const ReportData& data) {
   std::string rows;
   for (const auto& r : profile_rows(data)) {
-    rows += "<tr><td>" + html_escape(r.task) + "</td><td>" + r.kernel + "</td>";
-    for (const auto& c : r.cells) rows += "<td class=\"n\">" + html_escape(c) + "</td>";
+    rows += "<tr><td>" + html_text(r.task) + "</td><td>" + r.kernel + "</td>";
+    for (const auto& c : r.cells) rows += "<td class=\"n\">" + html_text(c) + "</td>";
     rows += "</tr>";
   }
   if (rows.empty()) return "";
   std::string head = "<tr><th>task</th><th>kernel</th>";
-  for (const auto& h : profile_headers()) head += "<th class=\"n\">" + html_escape(h) + "</th>";
+  for (const auto& h : profile_headers()) head += "<th class=\"n\">" + html_text(h) + "</th>";
   return "<h3>Where the time goes (hardware counters at the timed shape)</h3><table "
          "id=\"profiles\">" +
          head + "</tr>" + rows + "</table>";
@@ -251,16 +251,16 @@ std::string task_table(const ReportData& data) {
     out += fmt::format(
         "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
-        html_escape(t.task), t.candidates, t.verified, format_micros(t.baseline_us),
+        html_text(t.task), t.candidates, t.verified, format_micros(t.baseline_us),
         format_micros(t.best ? t.best->median_us : 0), format_speedup(t.best ? t.best->speedup : 0),
         t.best
             ? fixed(t.baseline_sol_percent, 1) + "% &rarr; " + fixed(t.best->sol_percent, 1) + "%"
             : "-",
-        html_escape(t.best_origin));
+        html_text(t.best_origin));
   }
   out += "</table>";
   for (const auto& [task, why] : data.parked) {
-    out += fmt::format("<p><b>{}</b> was parked: {}.</p>", html_escape(task), html_escape(why));
+    out += fmt::format("<p><b>{}</b> was parked: {}.</p>", html_text(task), html_text(why));
   }
   out += profile_table(data);
   return out + "</section>";
@@ -277,17 +277,17 @@ std::string wins_section(const ReportData& data) {
     out += fmt::format(
         "<tr><td>{}</td><td class=\"n\">{}</td><td>kernel {} &rarr; {}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td><a href=\"#{}\">diff</a></td></tr>",
-        html_escape(w.pair.task), format_speedup(w.pair.speedup), w.slow.id, w.fast.id,
-        html_escape(w.fast.origin.tuner           ? "tuner"
+        html_text(w.pair.task), format_speedup(w.pair.speedup), w.slow.id, w.fast.id,
+        html_text(w.fast.origin.tuner           ? "tuner"
                     : w.fast.origin.model.empty() ? w.fast.origin.agent
                                                   : w.fast.origin.model),
-        html_escape(w.pair.summary), html_escape(w.pair.created_at), anchor);
+        html_text(w.pair.summary), html_text(w.pair.created_at), anchor);
   }
   out += "</table><h2 id=\"diffs\">Diffs</h2>";
   for (const auto& w : data.wins) {
     out += fmt::format(
         "<div class=\"diff-block\" id=\"diff-{}\"><h3>{} {}: kernel {} &rarr; {}</h3>", w.pair.id,
-        html_escape(w.pair.task), format_speedup(w.pair.speedup), w.slow.id, w.fast.id);
+        html_text(w.pair.task), format_speedup(w.pair.speedup), w.slow.id, w.fast.id);
     out += "<pre class=\"diff\">";
     for (const auto& line : memory::split_lines(w.diff)) {
       const char* cls = "ctx";
@@ -300,7 +300,7 @@ std::string wins_section(const ReportData& data) {
       } else if (starts_with(line, "@@")) {
         cls = "hunk";
       }
-      out += std::string("<span class=\"") + cls + "\">" + html_escape(line) + "</span>";
+      out += std::string("<span class=\"") + cls + "\">" + html_text(line) + "</span>";
     }
     out += "</pre><p><a href=\"#wins\">back to the wins</a></p></div>";
   }
@@ -313,7 +313,7 @@ std::string render_html(const ReportData& data) {
   std::string out =
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
       "content=\"width=device-width, initial-scale=1\"><title>kopt report: " +
-      html_escape(describe_scope(data)) + "</title><style>" + kStyle +
+      html_text(describe_scope(data)) + "</title><style>" + kStyle +
       "</style></head><body><main>";
   out += header(data);
   out += speedup_section(data);

@@ -19,7 +19,7 @@ std::string origin_of(const memory::KernelRecord& kernel) {
 std::string where_time_goes(const ReportData& data) {
   std::string rows;
   for (const auto& r : profile_rows(data))
-    rows += "| " + markdown_cell(r.task) + " | " + r.kernel + " | " + join(r.cells, " | ") + " |\n";
+    rows += "| " + markdown_text(r.task) + " | " + r.kernel + " | " + join(r.cells, " | ") + " |\n";
   if (rows.empty()) return "";
   return "\n### Where the time goes (hardware counters at the timed shape)\n\n| task | kernel | " +
          join(profile_headers(), " | ") +
@@ -40,8 +40,9 @@ std::string fence_for(const std::string& text) {
 
 std::string render_markdown(const ReportData& data) {
   std::string out = "## kopt report\n\n";
-  out += "Scope: " + describe_scope(data) +
-         ". GPU: " + (data.gpus.empty() ? std::string("none") : join(data.gpus, ", ")) + ".\n\n";
+  // Model and imported text (GPU names, origins, lessons) is escaped; kopt's own words are not.
+  out += "Scope: " + describe_scope(data) + ". GPU: " +
+         (data.gpus.empty() ? std::string("none") : markdown_text(join(data.gpus, ", "))) + ".\n\n";
   int improved = 0;
   for (const auto& t : data.tasks) improved += t.best && t.best->speedup > 1.0;
   out += fmt::format(
@@ -64,16 +65,16 @@ std::string render_markdown(const ReportData& data) {
       if (verdict != "ok") failures.push_back(verdict + " " + std::to_string(count));
     }
     out += fmt::format(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(t.task), t.candidates,
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_text(t.task), t.candidates,
         t.verified, format_micros(t.baseline_us), format_micros(t.best ? t.best->median_us : 0),
         format_speedup(t.best ? t.best->speedup : 0),
         t.best ? fixed(t.baseline_sol_percent, 1) + "% -> " + fixed(t.best->sol_percent, 1) + "%"
                : "-",
-        markdown_cell(t.best_origin), markdown_cell(failures.empty() ? "-" : join(failures, ", ")));
+        markdown_text(t.best_origin), failures.empty() ? "-" : join(failures, ", "));
   }
 
   for (const auto& [task, why] : data.parked) {
-    out += fmt::format("\n**{}** was parked: {}.\n", markdown_cell(task), markdown_cell(why));
+    out += fmt::format("\n**{}** was parked: {}.\n", markdown_text(task), markdown_text(why));
   }
 
   out += where_time_goes(data);
@@ -82,9 +83,9 @@ std::string render_markdown(const ReportData& data) {
   out +=
       "| task | speedup | change | from | why it is faster |\n| --- | ---: | --- | --- | --- |\n";
   for (const auto& w : data.wins) {
-    out += fmt::format("| {} | {} | kernel {} -> {} | {} | {} |\n", markdown_cell(w.pair.task),
+    out += fmt::format("| {} | {} | kernel {} -> {} | {} | {} |\n", markdown_text(w.pair.task),
                        format_speedup(w.pair.speedup), w.slow.id, w.fast.id,
-                       markdown_cell(origin_of(w.fast)), markdown_cell(w.pair.summary));
+                       markdown_text(origin_of(w.fast)), markdown_text(w.pair.summary));
   }
   out += "\n";
   for (const auto& w : data.wins) {
@@ -92,8 +93,8 @@ std::string render_markdown(const ReportData& data) {
     if (!body.empty() && body.back() != '\n') body += '\n';
     std::string fence = fence_for(body);
     out += fmt::format("<details><summary>{} {}: kernel {} -> {}</summary>\n\n{}diff\n{}{}\n\n",
-                       w.pair.task, format_speedup(w.pair.speedup), w.slow.id, w.fast.id, fence,
-                       body, fence);
+                       html_text(w.pair.task), format_speedup(w.pair.speedup), w.slow.id, w.fast.id,
+                       fence, body, fence);
     out += "</details>\n\n";
   }
   return out;

@@ -1,16 +1,13 @@
-// Text helpers for the report writers: escaping for HTML/SVG and markdown, and number formats.
+// Text helpers for the report writers: number and time formats. Model text is escaped with
+// common/text_escape.h (html_text, markdown_text), included here for every writer.
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include "common/text_escape.h"
+
 namespace kopt::report {
-
-// `text` safe inside HTML/SVG element content and double-quoted attribute values.
-std::string html_escape(std::string_view text);
-
-// `text` safe inside a markdown table cell: no pipes or newlines.
-std::string markdown_cell(std::string_view text);
 
 // `value` with `digits` decimals ("3.14").
 std::string fixed(double value, int digits);

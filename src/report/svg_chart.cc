@@ -33,7 +33,7 @@ Range padded(double low, double high, std::vector<double>& ticks, int count) {
 std::string text_element(double x, double y, const std::string& anchor, const std::string& text,
                          const std::string& css_class = "") {
   return fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\"{}>{}</text>", x, y, anchor,
-                     css_class.empty() ? "" : " class=\"" + css_class + "\"", html_escape(text));
+                     css_class.empty() ? "" : " class=\"" + css_class + "\"", html_text(text));
 }
 
 // The <svg> start tag of a chart, with its title drawn at `title_x` when there is one.
@@ -42,7 +42,7 @@ std::string svg_open(const std::string& id, const std::string& kind, const std::
   std::string out = fmt::format(
       "<svg id=\"{}\" class=\"chart\" data-chart=\"{}\" width=\"{}\" height=\"{}\" "
       "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">",
-      html_escape(id), html_escape(kind), width, height, width, height, html_escape(title));
+      html_text(id), html_text(kind), width, height, width, height, html_text(title));
   if (!title.empty()) out += text_element(title_x, 18, "start", title, "title");
   return out;
 }
@@ -62,7 +62,7 @@ std::pair<std::string, int> legend(const std::vector<std::string>& names,
     out += fmt::format(
         "<g data-legend=\"{}\"><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"12\" "
         "rx=\"2\" fill=\"{}\"/>{}</g>",
-        html_escape(names[i]), x, y, colors[i], text_element(x + 17, y + 10.5, "start", names[i]));
+        html_text(names[i]), x, y, colors[i], text_element(x + 17, y + 10.5, "start", names[i]));
     x += item;
   }
   out += "</g>";
@@ -167,11 +167,11 @@ std::string render_line_chart(const LineChart& chart) {
   out += fmt::format(
       "<text class=\"label\" transform=\"translate(14 {:.1f}) rotate(-90)\" "
       "text-anchor=\"middle\">{}</text>",
-      top + plot_h / 2, html_escape(chart.y_label));
+      top + plot_h / 2, html_text(chart.y_label));
   out += "</g>";
 
   for (const auto& s : chart.series) {
-    out += fmt::format("<g class=\"series\" data-series=\"{}\">", html_escape(s.name));
+    out += fmt::format("<g class=\"series\" data-series=\"{}\">", html_text(s.name));
     std::string d;
     for (size_t i = 0; i < s.points.size(); ++i) {
       double x = px(s.points[i].first), y = py(s.points[i].second);
@@ -192,7 +192,7 @@ std::string render_line_chart(const LineChart& chart) {
       out += fmt::format(
           "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{}: {} at {}</title>"
           "</circle>",
-          px(x), py(y), s.color, html_escape(s.name), short_number(y), short_number(x));
+          px(x), py(y), s.color, html_text(s.name), short_number(y), short_number(x));
     }
     out += "</g>";
   }
@@ -250,7 +250,7 @@ std::string render_bar_chart(const BarChart& chart) {
   std::vector<double> stack_end(chart.categories.size(), 0);
   for (size_t s = 0; s < series; ++s) {
     out += fmt::format("<g class=\"series\" data-series=\"{}\" fill=\"{}\">",
-                       html_escape(chart.series_names[s]), chart.series_colors[s]);
+                       html_text(chart.series_names[s]), chart.series_colors[s]);
     for (size_t c = 0; c < chart.categories.size(); ++c) {
       double v = s < chart.values[c].size() ? chart.values[c][s] : 0;
       if (!(v > 0)) continue;
@@ -260,8 +260,8 @@ std::string render_bar_chart(const BarChart& chart) {
       out += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"><title>{} {}: {}"
           "</title></rect>",
-          x0, y, std::max(0.5, x1 - x0), bar_h - 1, html_escape(chart.categories[c]),
-          html_escape(chart.series_names[s]), short_number(v));
+          x0, y, std::max(0.5, x1 - x0), bar_h - 1, html_text(chart.categories[c]),
+          html_text(chart.series_names[s]), short_number(v));
       if (chart.stacked) {
         stack_end[c] += v;
       } else {

@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <sstream>
 
+#include "common/sha256.h"
+#include "common/strings.h"
 #include "memory_store/jsonl_io.h"
 #include "tests/memory_store/test_support.h"
 
@@ -168,6 +171,76 @@ TEST(JsonlTest, RefusesDamagedKernelsNewerFormatsAndMissingHeader) {
 
   EXPECT_FALSE(import_jsonl(target, "", "empty.jsonl").ok());
   EXPECT_EQ(*target.database().query_int64("SELECT count(*) FROM kernels"), 0);
+}
+
+// Names that become paths or code pass the task.json and compile-gate rules on import; a bad one
+// is named by line and JSON path, and nothing of the file is stored. Each hostile line has a
+// twin in the plain export, which imports.
+TEST(JsonlTest, RefusesHostileNamesAndHostCodeWithTheirJsonPath) {
+  TempDir dir;
+  MemoryStore source = open_store(dir / "a.db");
+  fill(source);
+  std::string text = export_text(source);
+  auto lines = split(text, '\n');
+  auto with_line = [&](int index, const std::function<void(nlohmann::json&)>& change) {
+    std::string out;
+    for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
+      if (lines[i].empty()) continue;
+      if (i != index) {
+        out += lines[i] + "\n";
+        continue;
+      }
+      auto j = nlohmann::json::parse(lines[i]);
+      change(j);
+      out += j.dump() + "\n";
+    }
+    return out;
+  };
+  auto index_of = [&](const std::string& type) {
+    for (int i = 0; i < static_cast<int>(lines.size()); ++i)
+      if (lines[i].find("\"type\":\"" + type + "\"") != std::string::npos) return i;
+    return -1;
+  };
+  struct Case {
+    std::string type;
+    std::function<void(nlohmann::json&)> change;
+    std::string expected;
+  };
+  const std::string host_code =
+      "#ifndef __CUDACC_RTC__\n__attribute__((constructor)) void pwn() {}\n#endif\n";
+  const std::vector<Case> cases = {
+      {"task", [](nlohmann::json& j) { j["name"] = "../../x"; }, "$.name: '../../x' is refused"},
+      {"kernel", [](nlohmann::json& j) { j["task"] = "../../x"; }, "$.task: '../../x'"},
+      {"evaluation", [](nlohmann::json& j) { j["gpu"]["model"] = "H100\n\")\nexecute_process("; },
+       "$.gpu.model"},
+      {"pair", [](nlohmann::json& j) { j["gpu_model"] = "A100 ${CMAKE_COMMAND}"; }, "$.gpu_model"},
+      {"pair", [](nlohmann::json& j) { j["gpu_arch"] = "sm_90;rm"; }, "$.gpu_arch"},
+      {"evaluation", [](nlohmann::json& j) { j["tunables"] = {{"X;Y", 1}}; }, "$.tunables.X;Y"},
+      {"kernel",
+       [&](nlohmann::json& j) {
+         std::string src = j["source"].get<std::string>() + host_code;
+         j["source"] = src;
+         j["sha256"] = sha256_hex(src);
+       },
+       "$.source: kernel.cu:"},
+  };
+  for (const auto& c : cases) {
+    int index = index_of(c.type);
+    ASSERT_GE(index, 0) << c.type;
+    MemoryStore target = open_store(dir / ("t" + std::to_string(&c - cases.data()) + ".db"));
+    auto r = import_jsonl(target, with_line(index, c.change), "hostile.jsonl");
+    ASSERT_FALSE(r.ok()) << c.expected;
+    EXPECT_NE(r.error().find("hostile.jsonl:" + std::to_string(index + 1) + ": " + c.expected),
+              std::string::npos)
+        << r.error();
+    EXPECT_EQ(r.error().find('\x1b'), std::string::npos);
+    for (const char* table : {"tasks", "kernels", "evaluations", "pairs"})
+      EXPECT_EQ(*target.database().query_int64(std::string("SELECT count(*) FROM ") + table), 0)
+          << table;
+  }
+  MemoryStore twin = open_store(dir / "twin.db");
+  auto r = import_jsonl(twin, with_line(-1, {}), "plain.jsonl");
+  EXPECT_TRUE(r.ok()) << r.error();
 }
 
 TEST(JsonlTest, MergesPairsIntoAMemoryThatAlreadyHasThem) {

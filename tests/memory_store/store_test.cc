@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/scrub_secrets.h"
+
 #include "common/sha256.h"
 #include "tests/memory_store/test_support.h"
 
@@ -147,8 +149,8 @@ TEST(StoreTest, LlmCallErrorsNeverKeepAKey) {
   EXPECT_EQ(stored.find("sk-proj"), std::string::npos) << stored;
   EXPECT_EQ(stored.find("abcdefghijklmnop"), std::string::npos) << stored;
   EXPECT_NE(stored.find("[redacted]"), std::string::npos) << stored;
-  EXPECT_EQ(redact_credentials("api_key=0123456789abcdef&x=1"), "[redacted]&x=1");
-  EXPECT_EQ(redact_credentials("timeout after 30 s"), "timeout after 30 s");
+  EXPECT_EQ(scrub_secrets("api_key=0123456789abcdef&x=1"), "api_key=[redacted]&x=1");
+  EXPECT_EQ(scrub_secrets("timeout after 30 s"), "timeout after 30 s");
 }
 
 TEST(StoreTest, DuplicatePairsAreMerged) {

@@ -185,6 +185,8 @@ FakeEvaluator::Options fake_evaluator_options_from_env() {
   if (const char* delay = std::getenv("KOPT_FAKE_DELAY_MS"); delay && *delay) {
     options.delay = std::chrono::milliseconds(std::atol(delay));
   }
+  // A device that reports a hostile name (tests/hostile/): the name reaches the store and exports.
+  if (const char* name = std::getenv("KOPT_FAKE_GPU_NAME"); name && *name) options.gpu_name = name;
   return options;
 }
 

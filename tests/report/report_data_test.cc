@@ -158,8 +158,8 @@ TEST(ReportMarkup, ParsesUtcTimesWithoutTheLocalZone) {
 }
 
 TEST(ReportMarkup, EscapesAndFormats) {
-  EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
-  EXPECT_EQ(markdown_cell("a|b\nc"), "a\\|b c");
+  EXPECT_EQ(html_text("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+  EXPECT_EQ(markdown_text("a|b\nc"), "a\\|b c");
   EXPECT_EQ(format_micros(812.34), "812.3 us");
   EXPECT_EQ(format_micros(1250), "1.25 ms");
   EXPECT_EQ(format_micros(0), "-");
