@@ -73,7 +73,7 @@ int64_t draw_value(const SizeRange& range, bool long_draw, int residue4, DrawRan
   v = std::clamp(v, lo, hi);
   int64_t width = hi - lo + 1;
   int64_t modulus = width >= 128 ? 128 : width >= 4 ? 4 : 1;
-  if (modulus == 1) return v;
+  if (modulus == 1 || residue4 < 0) return v;
   int64_t target = residue4 + (modulus == 128 ? 4 * int64_t(random.below(32)) : 0);
   v += target - v % modulus;
   while (v < lo) v += modulus;
@@ -84,13 +84,13 @@ int64_t draw_value(const SizeRange& range, bool long_draw, int residue4, DrawRan
 // One candidate shape, or the reason it is refused.
 Result<ShapeBinding> try_shape(const TaskSpec& task, int shape_index,
                                const std::map<std::string, std::array<int, 4>>& residues,
-                               DrawRandom& random) {
+                               bool stratified, DrawRandom& random) {
   const DrawSpec& spec = task.draws;
   ShapeBinding all = task.sizes;
   auto draw_all = [&](const std::map<std::string, SizeRange>& ranges) {
     for (const auto& [name, range] : ranges)
       all[name] = draw_value(range, shape_index == 0 && range.long_rows,
-                             residues.at(name)[size_t(shape_index % 4)], random);
+                             stratified ? residues.at(name)[size_t(shape_index % 4)] : -1, random);
   };
   draw_all(spec.ranges);
   draw_all(spec.variables);
@@ -227,7 +227,9 @@ Result<std::vector<ShapeBinding>> draw_shapes(const TaskSpec& task, uint64_t see
   for (int i = 0; i < spec.count; ++i) {
     std::string last_reason;
     for (int attempt = 0; attempt < kAttemptsPerShape; ++attempt) {
-      auto shape = try_shape(task, i, residues, random);
+      // Residues that no shape within the budget can take (rows = 4 with a long row) give way
+      // after half the attempts.
+      auto shape = try_shape(task, i, residues, attempt < kAttemptsPerShape / 2, random);
       if (shape) {
         shapes.push_back(std::move(*shape));
         break;

@@ -1,6 +1,6 @@
 // expect: incorrect|crash
 // task: embedding
-// Planted bug: the row's byte offset in 32 bits (ids[t] * hidden * 2 as int). Right while the
+// Planted bug: the row's byte offset in 32 bits (ids[t] * hidden * 2 wrapped to an int). Right while the
 // table is under 2 GiB (every sweep shape and the 128256-row holdout); the holdout table of
 // 300000 x 4096 bf16 (2.3 GiB) sends the ids past 262143 before the table.
 /* kopt:plan
@@ -14,7 +14,9 @@
 
 extern "C" __global__ void embedding_rows(const int* ids, const __nv_bfloat16* weight,
                                           __nv_bfloat16* out, int hidden) {
-  int byte_offset = ids[blockIdx.x] * hidden * (int)sizeof(__nv_bfloat16);  // planted: 32 bits
+  // planted: the byte offset wraps in 32 bits (unsigned arithmetic, so the compiler cannot
+  // widen it the way it may widen a signed product that overflows)
+  int byte_offset = (int)((unsigned)ids[blockIdx.x] * (unsigned)hidden * 2u);
   const __nv_bfloat16* row = (const __nv_bfloat16*)((const char*)weight + byte_offset);
   __nv_bfloat16* out_row = out + (long long)blockIdx.x * hidden;
   for (int c = threadIdx.x; c < hidden; c += BLOCK) out_row[c] = row[c];
