@@ -1,6 +1,8 @@
 #include "sandbox/init_spec.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/strings.h"
 #include "sandbox/expr.h"
@@ -11,8 +13,10 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kInitKeys = {"dist", "mean",  "std",    "low",
-                                            "high", "value", "repeat", "neg_inf"};
+const std::vector<std::string> kInitKeys = {"dist",   "mean",  "std",         "low",
+                                            "high",   "value", "repeat",      "neg_inf",
+                                            "sorted", "row",   "repeated_max"};
+const std::vector<std::string> kSortOrders = {"ascending", "descending"};
 const std::vector<std::string> kDistributions = {"normal", "uniform", "randint", "constant"};
 
 std::string number_text(double v) {
@@ -39,7 +43,71 @@ void read_int_bound(JsonReader& reader, const json& node, const std::string& pat
   }
 }
 
+// A positive integer or an expression string at `path.key` into `target`.
+void read_length(JsonReader& reader, const json& node, const std::string& path, const char* key,
+                 std::string& target, const std::set<std::string>& symbols) {
+  if (!node.contains(key)) return;
+  const json& v = node.at(key);
+  if (v.is_number_integer() && v.get<int64_t>() >= 1) {
+    target = std::to_string(v.get<int64_t>());
+  } else if (v.is_string()) {
+    target = v.get<std::string>();
+    check_expression(reader, path + "." + key, target, symbols);
+  } else {
+    reader.error(path + "." + key, "expected a positive integer or an expression string");
+  }
+}
+
+// The structure keys: what they need and what they exclude.
+void check_structure(JsonReader& reader, const InitSpec& init, const std::string& path,
+                     DType dtype) {
+  if (!init.sorted.empty() &&
+      std::find(kSortOrders.begin(), kSortOrders.end(), init.sorted) == kSortOrders.end())
+    reader.error(path + ".sorted", "expected \"ascending\" or \"descending\"" +
+                                       did_you_mean(init.sorted, kSortOrders));
+  bool structured = init.needs_format_3();
+  if (structured && init.row.empty())
+    reader.error(path + ".row", "sorted and repeated_max need the row length (\"row\": \"cols\")");
+  if (!structured && !init.row.empty())
+    reader.error(path + ".row", "only with \"sorted\" or \"repeated_max\"");
+  if (structured && !init.repeat.empty())
+    reader.error(path + ".repeat", "equal runs and structured rows exclude each other");
+  if (structured && init.neg_inf > 0)
+    reader.error(path + ".neg_inf", "masking and structured rows exclude each other");
+  if (!init.sorted.empty() && !init.repeated_max.empty())
+    reader.error(path + ".repeated_max", "a row is either sorted or has repeated maxima");
+  if (!init.repeated_max.empty() && !dtype_is_float(dtype))
+    reader.error(path + ".repeated_max",
+                 "only for float inputs (the planted maximum lies above the integer range)");
+}
+
 }  // namespace
+
+std::optional<InitSpec> InitSpec::mirrored(DType dtype) const {
+  if (!dtype_is_float(dtype)) return std::nullopt;
+  InitSpec m = *this;
+  if (dist == "normal" && mean != 0) {
+    m.mean = -mean;
+  } else if (dist == "uniform" && low + high != 0) {
+    m.low = -high;
+    m.high = -low;
+  } else if (dist == "constant" && value != 0) {
+    m.value = -value;
+  } else if (dist == "randint") {
+    // Literal bounds only (an expression bound is a size: not a value to reflect).
+    char* end_low = nullptr;
+    char* end_high = nullptr;
+    long long lo = std::strtoll(int_low.c_str(), &end_low, 10);
+    long long hi = std::strtoll(int_high.c_str(), &end_high, 10);
+    if (*end_low || *end_high || int_low.empty() || int_high.empty() || lo + (hi - 1) == 0)
+      return std::nullopt;
+    m.int_low = std::to_string(-(hi - 1));
+    m.int_high = std::to_string(-lo + 1);
+  } else {
+    return std::nullopt;
+  }
+  return m;
+}
 
 bool InitSpec::needs_format_2(DType dtype) const {
   return dist == "constant" || !repeat.empty() || neg_inf > 0 ||
@@ -60,6 +128,9 @@ std::string describe_init(const InitSpec& init) {
   }
   if (!init.repeat.empty()) text += ", equal runs of " + init.repeat;
   if (init.neg_inf > 0) text += ", " + number_text(100 * init.neg_inf) + "% -inf";
+  if (!init.sorted.empty()) text += ", rows of " + init.row + " sorted " + init.sorted;
+  if (!init.repeated_max.empty())
+    text += ", the row maximum at every " + init.repeated_max + "th of " + init.row;
   return text;
 }
 
@@ -106,18 +177,12 @@ InitSpec read_init_object(JsonReader& reader, const json& node, const std::strin
     reader.error(path + ".dist", "unknown distribution '" + init.dist + "'" +
                                      did_you_mean(init.dist, kDistributions));
   }
-  if (node.contains("repeat")) {
-    const json& v = node.at("repeat");
-    if (v.is_number_integer() && v.get<int64_t>() >= 1) {
-      init.repeat = std::to_string(v.get<int64_t>());
-    } else if (v.is_string()) {
-      init.repeat = v.get<std::string>();
-      check_expression(reader, path + ".repeat", init.repeat, symbols);
-    } else {
-      reader.error(path + ".repeat", "expected a positive integer or an expression string");
-    }
-  }
+  read_length(reader, node, path, "repeat", init.repeat, symbols);
   init.neg_inf = reader.number_field(node, path, "neg_inf", false).value_or(0.0);
+  init.sorted = reader.string_field(node, path, "sorted", false).value_or("");
+  read_length(reader, node, path, "row", init.row, symbols);
+  read_length(reader, node, path, "repeated_max", init.repeated_max, symbols);
+  check_structure(reader, init, path, dtype);
   if (init.neg_inf < 0 || init.neg_inf >= 1)
     reader.error(path + ".neg_inf", "must be a share in [0, 1)");
   if (!dtype_is_float(dtype)) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -24,9 +25,23 @@ struct InitSpec {
   // row length gives all-equal rows. An expression over sizes.
   std::string repeat;
   double neg_inf = 0.0;  // share of elements replaced by -inf (masking), float inputs only
+  // Structured rows (format 3): `row` (an expression: the row length) splits the tensor into
+  // rows; `sorted` ("ascending" | "descending") makes each row monotone (values drawn from the
+  // distribution's quantiles, so they keep its spread); `repeated_max` (an expression: a
+  // spacing) puts the row's maximum, one value above the distribution, at every spacing-th
+  // position from a random phase: many equal maxima in one residue class.
+  std::string sorted;
+  std::string row;
+  std::string repeated_max;
 
   // Whether this uses what task.json format 2 added (constant, repeat, neg_inf, float randint).
   bool needs_format_2(DType dtype) const;
+  // Whether this uses what format 3 added (sorted, repeated_max).
+  bool needs_format_3() const { return !sorted.empty() || !repeated_max.empty(); }
+  // The init with its values reflected through 0 (mean 1000 -> mean -1000, uniform 500..600 ->
+  // -600..-500, constant 3 -> -3, whole numbers 0..7 -> -7..0), or nullopt where that changes
+  // nothing (a zero mean, a symmetric range) or would be invalid (integer inputs: indices).
+  std::optional<InitSpec> mirrored(DType dtype) const;
 };
 
 // Short human text: "std 40", "mean 1000 std 1", "uniform 500..600", "integers 0..7",

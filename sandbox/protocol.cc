@@ -112,6 +112,7 @@ json options_to_json(const EvalOptions& o) {
           {"fresh_baseline_samples", o.fresh_baseline_samples},
           {"baseline_drift", o.baseline_drift},
           {"stress", o.stress},
+          {"draws", o.draws},
           {"profile", o.profile},
           {"profile_below_us", o.profile_below_us}};
 }
@@ -144,7 +145,8 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "reuse_baseline_samples",
                 "fresh_baseline_samples",
                 "baseline_drift",
-                "stress"});
+                "stress",
+                "draws"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -180,6 +182,7 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
     r.error(path + ".fresh_baseline_samples", "must be at least 1");
   if (!(options.baseline_drift >= 0)) r.error(path + ".baseline_drift", "must not be negative");
   read_into(r, o, path, "stress", options.stress);
+  read_into(r, o, path, "draws", options.draws);
   read_into(r, o, path, "profile", options.profile);
   read_into(r, o, path, "profile_below_us", options.profile_below_us);
   if (options.profile != "" && options.profile != "cupti" && options.profile != "bracket")

@@ -79,6 +79,9 @@ struct EvalOptions {
   // The task's stress rounds (extreme but valid inputs), after the sweep: off only to measure
   // their cost or to show what they catch (tasks/README.md, "Stress rounds").
   bool stress = true;
+  // The task's drawn shapes (task.json `draws`), after the stress rounds: off only to measure
+  // their cost or to show what they catch (tasks/README.md, "Drawn shapes").
+  bool draws = true;
   // Hardware counters of a verified candidate at the timed shape, outside the timed samples
   // (sandbox/worker/profile_pass.h): "" none; "cupti" kopt's own pass through CUPTI's range
   // profiler; "bracket" one run between cuProfilerStart/Stop for an outside profiler (ncu

@@ -9,7 +9,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kStressKeys = {"name", "inputs", "shapes"};
+const std::vector<std::string> kStressKeys = {"name", "inputs", "shapes", "unmirrored"};
 
 // "std 40" for one overridden input; "q std 40, k std 2" for several.
 std::string derived_name(const std::map<std::string, InitSpec>& overrides) {
@@ -21,6 +21,26 @@ std::string derived_name(const std::map<std::string, InitSpec>& overrides) {
 }
 
 }  // namespace
+
+std::optional<StressRound> mirrored_round(const StressRound& round,
+                                          const std::vector<TensorSpec>& inputs) {
+  StressRound twin = round;
+  bool changed = false;
+  for (auto& [name, init] : twin.inputs) {
+    auto input = std::find_if(inputs.begin(), inputs.end(),
+                              [&](const TensorSpec& t) { return t.name == name; });
+    if (input == inputs.end()) continue;
+    if (auto m = init.mirrored(input->dtype)) {
+      init = *m;
+      changed = true;
+    }
+  }
+  if (!changed) return std::nullopt;
+  twin.mirror_of = round.name;
+  twin.unmirrored.clear();
+  twin.name = derived_name(twin.inputs) + " (mirror of '" + round.name + "')";
+  return twin;
+}
 
 const InitSpec& stress_init(const StressRound* round, const TensorSpec& input) {
   if (round) {
@@ -99,6 +119,8 @@ std::vector<StressRound> read_stress_rounds(JsonReader& reader, const json& root
           continue;
         }
         round.inputs[name] = read_init_object(reader, init, ipath, input->dtype, symbols);
+        if (format < 3 && round.inputs[name].needs_format_3())
+          reader.error(ipath, "sorted and repeated_max need \"format\": 3");
       }
     }
     round.shapes = read_shape_list(reader, item, path, "shapes", sizes, false);
@@ -110,7 +132,30 @@ std::vector<StressRound> read_stress_rounds(JsonReader& reader, const json& root
     if (!round.name.empty() && !seen.insert(round.name).second)
       reader.error(path + ".name", "stress round name '" + round.name +
                                        "' is used twice (give each round its own \"name\")");
+    if (item.contains("unmirrored")) {
+      auto reason = reader.string_field(item, path, "unmirrored", false);
+      if (format < 3) reader.error(path + ".unmirrored", "needs \"format\": 3");
+      if (reason && trim(*reason).empty())
+        reader.error(path + ".unmirrored", "give the reason the round has no mirrored twin");
+      if (reason) round.unmirrored = *reason;
+    }
     rounds.push_back(std::move(round));
+  }
+  // Format 3: a round of one sign implies its mirror (a cross-entropy that starts its max at 0
+  // passes 'mean 1000' and fails 'mean -1000'), unless the task says why not.
+  if (format >= 3) {
+    size_t given = rounds.size();
+    for (size_t i = 0; i < given; ++i) {
+      if (!rounds[i].unmirrored.empty()) continue;
+      auto twin = mirrored_round(rounds[i], inputs);
+      if (!twin) continue;
+      if (!seen.insert(twin->name).second) {
+        reader.error("$.stress[" + std::to_string(i) + "]",
+                     "its mirrored twin's name '" + twin->name + "' is taken by another round");
+        continue;
+      }
+      rounds.push_back(std::move(*twin));
+    }
   }
   return rounds;
 }

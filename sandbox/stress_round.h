@@ -7,6 +7,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,7 +24,15 @@ struct StressRound {
   std::string name;                        // given, or derived from the overrides ("std 40")
   std::map<std::string, InitSpec> inputs;  // init overrides of some inputs, by input name
   std::vector<ShapeBinding> shapes;        // overrides like the sweep's; empty: see stress_shapes
+  std::string mirror_of;   // the round this one mirrors (generated, format 3), or ""
+  std::string unmirrored;  // why the round has no mirrored twin (task.json's reason), or ""
 };
+
+// The mirrored twin of `round` (every float override reflected through 0, named "mean -1000
+// (mirror of 'mean 1000')"), or nullopt where no override changes. Format 3 adds one after every
+// round that has one, unless the round gives a reason not to (`"unmirrored": "why"`).
+std::optional<StressRound> mirrored_round(const StressRound& round,
+                                          const std::vector<TensorSpec>& inputs);
 
 // The init `input` gets in `round` (its own init where the round does not override it).
 const InitSpec& stress_init(const StressRound* round, const TensorSpec& input);

@@ -16,8 +16,9 @@ using nlohmann::json;
 namespace {
 
 const std::vector<std::string> kTaskKeys = {
-    "format", "name",    "description", "tags",      "sizes", "constants", "inputs", "outputs",
-    "shapes", "holdout", "stress",      "tolerance", "flops", "bytes",     "peak",   "priority"};
+    "format", "name",    "description", "tags",     "sizes",  "constants",
+    "inputs", "outputs", "shapes",      "holdout",  "stress", "tolerance",
+    "flops",  "bytes",   "peak",        "priority", "draws"};
 const std::vector<std::string> kTensorKeys = {"name", "dtype", "shape", "init"};
 const std::vector<std::string> kToleranceKeys = {"atol", "rtol", "max_error", "min_pass_fraction"};
 const std::vector<std::string> kPeaks = {"fp32", "bf16_tensor", "fp16_tensor", "tf32_tensor"};
@@ -34,6 +35,8 @@ InitSpec read_init(JsonReader& reader, const json& tensor, const std::string& pa
   if (format < 2 && init.needs_format_2(dtype))
     reader.error(path + ".init",
                  "constant, repeat, neg_inf and randint for float inputs need \"format\": 2");
+  if (format < 3 && init.needs_format_3())
+    reader.error(path + ".init", "sorted and repeated_max need \"format\": 3");
   return init;
 }
 
@@ -197,6 +200,7 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   if (task.shapes.empty() && reader.ok()) reader.error("$.shapes", "needs at least one shape");
   task.holdout = read_shape_list(reader, root, "$", "holdout", task.sizes, false);
   task.stress = read_stress_rounds(reader, root, task.inputs, task.sizes, task.format);
+  task.draws = read_draw_spec(reader, root, task.sizes, task.format);
 
   if (const json* tol = reader.typed_field(root, "$", "tolerance", json::value_t::object, true)) {
     reader.check_keys(*tol, "$.tolerance", kToleranceKeys);
@@ -233,11 +237,15 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
           if (auto n = task.element_count(t, s); !n) reader.error(path, n.error());
       for (const auto& t : task.inputs) {
         const InitSpec& init = stress_init(round, t);
-        if (init.repeat.empty()) continue;
-        auto run = evaluate_expression(init.repeat, s);
-        if (!run || *run < 1)
-          reader.error(path, "input '" + t.name + "': repeat '" + init.repeat +
-                                 "' must be a positive length here");
+        for (const auto& [key, length] : {std::pair{"repeat", &init.repeat},
+                                          {"row", &init.row},
+                                          {"repeated_max", &init.repeated_max}}) {
+          if (length->empty()) continue;
+          auto run = evaluate_expression(*length, s);
+          if (!run || *run < 1)
+            reader.error(path, "input '" + t.name + "': " + key + " '" + *length +
+                                   "' must be a positive length here");
+        }
       }
     };
     for (const auto& [key, list] : {std::pair{"shapes", &task.shapes}, {"holdout", &task.holdout}})
@@ -251,6 +259,15 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
         check_shape(
             path + (round.shapes.empty() ? " at $.shapes[" : ".shapes[") + std::to_string(i) + "]",
             shapes[i], &round);
+    }
+  }
+  if (reader.ok() && task.draws.count > 0) {
+    // A few seeds, so that a range no shape of which fits is refused here, not in the worker.
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+      if (auto drawn = draw_shapes(task, seed); !drawn) {
+        reader.error("$.draws", drawn.error());
+        break;
+      }
     }
   }
   if (!reader.ok()) return make_error(reader.message());

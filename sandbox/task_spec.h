@@ -11,13 +11,15 @@
 #include "sandbox/dtype.h"
 #include "sandbox/expr.h"
 #include "sandbox/init_spec.h"
+#include "sandbox/shape_draw.h"
 #include "sandbox/stress_round.h"
 
 namespace kopt {
 
 // 2 added stress rounds and the init keys constant, repeat, neg_inf and randint for floats;
-// format 1 files read as before.
-inline constexpr int kTaskFormatVersion = 2;
+// 3 added drawn shapes (`draws`), mirrored stress rounds and structured inputs (`sorted`,
+// `repeated_max`); older files read as before.
+inline constexpr int kTaskFormatVersion = 3;
 
 struct TensorSpec {
   std::string name;
@@ -45,6 +47,7 @@ struct TaskSpec {
   std::vector<ShapeBinding> shapes;   // correctness sweep (overrides of the defaults)
   std::vector<ShapeBinding> holdout;  // never shown to an LLM
   std::vector<StressRound> stress;    // extreme but valid inputs (tasks/README.md)
+  DrawSpec draws;                     // shapes drawn per evaluation (sandbox/shape_draw.h)
   Tolerance tolerance;
   std::string flops;          // expression over sizes
   std::string bytes;          // expression over sizes

@@ -87,6 +87,14 @@ Result<std::vector<VerifyStep>> verification_steps(const TaskSpec& task, const E
             {"stress", shapes[i], 1, seed + 15485863 * (r + 1) + 7919 * (i + 1), &task.stress[r]});
     }
   }
+  // Shapes drawn from the task's ranges with the evaluation's seed: one round each, small
+  // (within draws.max_bytes) and never kept (a shape seldom comes back).
+  if (options.draws) {
+    auto drawn = draw_shapes(task, draw_seed(seed));
+    if (!drawn) return make_error("drawing shapes: " + drawn.error());
+    for (size_t i = 0; i < drawn->size(); ++i)
+      steps.push_back({"drawn", (*drawn)[i], 1, seed + 7919 * (i + 1) + 611953});
+  }
   if (options.check_holdout) {
     for (size_t i = 0; i < task.holdout.size(); ++i) {
       ShapeBinding sizes = task.bind(task.holdout[i]);
@@ -159,12 +167,12 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   // (an explicit seed) gets inputs from its seed alone.
   if (!request.options.reuse_inputs || request.options.seed != 0) pool = nullptr;
   std::string pool_key = kernel_key(request.task_json, request.reference);
-  verifier.use_pool(pool, pool_key);
   auto steps = verification_steps(*task, request.options, seed);
   if (!steps) return make_error(steps.error());
   std::map<int, int> shapes_by_rounds;  // for the detail line: how many shapes got how many rounds
   for (const auto& step : *steps) {
     if (step.phase != "stress") ++shapes_by_rounds[step.rounds];
+    verifier.use_pool(step.phase == "drawn" ? nullptr : pool, pool_key);
     auto outcome =
         verifier.verify_shape(step.sizes, step.rounds, step.seed, step.phase, step.stress);
     if (!outcome) return make_error(outcome.error());
@@ -273,6 +281,8 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   result.detail += " (" + rounds_text + ")";
   if (request.options.stress && !task->stress.empty())
     result.detail += " + " + std::to_string(task->stress.size()) + " stress rounds";
+  if (request.options.draws && task->draws.count > 0)
+    result.detail += " + " + std::to_string(task->draws.count) + " drawn shapes";
   if (timed->baseline_from_history)
     result.detail += "; baseline: " + std::to_string(timed->fresh_baseline_samples) +
                      " fresh samples agreed with earlier ones";

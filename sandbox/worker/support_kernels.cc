@@ -40,9 +40,11 @@ std::vector<std::string> all_kernel_names() {
     std::string ty = type_name(t);
     names.push_back("compare<" + ty + ">");
     names.push_back("fill_randint<" + ty + ">");
+    names.push_back("fill_sorted<" + ty + ">");
     if (dtype_is_float(t)) {
       names.push_back("fill_normal<" + ty + ">");
       names.push_back("fill_uniform<" + ty + ">");
+      names.push_back("plant_maxima<" + ty + ">");
     }
   }
   return names;
@@ -127,6 +129,47 @@ unsigned grid_for(const Device& device, uint64_t n) {
 Status SupportKernels::fill(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
                             const FillBounds& bounds, uint64_t seed) {
   if (n == 0) return ok_status();
+  if (!init.sorted.empty()) return fill_sorted(data, dtype, n, init, bounds, seed);
+  if (auto s = fill_plain(data, dtype, n, init, bounds, seed); !s || init.repeated_max.empty())
+    return s;
+  // Repeated maxima: one value above everything the distribution draws, planted over the fill.
+  uint64_t count = static_cast<uint64_t>(n);
+  uint64_t row = uint64_t(std::max<int64_t>(1, bounds.row));
+  uint64_t spacing = uint64_t(std::max<int64_t>(1, bounds.max_spacing));
+  double top = init.dist == "normal"     ? init.mean + 9 * init.stddev
+               : init.dist == "uniform"  ? init.high
+               : init.dist == "constant" ? init.value + 1
+                                         : double(bounds.int_high);
+  void* args[] = {&data, &count, &seed, &row, &spacing, &top};
+  return launch("plant_maxima<" + std::string(type_name(dtype)) + ">", grid_for(*device_, count),
+                256, args, false);
+}
+
+Status SupportKernels::fill_sorted(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
+                                   const FillBounds& bounds, uint64_t seed) {
+  // Monotone rows from the distribution's quantiles: 0 normal (mean, std), 1 uniform or
+  // constant (low, high), 2 whole numbers (low, high exclusive).
+  uint64_t count = static_cast<uint64_t>(n);
+  uint64_t row = uint64_t(std::max<int64_t>(1, bounds.row));
+  int descending = init.sorted == "descending" ? 1 : 0;
+  int kind = 0;
+  double a = init.mean, b = init.stddev;
+  if (init.dist == "randint" || !dtype_is_float(dtype)) {
+    kind = 2;
+    a = double(bounds.int_low);
+    b = double(bounds.int_high);
+  } else if (init.dist != "normal") {
+    kind = 1;
+    a = init.dist == "constant" ? init.value : init.low;
+    b = init.dist == "constant" ? init.value : init.high;
+  }
+  void* args[] = {&data, &count, &seed, &row, &descending, &kind, &a, &b};
+  return launch("fill_sorted<" + std::string(type_name(dtype)) + ">", grid_for(*device_, count),
+                256, args, false);
+}
+
+Status SupportKernels::fill_plain(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
+                                  const FillBounds& bounds, uint64_t seed) {
   uint64_t count = static_cast<uint64_t>(n);
   std::string ty = type_name(dtype);
   uint64_t repeat = static_cast<uint64_t>(std::max<int64_t>(1, bounds.repeat));

@@ -47,6 +47,8 @@ struct GuardDamage {
 struct FillBounds {
   int64_t int_low = 0, int_high = 1;
   int64_t repeat = 1;
+  int64_t row = 0;          // structured rows: the row length (0: none)
+  int64_t max_spacing = 0;  // repeated maxima: the spacing (0: none)
 };
 
 class SupportKernels {
@@ -84,6 +86,11 @@ class SupportKernels {
   Status launch(const std::string& name, unsigned grid, unsigned block, void** args,
                 bool sync = true);
   Status read_back(void* host, CUdeviceptr from, size_t bytes);
+  // The parts of fill: the distribution alone, and monotone rows (structured inputs).
+  Status fill_plain(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
+                    const FillBounds& bounds, uint64_t seed);
+  Status fill_sorted(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
+                     const FillBounds& bounds, uint64_t seed);
   Device* device_ = nullptr;
   std::shared_ptr<Module> module_;
   std::map<std::string, CUfunction> functions_;

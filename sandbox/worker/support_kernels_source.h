@@ -73,6 +73,33 @@ __global__ void fill_randint(T* out, u64 n, u64 seed, long long low, long long h
   }
 }
 
+// Structured rows (task.json's "sorted"): row r's element p takes the quantile (q + jitter) / row
+// of the distribution, q = p ascending or row-1-p descending, so every row is monotone and keeps
+// the distribution's spread. kind 0: normal (a mean, b std); 1: uniform (a low, b high);
+// 2: whole numbers in [a, b) (ties).
+template <typename T>
+__global__ void fill_sorted(T* out, u64 n, u64 seed, u64 row, int descending, int kind, double a, double b) {
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    u64 p = i % row;
+    u64 q = descending ? row - 1 - p : p;
+    double u = ((double)q + 0.999 * unit(mix64(seed ^ (i * 0xd1b54a32d192ed03ULL)))) / (double)row;
+    double v = kind == 0 ? a + b * normcdfinv(u) : kind == 1 ? a + (b - a) * u : floor(a + (b - a) * u);
+    out[i] = kind == 2 ? from_integer<T>((long long)v) : from_double<T>(v);
+  }
+}
+
+// Repeated maxima (task.json's "repeated_max"): over a fill, row r's elements at positions
+// phase_r + j * spacing take `top` (above every drawn value): many equal maxima, all in one
+// residue class mod every power of two up to the spacing.
+template <typename T>
+__global__ void plant_maxima(T* out, u64 n, u64 seed, u64 row, u64 spacing, double top) {
+  u64 period = spacing < row ? spacing : row;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    u64 phase = mix64(seed ^ 0x3c6ef372fe94f82bULL ^ ((i / row) * 0xa0761d6478bd642fULL)) % period;
+    if ((i % row) % spacing == phase) out[i] = from_double<T>(top);
+  }
+}
+
 struct Stats {
   u64 failed, non_finite, expected_non_finite, actual_nonzero, expected_unlike_zero;
   u64 worst;  // (error bits << 32) | index low bits, for atomicMax; see compare()

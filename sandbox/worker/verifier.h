@@ -46,6 +46,11 @@ Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
 Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
                                                 const std::vector<const GuardedBuffer*>& buffers);
 
+// Whether a phase's shapes are kept from the model ("holdout", "drawn"): their verdicts name no
+// size, and a mismatch is told by its values alone (describe_hidden_mismatch).
+bool shape_is_hidden(const std::string& phase);
+std::string describe_hidden_mismatch(const Mismatch& m, Verdict verdict);
+
 // Fills every input of the task for one round, with `stress`'s overrides where given.
 Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBinding& sizes,
                    const BufferMap& inputs, uint64_t seed, const StressRound* stress = nullptr);

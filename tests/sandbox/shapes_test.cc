@@ -1,0 +1,102 @@
+// GPU proof of the inputs and shapes a kernel cannot anticipate: every kernel in
+// tests/sandbox/shapes/ is either a planted bug that only a drawn shape, a mirrored stress round,
+// a structured input or the >2 GiB embedding holdout exposes (it passes the fixed sweep: checked
+// here with those off), or its correct twin, which must pass everything. A failing verdict on a
+// drawn or holdout shape must not name the shape's sizes.
+//
+//   ctest --test-dir BUILD -L gpu -R Shapes --output-on-failure
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "common/files.h"
+#include "sandbox/evaluator.h"
+#include "tests/sandbox/adversarial_files.h"
+#include "tests/sandbox/shape_trap_seed.h"
+
+namespace kopt::testing {
+namespace {
+
+SandboxOptions worker_options() {
+  SandboxOptions options;
+  options.worker = KOPT_SANDBOX_WORKER;
+  options.device = 0;
+  return options;
+}
+
+// Verification only. `hardened`: drawn shapes, stress rounds (mirrored twins, structured rows)
+// and the holdouts; without, the fixed sweep alone (the cover of every planted bug here).
+EvalRequest request(const AdversarialKernel& kernel, bool hardened) {
+  EvalRequest r;
+  auto task_json = read_file(adversarial_task_dir(kernel.task) / "task.json");
+  if (!task_json) throw std::runtime_error(task_json.error());
+  r.task_json = *task_json;
+  r.reference = adversarial_task_file(kernel.task, "reference.cu");
+  r.candidate = {kernel.source, kernel.path.string(), {}};
+  r.options.time = false;
+  r.options.draws = hardened;
+  r.options.stress = hardened;
+  // The holdouts of softmax and mse_loss are the suite's largest shapes and hold no trap here:
+  // only embedding's (the table over 2 GiB) is run.
+  r.options.check_holdout = hardened && kernel.task == "embedding";
+  r.options.max_wall_seconds = 20;
+  // The draw is stratified so that every evaluation meets each trap (shape_draw_test.cc proves
+  // it for any seed); the fixed seed makes the run reproducible, and the CPU test
+  // SuiteDrawsAtTheTestSeedSpringEveryTrap checks this seed's shapes.
+  r.options.seed = kShapeTrapSeed;
+  return r;
+}
+
+class ShapesOnGpu : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+TEST_P(ShapesOnGpu, PlantedBugCaughtAndTwinAccepted) {
+  auto kernel =
+      read_adversarial_kernel(std::filesystem::path(KOPT_SHAPES_DIR) / (GetParam() + ".cu"));
+  ASSERT_TRUE(kernel.ok()) << kernel.error();
+  SandboxEvaluator evaluator(worker_options());
+  auto device = evaluator.start();
+  ASSERT_TRUE(device.ok()) << device.error();
+  bool planted = kernel->expected != std::vector<Verdict>{Verdict::kOk};
+
+  auto begin = std::chrono::steady_clock::now();
+  auto result = evaluator.evaluate(request(*kernel, true));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  ASSERT_TRUE(result.ok()) << result.error();
+  std::printf("shapes %-36s -> %-12s (expected %s) %.1f s, verify %.0f ms: %s\n",
+              kernel->name.c_str(), verdict_name(result->verdict).c_str(),
+              describe_verdicts(kernel->expected).c_str(), seconds, result->verify_ms,
+              result->detail.substr(0, 300).c_str());
+  std::fflush(stdout);
+  EXPECT_NE(std::find(kernel->expected.begin(), kernel->expected.end(), result->verdict),
+            kernel->expected.end())
+      << "got " << verdict_name(result->verdict) << ": " << result->detail;
+  if (result->mismatch &&
+      (result->mismatch->phase == "drawn" || result->mismatch->phase == "holdout")) {
+    // The text that reaches the model names no size of the shape.
+    EXPECT_EQ(result->mismatch->shape, "a " + result->mismatch->phase + " shape");
+    EXPECT_EQ(result->detail.find('='), std::string::npos) << result->detail;
+  }
+  if (!planted) return;
+  auto cover = evaluator.evaluate(request(*kernel, false));
+  ASSERT_TRUE(cover.ok()) << cover.error();
+  std::printf("shapes %-36s -> %-12s on the fixed sweep alone\n", kernel->name.c_str(),
+              verdict_name(cover->verdict).c_str());
+  EXPECT_EQ(cover->verdict, Verdict::kOk)
+      << "the planted bug shows on the fixed sweep already: " << cover->detail;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ShapesOnGpu,
+                         ::testing::ValuesIn(kernel_names_in(KOPT_SHAPES_DIR)),
+                         [](const ::testing::TestParamInfo<std::string>& file) {
+                           return file.param;
+                         });
+
+}  // namespace
+}  // namespace kopt::testing
