@@ -100,13 +100,13 @@ template <> struct bits_of<long long> { typedef u64 type; };
 
 // `masked`: `expected` holds masked values (see xor_mask) under `key`.
 template <typename T>
-__global__ void compare(const T* actual, const T* expected, u64 n, double atol, double rtol, u64 key, int masked, Stats* s) {
+__global__ void compare(const T* actual, const T* expected, u64 n, double atol, double rtol, u64 mask_key, int masked, Stats* s) {
   u64 failed = 0, non_finite = 0, exp_non_finite = 0, act_nz = 0, exp_nz = 0;
   float worst_err = -1.0f;
   u64 worst_i = 0;
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
     double a = to_double<T>(actual[i]);
-    double e = to_double<T>(unmasked<T, typename bits_of<T>::type>(expected, i, key, masked));
+    double e = to_double<T>(unmasked<T, typename bits_of<T>::type>(expected, i, mask_key, masked));
     bool a_finite = isfinite(a), e_finite = isfinite(e);
     float err;
     if (!e_finite) {
