@@ -25,7 +25,7 @@ if [ "${TESTS:-1}" = 1 ]; then
   s=$(date +%s)
   timeout 150 build/bin/kopt-sandbox < /tmp/reqs > /tmp/resps 2> "$out/worker_stderr.txt"
   echo "worker rc=$? wall=$(( $(date +%s) - s ))s"
-  i=0; for t in tasks/*/; do i=$((i+1)); sed -n "${i}p" /tmp/resps > "$out/eval_$(basename $t).json"; done
+  i=1; for t in tasks/*/; do i=$((i+1)); sed -n "${i}p" /tmp/resps > "$out/eval_$(basename $t).json"; done
   python3 scripts/gpu_eval_table.py "$out" > "$out/table.md"
   python3 - "$out" > "$out/sample_checks.md" <<'PY'
 import json, pathlib, sys
