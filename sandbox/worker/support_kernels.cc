@@ -57,9 +57,14 @@ const char* type_name(DType dtype) {
 }  // namespace
 
 std::vector<std::string> SupportKernels::kernel_names() {
-  std::vector<std::string> names = {"checksum", "clock_probe", "fma_peak", "copy_peak",
-                                    "guard_scan", "xor_mask<unsigned short>",
-                                    "xor_mask<unsigned int>", "xor_mask<unsigned long long>"};
+  std::vector<std::string> names = {"checksum",
+                                    "clock_probe",
+                                    "fma_peak",
+                                    "copy_peak",
+                                    "guard_scan",
+                                    "xor_mask<unsigned short>",
+                                    "xor_mask<unsigned int>",
+                                    "xor_mask<unsigned long long>"};
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64}) {
     std::string ty = type_name(t);
     names.push_back("compare<" + ty + ">");

@@ -1,12 +1,12 @@
 #include "sandbox/worker/verifier.h"
 
-#include "sandbox/worker/candidate_buffers.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <vector>
+
+#include "sandbox/worker/candidate_buffers.h"
 
 namespace kopt::worker {
 namespace {
@@ -226,8 +226,7 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
   if (!buffers) return make_error(buffers.error());
   std::vector<GuardedBuffer> first_storage;
   BufferMap first_run;
-  if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, first_storage, first_run);
-      !s)
+  if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, first_storage, first_run); !s)
     return make_error(s.error());
   phases_.setup_ms += lap();
 
@@ -262,8 +261,7 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
     const BufferMap cand_buffers = buffers->bindings();
 
     for (int run = 0; run < 2; ++run) {
-      if (auto s = buffers->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun,
-                                   device_.stream());
+      if (auto s = buffers->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun, device_.stream());
           !s)
         return make_error(s.error());
       phases_.checks_ms += lap();
