@@ -80,6 +80,11 @@ Status InputSetMaker::fill(InputSet& set, uint64_t seed, VerifyPhases* phases) c
   if (auto f = run_plan(device_, reference_, rp, buffers, task_, device_.stream(), {},
                         &set.reference_seconds))
     return make_error("the reference failed at " + describe_shape(sizes_) + ": " + f->detail);
+  // Kept masked from here on: a candidate that finds these bytes in memory reads noise.
+  for (const auto& t : task_.outputs) {
+    const BufferRef& b = set.expected.at(t.name);
+    if (auto s = support_.mask(b.ptr, b.dtype, b.elements); !s) return s;
+  }
   auto expected = checksums_of(support_, task_.outputs, set.expected);
   if (!expected) return make_error(expected.error());
   set.expected_checksums = std::move(*expected);
@@ -202,17 +207,30 @@ Result<std::optional<std::vector<InputSet*>>> draw_sets(InputPool* pool, const s
   if (maker.stress()) full_key += "|stress " + maker.stress()->name;
   if (count > capacity || !pool->can_hold(*bytes, capacity) || pool->declined(full_key))
     return none;
-  auto drawn =
-      pool->draw(full_key, count, capacity, *bytes, [&]() -> Result<std::unique_ptr<InputSet>> {
-        auto set = maker.allocate();
-        if (!set) return set;
-        if (auto s = maker.fill(**set, pool->fresh_seed(), phases); !s)
-          return make_error(s.error());
-        if (phases) ++phases->sets_made;
-        return set;
-      });
-  if (!drawn) return make_error(drawn.error());
-  return std::optional<std::vector<InputSet*>>(std::move(*drawn));
+  auto make = [&]() -> Result<std::unique_ptr<InputSet>> {
+    auto set = maker.allocate();
+    if (!set) return set;
+    if (auto s = maker.fill(**set, pool->fresh_seed(), phases); !s) return make_error(s.error());
+    if (phases) ++phases->sets_made;
+    return set;
+  };
+  // Every kept set is checked before it is used, not only after: a stray write by an earlier
+  // candidate into a set it did not run on must not make an innocent candidate fail. A damaged
+  // set is dropped and the draw repeated (new sets are made for the missing ones).
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    auto drawn = pool->draw(full_key, count, capacity, *bytes, make);
+    if (!drawn) return make_error(drawn.error());
+    bool intact = true;
+    for (InputSet* set : *drawn) {
+      auto changed = changed_part(maker.support(), maker.task(), *set);
+      if (!changed) return make_error(changed.error());
+      if (changed->empty()) continue;
+      pool->discard(set);
+      intact = false;
+    }
+    if (intact) return std::optional<std::vector<InputSet*>>(std::move(*drawn));
+  }
+  return make_error("input pool: kept sets of " + full_key + " keep changing between evaluations");
 }
 
 }  // namespace kopt::worker

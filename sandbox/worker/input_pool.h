@@ -10,9 +10,13 @@
 // - the sets' seeds come from the worker's own random device and never leave the worker, so a
 //   candidate cannot predict a set's values any better than before; which sets an evaluation
 //   draws is random too, and there are more sets than rounds;
-// - every set carries checksums of its inputs and of the reference's outputs, verified after the
-//   candidate ran on it: a candidate that writes into either is caught (modified_input or
-//   out_of_bounds) and the set is thrown away, so no later evaluation is judged against it;
+// - candidates run on copies of a set's inputs, never on the set; every set carries keyed
+//   checksums (the worker's secret) of its inputs and of the reference's outputs, verified before
+//   a set is used and after a candidate ran on it: a write into either is caught (out_of_bounds,
+//   or modified_input for the candidate's copies) and the set is thrown away, so no later
+//   evaluation is judged against it;
+// - the reference's outputs are kept masked with a keystream of the worker's secret: a kernel
+//   that finds them in memory reads noise;
 // - timing draws from sets of its own, never those verification used in the same evaluation, so
 //   a kernel that memoizes outputs while verified cannot replay them, right and fast, when timed;
 //   a re-verification of a suspicious speedup uses fresh sets from new seeds;
@@ -43,8 +47,9 @@ struct VerifyPhases;
 // One input set and the reference's outputs on it.
 struct InputSet {
   std::vector<GuardedBuffer> storage;  // the inputs, then the reference's outputs
-  BufferMap inputs, expected;
-  std::vector<uint64_t> input_checksums;     // in the task's input order
+  BufferMap inputs;    // the masters: candidates run on copies (candidate_buffers.h)
+  BufferMap expected;  // masked with the worker's secret (SupportKernels::mask)
+  std::vector<uint64_t> input_checksums;     // keyed, in the task's input order
   std::vector<uint64_t> expected_checksums;  // in the task's output order
   double reference_seconds = 0;              // the reference's run on it: a hang limit's basis
   double make_seconds = 0;  // inputs, checksums and the reference: what keeping saves
@@ -68,6 +73,8 @@ class InputSetMaker {
 
   const ShapeBinding& sizes() const { return sizes_; }
   const StressRound* stress() const { return stress_; }
+  SupportKernels& support() const { return support_; }
+  const TaskSpec& task() const { return task_; }
   // Inputs plus the reference's outputs, in bytes.
   Result<size_t> set_bytes() const;
   Result<std::unique_ptr<InputSet>> allocate() const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "common/files.h"
@@ -16,6 +17,26 @@ struct DeviceStats {
   uint64_t failed, non_finite, expected_non_finite, actual_nonzero, expected_unlike_zero, worst,
       worst_index;
 };
+
+// The host's twin of the support source's mix64, for unmasking one element read back.
+uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// The unsigned type of an element's size, as xor_mask<W> is instantiated.
+const char* word_name(DType dtype) {
+  switch (dtype_size(dtype)) {
+    case 2:
+      return "unsigned short";
+    case 8:
+      return "unsigned long long";
+    default:
+      return "unsigned int";
+  }
+}
 
 const char* type_name(DType dtype) {
   switch (dtype) {
@@ -33,9 +54,17 @@ const char* type_name(DType dtype) {
   return "float";
 }
 
-std::vector<std::string> all_kernel_names() {
-  std::vector<std::string> names = {"checksum", "clock_probe", "fma_peak", "copy_peak",
-                                    "guard_scan"};
+}  // namespace
+
+std::vector<std::string> SupportKernels::kernel_names() {
+  std::vector<std::string> names = {"checksum",
+                                    "clock_probe",
+                                    "fma_peak",
+                                    "copy_peak",
+                                    "guard_scan",
+                                    "xor_mask<unsigned short>",
+                                    "xor_mask<unsigned int>",
+                                    "xor_mask<unsigned long long>"};
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64}) {
     std::string ty = type_name(t);
     names.push_back("compare<" + ty + ">");
@@ -50,14 +79,12 @@ std::vector<std::string> all_kernel_names() {
   return names;
 }
 
-}  // namespace
-
 Result<SupportKernels> SupportKernels::load(Device& device, const std::string& arch) {
   CompileRequest request;
   request.source = kSupportKernelSource;
   request.origin = "kopt_support.cu";
   request.arch = arch;
-  request.kernel_names = all_kernel_names();
+  request.kernel_names = kernel_names();
   CompileCache cache(cache_directory() / "compile");
   auto compiled = compile_kernel(request, &cache);
   if (!compiled) return make_error("support kernels: " + compiled.error());
@@ -89,6 +116,9 @@ Result<SupportKernels> SupportKernels::load(Device& device, const std::string& a
   auto probe = allocate(device, sizeof(double));
   if (!probe) return make_error(probe.error());
   k.probe_ = std::move(*probe);
+  std::random_device random;  // /dev/urandom
+  for (uint64_t* key : {&k.checksum_key_, &k.mask_key_})
+    *key = (uint64_t(random()) << 32) ^ uint64_t(random());
   return k;
 }
 
@@ -194,7 +224,8 @@ Status SupportKernels::fill_plain(CUdeviceptr data, DType dtype, int64_t n, cons
 }
 
 Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr expected, DType dtype,
-                                             int64_t n, double atol, double rtol) {
+                                             int64_t n, double atol, double rtol,
+                                             bool expected_masked) {
   const CudaDriver& d = device_->driver();
   CudaFailure failure;
   CUdeviceptr stats = stats_.ptr();
@@ -202,7 +233,9 @@ Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr exp
                       "cuMemsetD8Async", &failure))
     return make_error(failure.message);
   uint64_t count = static_cast<uint64_t>(n);
-  void* args[] = {&actual, &expected, &count, &atol, &rtol, &stats};
+  uint64_t key = mask_key_;
+  int masked = expected_masked ? 1 : 0;
+  void* args[] = {&actual, &expected, &count, &atol, &rtol, &key, &masked, &stats};
   if (auto s = launch(std::string("compare<") + type_name(dtype) + ">", grid_for(*device_, count),
                       256, args, false);
       !s)
@@ -221,6 +254,14 @@ Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr exp
   out.max_error = n ? err : 0;
   out.worst_index = n ? static_cast<int64_t>(host.worst_index) : -1;
   return out;
+}
+
+Status SupportKernels::mask(CUdeviceptr data, DType dtype, int64_t n) {
+  if (n == 0) return ok_status();
+  uint64_t count = uint64_t(n), key = mask_key_;
+  void* args[] = {&data, &count, &key};
+  return launch(std::string("xor_mask<") + word_name(dtype) + ">", grid_for(*device_, count), 256,
+                args, false);
 }
 
 Result<uint64_t> SupportKernels::checksum(CUdeviceptr data, size_t bytes) {
@@ -244,7 +285,8 @@ Result<std::vector<uint64_t>> SupportKernels::checksums(
       CUdeviceptr data = buffers[first + i].first;
       uint64_t bytes = buffers[first + i].second;
       CUdeviceptr out = checksum_slots_.ptr() + i * sizeof(uint64_t);
-      void* args[] = {&data, &bytes, &out};
+      uint64_t key = checksum_key_;
+      void* args[] = {&data, &bytes, &key, &out};
       if (auto s = launch("checksum", grid_for(*device_, bytes), 256, args, false); !s)
         return make_error(s.error());
     }
@@ -384,13 +426,18 @@ Result<std::vector<double>> SupportKernels::time_fma(int iterations, int reps) {
   return times;
 }
 
-Result<double> SupportKernels::read_element(CUdeviceptr data, DType dtype, int64_t index) {
+Result<double> SupportKernels::read_element(CUdeviceptr data, DType dtype, int64_t index,
+                                            bool masked) {
   unsigned char raw[8] = {};
   size_t size = dtype_size(dtype);
   CudaFailure failure;
   if (!device_->check(device_->driver().cuMemcpyDtoH(raw, data + index * size, size),
                       "cuMemcpyDtoH", &failure))
     return make_error(failure.message);
+  if (masked) {  // xor_mask's keystream, little-endian like the device
+    uint64_t word = mix64(mask_key_ ^ mix64(uint64_t(index)));
+    for (size_t b = 0; b < size; ++b) raw[b] ^= static_cast<unsigned char>(word >> (8 * b));
+  }
   switch (dtype) {
     case DType::kF32: {
       float v;

@@ -54,13 +54,21 @@ struct FillBounds {
 class SupportKernels {
  public:
   static Result<SupportKernels> load(Device& device, const std::string& arch);
+  // Every kernel load() asks NVRTC for (also what the CPU test compiles).
+  static std::vector<std::string> kernel_names();
 
   // Fills a tensor's elements from its init distribution, on the GPU.
   Status fill(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
               const FillBounds& bounds, uint64_t seed);
+  // `expected_masked`: `expected` holds values masked by mask() (the reference's kept outputs).
   Result<CompareStats> compare(CUdeviceptr actual, CUdeviceptr expected, DType dtype, int64_t n,
-                               double atol, double rtol);
-  // Position-sensitive 64-bit checksum of `bytes` bytes (a multiple of 4 is not required).
+                               double atol, double rtol, bool expected_masked = false);
+  // Masks (or unmasks: the same XOR) `n` elements in place with a keystream of the worker's
+  // secret: the reference's outputs are kept masked so a candidate that finds them in memory
+  // reads noise.
+  Status mask(CUdeviceptr data, DType dtype, int64_t n);
+  // Keyed, position-sensitive 64-bit checksum of `bytes` bytes (a multiple of 4 is not required):
+  // the key is the worker's secret, so a change plus a compensating word does not go unseen.
   Result<uint64_t> checksum(CUdeviceptr data, size_t bytes);
   // Checksums of many buffers with one read-back for all of them.
   Result<std::vector<uint64_t>> checksums(
@@ -77,8 +85,8 @@ class SupportKernels {
   Result<std::vector<double>> time_fma(int iterations, int reps);
   // Scans the guard zones of many buffers on the GPU with one read-back for all of them.
   Result<std::vector<GuardDamage>> scan_guards(const std::vector<GuardRegion>& regions);
-  // Reads element `index` as double.
-  Result<double> read_element(CUdeviceptr data, DType dtype, int64_t index);
+  // Reads element `index` as double (unmasked first when `masked`).
+  Result<double> read_element(CUdeviceptr data, DType dtype, int64_t index, bool masked = false);
 
  private:
   // Launches on the worker's stream; `sync` waits for it (kernels whose results are read back
@@ -100,6 +108,9 @@ class SupportKernels {
   static constexpr size_t kMaxChecksums = 256;  // buffers per checksums read-back
   DeviceMemory checksum_slots_;
   DeviceMemory guard_results_;
+  // The worker's secrets, drawn from the random device at load and never written to the GPU's
+  // memory (they reach it only as launch parameters).
+  uint64_t checksum_key_ = 0, mask_key_ = 0;
 };
 
 }  // namespace kopt::worker

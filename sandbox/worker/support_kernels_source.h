@@ -15,6 +15,8 @@ __device__ __forceinline__ u64 mix64(u64 x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+// Element i's mask (see xor_mask below).
+__device__ __forceinline__ u64 mask_word(u64 key, u64 i) { return mix64(key ^ mix64(i)); }
 __device__ __forceinline__ u64 warp_sum(u64 v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
   return v;
@@ -106,14 +108,32 @@ struct Stats {
   u64 worst_index;
 };
 
+template <typename T, typename W>
+__device__ __forceinline__ T unmasked(const T* expected, u64 i, u64 key, int masked) {
+  T v = expected[i];
+  if (masked) {
+    W bits = *(const W*)&v;
+    bits ^= (W)mask_word(key, i);
+    v = *(const T*)&bits;
+  }
+  return v;
+}
+template <typename T> struct bits_of;
+template <> struct bits_of<float> { typedef unsigned int type; };
+template <> struct bits_of<__half> { typedef unsigned short type; };
+template <> struct bits_of<__nv_bfloat16> { typedef unsigned short type; };
+template <> struct bits_of<int> { typedef unsigned int type; };
+template <> struct bits_of<long long> { typedef u64 type; };
+
+// `masked`: `expected` holds masked values (see xor_mask) under `key`.
 template <typename T>
-__global__ void compare(const T* actual, const T* expected, u64 n, double atol, double rtol, Stats* s) {
+__global__ void compare(const T* actual, const T* expected, u64 n, double atol, double rtol, u64 mask_key, int masked, Stats* s) {
   u64 failed = 0, non_finite = 0, exp_non_finite = 0, act_nz = 0, exp_nz = 0;
   float worst_err = -1.0f;
   u64 worst_i = 0;
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
     double a = to_double<T>(actual[i]);
-    double e = to_double<T>(expected[i]);
+    double e = to_double<T>(unmasked<T, typename bits_of<T>::type>(expected, i, mask_key, masked));
     bool a_finite = isfinite(a), e_finite = isfinite(e);
     float err;
     if (!e_finite) {
@@ -165,18 +185,29 @@ __global__ void compare(const T* actual, const T* expected, u64 n, double atol, 
   }
 }
 
-// Position-sensitive: each 8-byte word (each byte when unaligned, and the tail) is weighted by a
-// hash of its position. One atomic per warp.
-__global__ void checksum(const unsigned char* data, u64 bytes, u64* out) {
+// Keyed and position-sensitive: each 8-byte word (each byte when unaligned, and the tail) goes
+// through a keyed mix with its position before the sum, so without the worker's secret key no
+// change of one word can be compensated by another (a linear, unkeyed sum allowed exactly that).
+// The sum keeps the result independent of the order threads add in. One atomic per warp.
+__global__ void checksum(const unsigned char* data, u64 bytes, u64 key, u64* out) {
   u64 acc = 0;
   u64 first = blockIdx.x * (u64)blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
   u64 words = ((u64)data & 7) == 0 ? bytes / 8 : 0;
   const u64* w = (const u64*)data;
-  for (u64 i = first; i < words; i += stride) acc += mix64(i) * (w[i] + 1);
+  for (u64 i = first; i < words; i += stride) acc += mix64(mix64(key ^ i) ^ w[i]);
   for (u64 i = words * 8 + first; i < bytes; i += stride)
-    acc += mix64(i ^ 0x5851f42d4c957f2dULL) * ((u64)data[i] + 1);
+    acc += mix64(mix64(key ^ i ^ 0x5851f42d4c957f2dULL) ^ (u64)data[i]);
   acc = warp_sum(acc);
   if ((threadIdx.x & 31) == 0 && acc) atomicAdd(out, acc);
+}
+
+// The reference's outputs are kept masked: XOR with a keystream of the worker's secret key, so a
+// candidate that finds them in memory reads noise. The same call unmasks (an involution);
+// compare() unmasks on the fly. W is the unsigned type of the element's size.
+template <typename W>
+__global__ void xor_mask(W* data, u64 n, u64 key) {
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+    data[i] ^= (W)mask_word(key, i);
 }
 
 // Guard zones of one buffer: out[0] = 1 + the highest damaged index of the head zone (the write

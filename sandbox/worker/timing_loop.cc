@@ -3,16 +3,21 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <map>
+#include <memory>
 
 #include "sandbox/nvml.h"
 #include "sandbox/timing_stats.h"
+#include "sandbox/worker/candidate_buffers.h"
 #include "sandbox/worker/cupti_timer.h"
 
 namespace kopt::worker {
 namespace {
 
 constexpr int kBatch = 10;  // samples between CUPTI flushes and stopping decisions
+// Poison before each timed sample, in turn per visit of a buffer set: NaN for every float type,
+// then a pattern verification never uses (finite -1.7e38 for f32/bf16, NaN for f16), so a kernel
+// that works only on outputs holding verification's poison skips some samples and is caught.
+constexpr unsigned char kTimingPoison[2] = {0xFF, 0xFE};
 
 // A stream owned for the duration of the loop.
 class Stream {
@@ -32,13 +37,9 @@ class Stream {
   CUstream stream_ = nullptr;
 };
 
-// One rotation slot: an input set with the reference's outputs, and the outputs of both sides.
-struct BufferSet {
-  InputSet* data = nullptr;
-  BufferMap candidate_out, baseline_out;
-};
-
 // The per-sample spans of one stream's records: each sample is `launches` consecutive kernels.
+// Only the candidate's (or baseline's) own stream is counted: poison and flush are memsets and
+// the per-sample output hashes run on the worker's stream, so none of them enters a span.
 Result<std::vector<double>> sample_spans(std::vector<KernelRecord> records, size_t launches,
                                          const std::string& who) {
   std::sort(records.begin(), records.end(),
@@ -58,321 +59,381 @@ Result<std::vector<double>> sample_spans(std::vector<KernelRecord> records, size
   return spans;
 }
 
+// A verdict on the candidate ends the loop early; errors (the task's or the worker's) are errors.
+using Step = Result<std::optional<TimedOutcome>>;
+std::optional<TimedOutcome> go_on() { return std::nullopt; }
+std::optional<TimedOutcome> verdict(Verdict v, std::string detail,
+                                    std::optional<Mismatch> mismatch = std::nullopt) {
+  return TimedOutcome{v, std::move(detail), std::move(mismatch), {}, std::nullopt};
+}
+
+// One rotation slot: a kept (or own) input set, the candidate's copies of its inputs with its
+// outputs and scratch, the baseline's outputs and scratch, and the keyed hash of the candidate's
+// first verified sample on it.
+struct BufferSet {
+  InputSet* data = nullptr;
+  std::unique_ptr<CandidateBuffers> candidate, baseline;
+  std::optional<std::vector<uint64_t>> first_hashes;
+};
+
+// One timing run, step by step (TimingLoop::run is the script).
+class TimedRun {
+ public:
+  TimedRun(Device& device, SupportKernels& support, const TaskSpec& task,
+           const LoadedKernel& reference, const EvalOptions& options, const LoadedKernel& candidate,
+           const LoadedKernel* baseline, const ShapeBinding& sizes, uint64_t seed,
+           double candidate_seconds)
+      : device_(device),
+        support_(support),
+        task_(task),
+        reference_(reference),
+        options_(options),
+        candidate_(candidate),
+        baseline_(baseline),
+        sizes_(sizes),
+        seed_(seed),
+        candidate_seconds_(candidate_seconds),
+        at_timed_shape_(" at the timed shape " + describe_shape(sizes)) {}
+
+  void use_pool(InputPool* pool, const std::string& key) {
+    pool_ = pool;
+    pool_key_ = key;
+  }
+  void use_history(BaselineHistory* history, const std::string& key) {
+    history_ = history;
+    history_key_ = key;
+  }
+
+  // The plans of candidate and baseline at the timed shape.
+  Step resolve_plans() {
+    auto cand = candidate_.resolve(task_, sizes_);
+    if (auto* f = std::get_if<PlanFailure>(&cand)) return verdict(f->verdict, f->detail);
+    cp_ = std::get<ResolvedPlan>(cand);
+    if (baseline_) {
+      auto r = baseline_->resolve(task_, sizes_);
+      if (auto* f = std::get_if<PlanFailure>(&r))
+        return make_error("the baseline cannot run at the timed shape: " + f->detail);
+      bp_ = std::get<ResolvedPlan>(r);
+    }
+    return go_on();
+  }
+
+  // Up to 4 buffer sets to rotate among, so addresses and data change every sample: inputs and
+  // the reference's outputs from kept sets when the pool has them, else made here from the
+  // request's seed; never the sets verification drew from (a kernel that memoized its outputs
+  // while verified would replay them here, right and fast). The candidate runs on copies.
+  Step make_buffer_sets() {
+    auto set_size = task_.tensor_bytes(sizes_, 3);  // inputs, reference, candidate, baseline
+    auto input_size = task_.tensor_bytes(sizes_, 0);
+    if (!set_size || !input_size)
+      return make_error(!set_size ? set_size.error() : input_size.error());
+    size_t set_bytes = size_t(*set_size + *input_size);  // and the candidate's input copies
+    size_t free_bytes = 0, total_bytes = 0;
+    device_.driver().cuMemGetInfo(&free_bytes, &total_bytes);
+    size_t budget = std::min<size_t>(free_bytes / 2, size_t(16) << 30);
+    int count = int(std::clamp<size_t>(set_bytes ? budget / set_bytes : 4, 1, 4));
+
+    InputSetMaker maker(device_, support_, task_, reference_, sizes_);
+    auto drawn = draw_sets(pool_, pool_key_ + "|timing", maker, count, options_, nullptr);
+    if (!drawn) return make_error(drawn.error());
+    sets_.resize(size_t(count));
+    for (int i = 0; i < count; ++i) {
+      BufferSet& set = sets_[size_t(i)];
+      if (drawn->has_value()) {
+        set.data = (**drawn)[size_t(i)];
+      } else {
+        auto own = maker.allocate();
+        if (!own) return make_error("timing buffers: " + own.error());
+        if (auto s = maker.fill(**own, seed_ + 1000003 * uint64_t(i + 1)); !s)
+          return make_error(s.error());
+        set.data = own->get();
+        own_.push_back(std::move(*own));
+      }
+      trusted_seconds_ = std::max(trusted_seconds_, set.data->reference_seconds);
+      auto cand = CandidateBuffers::create(device_, task_, sizes_, &cp_);
+      if (!cand) return make_error("timing buffers: " + cand.error());
+      set.candidate = std::make_unique<CandidateBuffers>(std::move(*cand));
+      if (auto s = set.candidate->load(*set.data); !s) return make_error(s.error());
+      if (bp_) {
+        auto base = CandidateBuffers::create(device_, task_, sizes_, &*bp_, false);
+        if (!base) return make_error("timing buffers: " + base.error());
+        set.baseline = std::make_unique<CandidateBuffers>(std::move(*base));
+      }
+    }
+    flush_bytes_ = std::max<size_t>(size_t(device_.info().l2_bytes) * 2, size_t(128) << 20);
+    auto flush = allocate(device_, flush_bytes_);
+    if (!flush) return make_error(flush.error());
+    flush_ = std::move(*flush);
+    cand_stream_ = std::make_unique<Stream>(device_);
+    base_stream_ = std::make_unique<Stream>(device_);
+    auto cand_id = CuptiKernelTimer::stream_id(device_.context(), cand_stream_->get());
+    auto base_id = CuptiKernelTimer::stream_id(device_.context(), base_stream_->get());
+    if (!cand_id || !base_id) return make_error(!cand_id ? cand_id.error() : base_id.error());
+    cand_id_ = *cand_id;
+    base_id_ = *base_id;
+    return go_on();
+  }
+
+  // Module load and first-launch costs, then whatever CUPTI saw so far is dropped. The baseline
+  // goes first so that the candidate's hang limit knows the baseline's time too. A kernel whose
+  // run time here is already known skips it: the baseline from the history of earlier
+  // evaluations, the candidate from verification's runs at this shape (CUPTI's records span the
+  // GPU's execution alone, so a first launch's host-side loading never enters a sample).
+  Step warm_up() {
+    if (bp_ && history_ && options_.reuse_baseline_samples)
+      history_samples_ = history_->recent(history_key_);
+    baseline_seconds_ = bp_ && history_ ? history_->run_seconds(history_key_) : 0;
+    if (bp_ && (history_samples_.empty() || baseline_seconds_ <= 0)) {
+      history_samples_.clear();
+      outcome_.baseline_warm_up = true;
+      if (auto f = run_plan(device_, *baseline_, *bp_, baseline_bindings(sets_[0]), task_,
+                            base_stream_->get(), RunLimit{}, &baseline_seconds_))
+        return make_error("the baseline failed at the timed shape: " + f->detail);
+    }
+    trusted_seconds_ = std::max(trusted_seconds_, baseline_seconds_);
+    cand_limit_ = candidate_run_limit(options_, trusted_seconds_,
+                                      "the reference/baseline at the timed shape");
+    if (candidate_seconds_ <= 0) {
+      outcome_.candidate_warm_up = true;
+      if (auto f = run_sample(candidate_, cp_, sets_[0].candidate->bindings(), cand_stream_->get(),
+                              1, cand_limit_, &candidate_seconds_))
+        return verdict(f->verdict, f->detail + " (warm-up" + at_timed_shape_ + ")");
+    }
+    (void)CuptiKernelTimer::collect();
+    // Samples per batch between CUPTI flushes and stopping decisions: 10, or fewer when a pair
+    // of samples is long, so a 90 ms GEMM stops after the few samples its noise needs.
+    batch_ = int(std::clamp(0.1 / std::max(1e-6, candidate_seconds_ + baseline_seconds_), 1.0,
+                            double(kBatch)));
+    cand_stop_.emplace(stopping_params(options_));
+    base_stop_.emplace(stopping_params(options_));
+    history_judged_ = history_samples_.empty();
+    return go_on();
+  }
+
+  // Batches of candidate and baseline samples, alternating, each sample's outputs checked, until
+  // both stopping criteria are met.
+  Step sample_until_stopped() {
+    while (true) {
+      const bool sample_baseline = bp_ && !base_stop_->finished();
+      for (int b = 0; b < batch_; ++b, ++taken_) {
+        auto end = take_sample(sample_baseline);
+        if (!end || *end) return end;
+      }
+      if (auto end = record_batch(sample_baseline); !end || *end) return end;
+      if (auto end = check_gpu_quiet(); !end || *end) return end;
+      if (cand_stop_->finished() && (!bp_ || base_stop_->finished())) break;
+    }
+    if (CuptiKernelTimer::dropped() > 0)
+      return make_error("CUPTI dropped kernel records; the measurement is incomplete");
+    return go_on();
+  }
+
+  // Guard zones of everything the candidate could write, its input copies and the kept sets.
+  Step check_guards_and_inputs() {
+    std::vector<const CandidateBuffers*> used;
+    for (const auto& set : sets_) used.push_back(set.candidate.get());
+    auto intact = check_integrity(support_, task_, used, pool_);
+    if (!intact) return make_error(intact.error());
+    if (intact->verdict != Verdict::kOk)
+      return verdict(intact->verdict, intact->detail + " while timing");
+    return go_on();
+  }
+
+  TimedOutcome summarize() {
+    outcome_.candidate = cand_stop_->summary();
+    if (bp_) {
+      outcome_.baseline = base_stop_->summary();
+      outcome_.fresh_baseline_samples = int(fresh_baseline_.size());
+      if (history_) history_->add(history_key_, fresh_baseline_, baseline_seconds_);
+    }
+    outcome_.detail = "stopped: " + stop_reason_name(cand_stop_->reason());
+    return outcome_;
+  }
+
+ private:
+  BufferMap baseline_bindings(const BufferSet& set) const {
+    return set.baseline->bindings(set.candidate.get());
+  }
+
+  // A cold L2 (a memset of twice its size), then the plan; the poison before it is queued by the
+  // caller. Memsets are no kernels to CUPTI, so neither enters the sample's span.
+  std::optional<PlanFailure> run_sample(const LoadedKernel& kernel, const ResolvedPlan& plan,
+                                        const BufferMap& buffers, CUstream stream,
+                                        unsigned flush_value, const RunLimit& limit,
+                                        double* seconds = nullptr) {
+    CudaFailure failure;
+    if (!device_.check(
+            device_.driver().cuMemsetD32Async(flush_.ptr(), flush_value, flush_bytes_ / 4, stream),
+            "cuMemsetD32Async(L2 flush)", &failure))
+      return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
+    return run_plan(device_, kernel, plan, buffers, task_, stream, limit, seconds);
+  }
+
+  // Sample number taken_: poison, candidate, baseline, then the candidate's outputs checked and
+  // the clock probed (both on the worker's stream, after both samples ended).
+  Step take_sample(bool sample_baseline) {
+    BufferSet& set = sets_[size_t(taken_) % sets_.size()];
+    int visit = taken_ / int(sets_.size());
+    if (auto s = set.candidate->poison(kTimingPoison[visit % 2], cand_stream_->get()); !s)
+      return make_error(s.error());
+    if (auto f = run_sample(candidate_, cp_, set.candidate->bindings(), cand_stream_->get(),
+                            unsigned(taken_), cand_limit_))
+      return verdict(f->verdict, f->detail + " (while timing" + at_timed_shape_ + ")");
+    if (sample_baseline) {
+      if (auto f = run_sample(*baseline_, *bp_, baseline_bindings(set), base_stream_->get(),
+                              unsigned(taken_) + 7, RunLimit{}))
+        return make_error("the baseline failed while timing: " + f->detail);
+    }
+    if (auto end = check_sample_outputs(set); !end || *end) return end;
+    auto mhz = support_.probe_clock_mhz();
+    clock_mhz_.push_back(mhz ? *mhz : 0.0);
+    return go_on();
+  }
+
+  // What this sample wrote: the first sample on a set in full, later ones by keyed hash, and in
+  // full again where the hash differs (a correct kernel need not be bitwise repeatable).
+  Step check_sample_outputs(BufferSet& set) {
+    auto hashes = set.candidate->output_hashes(support_, task_);
+    if (!hashes) return make_error(hashes.error());
+    if (set.first_hashes && *hashes == *set.first_hashes) {
+      ++outcome_.hashed_samples;
+      return go_on();
+    }
+    ++outcome_.full_checks;
+    auto o =
+        check_outputs(support_, task_, set.candidate->outputs(), *set.data, Verdict::kIncorrect);
+    if (!o) return make_error(o.error());
+    if (o->verdict != Verdict::kOk) {
+      if (o->mismatch) {
+        o->mismatch->phase = "timing";
+        o->mismatch->shape = describe_shape(sizes_);
+      }
+      return verdict(o->verdict,
+                     "output of timed sample " + std::to_string(taken_ + 1) +
+                         " is wrong (every sample must compute its outputs): " + o->detail,
+                     o->mismatch);
+    }
+    if (!set.first_hashes) set.first_hashes = std::move(*hashes);
+    return go_on();
+  }
+
+  // The batch's CUPTI records, split by stream into samples, fed to the stopping criteria.
+  Step record_batch(bool sample_baseline) {
+    auto records = CuptiKernelTimer::collect();
+    if (!records) return make_error(records.error());
+    std::vector<KernelRecord> cand_records, base_records;
+    for (auto& r : *records) {
+      if (r.stream_id == cand_id_)
+        cand_records.push_back(std::move(r));
+      else if (r.stream_id == base_id_)
+        base_records.push_back(std::move(r));
+    }
+    // The clock estimate taken right after a pair of samples applies to both.
+    size_t first_clock = clock_mhz_.size() - size_t(batch_);
+    auto spans = sample_spans(std::move(cand_records), cp_.launches.size(), "candidate");
+    if (!spans) return make_error(spans.error());
+    for (size_t i = 0; i < spans->size(); ++i)
+      cand_stop_->add({(*spans)[i], clock_mhz_[first_clock + i]});
+    if (!sample_baseline) return go_on();
+    auto bspans = sample_spans(std::move(base_records), bp_->launches.size(), "baseline");
+    if (!bspans) return make_error(bspans.error());
+    for (size_t i = 0; i < bspans->size(); ++i) {
+      TimingSample s{(*bspans)[i], clock_mhz_[first_clock + i]};
+      fresh_baseline_.push_back(s);
+      base_stop_->add(s);
+    }
+    // With a history, the fresh samples are judged once there are enough of them: if they
+    // agree, the history joins them and the baseline usually stops there; if not, the history
+    // is dropped and the baseline is sampled in full.
+    if (!history_judged_ && fresh_baseline_.size() >= size_t(options_.fresh_baseline_samples)) {
+      history_judged_ = true;
+      if (fresh_samples_agree(history_samples_, fresh_baseline_, options_.baseline_drift,
+                              stopping_params(options_).max_clock_drop)) {
+        base_stop_.emplace(stopping_params(options_));
+        for (const auto* list : {&history_samples_, &fresh_baseline_})
+          for (const auto& h : *list) base_stop_->add(h);
+        outcome_.baseline_from_history = true;
+      } else {
+        history_->forget(history_key_);
+      }
+    }
+    return go_on();
+  }
+
+  // Cheaply, between batches: a process that starts computing on this GPU mid-measurement makes
+  // every later sample wrong. (The probe before and after timing catches the rest.)
+  Step check_gpu_quiet() {
+    if (!options_.check_gpu_quiet) return go_on();
+    auto activity = gpu_activity(device_.info().pci_bus_id);
+    if (!activity) return go_on();
+    auto others = other_processes(*activity, unsigned(::getpid()));
+    if (others.empty()) return go_on();
+    return verdict(Verdict::kGpuBusy,
+                   "the GPU is not ours alone while timing: " + describe_process(others.front()) +
+                       " started computing on it");
+  }
+
+  Device& device_;
+  SupportKernels& support_;
+  const TaskSpec& task_;
+  const LoadedKernel& reference_;
+  const EvalOptions& options_;
+  const LoadedKernel& candidate_;
+  const LoadedKernel* baseline_;
+  ShapeBinding sizes_;
+  uint64_t seed_;
+  double candidate_seconds_;
+  std::string at_timed_shape_;
+  InputPool* pool_ = nullptr;
+  std::string pool_key_;
+  BaselineHistory* history_ = nullptr;
+  std::string history_key_;
+
+  ResolvedPlan cp_;
+  std::optional<ResolvedPlan> bp_;
+  std::vector<BufferSet> sets_;
+  std::vector<std::unique_ptr<InputSet>> own_;  // sets made here when the pool keeps none
+  DeviceMemory flush_;
+  size_t flush_bytes_ = 0;
+  std::unique_ptr<Stream> cand_stream_, base_stream_;
+  uint32_t cand_id_ = 0, base_id_ = 0;
+  double trusted_seconds_ = 0;  // the slowest trusted run at this shape: the hang limit's basis
+  double baseline_seconds_ = 0;
+  RunLimit cand_limit_;
+  int batch_ = kBatch;
+  int taken_ = 0;
+  std::vector<double> clock_mhz_;
+  std::optional<StoppingCriterion> cand_stop_, base_stop_;
+  std::vector<TimingSample> history_samples_, fresh_baseline_;
+  bool history_judged_ = true;
+  TimedOutcome outcome_;
+};
+
 }  // namespace
 
 nlohmann::json TimedOutcome::facts() const {
   return {{"candidate_warm_up", candidate_warm_up},
           {"baseline_warm_up", baseline_warm_up},
           {"fresh_baseline_samples", fresh_baseline_samples},
-          {"baseline_from_history", baseline_from_history}};
+          {"baseline_from_history", baseline_from_history},
+          {"hashed_samples", hashed_samples},
+          {"full_checks", full_checks}};
 }
 
 Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const LoadedKernel* baseline,
                                      const ShapeBinding& sizes, uint64_t seed,
                                      double candidate_seconds) {
-  TimedOutcome outcome;
-  const CudaDriver& d = device_.driver();
-  auto cand_resolved = candidate.resolve(task_, sizes);
-  if (auto* f = std::get_if<PlanFailure>(&cand_resolved))
-    return TimedOutcome{f->verdict, f->detail, std::nullopt, {}, std::nullopt};
-  const ResolvedPlan& cp = std::get<ResolvedPlan>(cand_resolved);
-  std::optional<ResolvedPlan> bp;
-  if (baseline) {
-    auto r = baseline->resolve(task_, sizes);
-    if (auto* f = std::get_if<PlanFailure>(&r))
-      return make_error("the baseline cannot run at the timed shape: " + f->detail);
-    bp = std::get<ResolvedPlan>(r);
+  TimedRun timed(device_, support_, task_, reference_, options_, candidate, baseline, sizes, seed,
+                 candidate_seconds);
+  timed.use_pool(pool_, pool_key_);
+  timed.use_history(history_, history_key_);
+  for (auto step : {&TimedRun::resolve_plans, &TimedRun::make_buffer_sets, &TimedRun::warm_up,
+                    &TimedRun::sample_until_stopped, &TimedRun::check_guards_and_inputs}) {
+    auto end = (timed.*step)();
+    if (!end) return make_error(end.error());
+    if (*end) return std::move(**end);
   }
-  // How many buffer sets fit: rotate among up to 4 so addresses and data change every sample.
-  // A set: its inputs, the reference's outputs and the outputs of candidate and baseline.
-  auto set_size = task_.tensor_bytes(sizes, 3);
-  if (!set_size) return make_error(set_size.error());
-  size_t set_bytes = size_t(*set_size);
-  size_t free_bytes = 0, total_bytes = 0;
-  d.cuMemGetInfo(&free_bytes, &total_bytes);
-  size_t budget = std::min<size_t>(free_bytes / 2, size_t(16) << 30);
-  int sets = int(std::clamp<size_t>(set_bytes ? budget / set_bytes : 4, 1, 4));
-
-  // Inputs and the reference's outputs: kept sets when the pool has them, else made here from the
-  // request's seed. Never the sets verification drew from: a kernel that memoized its outputs
-  // while being verified (keyed on addresses or values) would replay them here, right and fast.
-  InputSetMaker maker(device_, support_, task_, reference_, sizes);
-  auto drawn = draw_sets(pool_, pool_key_ + "|timing", maker, sets, options_, nullptr);
-  if (!drawn) return make_error(drawn.error());
-  std::vector<std::unique_ptr<InputSet>> own;
-  std::vector<BufferSet> buffer_sets(static_cast<size_t>(sets));
-  for (int i = 0; i < sets; ++i) {
-    if (drawn->has_value()) {
-      buffer_sets[size_t(i)].data = (**drawn)[size_t(i)];
-      continue;
-    }
-    auto set = maker.allocate();
-    if (!set) return make_error("timing buffers: " + set.error());
-    if (auto s = maker.fill(**set, seed + 1000003 * uint64_t(i + 1)); !s)
-      return make_error(s.error());
-    buffer_sets[size_t(i)].data = set->get();
-    own.push_back(std::move(*set));
-  }
-  double trusted_seconds = 0;  // the slowest trusted run at this shape: the hang limit's basis
-  for (const auto& set : buffer_sets)
-    trusted_seconds = std::max(trusted_seconds, set.data->reference_seconds);
-
-  std::vector<GuardedBuffer> storage;  // outputs and scratch of candidate and baseline
-  auto alloc = [&](const std::vector<TensorSpec>& specs, BufferMap& map) -> Status {
-    for (const auto& t : specs) {
-      auto n = task_.element_count(t, sizes);
-      auto b = GuardedBuffer::create(device_, t.dtype, *n);
-      if (!b) return make_error(b.error());
-      map[t.name] = b->ref();
-      storage.push_back(std::move(*b));
-    }
-    return ok_status();
-  };
-  auto alloc_scratch = [&](const ResolvedPlan& plan, BufferMap& map) -> Status {
-    for (const auto& s : plan.scratch) {
-      auto b = GuardedBuffer::create(device_, s.dtype, s.elements);
-      if (!b) return make_error(b.error());
-      map[s.name] = b->ref();
-      storage.push_back(std::move(*b));
-    }
-    return ok_status();
-  };
-  BufferMap cand_scratch, base_scratch;
-  for (auto& set : buffer_sets) {
-    for (auto* map : {&set.candidate_out, &set.baseline_out})
-      if (auto s = alloc(task_.outputs, *map); !s)
-        return make_error("timing buffers: " + s.error());
-  }
-  if (auto s = alloc_scratch(cp, cand_scratch); !s) return make_error(s.error());
-  if (bp) {
-    if (auto s = alloc_scratch(*bp, base_scratch); !s) return make_error(s.error());
-  }
-  auto buffers_for = [](const BufferSet& set, const BufferMap& outs, const BufferMap& scratch) {
-    BufferMap m = set.data->inputs;
-    m.insert(outs.begin(), outs.end());
-    m.insert(scratch.begin(), scratch.end());
-    return m;
-  };
-
-  size_t flush_bytes = std::max<size_t>(size_t(device_.info().l2_bytes) * 2, size_t(128) << 20);
-  auto flush = allocate(device_, flush_bytes);
-  if (!flush) return make_error(flush.error());
-  Stream cand_stream(device_), base_stream(device_);
-  auto cand_id = CuptiKernelTimer::stream_id(device_.context(), cand_stream.get());
-  auto base_id = CuptiKernelTimer::stream_id(device_.context(), base_stream.get());
-  if (!cand_id || !base_id) return make_error(!cand_id ? cand_id.error() : base_id.error());
-
-  auto sample = [&](const LoadedKernel& kernel, const ResolvedPlan& plan, const BufferMap& buffers,
-                    CUstream stream, unsigned flush_value,
-                    const RunLimit& limit) -> std::optional<PlanFailure> {
-    CudaFailure failure;
-    if (!device_.check(d.cuMemsetD32Async(flush->ptr(), flush_value, flush_bytes / 4, stream),
-                       "cuMemsetD32Async(L2 flush)", &failure))
-      return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
-    return run_plan(device_, kernel, plan, buffers, task_, stream, limit);
-  };
-
-  // Warm-up (module load, first-launch costs), then drop whatever CUPTI saw so far. The baseline
-  // goes first so that the candidate's hang limit knows the baseline's time too. A kernel whose
-  // run time here is already known skips it: the baseline from the history of earlier
-  // evaluations, the candidate from verification's runs at this shape (its module is loaded and
-  // launched; CUPTI's records span the GPU's execution alone, so a first launch's host-side
-  // loading never enters a sample).
-  const RunLimit trusted_limit{};
-  std::vector<TimingSample> history;
-  if (bp && history_ && options_.reuse_baseline_samples) history = history_->recent(history_key_);
-  double baseline_seconds = bp && history_ ? history_->run_seconds(history_key_) : 0;
-  if (bp && (history.empty() || baseline_seconds <= 0)) {
-    history.clear();
-    outcome.baseline_warm_up = true;
-    if (auto f = run_plan(device_, *baseline, *bp,
-                          buffers_for(buffer_sets[0], buffer_sets[0].baseline_out, base_scratch),
-                          task_, base_stream.get(), trusted_limit, &baseline_seconds))
-      return make_error("the baseline failed at the timed shape: " + f->detail);
-  }
-  trusted_seconds = std::max(trusted_seconds, baseline_seconds);
-  const RunLimit cand_limit =
-      candidate_run_limit(options_, trusted_seconds, "the reference/baseline at the timed shape");
-  const std::string at_timed_shape = " at the timed shape " + describe_shape(sizes);
-  if (candidate_seconds <= 0) {
-    outcome.candidate_warm_up = true;
-    CudaFailure failure;
-    BufferMap warm = buffers_for(buffer_sets[0], buffer_sets[0].candidate_out, cand_scratch);
-    std::optional<PlanFailure> f;
-    if (!device_.check(d.cuMemsetD32Async(flush->ptr(), 1, flush_bytes / 4, cand_stream.get()),
-                       "cuMemsetD32Async(L2 flush)", &failure))
-      f = PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
-    else
-      f = run_plan(device_, candidate, cp, warm, task_, cand_stream.get(), cand_limit,
-                   &candidate_seconds);
-    if (f)
-      return TimedOutcome{f->verdict,
-                          f->detail + " (warm-up" + at_timed_shape + ")",
-                          std::nullopt,
-                          {},
-                          std::nullopt};
-  }
-  (void)CuptiKernelTimer::collect();
-  for (auto& set : buffer_sets)
-    for (const auto& [name, b] : set.candidate_out) (void)fill_bytes(device_, b, 0xFF);
-  // Samples per batch between CUPTI flushes and stopping decisions: 10, or fewer when a pair of
-  // samples is long, so a 90 ms GEMM stops after the few samples its noise needs (timing_stats.h).
-  int batch = int(
-      std::clamp(0.1 / std::max(1e-6, candidate_seconds + baseline_seconds), 1.0, double(kBatch)));
-
-  std::vector<double> clock_mhz;
-  StoppingCriterion cand_stop(stopping_params(options_)), base_stop(stopping_params(options_));
-  // With a history, the baseline's fresh samples are judged once there are enough of them: if they
-  // agree, the history joins them and the baseline usually stops there; if not, the history is
-  // dropped and the baseline is sampled in full.
-  std::vector<TimingSample> fresh_baseline;
-  bool history_judged = history.empty();
-  int taken = 0;
-  while (true) {
-    const bool sample_baseline = bp && !base_stop.finished();
-    for (int b = 0; b < batch; ++b, ++taken) {
-      const BufferSet& set = buffer_sets[taken % sets];
-      if (auto f = sample(candidate, cp, buffers_for(set, set.candidate_out, cand_scratch),
-                          cand_stream.get(), unsigned(taken), cand_limit))
-        return TimedOutcome{f->verdict,
-                            f->detail + " (while timing" + at_timed_shape + ")",
-                            std::nullopt,
-                            {},
-                            std::nullopt};
-      if (sample_baseline) {
-        if (auto f = sample(*baseline, *bp, buffers_for(set, set.baseline_out, base_scratch),
-                            base_stream.get(), unsigned(taken) + 7, trusted_limit))
-          return make_error("the baseline failed while timing: " + f->detail);
-      }
-      auto mhz = support_.probe_clock_mhz();
-      clock_mhz.push_back(mhz ? *mhz : 0.0);
-    }
-    auto records = CuptiKernelTimer::collect();
-    if (!records) return make_error(records.error());
-    std::vector<KernelRecord> cand_records, base_records;
-    for (auto& r : *records) {
-      if (r.stream_id == *cand_id)
-        cand_records.push_back(std::move(r));
-      else if (r.stream_id == *base_id)
-        base_records.push_back(std::move(r));
-    }
-    // The clock estimate taken right after a pair of samples applies to both.
-    size_t first_clock = clock_mhz.size() - size_t(batch);
-    auto spans = sample_spans(std::move(cand_records), cp.launches.size(), "candidate");
-    if (!spans) return make_error(spans.error());
-    for (size_t i = 0; i < spans->size(); ++i)
-      cand_stop.add({(*spans)[i], clock_mhz[first_clock + i]});
-    if (sample_baseline) {
-      auto bspans = sample_spans(std::move(base_records), bp->launches.size(), "baseline");
-      if (!bspans) return make_error(bspans.error());
-      for (size_t i = 0; i < bspans->size(); ++i) {
-        TimingSample s{(*bspans)[i], clock_mhz[first_clock + i]};
-        fresh_baseline.push_back(s);
-        base_stop.add(s);
-      }
-      if (!history_judged && fresh_baseline.size() >= size_t(options_.fresh_baseline_samples)) {
-        history_judged = true;
-        if (fresh_samples_agree(history, fresh_baseline, options_.baseline_drift,
-                                stopping_params(options_).max_clock_drop)) {
-          base_stop = StoppingCriterion(stopping_params(options_));
-          for (const auto* list : {&history, &fresh_baseline})
-            for (const auto& h : *list) base_stop.add(h);
-          outcome.baseline_from_history = true;
-        } else {
-          history_->forget(history_key_);
-        }
-      }
-    }
-    // Cheaply, between batches: a process that starts computing on this GPU mid-measurement
-    // makes every later sample wrong. (The probe before and after timing catches the rest.)
-    if (options_.check_gpu_quiet) {
-      if (auto activity = gpu_activity(device_.info().pci_bus_id)) {
-        auto others = other_processes(*activity, unsigned(::getpid()));
-        if (!others.empty())
-          return TimedOutcome{Verdict::kGpuBusy,
-                              "the GPU is not ours alone while timing: " +
-                                  describe_process(others.front()) + " started computing on it",
-                              std::nullopt,
-                              {},
-                              std::nullopt};
-      }
-    }
-    bool cand_done = cand_stop.finished();
-    bool base_done = !bp || base_stop.finished();
-    if (cand_done && base_done) break;
-  }
-  if (CuptiKernelTimer::dropped() > 0)
-    return make_error("CUPTI dropped kernel records; the measurement is incomplete");
-
-  // Outputs produced while timing must be right too: a kernel that caches results across
-  // launches writes stale values into some set.
-  for (int i = 0; i < std::min(sets, taken); ++i) {
-    for (const auto& t : task_.outputs) {
-      auto o = check_output(support_, task_, t, buffer_sets[i].candidate_out.at(t.name),
-                            buffer_sets[i].data->expected.at(t.name), Verdict::kIncorrect);
-      if (!o) return make_error(o.error());
-      if (o->verdict != Verdict::kOk) {
-        o->detail = "output written while timing is wrong: " + o->detail;
-        if (o->mismatch) {
-          o->mismatch->phase = "timing";
-          o->mismatch->shape = describe_shape(sizes);
-        }
-        return TimedOutcome{o->verdict, o->detail, o->mismatch, {}, std::nullopt};
-      }
-    }
-  }
-  // Guard zones of everything the candidate could write, scanned on the GPU at once.
-  std::vector<const GuardedBuffer*> reachable;
-  std::vector<std::string> names;
-  for (const auto& set : buffer_sets) {
-    for (size_t i = 0; i < task_.inputs.size(); ++i) {
-      reachable.push_back(&set.data->storage[i]);
-      names.push_back(task_.inputs[i].name);
-    }
-  }
-  std::map<CUdeviceptr, std::string> candidate_writes;  // outputs and scratch, not the baseline's
-  for (const auto& set : buffer_sets)
-    for (const auto& [name, b] : set.candidate_out) candidate_writes[b.ptr] = name;
-  for (const auto& [name, b] : cand_scratch) candidate_writes[b.ptr] = name;
-  for (const auto& g : storage) {
-    auto it = candidate_writes.find(g.ref().ptr);
-    if (it == candidate_writes.end()) continue;
-    reachable.push_back(&g);
-    names.push_back(it->second);
-  }
-  auto damage = damaged_guards(support_, reachable);
-  if (!damage) return make_error(damage.error());
-  for (size_t g = 0; g < reachable.size(); ++g) {
-    if ((*damage)[g].empty()) continue;
-    for (const auto& set : buffer_sets)
-      if (pool_) pool_->discard(set.data);
-    return TimedOutcome{Verdict::kOutOfBounds,
-                        (*damage)[g] + " of '" + names[g] + "' while timing",
-                        std::nullopt,
-                        {},
-                        std::nullopt};
-  }
-  // The inputs (and the reference's outputs, kept for later evaluations) are as they were made.
-  for (const auto& set : buffer_sets) {
-    auto changed = changed_part(support_, task_, *set.data);
-    if (!changed) return make_error(changed.error());
-    if (changed->empty()) continue;
-    if (pool_) pool_->discard(set.data);
-    bool input = changed->rfind("input", 0) == 0;
-    return TimedOutcome{input ? Verdict::kModifiedInput : Verdict::kOutOfBounds,
-                        *changed + " changed while timing",
-                        std::nullopt,
-                        {},
-                        std::nullopt};
-  }
-  outcome.candidate = cand_stop.summary();
-  if (bp) {
-    outcome.baseline = base_stop.summary();
-    outcome.fresh_baseline_samples = int(fresh_baseline.size());
-    if (history_) history_->add(history_key_, fresh_baseline, baseline_seconds);
-  }
-  outcome.detail = "stopped: " + stop_reason_name(cand_stop.reason());
-  return outcome;
+  return timed.summarize();
 }
 
 }  // namespace kopt::worker

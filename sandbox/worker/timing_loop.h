@@ -2,10 +2,18 @@
 // samples until the noise criterion or a cap is met. Each sample starts with a cold L2 (a memset
 // of at least twice its size) and reads a different buffer set, so neither cached lines nor
 // address-keyed caches help. Candidate and baseline samples alternate, on their own streams, so
-// drift cancels in the ratio. Every output written while timing is checked afterwards.
+// drift cancels in the ratio.
+//
+// Every timed sample is honest: the candidate's outputs are poisoned before each sample (two
+// patterns in turn, neither verification's order), outside the timed span, and what each sample
+// wrote is checked after it: the first sample on a buffer set against the reference under the
+// task's tolerance, every later one by a keyed hash of its outputs that must equal that first
+// sample's, else (a kernel with atomics need not be bitwise repeatable) against the reference
+// again. A kernel that skips work in some samples leaves poison there and fails.
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "common/result.h"
 #include "sandbox/protocol.h"
@@ -25,6 +33,8 @@ struct TimedOutcome {
   int fresh_baseline_samples = 0;      // baseline samples taken in this evaluation
   bool baseline_from_history = false;  // the summary includes earlier evaluations' samples
   bool baseline_warm_up = false, candidate_warm_up = false;  // runs before the samples
+  int hashed_samples = 0;  // samples whose outputs matched their set's first by keyed hash
+  int full_checks = 0;     // samples compared against the reference under the tolerance
   nlohmann::json facts() const;
 };
 

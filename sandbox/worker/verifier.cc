@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "sandbox/worker/candidate_buffers.h"
+
 namespace kopt::worker {
 namespace {
 
@@ -16,32 +18,6 @@ std::string format_number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
-}
-
-// Allocates a guarded buffer per tensor (or scratch entry) and records it under its name.
-Status allocate_tensors(Device& device, const TaskSpec& task, const std::vector<TensorSpec>& specs,
-                        const ShapeBinding& sizes, std::vector<GuardedBuffer>& storage,
-                        BufferMap& map) {
-  for (const auto& t : specs) {
-    auto n = task.element_count(t, sizes);
-    if (!n) return make_error(n.error());
-    auto b = GuardedBuffer::create(device, t.dtype, *n);
-    if (!b) return make_error(b.error());
-    map[t.name] = b->ref();
-    storage.push_back(std::move(*b));
-  }
-  return ok_status();
-}
-
-Status allocate_scratch(Device& device, const ResolvedPlan& plan,
-                        std::vector<GuardedBuffer>& storage, BufferMap& map) {
-  for (const auto& s : plan.scratch) {
-    auto b = GuardedBuffer::create(device, s.dtype, s.elements);
-    if (!b) return make_error(b.error());
-    map[s.name] = b->ref();
-    storage.push_back(std::move(*b));
-  }
-  return ok_status();
 }
 
 }  // namespace
@@ -176,10 +152,11 @@ std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
 
 Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
                                   const TensorSpec& output, const BufferRef& actual,
-                                  const BufferRef& expected, Verdict failure_verdict) {
+                                  const BufferRef& expected, Verdict failure_verdict,
+                                  bool expected_masked) {
   const Tolerance& tol = task.tolerance;
-  auto stats =
-      support.compare(actual.ptr, expected.ptr, output.dtype, actual.elements, tol.atol, tol.rtol);
+  auto stats = support.compare(actual.ptr, expected.ptr, output.dtype, actual.elements, tol.atol,
+                               tol.rtol, expected_masked);
   if (!stats) return make_error(stats.error());
   CheckOutcome outcome;
   int64_t n = actual.elements;
@@ -207,7 +184,7 @@ Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
   m.index = stats->worst_index;
   if (m.index >= 0 && m.index < n) {
     auto a = support.read_element(actual.ptr, output.dtype, m.index);
-    auto e = support.read_element(expected.ptr, output.dtype, m.index);
+    auto e = support.read_element(expected.ptr, output.dtype, m.index, expected_masked);
     if (a) m.actual = *a;
     if (e) m.expected = *e;
     outcome.detail += "; worst at index " + std::to_string(m.index) + ": got " +
@@ -263,13 +240,13 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
     sets.assign(size_t(rounds), own.get());
   }
 
-  std::vector<GuardedBuffer> storage;  // what the candidate writes: outputs, scratch
-  BufferMap actual, first_run, cand_scratch;
-  if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, storage, actual); !s)
-    return make_error(s.error());
-  if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, storage, first_run); !s)
-    return make_error(s.error());
-  if (auto s = allocate_scratch(device_, cp, storage, cand_scratch); !s)
+  // What the candidate runs on: copies of each round's inputs, its outputs and scratch
+  // (candidate_buffers.h); and where its first run's outputs wait for the second's.
+  auto buffers = CandidateBuffers::create(device_, task_, sizes, &cp);
+  if (!buffers) return make_error(buffers.error());
+  std::vector<GuardedBuffer> first_storage;
+  BufferMap first_run;
+  if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, first_storage, first_run); !s)
     return make_error(s.error());
   phases_.setup_ms += lap();
 
@@ -286,11 +263,6 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
     if (stress) o.detail = describe_stress_failure(task_, *stress, sizes, o);
     return o;
   };
-  // A set the candidate wrote into is never used again.
-  auto fail_damaging = [&](CheckOutcome o, int round, InputSet* set) {
-    if (pooled) pool_->discard(set);
-    return fail(std::move(o), round);
-  };
 
   for (int round = 0; round < rounds; ++round) {
     InputSet* set = sets[size_t(round)];
@@ -306,18 +278,13 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
     ++phases_.rounds;
     if (stress) ++phases_.stress_rounds;
     RunLimit limit = candidate_run_limit(options_, set->reference_seconds, "the reference");
-    BufferMap cand_buffers = set->inputs;
-    cand_buffers.insert(actual.begin(), actual.end());
-    cand_buffers.insert(cand_scratch.begin(), cand_scratch.end());
-    // Guard zones of everything the candidate could reach: its outputs, scratch and the inputs.
-    std::vector<const GuardedBuffer*> reachable;
-    for (const auto& b : storage) reachable.push_back(&b);
-    for (size_t i = 0; i < task_.inputs.size(); ++i) reachable.push_back(&set->storage[i]);
+    if (auto s = buffers->load(*set); !s) return make_error(s.error());
+    const BufferMap cand_buffers = buffers->bindings();
 
     for (int run = 0; run < 2; ++run) {
-      for (const auto& [name, b] : actual)
-        if (auto s = fill_bytes(device_, b, run == 0 ? kPoisonFirstRun : kPoisonSecondRun); !s)
-          return make_error(s.error());
+      if (auto s = buffers->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun, device_.stream());
+          !s)
+        return make_error(s.error());
       phases_.checks_ms += lap();
       double seconds = 0;
       auto failure =
@@ -326,53 +293,33 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
       double& slowest = candidate_seconds_[sizes];
       slowest = std::max(slowest, seconds);
       if (failure) return fail({failure->verdict, failure->detail, std::nullopt}, round);
-      auto damage = damaged_guards(support_, reachable);
-      if (!damage) return make_error(damage.error());
-      for (size_t g = 0; g < reachable.size(); ++g) {
-        if ((*damage)[g].empty()) continue;
-        std::string which;
-        for (const auto& [name, b] : cand_buffers)
-          if (b.ptr == reachable[g]->ref().ptr) which = name;
-        return fail_damaging(
-            {Verdict::kOutOfBounds, (*damage)[g] + " of buffer '" + which + "'", std::nullopt},
-            round, set);
-      }
-      // The inputs, and the reference's outputs the candidate was never given, are as they were
-      // made: checked before any comparison is trusted.
-      auto changed = changed_part(support_, task_, *set);
-      if (!changed) return make_error(changed.error());
-      if (!changed->empty()) {
-        bool input = changed->rfind("input", 0) == 0;
-        return fail_damaging(
-            {input ? Verdict::kModifiedInput : Verdict::kOutOfBounds,
-             *changed + (input ? " changed during the run"
-                               : " changed during the run: a write outside the candidate's "
-                                 "buffers"),
-             std::nullopt},
-            round, set);
+      // Guard zones, the input copies, the kept set itself: checked before any comparison is
+      // trusted (a damaged kept set is dropped there).
+      auto intact = check_integrity(support_, task_, {&*buffers}, pooled ? pool_ : nullptr);
+      if (!intact) return make_error(intact.error());
+      if (intact->verdict != Verdict::kOk) return fail(*intact, round);
+      // A second run that disagrees with the reference, after a first that agreed, means the
+      // result depends on something other than the inputs: stale memory, races.
+      auto o = check_outputs(support_, task_, buffers->outputs(), *set,
+                             run == 0 ? Verdict::kIncorrect : Verdict::kNondeterministic);
+      if (!o) return make_error(o.error());
+      if (o->verdict != Verdict::kOk) {
+        if (run == 1) o->detail = "second run on the same inputs differs: " + o->detail;
+        return fail(*o, round);
       }
       for (const auto& t : task_.outputs) {
-        // A second run that disagrees with the reference, after a first that agreed, means the
-        // result depends on something other than the inputs: stale memory, races.
-        Verdict verdict = run == 0 ? Verdict::kIncorrect : Verdict::kNondeterministic;
-        auto o =
-            check_output(support_, task_, t, actual[t.name], set->expected.at(t.name), verdict);
-        if (!o) return make_error(o.error());
-        if (o->verdict != Verdict::kOk) {
-          if (run == 1) o->detail = "second run on the same inputs differs: " + o->detail;
-          return fail(*o, round);
-        }
+        const BufferRef& actual = buffers->outputs().at(t.name);
         if (run == 0) {
-          if (auto s = copy_buffer(device_, actual[t.name], first_run[t.name]); !s)
+          if (auto s = copy_buffer(device_, actual, first_run[t.name]); !s)
             return make_error(s.error());
-        } else {
-          auto same = check_output(support_, task_, t, actual[t.name], first_run[t.name],
-                                   Verdict::kNondeterministic);
-          if (!same) return make_error(same.error());
-          if (same->verdict != Verdict::kOk) {
-            same->detail = "two runs on the same inputs disagree: " + same->detail;
-            return fail(*same, round);
-          }
+          continue;
+        }
+        auto same =
+            check_output(support_, task_, t, actual, first_run[t.name], Verdict::kNondeterministic);
+        if (!same) return make_error(same.error());
+        if (same->verdict != Verdict::kOk) {
+          same->detail = "two runs on the same inputs disagree: " + same->detail;
+          return fail(*same, round);
         }
       }
       phases_.checks_ms += lap();

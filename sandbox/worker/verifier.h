@@ -37,10 +37,12 @@ std::string describe_element(const TensorSpec& output, const ShapeBinding& sizes
 std::string describe_stress_failure(const TaskSpec& task, const StressRound& stress,
                                     const ShapeBinding& sizes, const CheckOutcome& outcome);
 
-// Compares one output against its expected values under the task's tolerance.
+// Compares one output against its expected values under the task's tolerance;
+// `expected_masked`: the reference's kept outputs, masked (SupportKernels::mask).
 Result<CheckOutcome> check_output(SupportKernels& support, const TaskSpec& task,
                                   const TensorSpec& output, const BufferRef& actual,
-                                  const BufferRef& expected, Verdict failure_verdict);
+                                  const BufferRef& expected, Verdict failure_verdict,
+                                  bool expected_masked = false);
 
 // What is wrong with each buffer's guard zones ("" when intact), scanned on the GPU in one pass.
 Result<std::vector<std::string>> damaged_guards(SupportKernels& support,

@@ -106,6 +106,30 @@ INSTANTIATE_TEST_SUITE_P(Kernels, AdversarialOnGpu, ::testing::ValuesIn(adversar
                            return file.param;
                          });
 
+// Blame lands on the guilty: a candidate that changes its inputs (with a compensating word, or
+// plainly) gets its verdict, and the same worker, whose kept input sets it ran on, then judges
+// the task's baseline ok on every one of them, timed and untimed: it never ran on the kept sets
+// themselves, and a kept set that had changed would be dropped before use.
+TEST(AdversarialBlameOnGpu, AnInnocentCandidateAfterACorruptingOneIsNotBlamed) {
+  if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
+  SandboxEvaluator evaluator(worker_options());
+  auto device = evaluator.start();
+  ASSERT_TRUE(device.ok()) << device.error();
+  for (const char* name : {"compensates_input_checksum", "modifies_input"}) {
+    auto kernel = read_adversarial_kernel(std::filesystem::path(KOPT_ADVERSARIAL_DIR) /
+                                          (std::string(name) + ".cu"));
+    ASSERT_TRUE(kernel.ok()) << kernel.error();
+    expect_verdict(evaluator, *kernel);
+    for (int again = 0; again < 3; ++again) {
+      EvalRequest timed = baseline_request("axpy");
+      timed.options.time = again == 0;
+      auto after = evaluator.evaluate(timed);
+      ASSERT_TRUE(after.ok()) << after.error();
+      EXPECT_EQ(after->verdict, Verdict::kOk) << "after " << name << ": " << after->detail;
+    }
+  }
+}
+
 // The whole suite in a row through one pool: a long-lived worker (and its replacements) must
 // judge every kernel right whatever the kernels before it did to the GPU.
 TEST(AdversarialPoolOnGpu, SurvivesTheWholeSuiteInARow) {
