@@ -277,6 +277,13 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
     input.provenance = fixed(e.speedup, 2) + "x over the baseline on " + gpu + ", source sha256 " +
                        (*kernel)->sha256 + ", see manifest.json";
     input.reference_source = find_reference_source(options.tasks_root, task.name, task.spec_hash);
+    if (options.vet) {
+      std::string why = options.vet(task.spec_json, input.reference_source, (*kernel)->source);
+      if (!why.empty()) {
+        report.skipped.push_back(task.name + ": not exported: " + why);
+        continue;
+      }
+    }
     BundleTask& bundle = bundles[task.name];
     auto task_files = generate_task_files(input, bundle);
     if (!task_files) return make_error(task.name + ": " + task_files.error());
