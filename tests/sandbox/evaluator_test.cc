@@ -199,7 +199,7 @@ TEST(SandboxEvaluator, ReplyLineOverTheCapIsACrashAndTheDaemonGoesOn) {
   SandboxEvaluator evaluator(options);
   auto under = evaluator.evaluate(request_for("LONG 3000"));
   ASSERT_TRUE(under.ok()) << under.error();
-  EXPECT_EQ(under->verdict, Verdict::kOk);
+  EXPECT_EQ(under->verdict, Verdict::kOk) << under->detail.substr(0, 300);
   auto over = evaluator.evaluate(request_for("LONG 5000"));
   ASSERT_TRUE(over.ok()) << over.error();
   EXPECT_EQ(over->verdict, Verdict::kCrash);
