@@ -113,6 +113,7 @@ void evaluate(int64_t id, const json& body) {
   }
   kopt::EvalResult result;
   if (has(source, "LONG")) {
+    result.verdict = kopt::Verdict::kOk;
     result.detail.assign(std::stoul(argument_of(source, "LONG")), 'x');
     send(response(id, true, {{"result", kopt::to_json(result)}}));
     return;
