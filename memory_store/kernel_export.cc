@@ -278,7 +278,8 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
                        (*kernel)->sha256 + ", see manifest.json";
     input.reference_source = find_reference_source(options.tasks_root, task.name, task.spec_hash);
     if (options.vet) {
-      std::string why = options.vet(task.spec_json, input.reference_source, (*kernel)->source);
+      std::string why = options.vet(task.spec_json, input.reference_source.value_or(""),
+                                    (*kernel)->source);
       if (!why.empty()) {
         report.skipped.push_back(task.name + ": not exported: " + why);
         continue;
