@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -196,9 +197,16 @@ void Subprocess::drain_stderr() {
   }
 }
 
-Result<std::optional<std::string>> Subprocess::read_line(Clock::time_point deadline) {
+Result<std::optional<std::string>> Subprocess::read_line(Clock::time_point deadline,
+                                                         size_t max_line_bytes) {
   while (true) {
-    if (size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+    size_t nl = buffer_.find('\n');
+    if (std::min(nl, buffer_.size()) > max_line_bytes) {
+      buffer_.clear();
+      return make_error("a line of the child's output exceeds " + std::to_string(max_line_bytes) +
+                        " bytes");
+    }
+    if (nl != std::string::npos) {
       std::string line = buffer_.substr(0, nl);
       buffer_.erase(0, nl + 1);
       return std::optional<std::string>(std::move(line));

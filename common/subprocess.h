@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,8 +33,10 @@ class Subprocess {
   Status write_all(const std::string& data);
   void close_stdin();
 
-  // Reads one line (without '\n') from stdout. nullopt on EOF; an error on deadline.
-  Result<std::optional<std::string>> read_line(std::chrono::steady_clock::time_point deadline);
+  // Reads one line (without '\n') from stdout. nullopt on EOF; an error on deadline, or when the
+  // line grows past `max_line_bytes` (what is buffered is dropped: the child broke its protocol).
+  Result<std::optional<std::string>> read_line(std::chrono::steady_clock::time_point deadline,
+                                               size_t max_line_bytes = SIZE_MAX);
 
   // Reads stdout (and captured stderr) to EOF or until the deadline.
   Result<std::string> read_all(std::chrono::steady_clock::time_point deadline,

@@ -300,6 +300,14 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
                        (*kernel)->sha256 + ", see manifest.json";
     input.reference_source = find_reference_source(options.tasks_root, task.name, task.spec_hash);
     input.compute_capability = e.gpu.compute_capability;
+    if (options.vet) {
+      std::string why = options.vet(task.spec_json, input.reference_source.value_or(""),
+                                    (*kernel)->source);
+      if (!why.empty()) {
+        report.skipped.push_back(task.name + ": not exported: " + why);
+        continue;
+      }
+    }
     BundleTask& bundle = bundles[task.name];
     auto task_files = generate_task_files(input, bundle);
     if (!task_files) return make_error(task.name + ": " + task_files.error());

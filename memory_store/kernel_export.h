@@ -17,6 +17,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,11 @@ struct ExportOptions {
   // Where the tasks' folders are, for each task's reference.cu (the self-test's oracle); a task
   // whose task.json there differs from the memory's is exported without a self-test.
   std::filesystem::path tasks_root;
+  // Asked about each chosen kernel before anything is written (kopt export runs compute-sanitizer
+  // here): a non-empty answer keeps the task out of the export, reported as skipped with it.
+  std::function<std::string(const std::string& task_json, const std::string& reference_source,
+                            const std::string& kernel_source)>
+      vet;
 };
 
 struct ExportedKernel {

@@ -99,6 +99,8 @@ Result<CudaDriver> load_once() {
   KOPT_RESOLVE(cuProfilerStop);
 #undef KOPT_RESOLVE
 #undef KOPT_RESOLVE_V2
+  d.cuFuncGetParamInfo =
+      reinterpret_cast<decltype(d.cuFuncGetParamInfo)>(dlsym(handle, "cuFuncGetParamInfo"));
   if (!missing.empty()) return make_error("libcuda.so.1 lacks:" + missing);
   CUresult rc = d.cuInit(0);
   if (rc != CUDA_SUCCESS) return make_error("no usable GPU: " + d.describe("cuInit", rc));

@@ -59,6 +59,8 @@ struct CudaDriver {
   // Brackets one run for an outside profiler (ncu --profile-from-start off).
   KOPT_CUDA_FN(cuProfilerStart);
   KOPT_CUDA_FN(cuProfilerStop);
+  // Optional (CUDA 12.4+ drivers): null on an older driver, and callers then skip the check.
+  KOPT_CUDA_FN(cuFuncGetParamInfo);
 #undef KOPT_CUDA_FN
 
   // "cuLaunchKernel: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)".

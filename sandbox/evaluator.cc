@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/strings.h"
+#include "sandbox/sanitizer_runner.h"
 #include "sandbox/slurm_queue.h"
 
 namespace kopt {
@@ -134,6 +135,11 @@ Result<EvalResult> SandboxEvaluator::evaluate(const EvalRequest& request) {
     }
     pause = std::min(pause * 2, 120.0);
   }
+}
+
+SanitizerOutcome SandboxEvaluator::sanitize(const EvalRequest& request) {
+  std::lock_guard lock(mutex_);
+  return run_sanitizers(request, options_);
 }
 
 void SandboxEvaluator::cancel_pauses() {
@@ -304,7 +310,12 @@ Result<json> SandboxEvaluator::start_locked() {
   };
 
   while (true) {
-    auto line = process.read_line(running ? deadline : std::min(deadline, after_seconds(1)));
+    auto line = process.read_line(running ? deadline : std::min(deadline, after_seconds(1)),
+                                  options_.max_reply_bytes);
+    if (!line && line.error().find("exceeds") != std::string::npos) {
+      end_process(process);
+      return fail(who + " broke the protocol at start-up: " + line.error());
+    }
     if (!line && !running && Clock::now() < deadline) {
       if (stopping()) {
         end_process(process);
@@ -391,7 +402,7 @@ Result<SandboxEvaluator::Answer> SandboxEvaluator::exchange(json message, double
 
   auto deadline = after_seconds(limit_seconds);
   while (true) {
-    auto reply_line = worker_->process.read_line(deadline);
+    auto reply_line = worker_->process.read_line(deadline, options_.max_reply_bytes);
     if (!reply_line) {
       // read_line waits in whole milliseconds, so it may give up just before the deadline.
       if (Clock::now() + std::chrono::milliseconds(10) < deadline) {

@@ -17,6 +17,7 @@
 #include "common/result.h"
 #include "common/subprocess.h"
 #include "sandbox/protocol.h"
+#include "sandbox/sanitizer_report.h"
 
 namespace kopt {
 
@@ -34,6 +35,11 @@ class Evaluator {
   // Workers waiting to start (in a scheduler's queue), one line each, for status and logs:
   // "GPU 1: waiting 3m05s to start (srun: job 12 queued and waiting for resources)".
   virtual std::vector<std::string> waiting() const { return {}; }
+  // Runs the candidate of `request` once more under compute-sanitizer's tools on one of this
+  // evaluator's GPUs (sandbox/sanitizer_runner.h). One without a GPU of its own runs nothing.
+  virtual SanitizerOutcome sanitize(const EvalRequest& /*request*/) {
+    return {.note = name() + " cannot run compute-sanitizer"};
+  }
 };
 
 struct SandboxOptions {
@@ -63,6 +69,9 @@ struct SandboxOptions {
   // returned. 0: returned at once (kopt eval, which says so and exits non-zero).
   double busy_retry_seconds = 0;
   double busy_first_pause_seconds = 5;
+  // The longest reply line read from a worker. A longer one is a broken protocol: the worker is
+  // killed and the candidate gets a crash verdict; the daemon never buffers more than this.
+  size_t max_reply_bytes = 16u << 20;
 };
 
 // The worker's command line: prefix, worker, --device N, extra arguments.
@@ -80,6 +89,8 @@ class SandboxEvaluator final : public Evaluator {
   std::string name() const override;
   void cancel_pauses() override;
   std::vector<std::string> waiting() const override;
+  // Holds this GPU (no evaluation runs on it meanwhile) while the sanitizer's own worker runs.
+  SanitizerOutcome sanitize(const EvalRequest& request) override;
 
   // Starts the worker unless it is running, and returns the "device" object of its ping
   // answer. The error says why it cannot start ("no NVIDIA driver: ...").

@@ -24,26 +24,28 @@ std::unique_ptr<EvaluatorPool> EvaluatorPool::for_devices(const SandboxOptions& 
   return std::make_unique<EvaluatorPool>(std::move(members));
 }
 
-Result<EvalResult> EvaluatorPool::evaluate(const EvalRequest& request) {
-  size_t index = 0;
+EvaluatorPool::Lease::Lease(EvaluatorPool& pool) : pool_(pool) {
+  std::unique_lock lock(pool_.mutex_);
+  pool_.freed_.wait(lock, [&] { return !pool_.free_.empty(); });
+  index_ = pool_.free_.back();
+  pool_.free_.pop_back();
+}
+
+EvaluatorPool::Lease::~Lease() {
   {
-    std::unique_lock lock(mutex_);
-    freed_.wait(lock, [&] { return !free_.empty(); });
-    index = free_.back();
-    free_.pop_back();
+    std::lock_guard lock(pool_.mutex_);
+    pool_.free_.push_back(index_);
   }
-  // Returns the member even when evaluate() throws (a bug), so the pool never shrinks.
-  struct Release {
-    EvaluatorPool* pool;
-    size_t index;
-    ~Release() {
-      {
-        std::lock_guard lock(pool->mutex_);
-        pool->free_.push_back(index);
-      }
-      pool->freed_.notify_one();
-    }
-  } release{this, index};
+  pool_.freed_.notify_one();
+}
+
+SanitizerOutcome EvaluatorPool::sanitize(const EvalRequest& request) {
+  Lease lease(*this);
+  return lease.member().sanitize(request);
+}
+
+Result<EvalResult> EvaluatorPool::evaluate(const EvalRequest& request) {
+  Lease lease(*this);
   auto started = Clock::now();
   {
     std::lock_guard lock(usage_mutex_);
@@ -60,7 +62,7 @@ Result<EvalResult> EvaluatorPool::evaluate(const EvalRequest& request) {
       ++pool->evaluations_;
     }
   } account{this, started};
-  return members_[index]->evaluate(request);
+  return lease.member().evaluate(request);
 }
 
 EvaluatorPool::Utilization EvaluatorPool::utilization() const {

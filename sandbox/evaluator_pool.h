@@ -28,6 +28,8 @@ class EvaluatorPool final : public Evaluator {
   std::string name() const override;
   void cancel_pauses() override;
   std::vector<std::string> waiting() const override;
+  // On whichever member is free, like evaluate().
+  SanitizerOutcome sanitize(const EvalRequest& request) override;
 
   size_t size() const { return members_.size(); }
 
@@ -47,6 +49,21 @@ class EvaluatorPool final : public Evaluator {
   Evaluator& member(size_t index) { return *members_[index]; }
 
  private:
+  // A member taken from the free list until this goes out of scope (even when a call throws,
+  // so the pool never shrinks).
+  class Lease {
+   public:
+    explicit Lease(EvaluatorPool& pool);
+    ~Lease();
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Evaluator& member() const { return *pool_.members_[index_]; }
+
+   private:
+    EvaluatorPool& pool_;
+    size_t index_ = 0;
+  };
+
   std::vector<std::unique_ptr<Evaluator>> members_;
   std::mutex mutex_;
   std::condition_variable freed_;

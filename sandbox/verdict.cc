@@ -5,7 +5,7 @@
 
 namespace kopt {
 namespace {
-constexpr std::array<std::pair<Verdict, const char*>, 12> kNames = {{
+constexpr std::array<std::pair<Verdict, const char*>, 13> kNames = {{
     {Verdict::kOk, "ok"},
     {Verdict::kCompileError, "compile_error"},
     {Verdict::kInvalidPlan, "invalid_plan"},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<Verdict, const char*>, 12> kNames = {{
     {Verdict::kCrash, "crash"},
     {Verdict::kSuspicious, "suspicious"},
     {Verdict::kGpuBusy, "gpu_busy"},
+    {Verdict::kSanitizer, "sanitizer"},
 }};
 }  // namespace
 

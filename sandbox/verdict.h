@@ -19,6 +19,8 @@ enum class Verdict {
   kCrash,             // the worker died (sticky CUDA error, signal)
   kSuspicious,        // faster than physics allows, or a speedup too large, and not confirmed
   kGpuBusy,           // the GPU was shared or throttled while timing: no number, judge it again
+  kSanitizer,         // compute-sanitizer found a memory error, race, barrier misuse or
+                      // uninitialized read (checked on each new best and before an export)
 };
 
 // The version of the gate's rules: a kernel judged under a lower one was judged by a weaker gate.

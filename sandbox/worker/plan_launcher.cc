@@ -5,6 +5,59 @@
 #include <cstring>
 
 namespace kopt::worker {
+namespace {
+
+// Bytes the launch passes for one plan argument (its slot holds at most 8).
+size_t argument_bytes(const ArgBinding& arg) {
+  switch (arg.kind) {
+    case ArgBinding::Kind::kInt32:
+    case ArgBinding::Kind::kFloat32:
+      return 4;
+    case ArgBinding::Kind::kBuffer:
+    case ArgBinding::Kind::kInt64:
+    case ArgBinding::Kind::kFloat64:
+      return 8;
+  }
+  return 8;
+}
+
+}  // namespace
+
+std::optional<std::string> parameter_mismatch(const CudaDriver& driver,
+                                              const ResolvedLaunch& launch) {
+  // The driver copies as many parameter bytes as the compiled kernel declares, whatever the launch
+  // passes: a kernel declaring more, or larger, parameters than the plan gives would read the
+  // worker's host memory beyond the argument slots.
+  if (!driver.cuFuncGetParamInfo) return std::nullopt;  // a driver older than CUDA 12.4
+  std::vector<size_t> sizes;
+  while (true) {
+    size_t offset = 0, size = 0;
+    CUresult rc = driver.cuFuncGetParamInfo(launch.function, sizes.size(), &offset, &size);
+    // An index past the last parameter is CUDA_ERROR_INVALID_VALUE; any other error means this
+    // driver cannot tell (no verdict from a check that did not run).
+    if (rc == CUDA_ERROR_INVALID_VALUE) break;
+    if (rc != CUDA_SUCCESS) return std::nullopt;
+    sizes.push_back(size);
+    if (sizes.size() > 4096) break;  // the ABI's parameter space is 32 KiB; never loop forever
+  }
+  if (sizes.size() != launch.args.size()) {
+    return "kernel " + launch.kernel + " declares " + std::to_string(sizes.size()) +
+           " parameters but the plan passes " + std::to_string(launch.args.size()) +
+           (sizes.size() > launch.args.size()
+                ? " (parameter " + std::to_string(launch.args.size()) + " has no argument)"
+                : "");
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    size_t passed = argument_bytes(*launch.args[i]);
+    if (sizes[i] != passed) {
+      return "kernel " + launch.kernel + ": parameter " + std::to_string(i) + " is " +
+             std::to_string(sizes[i]) + " bytes but the plan passes '" + launch.args[i]->text +
+             "' as " + std::to_string(passed) +
+             " bytes (i32:/f32: pass 4 bytes, i64:/f64: and buffers 8)";
+    }
+  }
+  return std::nullopt;
+}
 
 Result<LoadedKernel> LoadedKernel::load(Device& device, KernelFile file,
                                         const CompileOutput& compiled,
@@ -92,6 +145,7 @@ std::variant<ResolvedPlan, PlanFailure> LoadedKernel::resolve(const TaskSpec& /*
                      std::to_string(info.max_shared_per_block_optin) + " per block");
     r.shared_bytes = static_cast<unsigned>(*smem);
     for (const auto& a : l.args) r.args.push_back(&a);
+    if (auto mismatch = parameter_mismatch(device_->driver(), r)) return invalid(where + *mismatch);
     plan.launches.push_back(std::move(r));
   }
   return plan;

@@ -49,6 +49,11 @@ struct PlanFailure {
   bool fatal = false;  // the CUDA context is lost
 };
 
+// Why the compiled kernel's parameters (count and byte sizes, from cuFuncGetParamInfo) differ
+// from what the launch passes, or nullopt when they match or the driver cannot tell.
+std::optional<std::string> parameter_mismatch(const CudaDriver& driver,
+                                              const ResolvedLaunch& launch);
+
 class LoadedKernel {
  public:
   static Result<LoadedKernel> load(Device& device, KernelFile file, const CompileOutput& compiled,

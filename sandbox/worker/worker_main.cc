@@ -1,13 +1,18 @@
 // kopt-sandbox: the long-lived GPU worker. One per GPU; owns one CUDA context; answers protocol v2
-// requests (sandbox/protocol.h) on stdin/stdout, one JSON object per line. Nothing else may write
-// to stdout. After a sticky CUDA error it sends its verdict with "fatal":true and exits, so the
-// next request meets a fresh context.
+// requests (sandbox/protocol.h) on stdin and on the pipe it was given as stdout, one JSON object
+// per line. That pipe is moved to a private descriptor before anything else runs, and fd 1 goes to
+// a bounded log (private_channel.h): a kernel's printf cannot reach the daemon. After a sticky CUDA
+// error it sends its verdict with "fatal":true and exits, so the next request meets a fresh
+// context.
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "sandbox/protocol.h"
@@ -16,6 +21,7 @@
 #include "sandbox/worker/evaluation.h"
 #include "sandbox/worker/hygiene.h"
 #include "sandbox/worker/parent_watch.h"
+#include "sandbox/worker/private_channel.h"
 #include "sandbox/worker/speed_of_light.h"
 #include "sandbox/worker/support_kernels.h"
 
@@ -27,11 +33,10 @@ using namespace kopt;
 constexpr int kExitNoGpu = 3;
 constexpr int kExitContextLost = 4;
 
-void send(const json& message) {
-  std::string line = encode_line(message);
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fflush(stdout);
-}
+// The protocol channel: the pipe the daemon gave as stdout, moved off fd 1 at start.
+int g_channel = STDOUT_FILENO;
+
+void send(const json& message) { (void)worker::write_line(g_channel, encode_line(message)); }
 
 json reply(const json& request, bool ok) {
   int64_t id = request.is_object() && request.contains("id") && request["id"].is_number_integer()
@@ -42,9 +47,11 @@ json reply(const json& request, bool ok) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: kopt-sandbox [--device N]\n"
-               "Speaks the kopt sandbox protocol v%d on stdin/stdout; started by kopt itself.\n",
-               kProtocolVersion);
+               "usage: kopt-sandbox [--device N] [--output-log PATH] [--under-profiler]\n"
+               "Speaks the kopt sandbox protocol v%d on stdin/stdout; started by kopt itself.\n"
+               "Whatever kernels print goes to the output log (default: %s), capped at %zu "
+               "bytes;\n--output-log '' discards it.\n",
+               kProtocolVersion, worker::default_output_log_path(0).c_str(), worker::kOutputLogCap);
   return 2;
 }
 
@@ -53,9 +60,17 @@ int usage() {
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   int ordinal = 0;
+  std::optional<std::string> output_log;
+  // An outside profiler or compute-sanitizer owns the driver's callbacks (also said by
+  // KOPT_SANDBOX_UNDER_PROFILER=1, which an environment allow-list may not pass on).
+  bool under_profiler = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
       ordinal = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--under-profiler")) {
+      under_profiler = true;
+    } else if (!std::strcmp(argv[i], "--output-log") && i + 1 < argc) {
+      output_log = argv[++i];
     } else if (!std::strcmp(argv[i], "--help")) {
       usage();
       return 0;
@@ -63,6 +78,15 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
+  // Before any CUDA call: from here on fd 1 is the output log, not the daemon.
+  auto channel =
+      worker::divert_stdout_to_log(output_log.value_or(worker::default_output_log_path(ordinal)));
+  if (!channel) {
+    std::fprintf(stderr, "kopt-sandbox: cannot set up its protocol channel: %s\n",
+                 channel.error().c_str());
+    return kExitNoGpu;
+  }
+  g_channel = *channel;
   // The process runs: said at once, so that a daemon that started it through a scheduler (srun)
   // knows it left the queue and times context creation from here.
   send(make_hello());
@@ -72,7 +96,7 @@ int main(int argc, char** argv) {
   // KOPT_SANDBOX_UNDER_PROFILER=1: an outside profiler (ncu, bench/profile_fidelity.py) owns
   // the GPU's counters; no activity tracing then, so such a worker can verify but not time.
   const char* outside = std::getenv("KOPT_SANDBOX_UNDER_PROFILER");
-  bool under_profiler = outside && std::string(outside) == "1";
+  under_profiler = under_profiler || (outside && std::string(outside) == "1");
   auto cupti = under_profiler ? ok_status() : worker::CuptiKernelTimer::enable();
   auto device = worker::Device::open(ordinal);
   if (!device || !cupti) {

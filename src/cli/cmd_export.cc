@@ -2,14 +2,47 @@
 // best verified kernel of each task that beats its baseline into a folder of your repository,
 // ready for CMake and PyTorch (memory_store/kernel_export.h).
 #include <cstdio>
+#include <functional>
 #include <iostream>
 
 #include "memory_store/kernel_export.h"
+#include "sandbox/cuda_driver.h"
+#include "sandbox/sanitizer_runner.h"
 #include "src/cli/command.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
+#include "src/cli/sandbox_flags.h"
 
 namespace kopt::cli {
+namespace {
+
+// Each chosen kernel runs once under compute-sanitizer (sandbox/sanitizer_runner.h) before it is
+// written; a finding keeps its task out. Without a GPU or the tool, that is said once.
+std::function<std::string(const std::string&, const std::string&, const std::string&)>
+sanitizer_vet(const SandboxOptions& worker) {
+  auto driver = load_cuda_driver();
+  if (!driver) {
+    std::fprintf(stderr, "kopt export: kernels are exported without compute-sanitizer: %s\n",
+                 driver.error().c_str());
+    return nullptr;
+  }
+  return [worker](const std::string& task_json, const std::string& reference,
+                  const std::string& source) -> std::string {
+    if (reference.empty()) {
+      std::fprintf(stderr, "kopt export: not sanitized: no reference.cu for this task\n");
+      return "";
+    }
+    EvalRequest request;
+    request.task_json = task_json;
+    request.reference = {reference, "reference.cu", {}};
+    request.candidate = {source, "candidate.cu", {}};
+    SanitizerOutcome outcome = run_sanitizers(request, worker);
+    if (!outcome.note.empty()) std::fprintf(stderr, "kopt export: %s\n", outcome.note.c_str());
+    return outcome.finding ? outcome.finding->describe() : "";
+  };
+}
+
+}  // namespace
 
 int run_export(int argc, char** argv) {
   cxxopts::Options options(
@@ -34,8 +67,10 @@ int run_export(int argc, char** argv) {
       "tasks",
       "the folder of task folders holding each task's reference.cu, for the self-tests (default: "
       "$KOPT_TASKS, else ./tasks, else the source tree's)",
-      cxxopts::value<std::string>(), "DIR");
+      cxxopts::value<std::string>(), "DIR")(
+      "no-sanitize", "skip running each kernel under compute-sanitizer before it is exported");
   add_database_option(options);
+  add_sandbox_flags(options);
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
@@ -56,6 +91,8 @@ int run_export(int argc, char** argv) {
     std::cerr << "kopt export: --min-speedup must be a number >= 0\n";
     return 2;
   }
+
+  if (!args->count("no-sanitize")) export_options.vet = sanitizer_vet(sandbox_options_from(*args));
 
   auto store = open_memory(*args, /*create=*/false, "kopt export");
   if (!store) return 1;

@@ -130,6 +130,25 @@ TEST(AdversarialBlameOnGpu, AnInnocentCandidateAfterACorruptingOneIsNotBlamed) {
   }
 }
 
+// No false invalid_plan from the parameter check (cuFuncGetParamInfo): every task's reference
+// and baseline declare exactly the parameters their plans pass, so each task's baseline verifies.
+TEST(AdversarialBaselinesOnGpu, EveryTasksBaselineAndReferenceMatchTheirPlans) {
+  if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
+  SandboxEvaluator evaluator(worker_options());
+  for (const auto& dir :
+       std::filesystem::directory_iterator(adversarial_task_dir("axpy").parent_path())) {
+    if (!std::filesystem::exists(dir.path() / "task.json")) continue;
+    std::string task = dir.path().filename().string();
+    EvalRequest request = baseline_request(task);
+    request.options.rounds = 1;
+    request.options.check_holdout = false;
+    auto result = evaluator.evaluate(request);
+    ASSERT_TRUE(result.ok()) << task << ": " << result.error();
+    std::printf("baseline %-18s -> %s\n", task.c_str(), verdict_name(result->verdict).c_str());
+    EXPECT_EQ(result->verdict, Verdict::kOk) << task << ": " << result->detail;
+  }
+}
+
 // The whole suite in a row through one pool: a long-lived worker (and its replacements) must
 // judge every kernel right whatever the kernels before it did to the GPU.
 TEST(AdversarialPoolOnGpu, SurvivesTheWholeSuiteInARow) {

@@ -193,6 +193,22 @@ TEST(SandboxEvaluator, GarbageLineIsAProtocolCrash) {
   EXPECT_EQ(evaluator.workers_started(), 2);
 }
 
+TEST(SandboxEvaluator, ReplyLineOverTheCapIsACrashAndTheDaemonGoesOn) {
+  SandboxOptions options = fake_options();
+  options.max_reply_bytes = 4096;
+  SandboxEvaluator evaluator(options);
+  auto under = evaluator.evaluate(request_for("LONG 3000"));
+  ASSERT_TRUE(under.ok()) << under.error();
+  EXPECT_EQ(under->verdict, Verdict::kOk) << under->detail.substr(0, 300);
+  auto over = evaluator.evaluate(request_for("LONG 5000"));
+  ASSERT_TRUE(over.ok()) << over.error();
+  EXPECT_EQ(over->verdict, Verdict::kCrash);
+  EXPECT_TRUE(contains(over->detail, "exceeds 4096 bytes")) << over->detail;
+  // The worker that sent it is gone; the next candidate gets a fresh one.
+  expect_healthy(evaluator);
+  EXPECT_EQ(evaluator.workers_started(), 2);
+}
+
 TEST(SandboxEvaluator, AnswerToAnotherIdIsAProtocolCrash) {
   SandboxEvaluator evaluator(fake_options());
   auto result = evaluator.evaluate(request_for("WRONG_ID"));

@@ -15,6 +15,7 @@
 //   GARBAGE             answer a non-JSON line   WRONG_ID          answer with another id
 //   STDERR              write to stderr, then die                  REFUSE  answer ok:false
 //   SLOW MS             answer ok after MS milliseconds
+//   LONG N              answer ok with a reply line of about N bytes (a detail of N letters)
 //   BUSY N              answer gpu_busy to this worker's first N such requests, then ok
 // From the environment: KOPT_FAKE_EVAL_MS=N makes every evaluation take N ms (a request that is
 // in flight long enough for a test to cancel its Slurm step).
@@ -111,6 +112,12 @@ void evaluate(int64_t id, const json& body) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(argument_of(source, "SLOW"))));
   }
   kopt::EvalResult result;
+  if (has(source, "LONG")) {
+    result.verdict = kopt::Verdict::kOk;
+    result.detail.assign(std::stoul(argument_of(source, "LONG")), 'x');
+    send(response(id, true, {{"result", kopt::to_json(result)}}));
+    return;
+  }
   if (has(source, "BUSY")) {
     static int busy_left = std::stoi(argument_of(source, "BUSY"));
     if (busy_left-- > 0) {

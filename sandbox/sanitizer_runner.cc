@@ -1,0 +1,200 @@
+#include "sandbox/sanitizer_runner.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+
+#include "common/files.h"
+#include "common/strings.h"
+#include "sandbox/kernel_file.h"
+#include "sandbox/task_spec.h"
+
+namespace kopt {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_executable(const fs::path& path) {
+  return ::access(path.c_str(), X_OK) == 0 && !fs::is_directory(path);
+}
+
+// A fresh, empty file for one tool's report; removed by the caller.
+Result<std::string> report_path() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/kopt-sanitizer-XXXXXX";
+  int fd = ::mkstemp(path.data());
+  if (fd < 0) return make_error("mkstemp " + path + " failed");
+  ::close(fd);
+  return path;
+}
+
+// The candidate's kernel names, as its plan launches them: findings elsewhere are not its own.
+std::vector<std::string> candidate_kernels(const EvalRequest& request) {
+  std::vector<std::string> names;
+  auto file = parse_kernel_file(request.candidate.source, request.candidate.origin, nullptr);
+  if (!file) return names;
+  for (const auto& launch : file->launches) names.push_back(launch.kernel);
+  return names;
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", seconds);
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> find_compute_sanitizer() {
+  if (const char* path = std::getenv("PATH")) {
+    for (const auto& dir : split(path, ':')) {
+      if (!dir.empty() && is_executable(fs::path(dir) / "compute-sanitizer"))
+        return (fs::path(dir) / "compute-sanitizer").string();
+    }
+  }
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+    const char* home = std::getenv(var);
+    if (home && *home && is_executable(fs::path(home) / "bin" / "compute-sanitizer"))
+      return (fs::path(home) / "bin" / "compute-sanitizer").string();
+  }
+  if (is_executable("/usr/local/cuda/bin/compute-sanitizer"))
+    return std::string("/usr/local/cuda/bin/compute-sanitizer");
+  return std::nullopt;
+}
+
+Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_shape_bytes) {
+  auto task = parse_task(request.task_json, "task.json");
+  if (!task) return make_error(task.error());
+  json raw = json::parse(request.task_json, nullptr, false);
+  if (!raw.is_object()) return make_error("task.json is not a JSON object");
+  EvalRequest reduced = request;
+  if (raw.contains("shapes") && raw["shapes"].is_array() &&
+      raw["shapes"].size() == task->shapes.size() && !task->shapes.empty()) {
+    json kept = json::array();
+    for (size_t i = 0; i < task->shapes.size(); ++i) {
+      auto bytes = task->tensor_bytes(task->bind(task->shapes[i]));
+      if (bytes && *bytes <= small_shape_bytes) kept.push_back(raw["shapes"][i]);
+    }
+    if (kept.empty()) kept.push_back(raw["shapes"][0]);
+    raw["shapes"] = kept;
+    reduced.task_json = raw.dump();
+  }
+  reduced.baseline.reset();
+  EvalOptions& o = reduced.options;
+  o.rounds = 1;
+  o.time = false;
+  o.check_holdout = false;
+  o.stress = false;
+  o.reuse_inputs = false;
+  o.check_gpu_quiet = false;
+  o.profile.clear();
+  return reduced;
+}
+
+EvalResult sanitizer_verdict(const SanitizerFinding& finding) {
+  EvalResult result;
+  result.verdict = Verdict::kSanitizer;
+  result.detail = finding.describe();
+  return result;
+}
+
+SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions& worker,
+                                const SanitizerOptions& options) {
+  SanitizerOutcome outcome;
+  std::string sanitizer = options.sanitizer;
+  if (sanitizer.empty()) sanitizer = find_compute_sanitizer().value_or("");
+  if (sanitizer.empty()) {
+    outcome.note = "compute-sanitizer is not installed here; candidates are not sanitized";
+    static std::once_flag said;
+    std::call_once(said, [&] { spdlog::warn("{}", outcome.note); });
+    return outcome;
+  }
+  if (!worker.command_prefix.empty()) {
+    outcome.note = "not sanitized: the worker starts through a launcher (" +
+                   join(worker.command_prefix, " ") + ")";
+    return outcome;
+  }
+  auto reduced = sanitizer_request(request, options.small_shape_bytes);
+  if (!reduced) {
+    outcome.note = "not sanitized: " + reduced.error();
+    return outcome;
+  }
+  reduced->options.max_wall_seconds = options.seconds_per_tool;
+  const std::vector<std::string> kernels = candidate_kernels(request);
+  std::vector<std::string> spent;
+  auto begin = std::chrono::steady_clock::now();
+  for (const auto& tool : options.tools) {
+    auto tool_begin = std::chrono::steady_clock::now();
+    auto report = report_path();
+    if (!report) {
+      spent.push_back(tool + " not run (" + report.error() + ")");
+      continue;
+    }
+    SandboxOptions run = worker;
+    run.worker = sanitizer;
+    run.device = -1;
+    run.label = "compute-sanitizer " + tool;
+    // API errors are left out: the worker probes the driver on purpose (a parameter index past
+    // the last one). The print limit bounds the report of a kernel with a million hazards.
+    run.extra_args = {"--tool",
+                      tool,
+                      "--log-file",
+                      *report,
+                      "--print-limit",
+                      "10",
+                      "--report-api-errors",
+                      "no",
+                      worker.worker,
+                      "--device",
+                      std::to_string(std::max(worker.device, 0)),
+                      "--under-profiler",
+                      "--output-log",
+                      ""};
+    run.extra_args.insert(run.extra_args.end(), worker.extra_args.begin(), worker.extra_args.end());
+    run.start_timeout_seconds = options.seconds_per_tool;
+    run.deadline_slack_seconds = 5;
+    run.busy_retry_seconds = 0;
+    run.exit_grace_seconds = 30;  // the tool writes its summary as the worker exits
+    std::string verdict;
+    {
+      SandboxEvaluator evaluator(run);
+      auto result = evaluator.evaluate(*reduced);
+      verdict = result ? verdict_name(result->verdict) : "error: " + result.error();
+      evaluator.shutdown();
+    }
+    auto read = read_file(*report);
+    std::string text = read ? *read : "";
+    std::error_code ignored;
+    if (!options.report_dir.empty()) {
+      fs::copy_file(*report,
+                    fs::path(options.report_dir) /
+                        (tool + "-" + fs::path(*report).filename().string() + ".txt"),
+                    fs::copy_options::overwrite_existing, ignored);
+    }
+    fs::remove(*report, ignored);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - tool_begin).count();
+    outcome.ran = true;
+    std::string line = tool + " " + seconds_text(seconds);
+    if (verdict != "ok") line += " (the run under it: " + verdict + ")";
+    // racecheck writes no error summary when it finds nothing; no banner at all means no report.
+    if (text.find("COMPUTE-SANITIZER") == std::string::npos) line += " (no report written)";
+    spent.push_back(line);
+    if (auto finding = first_sanitizer_finding(tool, text, kernels)) {
+      outcome.finding = std::move(finding);
+      break;
+    }
+  }
+  outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  outcome.note = "compute-sanitizer: " + join(spent, ", ");
+  return outcome;
+}
+
+}  // namespace kopt

@@ -1,0 +1,255 @@
+// Reading compute-sanitizer's reports (sandbox/sanitizer_report.h), the `sanitizer` verdict, the
+// request the sanitizer runs, and the runner end to end against a stand-in compute-sanitizer
+// (fake_compute_sanitizer.sh) that writes a recorded report and runs the stand-in worker. The
+// reports below are written here in the tool's format; the gpu label runs the real tool.
+#include "sandbox/sanitizer_report.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
+
+#include "common/files.h"
+#include "sandbox/evaluator.h"
+#include "sandbox/sanitizer_runner.h"
+#include "sandbox/task_spec.h"
+#include "sandbox/verdict.h"
+
+namespace kopt {
+namespace {
+
+const char* kMemcheck = R"(========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at axpy+0x1d0 in /tmp/kopt/candidate.cu:16
+=========     by thread (0,0,0) in block (0,0,0)
+=========     Address 0x7f3c4a5cd000 is out of bounds
+=========     and is 1,887,437 bytes after the nearest allocation at 0x7f3c4a000000 of size 4,325,376 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: [0x2f2a6f] in libcuda.so.1
+=========
+========= ERROR SUMMARY: 1 error
+)";
+
+const char* kRacecheck = R"(========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at transpose_tiled+0x2a0 in /tmp/kopt/candidate.cu:22
+=========     and Read access at transpose_tiled+0x3c0 in /tmp/kopt/candidate.cu:27 [2048 hazards]
+=========
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+)";
+
+const char* kSynccheck = R"(========= COMPUTE-SANITIZER
+========= Barrier error detected. Divergent thread(s) in block
+=========     at void reduce<256>(float const*, float*, int)+0x70 in /tmp/kopt/candidate.cu:12
+=========     by thread (32,0,0) in block (0,0,0)
+=========
+========= ERROR SUMMARY: 1 error
+)";
+
+// A finding in kopt's own kernel first (not the candidate's business), then the candidate's, in
+// the older "at 0xOFFSET in FILE:LINE:KERNEL" form.
+const char* kInitcheck = R"(========= COMPUTE-SANITIZER
+========= Uninitialized __global__ memory read of size 4 bytes
+=========     at fill_normal<float>(float*, unsigned long long)+0x100 in kopt_support.cu:44
+=========     by thread (0,0,0) in block (0,0,0)
+=========
+========= Uninitialized __global__ memory read of size 8 bytes
+=========     at 0x80 in /tmp/kopt/candidate.cu:9:reads_scratch(float*)
+=========     by thread (1,0,0) in block (0,0,0)
+=========
+========= ERROR SUMMARY: 2 errors
+)";
+
+const char* kClean = R"(========= COMPUTE-SANITIZER
+========= Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on CUDA API call to cuFuncGetParamInfo.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= ERROR SUMMARY: 0 errors
+)";
+
+TEST(SanitizerReport, MemcheckFindingNamesKindKernelAndLine) {
+  auto finding = first_sanitizer_finding("memcheck", kMemcheck, {"axpy"});
+  ASSERT_TRUE(finding.has_value());
+  EXPECT_EQ(finding->kind, "Invalid __global__ write of size 4 bytes");
+  EXPECT_EQ(finding->kernel, "axpy");
+  EXPECT_EQ(finding->location, "candidate.cu:16");
+  EXPECT_EQ(finding->describe(),
+            "memcheck: Invalid __global__ write of size 4 bytes in axpy at candidate.cu:16");
+  EXPECT_EQ(sanitizer_error_count(kMemcheck), 1);
+}
+
+TEST(SanitizerReport, RacecheckFindingNamesBothAccesses) {
+  auto finding = first_sanitizer_finding("racecheck", kRacecheck, {"transpose_tiled"});
+  ASSERT_TRUE(finding.has_value());
+  EXPECT_EQ(finding->kind, "Race reported between Write access and Read access");
+  EXPECT_EQ(finding->kernel, "transpose_tiled");
+  EXPECT_EQ(finding->location, "candidate.cu:22");
+}
+
+TEST(SanitizerReport, TemplateInstanceMatchesItsKernelName) {
+  auto finding = first_sanitizer_finding("synccheck", kSynccheck, {"reduce"});
+  ASSERT_TRUE(finding.has_value());
+  EXPECT_EQ(finding->kind, "Barrier error detected. Divergent thread(s) in block");
+  EXPECT_EQ(finding->kernel, "reduce<256>");
+  EXPECT_EQ(finding->location, "candidate.cu:12");
+}
+
+TEST(SanitizerReport, FindingsInOtherKernelsAreSkipped) {
+  auto finding = first_sanitizer_finding("initcheck", kInitcheck, {"reads_scratch"});
+  ASSERT_TRUE(finding.has_value());
+  EXPECT_EQ(finding->kernel, "reads_scratch");
+  EXPECT_EQ(finding->location, "candidate.cu:9");
+  EXPECT_EQ(finding->kind, "Uninitialized __global__ memory read of size 8 bytes");
+  // Only kopt's own kernel: no finding against the candidate.
+  EXPECT_FALSE(first_sanitizer_finding("memcheck", kMemcheck, {"other"}).has_value());
+  // No list of kernels: any finding counts.
+  EXPECT_EQ(first_sanitizer_finding("initcheck", kInitcheck, {})->kernel, "fill_normal<float>");
+}
+
+TEST(SanitizerReport, ApiErrorsBannersAndEmptyReportsAreNoFinding) {
+  EXPECT_FALSE(first_sanitizer_finding("memcheck", kClean, {"axpy"}).has_value());
+  EXPECT_EQ(sanitizer_error_count(kClean), 0);
+  EXPECT_FALSE(first_sanitizer_finding("memcheck", "", {"axpy"}).has_value());
+  EXPECT_FALSE(sanitizer_error_count("========= COMPUTE-SANITIZER\n").has_value());
+  // The program's own lines in the same stream are not the tool's.
+  EXPECT_FALSE(
+      first_sanitizer_finding("memcheck", "Invalid __global__ write at axpy+0x1 in a.cu:1\n", {})
+          .has_value());
+}
+
+TEST(SanitizerReport, FindingWithoutLocationStillNamesTheKernel) {
+  auto finding = first_sanitizer_finding(
+      "memcheck",
+      "========= Invalid __shared__ read of size 4 bytes\n=========     at 0x90 in axpy\n",
+      {"axpy"});
+  ASSERT_TRUE(finding.has_value());
+  EXPECT_EQ(finding->kernel, "axpy");
+  EXPECT_EQ(finding->location, "");
+  EXPECT_EQ(finding->describe(), "memcheck: Invalid __shared__ read of size 4 bytes in axpy");
+}
+
+TEST(SanitizerVerdict, HasItsNameBothWays) {
+  EXPECT_EQ(verdict_name(Verdict::kSanitizer), "sanitizer");
+  EXPECT_EQ(parse_verdict("sanitizer"), Verdict::kSanitizer);
+  SanitizerFinding finding{"racecheck", "Race", "k", "c.cu:3"};
+  EvalResult result = sanitizer_verdict(finding);
+  EXPECT_EQ(result.verdict, Verdict::kSanitizer);
+  EXPECT_EQ(result.detail, "racecheck: Race in k at c.cu:3");
+  auto back = eval_result_from_json(to_json(result));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->verdict, Verdict::kSanitizer);
+}
+
+EvalRequest transpose_request() {
+  EvalRequest request;
+  request.task_json =
+      *read_file(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks/transpose/task.json");
+  request.reference = {"// reference", "reference.cu", {}};
+  request.baseline = KernelSource{"// baseline", "baseline.cu", {}};
+  request.candidate = {"// candidate", "candidate.cu", {}};
+  request.options.profile = "cupti";
+  return request;
+}
+
+TEST(SanitizerRequest, KeepsTheSmallSweepShapesAndOnlyVerifiesOnce) {
+  auto reduced = sanitizer_request(transpose_request(), int64_t(64) << 20);
+  ASSERT_TRUE(reduced.ok()) << reduced.error();
+  auto task = parse_task(reduced->task_json, "reduced");
+  ASSERT_TRUE(task.ok()) << task.error();
+  // 1x1, 1x4097, 4097x1, 1023x33 stay; 4096x11008 (360 MB) and the 8192x8192 default go.
+  ASSERT_EQ(task->shapes.size(), 4u);
+  EXPECT_EQ(task->bind(task->shapes[3]).at("rows"), 1023);
+  EXPECT_FALSE(reduced->baseline.has_value());
+  EXPECT_EQ(reduced->options.rounds, 1);
+  EXPECT_FALSE(reduced->options.time);
+  EXPECT_FALSE(reduced->options.check_holdout);
+  EXPECT_FALSE(reduced->options.stress);
+  EXPECT_FALSE(reduced->options.reuse_inputs);
+  EXPECT_TRUE(reduced->options.profile.empty());
+  // Even a limit below every shape keeps the first one.
+  auto tiny = sanitizer_request(transpose_request(), 1);
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_EQ(parse_task(tiny->task_json, "tiny")->shapes.size(), 1u);
+}
+
+// The runner against a stand-in compute-sanitizer: it writes the recorded report of the tool
+// named in KOPT_FAKE_SANITIZER_FINDS and runs the stand-in worker, which answers ok.
+class SanitizerRunner : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    report_ = std::filesystem::path(::testing::TempDir()) / "recorded_racecheck.txt";
+    std::ofstream(report_) << kRacecheck;
+    ::setenv("KOPT_FAKE_SANITIZER_REPORT", report_.c_str(), 1);
+  }
+  void TearDown() override { ::unsetenv("KOPT_FAKE_SANITIZER_FINDS"); }
+
+  SanitizerOutcome run(const std::string& candidate_source) {
+    EvalRequest request = transpose_request();
+    request.candidate.source = candidate_source;
+    SandboxOptions worker;
+    worker.worker = KOPT_FAKE_WORKER;
+    worker.device = 0;
+    SanitizerOptions options;
+    options.sanitizer = KOPT_FAKE_SANITIZER;
+    options.seconds_per_tool = 20;
+    return run_sanitizers(request, worker, options);
+  }
+
+  std::filesystem::path report_;
+};
+
+const char* kTiledSource = R"(/* kopt:plan
+{"launches": [{"kernel": "transpose_tiled", "grid": [16], "block": [32, 8],
+               "args": ["x", "out", "rows", "cols"]}]}
+*/
+extern "C" __global__ void transpose_tiled(const float* x, float* out, int rows, int cols) {}
+)";
+
+TEST_F(SanitizerRunner, StopsAtTheFirstToolWithAFindingInTheCandidate) {
+  ::setenv("KOPT_FAKE_SANITIZER_FINDS", "racecheck", 1);
+  SanitizerOutcome outcome = run(kTiledSource);
+  EXPECT_TRUE(outcome.ran) << outcome.note;
+  ASSERT_TRUE(outcome.finding.has_value()) << outcome.note;
+  EXPECT_EQ(outcome.finding->describe(),
+            "racecheck: Race reported between Write access and Read access in transpose_tiled at "
+            "candidate.cu:22");
+  // memcheck ran first and found nothing; synccheck and initcheck never ran.
+  EXPECT_NE(outcome.note.find("memcheck"), std::string::npos) << outcome.note;
+  EXPECT_EQ(outcome.note.find("synccheck"), std::string::npos) << outcome.note;
+}
+
+TEST_F(SanitizerRunner, CleanReportsAreNoFinding) {
+  SanitizerOutcome outcome = run(kTiledSource);
+  EXPECT_TRUE(outcome.ran);
+  EXPECT_FALSE(outcome.finding.has_value()) << outcome.finding->describe();
+  EXPECT_NE(outcome.note.find("initcheck"), std::string::npos) << outcome.note;
+}
+
+TEST_F(SanitizerRunner, AFindingInAnotherKernelIsNotTheCandidates) {
+  ::setenv("KOPT_FAKE_SANITIZER_FINDS", "racecheck", 1);
+  std::string source = kTiledSource;
+  for (auto* from : {"transpose_tiled", "transpose_tiled"})
+    source.replace(source.find(from), std::string(from).size(), "transpose_other");
+  SanitizerOutcome outcome = run(source);
+  EXPECT_FALSE(outcome.finding.has_value()) << outcome.finding->describe();
+}
+
+TEST(SanitizerRunnerWithoutTool, SaysSoAndRunsNothing) {
+  SandboxOptions worker;
+  worker.worker = KOPT_FAKE_WORKER;
+  SanitizerOptions options;
+  options.sanitizer = "";
+  std::string saved = ::getenv("PATH") ? ::getenv("PATH") : "";
+  ::setenv("PATH", "/nonexistent", 1);
+  ::setenv("CUDA_HOME", "/nonexistent", 1);
+  auto found = find_compute_sanitizer();
+  SanitizerOutcome outcome;
+  if (!found) outcome = run_sanitizers(transpose_request(), worker, options);
+  ::setenv("PATH", saved.c_str(), 1);
+  if (found) GTEST_SKIP() << "this machine has " << *found;
+  EXPECT_FALSE(outcome.ran);
+  EXPECT_FALSE(outcome.finding.has_value());
+  EXPECT_NE(outcome.note.find("not installed"), std::string::npos) << outcome.note;
+}
+
+}  // namespace
+}  // namespace kopt
