@@ -109,6 +109,10 @@ class MemoryStore {
                                                       const std::string& gpu_model);
   // The newest profile (profile_json) recorded for kernel `kernel_id`; "" when it has none.
   Result<std::string> latest_profile(int64_t kernel_id);
+  // The newest verified evaluation of kernel `kernel_id` on `gpu_model` (any GPU when empty): the
+  // verdict a win or an export stands on.
+  Result<std::optional<EvaluationRecord>> verifying_evaluation(int64_t kernel_id,
+                                                               const std::string& gpu_model);
   // GPU models with verified evaluations of `task`, most evaluations first.
   Result<std::vector<std::string>> verified_gpus(const std::string& task);
 

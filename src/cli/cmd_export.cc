@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "memory_store/kernel_export.h"
+#include "sandbox/judging_spec.h"
 #include "src/cli/command.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
@@ -34,7 +35,10 @@ int run_export(int argc, char** argv) {
       "tasks",
       "the folder of task folders holding each task's reference.cu, for the self-tests (default: "
       "$KOPT_TASKS, else ./tasks, else the source tree's)",
-      cxxopts::value<std::string>(), "DIR");
+      cxxopts::value<std::string>(), "DIR")(
+      "allow-stale-judgment",
+      "export a kernel even when it was judged under an older task spec (task.json or "
+      "reference.cu changed since) or an older verifier; refused by default");
   add_database_option(options);
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
@@ -48,6 +52,8 @@ int run_export(int argc, char** argv) {
   if (args->count("task")) export_options.task = (*args)["task"].as<std::string>();
   if (args->count("gpu")) export_options.gpu = (*args)["gpu"].as<std::string>();
   export_options.git_commit = args->count("git-commit") > 0;
+  export_options.allow_stale_judgment = args->count("allow-stale-judgment") > 0;
+  export_options.verifier_version = kVerifierVersion;
   export_options.min_speedup = (*args)["min-speedup"].as<double>();
   export_options.tasks_root = args->count("tasks")
                                   ? std::filesystem::path((*args)["tasks"].as<std::string>())
@@ -65,8 +71,13 @@ int run_export(int argc, char** argv) {
     return 1;
   }
   for (const auto& skipped : report->skipped) std::printf("skipped %s\n", skipped.c_str());
+  for (const auto& refused : report->refused_stale) {
+    std::cerr << "kopt export: refused " << refused << "\n";
+  }
   if (report->kernels.empty()) {
-    std::cerr << "kopt export: no verified kernel to export"
+    std::cerr << "kopt export: no "
+              << (report->refused_stale.empty() ? "" : "currently ")
+              << "verified kernel to export"
               << (export_options.gpu.empty() ? "" : " on " + export_options.gpu)
               << (report->skipped.empty() ? "" : " (see the skipped tasks above)") << "\n";
     return 1;
@@ -85,7 +96,7 @@ int run_export(int argc, char** argv) {
       std::printf("committed %s\n", report->commit.substr(0, 12).c_str());
     }
   }
-  return 0;
+  return report->refused_stale.empty() ? 0 : 1;  // a refused task is not a success
 }
 
 }  // namespace kopt::cli

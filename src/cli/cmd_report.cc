@@ -4,6 +4,7 @@
 
 #include "common/files.h"
 #include "memory_store/memory_store.h"
+#include "sandbox/judging_spec.h"
 #include "src/cli/command.h"
 #include "src/cli/options.h"
 #include "src/report/html_report.h"
@@ -72,6 +73,7 @@ int run_report(int argc, char** argv) {
   }
   // Parsed here, not by cxxopts: its integer parser trips GCC 12's -Werror=restrict.
   report::ReportScope scope;
+  scope.verifier_version = kVerifierVersion;
   std::string wins = (*args)["wins"].as<std::string>();
   char* wins_end = nullptr;
   long wins_value = std::strtol(wins.c_str(), &wins_end, 10);

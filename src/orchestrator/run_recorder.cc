@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sandbox/judging_spec.h"
+
 namespace kopt::orchestrator {
 
 Result<int64_t> RunRecorder::start_run(const std::string& config_json) {
@@ -32,6 +34,8 @@ Status RunRecorder::upsert_task(const TaskSpec& task) {
   record.spec_hash = task.spec_hash;
   record.tags = task.tags;
   record.spec_json = task.raw_json;
+  record.judging_spec_sha256 = judging_spec_sha256(task);
+  judging_specs_[task.name] = record.judging_spec_sha256;
   auto id = store_.upsert_task(record);
   if (!id) return make_error(id.error());
   return ok_status();
@@ -48,6 +52,11 @@ Result<int64_t> RunRecorder::record_evaluation(memory::KernelRecord kernel,
   evaluation.kernel_id = *kernel_id;
   evaluation.task = kernel.task;
   evaluation.run_id = run_id_;
+  if (evaluation.judging_spec_sha256.empty()) {
+    auto spec = judging_specs_.find(kernel.task);
+    if (spec != judging_specs_.end()) evaluation.judging_spec_sha256 = spec->second;
+  }
+  if (evaluation.verifier_version == 0) evaluation.verifier_version = kVerifierVersion;
   auto evaluation_id = store_.add_evaluation(evaluation);
   if (!evaluation_id) return make_error(evaluation_id.error());
   if (auto s = transaction->commit(); !s) return make_error(s.error());
