@@ -14,11 +14,6 @@
 
 namespace kopt::memory {
 
-std::filesystem::path default_database_path() {
-  if (const char* v = std::getenv("KOPT_DB"); v && *v) return v;
-  return data_directory() / "memory.db";
-}
-
 std::string utc_timestamp() {
   std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -41,7 +36,7 @@ const std::string& or_now(const std::string& time, std::string& storage) {
 Result<MemoryStore> MemoryStore::open(const std::filesystem::path& path,
                                       const OpenOptions& options) {
   std::error_code ec;
-  if (!options.create) {
+  if (!options.create || options.read_only) {
     if (!std::filesystem::exists(path, ec)) {
       return make_error(path.string() +
                         ": no memory database there (it is created by the first run; "
@@ -52,10 +47,15 @@ Result<MemoryStore> MemoryStore::open(const std::filesystem::path& path,
     if (ec) return make_error(path.parent_path().string() + ": cannot create: " + ec.message());
   }
   sql::Database::Options db_options;
-  db_options.create = options.create;
+  db_options.create = options.create && !options.read_only;
+  db_options.read_only = options.read_only;
   auto db = sql::Database::open(path, db_options);
   if (!db) return make_error(db.error());
-  if (auto s = migrate(*db, options.target_version); !s) return make_error(s.error());
+  if (options.read_only) {
+    if (auto s = check_readable(*db); !s) return make_error(s.error());
+  } else if (auto s = migrate(*db, options.target_version); !s) {
+    return make_error(s.error());
+  }
   return MemoryStore(std::move(*db));
 }
 

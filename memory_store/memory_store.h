@@ -20,15 +20,15 @@
 
 namespace kopt::memory {
 
-// $KOPT_DB when set, else data_directory()/memory.db.
-std::filesystem::path default_database_path();
-
 // The current time as an ISO-8601 UTC string, "2026-11-22T03:14:07Z".
 std::string utc_timestamp();
 
 struct OpenOptions {
   bool create = true;                   // false: a missing file is an error (read-only commands)
   int target_version = kSchemaVersion;  // tests build older schemas with this
+  // Read commands: open for reading only (a file or folder the user may only read works) and
+  // never migrate; a database at an older schema is refused with what to do.
+  bool read_only = false;
 };
 
 // Filters of `kopt memory wins`.

@@ -210,7 +210,11 @@ ALTER TABLE tasks ADD COLUMN judging_spec_sha256 TEXT NOT NULL DEFAULT '';
 )sql");
 }
 
-Status migrate(sql::Database& db, int target_version) {
+namespace {
+
+// The file's version once it is known to be a kopt memory (0: empty), or why it is not one, or
+// why this code cannot use it (a newer, incompatible kopt wrote it).
+Result<int> usable_version(sql::Database& db) {
   auto application_id = db.query_int64("PRAGMA application_id");
   if (!application_id) return make_error(db.path().string() + ": " + application_id.error());
   auto version = schema_version(db);
@@ -229,16 +233,39 @@ Status migrate(sql::Database& db, int target_version) {
   }
   auto compatible = compatible_version(db);
   if (!compatible) return make_error(db.path().string() + ": " + compatible.error());
-  if (*version > kSchemaVersion) {
-    if (*compatible > kSchemaVersion) {
-      return make_error(db.path().string() + ": the memory database has schema version " +
-                        std::to_string(*version) + " and needs a kopt that knows version " +
-                        std::to_string(*compatible) + " or later; this kopt " + KOPT_VERSION +
-                        " knows up to version " + std::to_string(kSchemaVersion) +
-                        ". Upgrade kopt, or pass another --db.");
-    }
-    return ok_status();  // newer, but written to stay readable by this version
+  if (*version > kSchemaVersion && *compatible > kSchemaVersion) {
+    return make_error(db.path().string() + ": the memory database has schema version " +
+                      std::to_string(*version) + " and needs a kopt that knows version " +
+                      std::to_string(*compatible) + " or later; this kopt " + KOPT_VERSION +
+                      " knows up to version " + std::to_string(kSchemaVersion) +
+                      ". Upgrade kopt, or pass another --db.");
   }
+  return *version;
+}
+
+}  // namespace
+
+Status check_readable(sql::Database& db) {
+  auto version = usable_version(db);
+  if (!version) return make_error(version.error());
+  if (*version == 0) {
+    return make_error(db.path().string() + ": an empty database, not yet a kopt memory");
+  }
+  if (*version < kSchemaVersion) {
+    return make_error(db.path().string() + ": the memory database has schema version " +
+                      std::to_string(*version) + ", older than this kopt's " +
+                      std::to_string(kSchemaVersion) +
+                      "; a read command does not migrate it in place. A writer migrates it "
+                      "(kopt run, kopt memory prune or import, with write access to the file), "
+                      "or read it with the kopt that wrote it.");
+  }
+  return ok_status();
+}
+
+Status migrate(sql::Database& db, int target_version) {
+  auto version = usable_version(db);
+  if (!version) return make_error(version.error());
+  if (*version > kSchemaVersion) return ok_status();  // newer, but written to stay readable
   // Versions 1 and 2 can be used only by code that knows them. Version 3 only adds
   // evaluations.profile_json with a default ('{}'), and version-2 code names its columns in every
   // statement over evaluations (the INSERT's column list, rows::kEvaluationColumns; no SELECT *,

@@ -30,6 +30,10 @@ Result<int> compatible_version(sql::Database& db);
 // use, and a file that belongs to another application.
 Status migrate(sql::Database& db, int target_version = kSchemaVersion);
 
+// For read commands, which never migrate: ok when this code can read `db` as it is (at
+// kSchemaVersion, or newer but compatible); else why not and what to do (a writer migrates).
+Status check_readable(sql::Database& db);
+
 // Version 1: tasks, runs, kernels, evaluations, pairs, LLM calls and the meta table.
 Status migrate_to_version_1(sql::Database& db);
 // Version 2: the FTS5 retrieval indexes over pairs and kernels, back-filled from existing rows.

@@ -63,7 +63,7 @@ int run_export(int argc, char** argv) {
     return 2;
   }
 
-  auto store = open_memory(*args, /*create=*/false, "kopt export");
+  auto store = open_memory(*args, MemoryAccess::kRead, "kopt export");
   if (!store) return 1;
   auto report = exporter::export_kernels(*store, export_options);
   if (!report) {

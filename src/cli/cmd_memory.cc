@@ -407,7 +407,10 @@ int run_memory(int argc, char** argv) {
   }
   // Only import may create the database: reading or pruning a memory that is not there is a
   // mistake in --db, and an empty new file would hide it.
-  auto store = open_memory(*args, action == "import", "kopt memory " + action);
+  MemoryAccess access = action == "import"  ? MemoryAccess::kWriteOrCreate
+                        : action == "prune" ? MemoryAccess::kWrite
+                                            : MemoryAccess::kRead;
+  auto store = open_memory(*args, access, "kopt memory " + action);
   if (!store) return 1;
   if (action == "wins") return wins(*store, *args);
   if (action == "search") return search(*store, *args, words);

@@ -45,11 +45,6 @@ Result<int64_t> RunRecorder::record_evaluation(memory::KernelRecord kernel,
                                                memory::EvaluationRecord evaluation) {
   std::lock_guard lock(mutex_);
   kernel.run_id = run_id_;
-  auto transaction = store_.begin();
-  if (!transaction) return make_error(transaction.error());
-  auto kernel_id = store_.add_kernel(kernel);
-  if (!kernel_id) return make_error(kernel_id.error());
-  evaluation.kernel_id = *kernel_id;
   evaluation.task = kernel.task;
   evaluation.run_id = run_id_;
   if (evaluation.judging_spec_sha256.empty()) {
@@ -57,15 +52,26 @@ Result<int64_t> RunRecorder::record_evaluation(memory::KernelRecord kernel,
     if (spec != judging_specs_.end()) evaluation.judging_spec_sha256 = spec->second;
   }
   if (evaluation.verifier_version == 0) evaluation.verifier_version = kVerifierVersion;
-  auto evaluation_id = store_.add_evaluation(evaluation);
-  if (!evaluation_id) return make_error(evaluation_id.error());
-  if (auto s = transaction->commit(); !s) return make_error(s.error());
-  return *kernel_id;
+  // Another process holding the write lock (a long `kopt memory prune`, a backup) delays the
+  // evaluation; it is never dropped.
+  return retry_while_locked("storing an evaluation of " + kernel.task,
+                            [&]() -> Result<int64_t> {
+                              auto transaction = store_.begin();
+                              if (!transaction) return make_error(transaction.error());
+                              auto kernel_id = store_.add_kernel(kernel);
+                              if (!kernel_id) return make_error(kernel_id.error());
+                              evaluation.kernel_id = *kernel_id;
+                              auto evaluation_id = store_.add_evaluation(evaluation);
+                              if (!evaluation_id) return make_error(evaluation_id.error());
+                              if (auto s = transaction->commit(); !s) return make_error(s.error());
+                              return *kernel_id;
+                            });
 }
 
 Result<int64_t> RunRecorder::add_pair(const memory::PairRecord& pair) {
   std::lock_guard lock(mutex_);
-  return store_.add_pair(pair);
+  return retry_while_locked("storing a pair of " + pair.task,
+                            [&] { return store_.add_pair(pair); });
 }
 
 Result<std::vector<memory::RetrievedPair>> RunRecorder::retrieve(

@@ -4,6 +4,7 @@
 // `kopt memory` read meanwhile. After kill -9, everything recorded before is in the file.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -76,4 +77,14 @@ class RunRecorder final : public LlmCallSink {
   std::map<std::string, std::string> judging_specs_;  // task name -> judging_spec_sha256
 };
 
+// Runs `write` (a function returning a Result or Status) until it succeeds, fails for a reason
+// other than another process's lock on the database, or `patience` has passed: a held lock
+// delays what the daemon found, it never drops it. Each wait is logged, with a backoff from
+// 50 ms to 5 s.
+template <typename Write>
+auto retry_while_locked(const std::string& what, Write&& write,
+                        std::chrono::seconds patience = std::chrono::hours(1)) -> decltype(write());
+
 }  // namespace kopt::orchestrator
+
+#include "src/orchestrator/run_recorder_retry.h"
