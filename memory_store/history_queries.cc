@@ -60,6 +60,19 @@ Result<std::vector<EvaluationRecord>> MemoryStore::list_evaluations(std::optiona
                                    run_id, rows::read_evaluation);
 }
 
+Result<std::optional<EvaluationRecord>> MemoryStore::verifying_evaluation(
+    int64_t kernel_id, const std::string& gpu_model) {
+  auto statement = db_.cached(std::string("SELECT ") + rows::kEvaluationColumns +
+                              " FROM evaluations e JOIN tasks t ON t.id = e.task_id"
+                              " WHERE e.kernel_id = ?1 AND (?2 = '' OR e.gpu_model = ?2)"
+                              " AND e.verdict = 'ok' ORDER BY e.id DESC LIMIT 1");
+  statement->bind(1, kernel_id).bind(2, gpu_model);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return std::optional<EvaluationRecord>();
+  return std::optional<EvaluationRecord>(rows::read_evaluation(*statement));
+}
+
 Result<std::vector<LlmCallRecord>> MemoryStore::list_llm_calls(std::optional<int64_t> run_id) {
   return collect<LlmCallRecord>(
       db_,

@@ -15,7 +15,9 @@
 #include "common/text_escape.h"
 #include "memory_store/export_bundle.h"
 #include "memory_store/export_folder.h"
+#include "memory_store/judging_staleness.h"
 #include "memory_store/launcher_codegen.h"
+#include "sandbox/judging_spec.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
 
@@ -184,6 +186,21 @@ Result<std::string> git_commit(const std::filesystem::path& dir,
   return head && head->exit_code == 0 ? trim(head->stdout_text) : std::string("HEAD");
 }
 
+
+// Why the verdict `e` stands on is not current ("" when it is, or when the user allowed it): the
+// current spec is the task's folder under tasks_root where it has one, else the memory's newest.
+std::string stale_export(const ExportOptions& options, const memory::TaskRecord& task,
+                         const memory::EvaluationRecord& e) {
+  if (options.allow_stale_judgment) return "";
+  std::string current = task.judging_spec_sha256;
+  if (!options.tasks_root.empty() && is_safe_file_stem(task.name)) {
+    if (auto on_disk = load_task(options.tasks_root / task.name)) {
+      current = judging_spec_sha256(*on_disk);
+    }
+  }
+  return memory::stale_judgment(e, current, options.verifier_version);
+}
+
 }  // namespace
 
 bool is_safe_file_stem(const std::string& name) {
@@ -267,6 +284,7 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
     if (!*kernel)
       return make_error(task.name + ": kernel " + std::to_string((*best)->kernel_id) +
                         " is missing from the memory");
+    const memory::EvaluationRecord& e = **best;
     auto spec = parse_task(task.spec_json, "memory: task " + task.name);
     if (!spec)
       return make_error(task.name + ": the stored task spec does not parse: " + spec.error());
@@ -285,10 +303,15 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
                         " (the memory was changed after the kernel was verified); refused, "
                         "nothing exported");
     }
+    if (std::string stale = stale_export(options, task, e); !stale.empty()) {
+      report.refused_stale.push_back(task.name + ": the best kernel (" +
+                                     (*kernel)->sha256.substr(0, 12) + ") was " + stale + "; " +
+                                     memory::kRejudgeAdvice + ", or pass --allow-stale-judgment");
+      continue;
+    }
     std::string cu_name = task.name + ".cu", header_name = task.name + ".cuh";
     auto file = parse_kernel_file((*kernel)->source, cu_name, &*spec);
     if (!file) return make_error(task.name + ": " + file.error());
-    const memory::EvaluationRecord& e = **best;
     auto tunables = tunable_map(e.tunables_json);
     if (tunables.empty()) tunables = tunable_map((*kernel)->tunables_json);
     TaskFilesInput input;

@@ -49,6 +49,11 @@ struct ExportOptions {
   std::function<std::string(const std::string& task_json, const std::string& reference_source,
                             const std::string& kernel_source)>
       vet;
+  // A kernel judged under an older task spec or verifier than the current ones (the task's
+  // folder under tasks_root, else the memory's newest spec; `verifier_version`) is refused
+  // unless this is set (memory_store/judging_staleness.h).
+  bool allow_stale_judgment = false;
+  int verifier_version = 0;  // the current verifier (sandbox/judging_spec.h); 0: not checked
 };
 
 struct ExportedKernel {
@@ -63,6 +68,8 @@ struct ExportedKernel {
 struct ExportReport {
   std::vector<ExportedKernel> kernels;
   std::vector<std::string> skipped;        // "softmax: no verified kernel on NVIDIA H100"
+  // Tasks whose best kernel was refused for a stale judgment, with why and what to do.
+  std::vector<std::string> refused_stale;
   std::vector<std::filesystem::path> written;  // files whose bytes changed
   std::string commit;                      // the commit made with git_commit, if any
 };

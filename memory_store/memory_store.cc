@@ -14,11 +14,6 @@
 
 namespace kopt::memory {
 
-std::filesystem::path default_database_path() {
-  if (const char* v = std::getenv("KOPT_DB"); v && *v) return v;
-  return data_directory() / "memory.db";
-}
-
 std::string utc_timestamp() {
   std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -41,7 +36,7 @@ const std::string& or_now(const std::string& time, std::string& storage) {
 Result<MemoryStore> MemoryStore::open(const std::filesystem::path& path,
                                       const OpenOptions& options) {
   std::error_code ec;
-  if (!options.create) {
+  if (!options.create || options.read_only) {
     if (!std::filesystem::exists(path, ec)) {
       return make_error(path.string() +
                         ": no memory database there (it is created by the first run; "
@@ -52,10 +47,15 @@ Result<MemoryStore> MemoryStore::open(const std::filesystem::path& path,
     if (ec) return make_error(path.parent_path().string() + ": cannot create: " + ec.message());
   }
   sql::Database::Options db_options;
-  db_options.create = options.create;
+  db_options.create = options.create && !options.read_only;
+  db_options.read_only = options.read_only;
   auto db = sql::Database::open(path, db_options);
   if (!db) return make_error(db.error());
-  if (auto s = migrate(*db, options.target_version); !s) return make_error(s.error());
+  if (options.read_only) {
+    if (auto s = check_readable(*db); !s) return make_error(s.error());
+  } else if (auto s = migrate(*db, options.target_version); !s) {
+    return make_error(s.error());
+  }
   return MemoryStore(std::move(*db));
 }
 
@@ -76,16 +76,22 @@ Result<int64_t> MemoryStore::upsert_task(const TaskRecord& task) {
   if (task.name.empty()) return make_error("a task needs a name");
   std::string now;
   auto statement = db_.cached(
-      "INSERT INTO tasks(name, spec_hash, tags, spec_json, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)"
+      "INSERT INTO tasks(name, spec_hash, tags, spec_json, updated_at, judging_spec_sha256)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
       " ON CONFLICT(name) DO UPDATE SET spec_hash = excluded.spec_hash, tags = excluded.tags,"
-      " spec_json = excluded.spec_json, updated_at = excluded.updated_at"
+      " spec_json = excluded.spec_json, updated_at = excluded.updated_at,"
+      " judging_spec_sha256 = CASE WHEN excluded.judging_spec_sha256 = '' THEN"
+      " judging_spec_sha256 ELSE excluded.judging_spec_sha256 END"
       " WHERE spec_hash != excluded.spec_hash OR tags != excluded.tags"
+      " OR (excluded.judging_spec_sha256 != '' AND"
+      " judging_spec_sha256 != excluded.judging_spec_sha256)"
       " RETURNING id");
   statement->bind(1, task.name)
       .bind(2, task.spec_hash)
       .bind(3, rows::tags_to_json(task.tags))
       .bind(4, task.spec_json)
-      .bind(5, or_now(task.updated_at, now));
+      .bind(5, or_now(task.updated_at, now))
+      .bind(6, task.judging_spec_sha256);
   auto row = statement->step();
   if (!row) return make_error(row.error());
   if (*row) return statement->column_int64(0);
@@ -94,7 +100,8 @@ Result<int64_t> MemoryStore::upsert_task(const TaskRecord& task) {
 
 Result<std::optional<TaskRecord>> MemoryStore::find_task(const std::string& name) {
   auto statement = db_.cached(
-      "SELECT id, name, spec_hash, tags, spec_json, updated_at FROM tasks WHERE name = ?1");
+      "SELECT id, name, spec_hash, tags, spec_json, updated_at, judging_spec_sha256 FROM tasks"
+      " WHERE name = ?1");
   statement->bind(1, name);
   auto row = statement->step();
   if (!row) return make_error(row.error());
@@ -106,6 +113,7 @@ Result<std::optional<TaskRecord>> MemoryStore::find_task(const std::string& name
   task.tags = rows::tags_from_json(statement->column_text(3));
   task.spec_json = statement->column_text(4);
   task.updated_at = statement->column_text(5);
+  task.judging_spec_sha256 = statement->column_text(6);
   return std::optional<TaskRecord>(std::move(task));
 }
 
@@ -198,8 +206,10 @@ Result<int64_t> MemoryStore::add_evaluation(const EvaluationRecord& e) {
   auto statement = db_.cached(
       "INSERT INTO evaluations(kernel_id, task_id, run_id, gpu_model, compute_capability,"
       " driver_version, cuda_version, verdict, detail, tunables_json, median_us, noise,"
-      " baseline_us, speedup, sol_percent, resources_json, created_at, profile_json)"
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+      " baseline_us, speedup, sol_percent, resources_json, created_at, profile_json,"
+      " judging_spec_sha256, verifier_version)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+      " ?19, ?20)");
   statement->bind(1, e.kernel_id)
       .bind(2, *tid)
       .bind(3, e.run_id)
@@ -217,7 +227,9 @@ Result<int64_t> MemoryStore::add_evaluation(const EvaluationRecord& e) {
       .bind(15, e.sol_percent)
       .bind(16, e.resources_json)
       .bind(17, or_now(e.created_at, now))
-      .bind(18, e.profile_json.empty() ? std::string("{}") : e.profile_json);
+      .bind(18, e.profile_json.empty() ? std::string("{}") : e.profile_json)
+      .bind(19, e.judging_spec_sha256)
+      .bind(20, e.verifier_version);
   if (auto s = statement->run(); !s) return make_error("evaluation: " + s.error());
   return db_.last_insert_rowid();
 }

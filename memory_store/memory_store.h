@@ -20,15 +20,15 @@
 
 namespace kopt::memory {
 
-// $KOPT_DB when set, else data_directory()/memory.db.
-std::filesystem::path default_database_path();
-
 // The current time as an ISO-8601 UTC string, "2026-11-22T03:14:07Z".
 std::string utc_timestamp();
 
 struct OpenOptions {
   bool create = true;                   // false: a missing file is an error (read-only commands)
   int target_version = kSchemaVersion;  // tests build older schemas with this
+  // Read commands: open for reading only (a file or folder the user may only read works) and
+  // never migrate; a database at an older schema is refused with what to do.
+  bool read_only = false;
 };
 
 // Filters of `kopt memory wins`.
@@ -109,6 +109,10 @@ class MemoryStore {
                                                       const std::string& gpu_model);
   // The newest profile (profile_json) recorded for kernel `kernel_id`; "" when it has none.
   Result<std::string> latest_profile(int64_t kernel_id);
+  // The newest verified evaluation of kernel `kernel_id` on `gpu_model` (any GPU when empty): the
+  // verdict a win or an export stands on.
+  Result<std::optional<EvaluationRecord>> verifying_evaluation(int64_t kernel_id,
+                                                               const std::string& gpu_model);
   // GPU models with verified evaluations of `task`, most evaluations first.
   Result<std::vector<std::string>> verified_gpus(const std::string& task);
 

@@ -19,6 +19,9 @@ struct TaskRecord {
   std::vector<std::string> tags;  // operation family first, as in task.json
   std::string spec_json;          // task.json as read
   std::string updated_at;
+  // sha256 of the canonical task.json and reference.cu (sandbox/judging_spec.h) as the last run
+  // saw them; empty when unknown (recorded before schema version 4, or imported).
+  std::string judging_spec_sha256;
 };
 
 // Who wrote a kernel: an agent with a model and prompt template, or the built-in tuner.
@@ -70,6 +73,10 @@ struct EvaluationRecord {
   // KernelProfile form, which the memory stores without reading.
   std::string profile_json = "{}";
   std::string created_at;
+  // What the verdict was reached under: the task's judging spec (TaskRecord) and the verifier's
+  // version (sandbox/judging_spec.h). '' and 0: unknown (judged before schema version 4).
+  std::string judging_spec_sha256;
+  int verifier_version = 0;
 };
 
 // A slow-to-fast pair: the change from `slow_kernel_id` (before) to `fast_kernel_id` (after).

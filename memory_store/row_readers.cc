@@ -46,6 +46,8 @@ EvaluationRecord read_evaluation(const sql::Statement& row) {
   e.resources_json = row.column_text(c++);
   e.created_at = row.column_text(c++);
   e.profile_json = row.column_text(c++);
+  e.judging_spec_sha256 = row.column_text(c++);
+  e.verifier_version = static_cast<int>(row.column_int64(c++));
   return e;
 }
 

@@ -21,8 +21,9 @@ inline constexpr int kPairColumnCount = 14;
 inline constexpr const char* kEvaluationColumns =
     "e.id, e.kernel_id, t.name, e.run_id, e.gpu_model, e.compute_capability, e.driver_version,"
     " e.cuda_version, e.verdict, e.detail, e.tunables_json, e.median_us, e.noise, e.baseline_us,"
-    " e.speedup, e.sol_percent, e.resources_json, e.created_at, e.profile_json";
-inline constexpr int kEvaluationColumnCount = 19;
+    " e.speedup, e.sol_percent, e.resources_json, e.created_at, e.profile_json,"
+    " e.judging_spec_sha256, e.verifier_version";
+inline constexpr int kEvaluationColumnCount = 21;
 
 // SELECT list for KernelRecord; use with "FROM kernels k JOIN tasks t ON t.id = k.task_id".
 inline constexpr const char* kKernelColumns =

@@ -198,7 +198,23 @@ Status migrate_to_version_3(sql::Database& db) {
   return db.execute("ALTER TABLE evaluations ADD COLUMN profile_json TEXT NOT NULL DEFAULT '{}'");
 }
 
-Status migrate(sql::Database& db, int target_version) {
+Status migrate_to_version_4(sql::Database& db) {
+  // judging_spec_sha256: sha256 of the canonical task.json and reference.cu the verdict came
+  // from (sandbox/judging_spec.h); verifier_version: the verifier's kVerifierVersion. Rows from
+  // before version 4 keep '' and 0: "judged under an unknown spec", which every reader flags.
+  // tasks.judging_spec_sha256 is the task's spec as the last run saw it.
+  return db.execute(R"sql(
+ALTER TABLE evaluations ADD COLUMN judging_spec_sha256 TEXT NOT NULL DEFAULT '';
+ALTER TABLE evaluations ADD COLUMN verifier_version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN judging_spec_sha256 TEXT NOT NULL DEFAULT '';
+)sql");
+}
+
+namespace {
+
+// The file's version once it is known to be a kopt memory (0: empty), or why it is not one, or
+// why this code cannot use it (a newer, incompatible kopt wrote it).
+Result<int> usable_version(sql::Database& db) {
   auto application_id = db.query_int64("PRAGMA application_id");
   if (!application_id) return make_error(db.path().string() + ": " + application_id.error());
   auto version = schema_version(db);
@@ -217,24 +233,53 @@ Status migrate(sql::Database& db, int target_version) {
   }
   auto compatible = compatible_version(db);
   if (!compatible) return make_error(db.path().string() + ": " + compatible.error());
-  if (*version > kSchemaVersion) {
-    if (*compatible > kSchemaVersion) {
-      return make_error(db.path().string() + ": the memory database has schema version " +
-                        std::to_string(*version) + " and needs a kopt that knows version " +
-                        std::to_string(*compatible) + " or later; this kopt " + KOPT_VERSION +
-                        " knows up to version " + std::to_string(kSchemaVersion) +
-                        ". Upgrade kopt, or pass another --db.");
-    }
-    return ok_status();  // newer, but written to stay readable by this version
+  if (*version > kSchemaVersion && *compatible > kSchemaVersion) {
+    return make_error(db.path().string() + ": the memory database has schema version " +
+                      std::to_string(*version) + " and needs a kopt that knows version " +
+                      std::to_string(*compatible) + " or later; this kopt " + KOPT_VERSION +
+                      " knows up to version " + std::to_string(kSchemaVersion) +
+                      ". Upgrade kopt, or pass another --db.");
   }
+  return *version;
+}
+
+}  // namespace
+
+Status check_readable(sql::Database& db) {
+  auto version = usable_version(db);
+  if (!version) return make_error(version.error());
+  if (*version == 0) {
+    return make_error(db.path().string() + ": an empty database, not yet a kopt memory");
+  }
+  if (*version < kSchemaVersion) {
+    return make_error(db.path().string() + ": the memory database has schema version " +
+                      std::to_string(*version) + ", older than this kopt's " +
+                      std::to_string(kSchemaVersion) +
+                      "; a read command does not migrate it in place. A writer migrates it "
+                      "(kopt run, kopt memory prune or import, with write access to the file), "
+                      "or read it with the kopt that wrote it.");
+  }
+  return ok_status();
+}
+
+Status migrate(sql::Database& db, int target_version) {
+  auto version = usable_version(db);
+  if (!version) return make_error(version.error());
+  if (*version > kSchemaVersion) return ok_status();  // newer, but written to stay readable
   // Versions 1 and 2 can be used only by code that knows them. Version 3 only adds
   // evaluations.profile_json with a default ('{}'), and version-2 code names its columns in every
   // statement over evaluations (the INSERT's column list, rows::kEvaluationColumns; no SELECT *,
   // no positional read of a whole row: checked in the tree before commit 1731187, bench/ and
   // scripts/ included), so it still reads and writes a version-3 file correctly:
   // its new rows are "not profiled". A kopt 2 then opens it (a newer but compatible database).
-  static constexpr Migration kMigrations[] = {
-      {migrate_to_version_1, 1}, {migrate_to_version_2, 2}, {migrate_to_version_3, 2}};
+  // Version 4 is not usable by older code although it only adds columns with defaults: a
+  // version-3 kopt would store evaluations without their judging spec and update a task's spec
+  // without its judging hash, so a kernel verified under an old task.json would then read as
+  // current in `kopt memory wins`, the report and the export; hence last_compatible_version 4.
+  static constexpr Migration kMigrations[] = {{migrate_to_version_1, 1},
+                                              {migrate_to_version_2, 2},
+                                              {migrate_to_version_3, 2},
+                                              {migrate_to_version_4, 4}};
   static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
   static_assert(kMigrations[kSchemaVersion - 1].last_compatible == kCompatibleVersion);
   for (int next = *version + 1; next <= target_version; ++next) {

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <utility>
 
@@ -146,7 +147,57 @@ Database::~Database() {
   if (db_) sqlite3_close_v2(db_);
 }
 
+namespace {
+
+// "file:" URI of `path` for sqlite3_open_v2 with SQLITE_OPEN_URI, '%', '?' and '#' escaped.
+std::string file_uri(const std::filesystem::path& path, const char* query) {
+  std::string uri = "file:";
+  for (char c : std::filesystem::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#') {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+      uri += hex;
+    } else {
+      uri += c;
+    }
+  }
+  return uri + query;
+}
+
+}  // namespace
+
+Result<Database> Database::open_read_only(const std::filesystem::path& path,
+                                          const Options& options) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  Database db(raw, path);
+  if (rc != SQLITE_OK) return make_error(describe(raw, rc, path.string() + ": cannot open"));
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, options.busy_timeout_ms);
+  if (db.query_int64("SELECT count(*) FROM sqlite_master")) return db;
+  // A WAL database needs its shared-memory file, which a read-only folder cannot hold: read the
+  // file as last checkpointed (nobody can be writing to a folder no one may write to).
+  raw = nullptr;
+  rc = sqlite3_open_v2(file_uri(path, "?immutable=1").c_str(), &raw,
+                       SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
+  Database immutable(raw, path);
+  if (rc != SQLITE_OK) return make_error(describe(raw, rc, path.string() + ": cannot open"));
+  sqlite3_extended_result_codes(raw, 1);
+  if (auto probe = immutable.query_int64("SELECT count(*) FROM sqlite_master"); !probe) {
+    return make_error(path.string() + ": cannot read: " + probe.error());
+  }
+  return immutable;
+}
+
 Result<Database> Database::open(const std::filesystem::path& path, const Options& options) {
+  if (options.read_only) {
+    auto db = open_read_only(path, options);
+    if (!db) return db;
+    if (auto s = db->execute("PRAGMA foreign_keys=ON; PRAGMA mmap_size=268435456;"); !s) {
+      return make_error(path.string() + ": " + s.error());
+    }
+    return db;
+  }
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (options.create) flags |= SQLITE_OPEN_CREATE;
   sqlite3* raw = nullptr;
@@ -225,6 +276,17 @@ Result<std::string> Database::query_text(std::string_view sql) {
 }
 
 bool Database::in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
+
+bool is_busy_error(std::string_view message) {
+  // Every message carries sqlite3_errstr() of its code: "database is locked" for SQLITE_BUSY,
+  // "database table is locked" for SQLITE_LOCKED.
+  for (int code : {SQLITE_BUSY, SQLITE_LOCKED}) {
+    if (message.find(std::string("(") + sqlite3_errstr(code) + ")") != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
 
 int64_t Database::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
 

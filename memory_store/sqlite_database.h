@@ -93,6 +93,9 @@ class Database {
   struct Options {
     bool create = true;          // false: refuse a missing file instead of creating it
     int busy_timeout_ms = 5000;  // other writers (the daemon, a CLI command) wait this long
+    // Open for reading only: no journal-mode change, works on a file or folder the user may
+    // only read (then without the write-ahead log's shared memory: the file as last written).
+    bool read_only = false;
   };
 
   static Result<Database> open(const std::filesystem::path& path, const Options& options);
@@ -128,11 +131,17 @@ class Database {
 
  private:
   Database(sqlite3* db, std::filesystem::path path);
+  static Result<Database> open_read_only(const std::filesystem::path& path,
+                                         const Options& options);
 
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;
   std::map<std::string, std::unique_ptr<Statement>, std::less<>> cache_;
 };
+
+// True when `message` (an error of this file's classes) says another connection held the lock
+// past the busy timeout (SQLITE_BUSY or SQLITE_LOCKED): the write is worth retrying.
+bool is_busy_error(std::string_view message);
 
 // BEGIN IMMEDIATE on construction (so a writer never fails to upgrade its lock midway), ROLLBACK
 // on destruction unless commit() succeeded. Not nestable: one transaction per connection.

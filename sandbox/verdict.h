@@ -23,11 +23,6 @@ enum class Verdict {
                       // uninitialized read (checked on each new best and before an export)
 };
 
-// The version of the gate's rules: a kernel judged under a lower one was judged by a weaker gate.
-// 2: every timed sample poisoned and checked, candidates on copies of kept input sets, the
-// reference's kept outputs masked, integrity checksums keyed with a per-worker secret.
-inline constexpr int kVerifierVersion = 2;
-
 std::string verdict_name(Verdict verdict);
 std::optional<Verdict> parse_verdict(const std::string& name);
 

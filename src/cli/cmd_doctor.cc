@@ -10,6 +10,7 @@
 #include "sandbox/nvml.h"
 #include "src/cli/command.h"
 #include "src/cli/llm_preflight.h"
+#include "src/cli/memory_options.h"
 #include "src/cli/options.h"
 #include "src/config/config.h"
 
@@ -133,9 +134,7 @@ void check_llm(Report& report, const std::optional<std::filesystem::path>& path)
 
 int run_doctor(int argc, char** argv) {
   cxxopts::Options options("kopt doctor", "check what kopt needs on this machine");
-  options.add_options()("db", "database path", cxxopts::value<std::string>())(
-      "config", "config file (default: $KOPT_CONFIG, else the data directory's config.json)",
-      cxxopts::value<std::string>());
+  add_database_option(options);
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
@@ -156,10 +155,12 @@ int run_doctor(int argc, char** argv) {
   } else {
     report.lacking("CUDA headers", include.string() + " not found (set CUDA_HOME)");
   }
-  std::filesystem::path db = args->count("db")
-                                 ? std::filesystem::path((*args)["db"].as<std::string>())
-                                 : data_directory() / "memory.db";
-  report.found("database", db.string() + (std::filesystem::exists(db) ? "" : " (not created yet)"));
+  if (auto db = database_path(*args)) {
+    report.found("database",
+                 db->string() + (std::filesystem::exists(*db) ? "" : " (not created yet)"));
+  } else {
+    report.lacking("database", db.error());
+  }
   report.found("compile cache", (cache_directory() / "compile").string());
   check_llm(report, args->count("config")
                         ? std::optional<std::filesystem::path>((*args)["config"].as<std::string>())

@@ -8,6 +8,7 @@
 #include "memory_store/kernel_export.h"
 #include "sandbox/cuda_driver.h"
 #include "sandbox/sanitizer_runner.h"
+#include "sandbox/judging_spec.h"
 #include "src/cli/command.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
@@ -68,7 +69,10 @@ int run_export(int argc, char** argv) {
       "the folder of task folders holding each task's reference.cu, for the self-tests (default: "
       "$KOPT_TASKS, else ./tasks, else the source tree's)",
       cxxopts::value<std::string>(), "DIR")(
-      "no-sanitize", "skip running each kernel under compute-sanitizer before it is exported");
+      "no-sanitize", "skip running each kernel under compute-sanitizer before it is exported")(
+      "allow-stale-judgment",
+      "export a kernel even when it was judged under an older task spec (task.json or "
+      "reference.cu changed since) or an older verifier; refused by default");
   add_database_option(options);
   add_sandbox_flags(options);
   int code = 0;
@@ -83,6 +87,8 @@ int run_export(int argc, char** argv) {
   if (args->count("task")) export_options.task = (*args)["task"].as<std::string>();
   if (args->count("gpu")) export_options.gpu = (*args)["gpu"].as<std::string>();
   export_options.git_commit = args->count("git-commit") > 0;
+  export_options.allow_stale_judgment = args->count("allow-stale-judgment") > 0;
+  export_options.verifier_version = kVerifierVersion;
   export_options.min_speedup = (*args)["min-speedup"].as<double>();
   export_options.tasks_root = args->count("tasks")
                                   ? std::filesystem::path((*args)["tasks"].as<std::string>())
@@ -94,7 +100,7 @@ int run_export(int argc, char** argv) {
 
   if (!args->count("no-sanitize")) export_options.vet = sanitizer_vet(sandbox_options_from(*args));
 
-  auto store = open_memory(*args, /*create=*/false, "kopt export");
+  auto store = open_memory(*args, MemoryAccess::kRead, "kopt export");
   if (!store) return 1;
   auto report = exporter::export_kernels(*store, export_options);
   if (!report) {
@@ -102,8 +108,13 @@ int run_export(int argc, char** argv) {
     return 1;
   }
   for (const auto& skipped : report->skipped) std::printf("skipped %s\n", skipped.c_str());
+  for (const auto& refused : report->refused_stale) {
+    std::cerr << "kopt export: refused " << refused << "\n";
+  }
   if (report->kernels.empty()) {
-    std::cerr << "kopt export: no verified kernel to export"
+    std::cerr << "kopt export: no "
+              << (report->refused_stale.empty() ? "" : "currently ")
+              << "verified kernel to export"
               << (export_options.gpu.empty() ? "" : " on " + export_options.gpu)
               << (report->skipped.empty() ? "" : " (see the skipped tasks above)") << "\n";
     return 1;
@@ -122,7 +133,7 @@ int run_export(int argc, char** argv) {
       std::printf("committed %s\n", report->commit.substr(0, 12).c_str());
     }
   }
-  return 0;
+  return report->refused_stale.empty() ? 0 : 1;  // a refused task is not a success
 }
 
 }  // namespace kopt::cli

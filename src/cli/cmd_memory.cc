@@ -10,7 +10,9 @@
 #include "common/text_escape.h"
 #include "common/strings.h"
 #include "memory_store/jsonl_io.h"
+#include "memory_store/judging_staleness.h"
 #include "memory_store/line_diff.h"
+#include "sandbox/judging_spec.h"
 #include "sandbox/profile_bottleneck.h"
 #include "src/cli/command.h"
 #include "src/cli/memory_options.h"
@@ -59,6 +61,16 @@ json pair_json(const PairRecord& p) {
           {"created_at", p.created_at}};
 }
 
+// Why the verdict a win stands on may not hold under its task's current spec and this kopt's
+// verifier ("" when it does).
+std::string stale_win(MemoryStore& store, const PairRecord& p) {
+  auto evaluation = store.verifying_evaluation(p.fast_kernel_id, p.gpu_model);
+  if (!evaluation || !*evaluation) return "";
+  auto task = store.find_task(p.task);
+  std::string current = task && *task ? (*task)->judging_spec_sha256 : "";
+  return memory::stale_judgment(**evaluation, current, kVerifierVersion);
+}
+
 // An unknown --task is an error that names it, not an empty table.
 bool check_task(MemoryStore& store, const std::string& task, const char* command) {
   if (task.empty()) return true;
@@ -99,7 +111,12 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
   }
   if (args.count("json")) {
     json out = json::array();
-    for (const auto& p : *pairs) out.push_back(pair_json(p));
+    for (const auto& p : *pairs) {
+      json row = pair_json(p);
+      std::string stale = stale_win(store, p);
+      row["stale_judgment"] = stale.empty() ? json() : json(stale);
+      out.push_back(row);
+    }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -107,14 +124,20 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
     std::cout << "no wins match\n";
     return 0;
   }
+  std::vector<std::string> notes;
   std::printf("%6s  %-18s %8s  %-24s %-7s %5s %5s  %s\n", "pair", "task", "speedup", "gpu", "arch",
               "shown", "help", "why it is faster");
   for (const auto& p : *pairs) {
-    std::printf("%6lld  %-18s %7.2fx  %-24s %-7s %5lld %5lld  %s\n", static_cast<long long>(p.id),
-                shorten(p.task, 18).c_str(), p.speedup, shorten(p.gpu_model, 24).c_str(),
-                p.gpu_arch.c_str(), static_cast<long long>(p.retrieved_count),
-                static_cast<long long>(p.improved_count), shorten(p.summary, 60).c_str());
+    std::string stale = stale_win(store, p);
+    if (!stale.empty()) notes.push_back("pair " + std::to_string(p.id) + ": " + stale);
+    std::printf("%6lld  %-18s %7.2fx%s %-24s %-7s %5lld %5lld  %s\n", static_cast<long long>(p.id),
+                shorten(p.task, 18).c_str(), p.speedup, stale.empty() ? " " : "*",
+                shorten(p.gpu_model, 24).c_str(), p.gpu_arch.c_str(),
+                static_cast<long long>(p.retrieved_count), static_cast<long long>(p.improved_count),
+                shorten(p.summary, 60).c_str());
   }
+  for (const auto& note : notes) std::printf("* %s\n", note.c_str());
+  if (!notes.empty()) std::printf("  (%s)\n", memory::kRejudgeAdvice);
   return 0;
 }
 
@@ -385,7 +408,10 @@ int run_memory(int argc, char** argv) {
   }
   // Only import may create the database: reading or pruning a memory that is not there is a
   // mistake in --db, and an empty new file would hide it.
-  auto store = open_memory(*args, action == "import", "kopt memory " + action);
+  MemoryAccess access = action == "import"  ? MemoryAccess::kWriteOrCreate
+                        : action == "prune" ? MemoryAccess::kWrite
+                                            : MemoryAccess::kRead;
+  auto store = open_memory(*args, access, "kopt memory " + action);
   if (!store) return 1;
   if (action == "wins") return wins(*store, *args);
   if (action == "search") return search(*store, *args, words);

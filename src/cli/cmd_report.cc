@@ -4,7 +4,9 @@
 
 #include "common/files.h"
 #include "memory_store/memory_store.h"
+#include "sandbox/judging_spec.h"
 #include "src/cli/command.h"
+#include "src/cli/memory_options.h"
 #include "src/cli/options.h"
 #include "src/report/html_report.h"
 #include "src/report/markdown_report.h"
@@ -46,13 +48,12 @@ int run_report(int argc, char** argv) {
       "write the morning report: best speedup over time, %SOL, verdicts, LLM tokens and cost, "
       "and the wins with their diffs, as one self-contained HTML file and/or markdown");
   options.add_options()("run", "run id, 'latest' or 'all'",
-                        cxxopts::value<std::string>()->default_value("latest"))(
-      "db", "memory database (default: $KOPT_DB, else the data directory's memory.db)",
-      cxxopts::value<std::string>())("html", "write the HTML report to FILE",
+                        cxxopts::value<std::string>()->default_value("latest"))("html", "write the HTML report to FILE",
                                      cxxopts::value<std::string>())(
       "markdown", "write the markdown summary to FILE ('-': standard output)",
       cxxopts::value<std::string>())("wins", "how many wins to show with their diffs",
                                      cxxopts::value<std::string>()->default_value("50"));
+  add_database_option(options);
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
@@ -60,18 +61,12 @@ int run_report(int argc, char** argv) {
     std::cerr << "kopt report: give --html FILE and/or --markdown FILE (see --help)\n";
     return 2;
   }
-  std::filesystem::path db = args->count("db")
-                                 ? std::filesystem::path((*args)["db"].as<std::string>())
-                                 : memory::default_database_path();
-  memory::OpenOptions open_options;
-  open_options.create = false;
-  auto store = memory::MemoryStore::open(db, open_options);
-  if (!store) {
-    std::cerr << "kopt report: " << store.error() << "\n";
-    return 1;
-  }
+  auto db = database_path(*args);
+  auto store = open_memory(*args, MemoryAccess::kRead, "kopt report");
+  if (!db || !store) return 1;
   // Parsed here, not by cxxopts: its integer parser trips GCC 12's -Werror=restrict.
   report::ReportScope scope;
+  scope.verifier_version = kVerifierVersion;
   std::string wins = (*args)["wins"].as<std::string>();
   char* wins_end = nullptr;
   long wins_value = std::strtol(wins.c_str(), &wins_end, 10);
@@ -81,7 +76,7 @@ int run_report(int argc, char** argv) {
   }
   scope.max_wins = int(wins_value);
   if (!resolve_run(*store, (*args)["run"].as<std::string>(), scope.run_id)) return 2;
-  auto data = report::load_report_data(*store, db.string(), scope);
+  auto data = report::load_report_data(*store, db->string(), scope);
   if (!data) {
     std::cerr << "kopt report: " << data.error() << "\n";
     return 1;

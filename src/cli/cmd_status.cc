@@ -8,7 +8,7 @@
 #include "memory_store/memory_store.h"
 #include "src/cli/command.h"
 #include "src/cli/options.h"
-#include "src/cli/daemon_options.h"
+#include "src/cli/memory_options.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "src/orchestrator/progress.h"
@@ -17,13 +17,13 @@ namespace kopt::cli {
 
 int run_status(int argc, char** argv) {
   cxxopts::Options options("kopt status", "show the state of the daemon's current or last run");
-  add_daemon_database_options(options);
+  add_database_option(options);
   options.add_options()("run", "a run id (default: the latest)", cxxopts::value<int64_t>())(
       "json", "print the status as JSON");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
-  auto db = daemon_database_path(*args);
+  auto db = database_path(*args);
   if (!db) {
     std::cerr << "kopt status: " << db.error() << "\n";
     return 2;
@@ -31,6 +31,7 @@ int run_status(int argc, char** argv) {
   const std::filesystem::path& db_path = *db;
   memory::OpenOptions open_options;
   open_options.create = false;
+  open_options.read_only = true;
   auto store = memory::MemoryStore::open(db_path, open_options);
   if (!store) {
     std::cerr << "kopt status: " << store.error() << "\n";

@@ -9,7 +9,7 @@
 #include "sandbox/task_spec.h"
 #include "src/cli/command.h"
 #include "src/cli/options.h"
-#include "src/cli/daemon_options.h"
+#include "src/cli/memory_options.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/daemon_tables.h"
 
@@ -19,7 +19,7 @@ int run_submit(int argc, char** argv) {
   cxxopts::Options options("kopt submit", "add a task to the running daemon (or to the next "
                                           "kopt run --resume)");
   options.add_options()("task", "task folder or name", cxxopts::value<std::string>());
-  add_daemon_database_options(options);
+  add_database_option(options);
   options.parse_positional({"task"});
   options.positional_help("TASKDIR");
   int code = 0;
@@ -46,7 +46,7 @@ int run_submit(int argc, char** argv) {
       return 2;
     }
   }
-  auto db = daemon_database_path(*args);
+  auto db = database_path(*args);
   if (!db) {
     std::cerr << "kopt submit: " << db.error() << "\n";
     return 2;

@@ -1,4 +1,6 @@
-// The --db option shared by `kopt memory` and `kopt export`, and opening the memory it names.
+// The --db and --config options every command that reads or writes the memory shares (kopt
+// status, submit, memory, report, export, doctor; kopt run parses its own, resolved by the same
+// rule: database_path_for in src/config/config.h), and opening the memory they name.
 #pragma once
 
 #include <cxxopts.hpp>
@@ -6,19 +8,28 @@
 #include <optional>
 #include <string>
 
+#include "common/result.h"
 #include "memory_store/memory_store.h"
 
 namespace kopt::cli {
 
-// Adds --db PATH (default: $KOPT_DB, else the data directory's memory.db).
+// Adds --db PATH and --config FILE.
 void add_database_option(cxxopts::Options& options);
 
-// The database path the parsed options name.
-std::filesystem::path database_path(const cxxopts::ParseResult& args);
+// The database the parsed options name: --db, else $KOPT_DB, else the config's database.path
+// (--config, else $KOPT_CONFIG, else the data directory's config.json), else the data
+// directory's memory.db. An error when that config cannot be read.
+Result<std::filesystem::path> database_path(const cxxopts::ParseResult& args);
 
-// Opens the memory; read-only commands pass create=false so a missing file is an error, not a new
-// empty database. Prints "COMMAND: error" and returns nullopt on failure.
-std::optional<memory::MemoryStore> open_memory(const cxxopts::ParseResult& args, bool create,
-                                               const std::string& command);
+// How a command uses the memory.
+enum class MemoryAccess {
+  kRead,          // never creates, never migrates, works on a file the user may only read
+  kWrite,         // an existing database (migrated to this kopt's schema when older)
+  kWriteOrCreate  // created when missing (kopt memory import)
+};
+
+// Opens the memory. Prints "COMMAND: error" and returns nullopt on failure.
+std::optional<memory::MemoryStore> open_memory(const cxxopts::ParseResult& args,
+                                               MemoryAccess access, const std::string& command);
 
 }  // namespace kopt::cli

@@ -104,4 +104,21 @@ Result<Config> load_config_or_defaults(const std::optional<std::filesystem::path
   return load_config(path);
 }
 
+std::filesystem::path database_path_for(const std::optional<std::filesystem::path>& db_flag,
+                                        const Config& config) {
+  if (db_flag) return *db_flag;
+  if (const char* env = std::getenv("KOPT_DB"); env && *env) return env;
+  return config.database_path;
+}
+
+Result<std::filesystem::path> resolve_database_path(
+    const std::optional<std::filesystem::path>& db_flag,
+    const std::optional<std::filesystem::path>& config_flag) {
+  if (db_flag) return *db_flag;
+  if (const char* env = std::getenv("KOPT_DB"); env && *env) return std::filesystem::path(env);
+  auto config = load_config_or_defaults(config_flag);
+  if (!config) return make_error(config.error());
+  return config->database_path;
+}
+
 }  // namespace kopt

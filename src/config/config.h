@@ -140,6 +140,17 @@ std::filesystem::path default_config_path();
 // used when it exists and the built-in defaults (no LLM) when it does not.
 Result<Config> load_config_or_defaults(const std::optional<std::filesystem::path>& explicit_path);
 
+// The memory database every command uses (kopt run, status, submit, memory, report, export,
+// doctor): `db_flag`, else $KOPT_DB, else `config`'s database.path (data_directory()/memory.db
+// when the config does not name one).
+std::filesystem::path database_path_for(const std::optional<std::filesystem::path>& db_flag,
+                                        const Config& config);
+// The same, loading the config first (`config_flag`, else $KOPT_CONFIG, else the default file)
+// unless `db_flag` or $KOPT_DB already decides; an error when that config cannot be read.
+Result<std::filesystem::path> resolve_database_path(
+    const std::optional<std::filesystem::path>& db_flag,
+    const std::optional<std::filesystem::path>& config_flag);
+
 // The effective configuration, several lines, safe to log: key variables are named (with
 // whether they are set), never their values; URLs lose credentials and query strings.
 std::string describe(const Config& config);

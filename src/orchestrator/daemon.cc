@@ -198,13 +198,6 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
   }
 }
 
-std::filesystem::path resolve_database_path(const std::optional<std::filesystem::path>& flag,
-                                            const Config& config) {
-  if (flag) return *flag;
-  if (const char* env = std::getenv("KOPT_DB"); env && *env) return env;
-  return config.database_path;
-}
-
 namespace {
 
 // A binary beside the running executable, else its name (searched in PATH).
@@ -217,6 +210,31 @@ std::string sibling_binary(const std::string& name) {
   }
   return name;
 }
+
+// A database this run created, removed with its write-ahead files and lock file unless the run
+// got as far as recording itself: a run that stops early (no GPU, a bad task, a broken prompt)
+// leaves no empty memory behind for the morning's commands to find.
+class NewDatabaseCleanup {
+ public:
+  explicit NewDatabaseCleanup(std::filesystem::path database) : database_(std::move(database)) {
+    std::error_code ec;
+    armed_ = !std::filesystem::exists(database_, ec) && !ec;
+  }
+  NewDatabaseCleanup(const NewDatabaseCleanup&) = delete;
+  NewDatabaseCleanup& operator=(const NewDatabaseCleanup&) = delete;
+  ~NewDatabaseCleanup() {
+    if (!armed_) return;
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", ".lock"}) {
+      std::filesystem::remove(database_.string() + suffix, ec);
+    }
+  }
+  void keep() { armed_ = false; }
+
+ private:
+  std::filesystem::path database_;
+  bool armed_ = false;
+};
 
 }  // namespace
 
@@ -268,9 +286,16 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
     std::cerr << "kopt run: " << config.error() << "\n";
     return 2;
   }
-  std::filesystem::path db_path = resolve_database_path(invocation.db, *config);
+  std::filesystem::path db_path = database_path_for(invocation.db, *config);
+  // Through symlinks to the real file, so that two names of one database share one lock.
+  std::error_code canonical_error;
+  if (auto real = std::filesystem::weakly_canonical(db_path, canonical_error); !canonical_error) {
+    db_path = real;
+  }
+  NewDatabaseCleanup cleanup(db_path);
   auto lock = DaemonLock::acquire(db_path);
   if (!lock) {
+    cleanup.keep();  // another daemon's database
     std::cerr << "kopt run: " << lock.error() << "\n";
     return 1;
   }
@@ -419,6 +444,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
     }
     run_id = *id;
   }
+  cleanup.keep();
   auto run_dir = run_directory(db_path, run_id);
   if (!run_dir) {
     std::cerr << "kopt run: " << run_dir.error() << "\n";

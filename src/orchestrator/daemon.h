@@ -58,10 +58,6 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
                                                         const std::string& worker,
                                                         const std::vector<int>& gpus);
 
-// The memory database: --db, else $KOPT_DB (as `kopt memory` reads it), else the config's.
-std::filesystem::path resolve_database_path(const std::optional<std::filesystem::path>& flag,
-                                            const Config& config);
-
 // The kopt-sandbox binary: the configured one, else the one beside the running executable,
 // else "kopt-sandbox" (searched in PATH).
 std::string default_worker_path(const std::string& configured);

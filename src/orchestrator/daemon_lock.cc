@@ -25,7 +25,10 @@ std::optional<pid_t> read_pid(int fd) {
 }  // namespace
 
 std::filesystem::path lock_path(const std::filesystem::path& database) {
-  return database.string() + ".lock";
+  // The real file's lock, whatever name (a symlink, a relative path) the database was given by.
+  std::error_code ec;
+  std::filesystem::path real = std::filesystem::weakly_canonical(database, ec);
+  return (ec ? database : real).string() + ".lock";
 }
 
 Result<DaemonLock> DaemonLock::acquire(const std::filesystem::path& database) {

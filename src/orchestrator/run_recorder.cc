@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sandbox/judging_spec.h"
+
 namespace kopt::orchestrator {
 
 Result<int64_t> RunRecorder::start_run(const std::string& config_json) {
@@ -32,6 +34,8 @@ Status RunRecorder::upsert_task(const TaskSpec& task) {
   record.spec_hash = task.spec_hash;
   record.tags = task.tags;
   record.spec_json = task.raw_json;
+  record.judging_spec_sha256 = judging_spec_sha256(task);
+  judging_specs_[task.name] = record.judging_spec_sha256;
   auto id = store_.upsert_task(record);
   if (!id) return make_error(id.error());
   return ok_status();
@@ -41,22 +45,33 @@ Result<int64_t> RunRecorder::record_evaluation(memory::KernelRecord kernel,
                                                memory::EvaluationRecord evaluation) {
   std::lock_guard lock(mutex_);
   kernel.run_id = run_id_;
-  auto transaction = store_.begin();
-  if (!transaction) return make_error(transaction.error());
-  auto kernel_id = store_.add_kernel(kernel);
-  if (!kernel_id) return make_error(kernel_id.error());
-  evaluation.kernel_id = *kernel_id;
   evaluation.task = kernel.task;
   evaluation.run_id = run_id_;
-  auto evaluation_id = store_.add_evaluation(evaluation);
-  if (!evaluation_id) return make_error(evaluation_id.error());
-  if (auto s = transaction->commit(); !s) return make_error(s.error());
-  return *kernel_id;
+  if (evaluation.judging_spec_sha256.empty()) {
+    auto spec = judging_specs_.find(kernel.task);
+    if (spec != judging_specs_.end()) evaluation.judging_spec_sha256 = spec->second;
+  }
+  if (evaluation.verifier_version == 0) evaluation.verifier_version = kVerifierVersion;
+  // Another process holding the write lock (a long `kopt memory prune`, a backup) delays the
+  // evaluation; it is never dropped.
+  return retry_while_locked("storing an evaluation of " + kernel.task,
+                            [&]() -> Result<int64_t> {
+                              auto transaction = store_.begin();
+                              if (!transaction) return make_error(transaction.error());
+                              auto kernel_id = store_.add_kernel(kernel);
+                              if (!kernel_id) return make_error(kernel_id.error());
+                              evaluation.kernel_id = *kernel_id;
+                              auto evaluation_id = store_.add_evaluation(evaluation);
+                              if (!evaluation_id) return make_error(evaluation_id.error());
+                              if (auto s = transaction->commit(); !s) return make_error(s.error());
+                              return *kernel_id;
+                            });
 }
 
 Result<int64_t> RunRecorder::add_pair(const memory::PairRecord& pair) {
   std::lock_guard lock(mutex_);
-  return store_.add_pair(pair);
+  return retry_while_locked("storing a pair of " + pair.task,
+                            [&] { return store_.add_pair(pair); });
 }
 
 Result<std::vector<memory::RetrievedPair>> RunRecorder::retrieve(

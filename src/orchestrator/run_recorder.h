@@ -4,7 +4,9 @@
 // `kopt memory` read meanwhile. After kill -9, everything recorded before is in the file.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -39,10 +41,13 @@ class RunRecorder final : public LlmCallSink {
   Status finish_run(const std::string& status);
   int64_t run_id() const { return run_id_; }
 
+  // Records the task and its judging spec (sandbox/judging_spec.h), which this run's
+  // evaluations of it are then stamped with.
   Status upsert_task(const TaskSpec& task);
 
   // Stores the kernel (a known source keeps its id) and its evaluation in one transaction.
-  // kernel.run_id and evaluation.run_id/kernel_id/task are filled in. Returns the kernel id.
+  // kernel.run_id and evaluation.run_id/kernel_id/task are filled in, and where the evaluation
+  // does not say, the task's judging spec and the verifier version. Returns the kernel id.
   Result<int64_t> record_evaluation(memory::KernelRecord kernel,
                                     memory::EvaluationRecord evaluation);
   // Stores a pair (a repeated pair merges, a lesson fills an empty summary).
@@ -69,6 +74,17 @@ class RunRecorder final : public LlmCallSink {
   std::mutex mutex_;
   memory::MemoryStore& store_;
   int64_t run_id_ = 0;
+  std::map<std::string, std::string> judging_specs_;  // task name -> judging_spec_sha256
 };
 
+// Runs `write` (a function returning a Result or Status) until it succeeds, fails for a reason
+// other than another process's lock on the database, or `patience` has passed: a held lock
+// delays what the daemon found, it never drops it. Each wait is logged, with a backoff from
+// 50 ms to 5 s.
+template <typename Write>
+auto retry_while_locked(const std::string& what, Write&& write,
+                        std::chrono::seconds patience = std::chrono::hours(1)) -> decltype(write());
+
 }  // namespace kopt::orchestrator
+
+#include "src/orchestrator/run_recorder_retry.h"

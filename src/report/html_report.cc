@@ -6,6 +6,7 @@
 
 #include "common/strings.h"
 #include "memory_store/line_diff.h"
+#include "memory_store/judging_staleness.h"
 #include "src/report/markup.h"
 #include "src/report/svg_chart.h"
 
@@ -261,6 +262,11 @@ std::string task_table(const ReportData& data) {
   out += "</table>";
   for (const auto& [task, why] : data.parked) {
     out += fmt::format("<p><b>{}</b> was parked: {}.</p>", html_text(task), html_text(why));
+  }
+  for (const auto& t : data.tasks) {
+    if (t.stale_judgment.empty()) continue;
+    out += fmt::format("<p><b>{}</b>: its best kernel was {}; {}.</p>", html_escape(t.task),
+                       html_escape(t.stale_judgment), html_escape(memory::kRejudgeAdvice));
   }
   out += profile_table(data);
   return out + "</section>";

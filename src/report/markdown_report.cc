@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/strings.h"
+#include "memory_store/judging_staleness.h"
 #include "src/report/markup.h"
 
 namespace kopt::report {
@@ -75,6 +76,11 @@ std::string render_markdown(const ReportData& data) {
 
   for (const auto& [task, why] : data.parked) {
     out += fmt::format("\n**{}** was parked: {}.\n", markdown_text(task), markdown_text(why));
+  }
+  for (const auto& t : data.tasks) {
+    if (t.stale_judgment.empty()) continue;
+    out += fmt::format("\n**{}**: its best kernel was {}; {}.\n", markdown_cell(t.task),
+                       markdown_cell(t.stale_judgment), memory::kRejudgeAdvice);
   }
 
   out += where_time_goes(data);

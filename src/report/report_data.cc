@@ -6,6 +6,7 @@
 
 #include "memory_store/line_diff.h"
 #include "sandbox/kernel_profile.h"
+#include "memory_store/judging_staleness.h"
 #include "src/report/markup.h"
 
 namespace kopt::report {
@@ -80,7 +81,7 @@ std::vector<ProfileRow> profile_rows(const ReportData& data) {
 namespace {
 
 Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationRecord>& evals,
-                       double origin, ReportData& data) {
+                       double origin, int verifier_version, ReportData& data) {
   std::map<std::string, TaskSummary> by_task;
   std::map<std::string, std::map<std::string, std::map<std::string, int64_t>>> details;
   std::map<std::string, double> running_best;
@@ -125,6 +126,10 @@ Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationR
       auto kernel = store.kernel(t.best->kernel_id);
       if (!kernel) return make_error(kernel.error());
       t.best_origin = *kernel ? origin_name(**kernel) : "unknown";
+      auto task = store.find_task(name);
+      t.stale_judgment =
+          memory::stale_judgment(*t.best, task && *task ? (*task)->judging_spec_sha256 : "",
+                                 verifier_version);
     }
     data.tasks.push_back(std::move(t));
   }
@@ -240,7 +245,7 @@ Result<ReportData> load_report_data(memory::MemoryStore& store, const std::strin
   if (data.run && !data.run->finished_at.empty())
     data.span_hours = std::max(data.span_hours, hours_after(origin, data.run->finished_at));
 
-  if (auto s = summarize_tasks(store, *evals, origin, data); !s) return make_error(s.error());
+  if (auto s = summarize_tasks(store, *evals, origin, scope.verifier_version, data); !s) return make_error(s.error());
   if (data.run) read_parked_tasks(store, data.run->id, data);
   summarize_llm(*calls, origin, data);
   if (auto s = collect_wins(store, scope, data); !s) return make_error(s.error());

@@ -19,6 +19,8 @@ namespace kopt::report {
 struct ReportScope {
   std::optional<int64_t> run_id;  // empty: every run and every evaluation
   int max_wins = 50;              // the best wins shown, each with its diff
+  // The verifier version whose verdicts count as current (sandbox/judging_spec.h); 0: not checked.
+  int verifier_version = 0;
 };
 
 // (hours since the report's start, value)
@@ -37,6 +39,8 @@ struct TaskSummary {
   std::vector<TimePoint> best_speedup;           // running best, starting at 1x at time 0
   std::string best_origin;                       // "tuner", a model name, "baseline"
   std::string baseline_profile_json;  // the baseline kernel's newest profile; "" where none
+  // Why the best's verdict may not hold under the task's current spec or verifier; "" when it does.
+  std::string stale_judgment;
 };
 
 struct Win {

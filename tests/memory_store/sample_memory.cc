@@ -4,6 +4,7 @@
 
 #include "common/files.h"
 #include "common/sha256.h"
+#include "sandbox/judging_spec.h"
 #include "tests/memory_store/test_support.h"
 
 namespace kopt::memory::testing {
@@ -22,6 +23,12 @@ T must(Result<T> result) {
   return std::move(*result);
 }
 
+// What the source tree's task is judged under now (sandbox/judging_spec.h).
+std::string current_judging_spec(const std::string& task) {
+  return judging_spec_sha256(
+      must(load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks" / task)));
+}
+
 int64_t evaluate(MemoryStore& store, int64_t kernel, const std::string& task, double median_us,
                  double baseline_us, const std::string& tunables, const std::string& verdict) {
   EvaluationRecord e;
@@ -37,6 +44,8 @@ int64_t evaluate(MemoryStore& store, int64_t kernel, const std::string& task, do
   e.speedup = baseline_us / median_us;
   e.sol_percent = 100.0 * 240.0 / median_us;
   e.created_at = "2026-11-22T04:05:06Z";
+  e.judging_spec_sha256 = current_judging_spec(task);
+  e.verifier_version = kVerifierVersion;
   return must(store.add_evaluation(e));
 }
 
@@ -72,6 +81,7 @@ SampleMemory fill_sample_memory(MemoryStore& store) {
     task.name = name;
     task.spec_json = task_file(name, "task.json");
     task.spec_hash = sha256_hex(task.spec_json);
+    task.judging_spec_sha256 = current_judging_spec(name);
     task.tags = std::string(name) == "axpy"
                     ? std::vector<std::string>{"elementwise", "axpy", "memory-bound", "fp32"}
                     : std::vector<std::string>{"reduction", "softmax", "memory-bound", "fp32"};

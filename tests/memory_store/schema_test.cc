@@ -17,6 +17,23 @@ sql::Database raw(const std::filesystem::path& path) {
   return std::move(*db);
 }
 
+// A database at schema `version` holding one verified evaluation of 'axpy' on an H100, written
+// with the columns every version knows.
+void write_old_database(const std::filesystem::path& path, int version) {
+  OpenOptions options;
+  options.target_version = version;
+  auto store = MemoryStore::open(path, options);
+  ASSERT_TRUE(store.ok()) << store.error();
+  ASSERT_TRUE(store->database()
+                  .execute(R"(
+    INSERT INTO tasks(id, name, spec_hash, tags, spec_json, updated_at)
+      VALUES (1, 'axpy', 'h', '[]', '{}', 'now');
+    INSERT INTO kernels(id, sha256, source, task_id, created_at) VALUES (1, 'a', 'x', 1, 'now');
+    INSERT INTO evaluations(kernel_id, task_id, gpu_model, verdict, median_us, created_at)
+      VALUES (1, 1, 'H100', 'ok', 300.0, 'now');)")
+                  .ok());
+}
+
 TEST(SchemaTest, FreshDatabaseIsAtTheCurrentVersion) {
   TempDir dir;
   auto store = MemoryStore::open(dir / "nested" / "folders" / "memory.db");
@@ -106,25 +123,19 @@ TEST(SchemaTest, MigrationToVersion2IndexesExistingRows) {
 TEST(SchemaTest, MigrationToVersion3AddsProfilesToEvaluations) {
   TempDir dir;
   std::filesystem::path path = dir / "v2.db";
+  // An evaluation written by a version-2 kopt, which knew no profile column.
+  write_old_database(path, 2);
+  EXPECT_FALSE(raw(path).query_int64("SELECT count(profile_json) FROM evaluations"));
   {
-    OpenOptions options;
-    options.target_version = 2;
-    auto store = MemoryStore::open(path, options);
-    ASSERT_TRUE(store.ok()) << store.error();
-    // An evaluation written by a version-2 kopt, which knew no profile column.
-    ASSERT_TRUE(store->database()
-                    .execute(R"(
-      INSERT INTO tasks(id, name, spec_hash, tags, spec_json, updated_at)
-        VALUES (1, 'axpy', 'h', '[]', '{}', 'now');
-      INSERT INTO kernels(id, sha256, source, task_id, created_at) VALUES (1, 'a', 'x', 1, 'now');
-      INSERT INTO evaluations(kernel_id, task_id, gpu_model, verdict, median_us, created_at)
-        VALUES (1, 1, 'H100', 'ok', 300.0, 'now');)")
-                    .ok());
-    EXPECT_FALSE(store->database().query_int64("SELECT count(profile_json) FROM evaluations"));
+    OpenOptions v3_options;
+    v3_options.target_version = 3;
+    auto v3 = MemoryStore::open(path, v3_options);
+    ASSERT_TRUE(v3.ok()) << v3.error();
+    EXPECT_EQ(*schema_version(v3->database()), 3);
+    EXPECT_EQ(*v3->database().query_text("SELECT profile_json FROM evaluations"), "{}");
   }
   auto store = MemoryStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error();
-  EXPECT_EQ(*schema_version(store->database()), 3);
   auto best = store->best_kernel("axpy", "H100");
   ASSERT_TRUE(best.ok() && *best);
   EXPECT_EQ((*best)->profile_json, "{}");  // old rows: not profiled
@@ -170,33 +181,28 @@ TEST(SchemaTest, RefusesADatabaseFromANewerKopt) {
   EXPECT_EQ(*db.query_int64("SELECT count(*) FROM tasks"), 1);
 }
 
-// A version-4 file that a version-3 kopt may still use opens, and is left at version 4.
+// A version-5 file that a version-4 kopt may still use opens, and is left at version 5.
 TEST(SchemaTest, OpensANewerDatabaseThatStaysCompatible) {
   TempDir dir;
   std::filesystem::path path = dir / "newer.db";
   { auto store = testing::open_store(path); }
   {
     sql::Database db = raw(path);
-    ASSERT_TRUE(db.execute("UPDATE meta SET value = '4' WHERE key = 'version';"
-                           " UPDATE meta SET value = '3' WHERE key = 'last_compatible_version';")
+    ASSERT_TRUE(db.execute("UPDATE meta SET value = '5' WHERE key = 'version';"
+                           " UPDATE meta SET value = '4' WHERE key = 'last_compatible_version';")
                     .ok());
   }
   auto store = MemoryStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error();
-  EXPECT_EQ(*schema_version(store->database()), 4);  // left as it was
-  EXPECT_EQ(*compatible_version(store->database()), 3);
+  EXPECT_EQ(*schema_version(store->database()), 5);  // left as it was
+  EXPECT_EQ(*compatible_version(store->database()), 4);
 }
 
-// Version 3 only adds a column with a default, so it records that a version-2 kopt can still use
-// the file, whether it was created at version 3 or migrated to it; and the statements of
-// version-2 code (explicit column lists, no profile_json) do work on it.
+// Version 3 only adds a column with a default, so a file migrated to version 3 records that a
+// version-2 kopt can still use it; and the statements of version-2 code (explicit column lists,
+// no profile_json) do work on it.
 TEST(SchemaTest, AVersion3DatabaseRecordsThatVersion2CodeCanUseIt) {
   TempDir dir;
-  {
-    auto fresh = testing::open_store(dir / "fresh.db");
-    EXPECT_EQ(*schema_version(fresh.database()), 3);
-    EXPECT_EQ(*compatible_version(fresh.database()), 2);
-  }
   std::filesystem::path path = dir / "migrated.db";
   {
     OpenOptions options;
@@ -205,8 +211,11 @@ TEST(SchemaTest, AVersion3DatabaseRecordsThatVersion2CodeCanUseIt) {
     ASSERT_TRUE(v2.ok()) << v2.error();
     EXPECT_EQ(*compatible_version(v2->database()), 2);
   }
-  auto store = testing::open_store(path);
-  sql::Database& db = store.database();
+  OpenOptions v3_options;
+  v3_options.target_version = 3;
+  auto opened = MemoryStore::open(path, v3_options);
+  ASSERT_TRUE(opened.ok()) << opened.error();
+  sql::Database& db = opened->database();
   EXPECT_EQ(*schema_version(db), 3);
   EXPECT_EQ(*compatible_version(db), 2);
   // Version-2 code's evaluation INSERT (memory_store.cc before version 3), then its read.
@@ -220,12 +229,58 @@ TEST(SchemaTest, AVersion3DatabaseRecordsThatVersion2CodeCanUseIt) {
       VALUES (1, 1, NULL, 'H100', '9.0', '580', '13.0', 'ok', '', '{}', 250.0, 0.01, 300.0,
               1.2, 80.0, '{}', 'now');)")
                   .ok());
-  EXPECT_EQ(*db.query_text("SELECT e.id || ' ' || e.median_us || ' ' || e.created_at"
+  EXPECT_EQ(*db.query_text("SELECT e.id || ' ' || e.median_us || ' ' || e.profile_json"
                            " FROM evaluations e JOIN tasks t ON t.id = e.task_id"),
-            "1 250.0 now");
-  auto best = store.best_kernel("axpy", "H100");
+            "1 250.0 {}");  // the old row reads as "not profiled"
+}
+
+// Version 4 records what each evaluation was judged under; rows from before it read as judged
+// under an unknown spec and verifier, new rows keep what they were given, and the file says that
+// only version-4 code may use it (older code would write verdicts without their spec).
+TEST(SchemaTest, MigrationToVersion4RecordsWhatEachVerdictWasJudgedUnder) {
+  TempDir dir;
+  std::filesystem::path path = dir / "v3.db";
+  write_old_database(path, 3);
+  EXPECT_FALSE(raw(path).query_int64("SELECT count(verifier_version) FROM evaluations"));
+  auto store = MemoryStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error();
+  EXPECT_EQ(*schema_version(store->database()), 4);
+  EXPECT_EQ(*compatible_version(store->database()), 4);
+  auto old = store->best_kernel("axpy", "H100");
+  ASSERT_TRUE(old.ok() && *old);
+  EXPECT_EQ((*old)->judging_spec_sha256, "");
+  EXPECT_EQ((*old)->verifier_version, 0);
+  auto task = store->find_task("axpy");
+  ASSERT_TRUE(task.ok() && *task);
+  EXPECT_EQ((*task)->judging_spec_sha256, "");
+
+  EvaluationRecord e = **old;
+  e.median_us = 100.0;
+  e.judging_spec_sha256 = "spec-2";
+  e.verifier_version = 7;
+  ASSERT_TRUE(store->add_evaluation(e).ok());
+  auto best = store->best_kernel("axpy", "H100");
   ASSERT_TRUE(best.ok() && *best);
-  EXPECT_EQ((*best)->profile_json, "{}");  // this code reads the old row as "not profiled"
+  EXPECT_EQ((*best)->judging_spec_sha256, "spec-2");
+  EXPECT_EQ((*best)->verifier_version, 7);
+
+  // A task's judging spec is updated by a run that knows it, and kept by one that does not.
+  TaskRecord record = **task;
+  record.judging_spec_sha256 = "spec-2";
+  ASSERT_TRUE(store->upsert_task(record).ok());
+  EXPECT_EQ((*store->find_task("axpy"))->judging_spec_sha256, "spec-2");
+  record.judging_spec_sha256 = "";
+  ASSERT_TRUE(store->upsert_task(record).ok());
+  EXPECT_EQ((*store->find_task("axpy"))->judging_spec_sha256, "spec-2");
+}
+
+// A version-3 kopt refuses a version-4 file (it would record verdicts without their spec).
+TEST(SchemaTest, AVersion4DatabaseIsRefusedByVersion3Code) {
+  TempDir dir;
+  auto store = testing::open_store(dir / "fresh.db");
+  EXPECT_EQ(*schema_version(store.database()), 4);
+  EXPECT_EQ(*compatible_version(store.database()), 4);
+  EXPECT_GT(*compatible_version(store.database()), 3);
 }
 
 TEST(SchemaTest, RefusesAnotherApplicationsDatabase) {
