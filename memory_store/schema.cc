@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "memory_store/fts_index.h"
+#include "memory_store/plan_store.h"
 
 namespace kopt::memory {
 
@@ -233,8 +234,14 @@ Status migrate(sql::Database& db, int target_version) {
   // no positional read of a whole row: checked in the tree before commit 1731187, bench/ and
   // scripts/ included), so it still reads and writes a version-3 file correctly:
   // its new rows are "not profiled". A kopt 2 then opens it (a newer but compatible database).
-  static constexpr Migration kMigrations[] = {
-      {migrate_to_version_1, 1}, {migrate_to_version_2, 2}, {migrate_to_version_3, 2}};
+  // The plans and llm_transcripts tables (plan_store.h) are new tables that older code never
+  // names, so they keep the compatible version of the step before. They are meant as version 5,
+  // on top of the evaluations' task spec and verifier columns (version 4, a parallel change):
+  // merged with it, its step goes before this one and kSchemaVersion becomes 5.
+  static constexpr Migration kMigrations[] = {{migrate_to_version_1, 1},
+                                              {migrate_to_version_2, 2},
+                                              {migrate_to_version_3, 2},
+                                              {migrate_to_version_5, 2}};
   static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
   static_assert(kMigrations[kSchemaVersion - 1].last_compatible == kCompatibleVersion);
   for (int next = *version + 1; next <= target_version; ++next) {

@@ -14,9 +14,10 @@ namespace kopt::memory {
 // 'kopt' in ASCII: PRAGMA application_id marks the file as a kopt memory.
 inline constexpr int64_t kApplicationId = 0x6B6F7074;
 // The schema version this code writes.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 // The oldest code version that can use a database at kSchemaVersion: version 3 only added a
-// column with a default, which version-2 code never reads or names (schema.cc says how checked).
+// column with a default, which version-2 code never reads or names (schema.cc says how checked),
+// and the plans and transcripts step only adds tables that older code never names.
 inline constexpr int kCompatibleVersion = 2;
 
 // The version recorded in the meta table; 0 for a database that has none yet.

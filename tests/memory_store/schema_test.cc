@@ -124,7 +124,7 @@ TEST(SchemaTest, MigrationToVersion3AddsProfilesToEvaluations) {
   }
   auto store = MemoryStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error();
-  EXPECT_EQ(*schema_version(store->database()), 3);
+  EXPECT_EQ(*schema_version(store->database()), kSchemaVersion);
   auto best = store->best_kernel("axpy", "H100");
   ASSERT_TRUE(best.ok() && *best);
   EXPECT_EQ((*best)->profile_json, "{}");  // old rows: not profiled
@@ -194,7 +194,7 @@ TEST(SchemaTest, AVersion3DatabaseRecordsThatVersion2CodeCanUseIt) {
   TempDir dir;
   {
     auto fresh = testing::open_store(dir / "fresh.db");
-    EXPECT_EQ(*schema_version(fresh.database()), 3);
+    EXPECT_EQ(*schema_version(fresh.database()), kSchemaVersion);
     EXPECT_EQ(*compatible_version(fresh.database()), 2);
   }
   std::filesystem::path path = dir / "migrated.db";
@@ -207,7 +207,7 @@ TEST(SchemaTest, AVersion3DatabaseRecordsThatVersion2CodeCanUseIt) {
   }
   auto store = testing::open_store(path);
   sql::Database& db = store.database();
-  EXPECT_EQ(*schema_version(db), 3);
+  EXPECT_EQ(*schema_version(db), kSchemaVersion);
   EXPECT_EQ(*compatible_version(db), 2);
   // Version-2 code's evaluation INSERT (memory_store.cc before version 3), then its read.
   ASSERT_TRUE(db.execute(R"(
