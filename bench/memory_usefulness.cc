@@ -451,21 +451,29 @@ int main(int argc, char** argv) {
                 seeds, kHeldOut.baseline_sol, target);
   md << line;
   md << "| arm | runs reaching the target | LLM calls to the target (median) | (mean) | "
-        "prompts showing the model its own lineage | tuner-pair share of slots | "
+        "prompts showing the model its own lineage | examples per prompt | tuner-pair share of "
+        "slots | "
         "precision@4 of retrieved techniques | recall on the held-out task's first prompt |\n";
-  md << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  md << "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const Arm& arm : arms) {
     const Summary& s = summaries[arm.name];
     const RetrievalStats& t = s.stats;
     bool shown = arm.memory;
+    char per_prompt[32] = "-";
+    if (shown) {
+      std::snprintf(
+          per_prompt, sizeof per_prompt, "%.2f",
+          static_cast<double>(t.slots) / static_cast<double>(std::max<int64_t>(1, t.prompts)));
+    }
     std::snprintf(
-        line, sizeof line, "| %s | %zu of %d | %.0f | %.1f | %s | %s | %s | %s |\n",
+        line, sizeof line, "| %s | %zu of %d | %.0f | %.1f | %s | %s | %s | %s | %s |\n",
         arm.name.c_str(), s.calls.size(), seeds, s.median(), s.mean(),
         shown ? (std::to_string(
                      static_cast<int>(std::lround(pct(t.prompts_with_own_lineage, t.prompts)))) +
                  "%")
                     .c_str()
               : "-",
+        per_prompt,
         shown ? (std::to_string(static_cast<int>(std::lround(pct(t.tuner_slots, t.slots)))) + "%")
                     .c_str()
               : "-",

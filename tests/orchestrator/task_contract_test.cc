@@ -74,11 +74,13 @@ TEST(TaskContract, TheSameTextForEveryKernelOfTheTask) {
 TEST(TaskContract, OpensThePlannerAndCoderPrompts) {
   auto library = agents::PromptLibrary::load(std::filesystem::path(KOPT_SOURCE_DIR) / "prompts");
   ASSERT_TRUE(library) << library.error();
-  agents::TaskBrief brief;
-  brief.name = "softmax";
-  brief.contract = "# Contract of task softmax\n";
-  auto values = agents::task_values(brief);
   for (const char* name : {"planner.txt", "coder.txt", "repair.txt"}) {
+    std::map<std::string, std::string> values;
+    for (const auto& spec : agents::template_specs()) {
+      if (spec.file != name) continue;
+      for (const auto& placeholder : spec.known) values[placeholder] = "x";
+    }
+    values["task_contract"] = "# Contract of task softmax\n";
     std::string text = library->get(name).render(values);
     EXPECT_EQ(text.rfind("# Contract of task softmax", 0), 0u) << name;
   }
