@@ -91,6 +91,11 @@ Result<std::string> AgentCaller::ask(const std::string& agent, const std::string
   auto send = [&] {
     LlmResponse response = llm_.complete(request);
     usage.add(response);
+    if (transcript_sink_) {
+      transcript_sink_({agent, label, template_file, request.system,
+                        request.messages.empty() ? std::string() : request.messages.back().content,
+                        response.text, llm_status_name(response.status)});
+    }
     spdlog::debug("[{}] {} answered {} ({} + {} tokens, {:.1f} s)", label, agent,
                   llm_status_name(response.status), response.usage.input_tokens,
                   response.usage.output_tokens, response.latency.count() / 1000.0);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,18 @@ struct AgentUsage {
   void add(const AgentUsage& other);
 };
 
+// One request and its answer, as the model saw and said them (for the memory's transcripts).
+struct Transcript {
+  std::string agent;
+  std::string label;          // the task
+  std::string template_file;  // "planner.txt"
+  std::string system;
+  std::string prompt;
+  std::string answer;  // the completion's text ("" when it failed)
+  std::string status;  // llm_status_name()
+};
+using TranscriptSink = std::function<void(const Transcript&)>;
+
 // How one ask differs from the agent's config.
 struct AskOptions {
   std::optional<double> temperature;  // a hotter one while the model repeats itself
@@ -57,6 +70,8 @@ class AgentCaller {
                           const AskOptions& options = {});
 
   const PromptLibrary& prompts() const { return prompts_; }
+  // Receives every request sent and its answer; set before the first ask.
+  void set_transcript_sink(TranscriptSink sink) { transcript_sink_ = std::move(sink); }
   LlmClient& llm() { return llm_; }
 
  private:
@@ -64,6 +79,7 @@ class AgentCaller {
   const PromptLibrary& prompts_;
   std::mutex mutex_;
   std::map<std::string, int> raised_max_tokens_;  // by agent, after a cut-off answer
+  TranscriptSink transcript_sink_;
 };
 
 }  // namespace kopt::agents

@@ -60,7 +60,8 @@ std::map<std::string, std::string> task_values(const TaskBrief& task) {
           {"task_tags", join(task.tags, ", ")},
           {"task_sizes", task.sizes},
           {"gpu", task.gpu.empty() ? std::string("an NVIDIA GPU") : task.gpu},
-          {"bound", task.bound}};
+          {"bound", task.bound},
+          {"task_contract", task.contract}};
 }
 
 std::map<std::string, std::string> work_values(const WorkContext& context) {

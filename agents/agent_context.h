@@ -18,6 +18,9 @@ struct TaskBrief {
   std::string sizes;  // "n=67108864" (the timed shape) and the sweep, one line
   std::string gpu;    // "NVIDIA H100 80GB HBM3 (sm_90a, 132 SMs)"
   std::string bound;  // "memory-bound" or "compute-bound", with the speed-of-light time
+  // The task contract (src/orchestrator/task_contract.h): first in every planner and coder
+  // prompt, the same text for the whole task.
+  std::string contract;
 };
 
 // How a kernel did on the GPU. Zero means "not measured".

@@ -12,8 +12,8 @@ namespace {
 
 // Placeholders every agent that works on a task can fill in.
 std::vector<std::string> with_task(std::vector<std::string> names) {
-  for (const char* name :
-       {"task_name", "task_description", "task_tags", "task_sizes", "gpu", "bound"}) {
+  for (const char* name : {"task_name", "task_description", "task_tags", "task_sizes", "gpu",
+                           "bound", "task_contract"}) {
     names.push_back(name);
   }
   return names;

@@ -1,6 +1,13 @@
 // Keeping the memory useful as it grows: caps per task and per operation family, applied by
-// dropping the least useful pairs first. Kernels and evaluations are never pruned: they are the
-// record of what was measured, and exports need them.
+// dropping the least useful pairs first. The policy, as prune() applies it:
+//   keep  the most useful pairs of each group up to its cap, usefulness being the measured
+//         credit (improved / retrieved, credited once per retrieval and only for a child at
+//         least 1.04x its parent) times the size of the effect;
+//   drop  what is over a cap, least useful first: positives per task and per family, negatives
+//         per task, and tuner pairs (their fast kernel a tuner configuration) per task under a
+//         cap of their own, counted before the others so they never crowd a technique out.
+// Kernels and evaluations are never pruned: they are the record of what was measured, and
+// exports need them.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -32,20 +39,23 @@ bool more_useful(const PairRecord& a, const PairRecord& b) {
 
 Result<PruneResult> MemoryStore::prune(const PruneCaps& caps) {
   if (caps.max_pairs_per_task < 0 || caps.max_pairs_per_family < 0 ||
-      caps.max_negatives_per_task < 0) {
+      caps.max_negatives_per_task < 0 || caps.max_tuner_pairs_per_task < 0) {
     return make_error("prune: caps must not be negative");
   }
   auto transaction = sql::Transaction::begin_or_join(db_);
   if (!transaction) return make_error(transaction.error());
   std::vector<PairRecord> pairs;
+  std::set<int64_t> tuner;  // pairs whose fast kernel is a tuner configuration
   {
     auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
-                                " FROM pairs p JOIN tasks t ON t.id = p.task_id ORDER BY p.id");
+                                ", fk.origin_tuner FROM pairs p JOIN tasks t ON t.id = p.task_id"
+                                " JOIN kernels fk ON fk.id = p.fast_kernel_id ORDER BY p.id");
     while (true) {
       auto row = statement->step();
       if (!row) return make_error("prune: " + row.error());
       if (!*row) break;
       pairs.push_back(rows::read_pair(*statement));
+      if (statement->column_int64(rows::kPairColumnCount) != 0) tuner.insert(pairs.back().id);
     }
   }
   std::sort(pairs.begin(), pairs.end(), more_useful);
@@ -57,7 +67,10 @@ Result<PruneResult> MemoryStore::prune(const PruneCaps& caps) {
   for (const auto& pair : pairs) {
     std::string family = pair.tags.empty() ? std::string() : pair.tags.front();
     std::string reason;
-    if (pair.is_negative) {
+    if (tuner.count(pair.id) && kept["tuner:" + pair.task] >= caps.max_tuner_pairs_per_task) {
+      reason = "tuner pairs of task " + pair.task + " over " +
+               std::to_string(caps.max_tuner_pairs_per_task);
+    } else if (pair.is_negative) {
       if (kept["neg:" + pair.task] >= caps.max_negatives_per_task) {
         reason = "negatives of task " + pair.task + " over " +
                  std::to_string(caps.max_negatives_per_task);
@@ -72,6 +85,7 @@ Result<PruneResult> MemoryStore::prune(const PruneCaps& caps) {
       result.reasons.push_back(reason);
       continue;
     }
+    if (tuner.count(pair.id)) ++kept["tuner:" + pair.task];
     if (pair.is_negative) {
       ++kept["neg:" + pair.task];
     } else {

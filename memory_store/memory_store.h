@@ -66,6 +66,9 @@ struct PruneCaps {
   int64_t max_pairs_per_task = 500;      // positive pairs per task
   int64_t max_pairs_per_family = 2000;   // positive pairs per operation family (first tag)
   int64_t max_negatives_per_task = 100;  // negative pairs per task
+  // Pairs whose fast kernel is a tuner configuration, per task: they teach a number, not a
+  // technique, and retrieval shows at most one per prompt, so few are worth keeping.
+  int64_t max_tuner_pairs_per_task = 20;
   bool dry_run = true;                   // report only
 };
 

@@ -12,6 +12,7 @@
 #include "memory_store/memory_store.h"
 #include "memory_store/row_readers.h"
 #include "memory_store/source_identifiers.h"
+#include "memory_store/techniques.h"
 
 namespace kopt::memory {
 
@@ -59,7 +60,8 @@ bool same_bottleneck(const std::string& a, const std::string& b) {
 }
 
 double non_text_score(const RetrievalQuery& query, const PairRecord& pair,
-                      const std::string& slow_bottleneck) {
+                      const std::string& slow_bottleneck,
+                      const std::vector<std::string>& techniques) {
   double family = 0;
   if (!query.family_tags.empty()) {
     if (contains(pair.tags, query.family_tags.front())) family += 0.5;
@@ -75,26 +77,66 @@ double non_text_score(const RetrievalQuery& query, const PairRecord& pair,
   double useful = (static_cast<double>(pair.improved_count) + 1.0) /
                   (static_cast<double>(pair.retrieved_count) + 2.0);
   double bottleneck = same_bottleneck(query.bottleneck, slow_bottleneck) ? 1 : 0;
+  double novelty = 0;
+  if (!techniques.empty() && !(techniques.size() == 1 && techniques.front() == "tuning")) {
+    novelty = -1;
+    for (const auto& t : techniques) {
+      if (!contains(query.current_techniques, t)) novelty = 1;
+    }
+  }
   return 0.6 * family + 0.4 * same_task + 0.3 * gpu + 0.3 * speed + 0.5 * (useful - 0.5) +
-         0.4 * bottleneck;
+         0.4 * bottleneck + 0.3 * novelty;
 }
 
-std::vector<RetrievedPair> select_diverse(std::vector<RetrievedPair> candidates, int k) {
+std::vector<RetrievedPair> select_diverse(
+    std::vector<RetrievedPair> candidates, int k, const RetrievalQuery& query,
+    const std::function<std::string(int64_t kernel_id)>& source_of) {
   std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
     if (a.score != b.score) return a.score > b.score;
     return a.pair.id < b.pair.id;
   });
   const int max_negatives = std::max(1, k / 3);
-  int negatives = 0;
+  int negatives = 0, tuner = 0;
   std::set<int64_t> lineages;
+  std::set<std::string> taught;
   std::vector<RetrievedPair> chosen;
-  for (auto& candidate : candidates) {
-    if (static_cast<int>(chosen.size()) >= k) break;
-    if (candidate.pair.is_negative && negatives >= max_negatives) continue;
-    if (!lineages.insert(candidate.pair.lineage_root_id).second) continue;
-    if (candidate.pair.is_negative) ++negatives;
-    chosen.push_back(std::move(candidate));
+  std::vector<bool> taken(candidates.size(), false);
+  std::map<size_t, bool> near_copies;  // asked once per candidate
+  auto is_near_copy = [&](size_t i) {
+    if (!query.near_copy || !source_of) return false;
+    auto [it, fresh] = near_copies.try_emplace(i, false);
+    if (fresh) it->second = query.near_copy(source_of(candidates[i].pair.fast_kernel_id));
+    return it->second;
+  };
+  // Two passes: the first takes only pairs that teach something no chosen pair teaches yet
+  // (or name no technique at all), the second fills what is left by score.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (static_cast<int>(chosen.size()) >= k) break;
+      RetrievedPair& candidate = candidates[i];
+      const PairRecord& pair = candidate.pair;
+      if (taken[i] || query.exclude_kernels.count(pair.fast_kernel_id)) continue;
+      if (pair.is_negative && negatives >= max_negatives) continue;
+      if (candidate.tuner_only && tuner >= query.max_tuner_pairs) continue;
+      if (lineages.count(pair.lineage_root_id)) continue;
+      if (pass == 0 && !candidate.techniques.empty() &&
+          std::all_of(candidate.techniques.begin(), candidate.techniques.end(),
+                      [&](const std::string& t) { return taught.count(t) > 0; })) {
+        continue;
+      }
+      if (is_near_copy(i)) continue;
+      lineages.insert(pair.lineage_root_id);
+      if (pair.is_negative) ++negatives;
+      if (candidate.tuner_only) ++tuner;
+      taught.insert(candidate.techniques.begin(), candidate.techniques.end());
+      taken[i] = true;
+      chosen.push_back(candidate);
+    }
   }
+  std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.pair.id < b.pair.id;
+  });
   return chosen;
 }
 
@@ -195,9 +237,12 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
     auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
                                 ", CASE WHEN ?3 THEN (SELECT e.profile_json FROM evaluations e"
                                 " WHERE e.kernel_id = p.slow_kernel_id AND e.profile_json != '{}'"
-                                " ORDER BY e.id DESC LIMIT 1) END"
+                                " ORDER BY e.id DESC LIMIT 1) END,"
+                                " f.slow_terms, f.fast_terms, fk.origin_tuner"
                                 " FROM json_each(?1) j JOIN pairs p ON p.id = j.value"
                                 " JOIN tasks t ON t.id = p.task_id"
+                                " JOIN kernels fk ON fk.id = p.fast_kernel_id"
+                                " LEFT JOIN pair_fts f ON f.rowid = p.id"
                                 " WHERE (?2 OR p.is_negative = 0)");
     statement->bind(1, id_list).bind(2, query.include_negatives).bind(3, match_bottleneck);
     while (true) {
@@ -214,14 +259,43 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
         }
         candidate.slow_bottleneck = known->second;
       }
+      const int extra = rows::kPairColumnCount;
+      candidate.tuner_only = statement->column_int64(extra + 3) != 0;
+      candidate.techniques =
+          candidate.tuner_only
+              ? std::vector<std::string>{"tuning"}
+              : pair_techniques(candidate.pair.summary, statement->column_text(extra + 1),
+                                statement->column_text(extra + 2));
       auto it = text.find(candidate.pair.id);
       candidate.text_score = it != text.end() && best_text > 0 ? it->second / best_text : 0;
       candidate.score =
-          candidate.text_score + non_text_score(query, candidate.pair, candidate.slow_bottleneck);
+          candidate.text_score +
+          non_text_score(query, candidate.pair, candidate.slow_bottleneck, candidate.techniques);
       candidates.push_back(std::move(candidate));
     }
   }
-  return select_diverse(std::move(candidates), query.k);
+  // The current kernel and its ancestors: their pairs show the model where it already is.
+  RetrievalQuery rules = query;
+  if (query.current_kernel_id > 0) {
+    auto statement = db_.cached(
+        "WITH RECURSIVE lineage(id) AS (SELECT ?1 UNION"
+        " SELECT k.parent_id FROM kernels k JOIN lineage l ON k.id = l.id"
+        " WHERE k.parent_id IS NOT NULL) SELECT id FROM lineage LIMIT 10000");
+    statement->bind(1, query.current_kernel_id);
+    while (true) {
+      auto row = statement->step();
+      if (!row) return make_error("retrieval: " + row.error());
+      if (!*row) break;
+      rules.exclude_kernels.insert(statement->column_int64(0));
+    }
+  }
+  auto source_of = [this](int64_t kernel_id) {
+    auto statement = db_.cached("SELECT source FROM kernels WHERE id = ?1");
+    statement->bind(1, kernel_id);
+    auto row = statement->step();
+    return row && *row ? statement->column_text(0) : std::string();
+  };
+  return select_diverse(std::move(candidates), query.k, rules, source_of);
 }
 
 Result<std::vector<SearchHit>> MemoryStore::search(const std::string& query, int64_t limit) {

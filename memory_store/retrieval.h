@@ -17,13 +17,22 @@
 //                           query kernel's bottleneck class (sandbox/profile_bottleneck.h), 0
 //                           when they differ or either is unknown: a pair that cured a
 //                           memory-latency-bound kernel is a good example for another one
+//         + 0.3 * novelty   +1 when the pair teaches a technique (techniques.h) the current
+//                           kernel does not use yet, -1 when every technique it teaches is
+//                           already in the current kernel, 0 when it names none
 //
-// and the result takes the best pair of each lineage (a branch of successive improvements),
-// at most max(1, k/3) negatives, ordered by score then pair id so equal databases and queries
-// always give the same answer.
+// A pair never shown: one whose fast kernel is the current kernel or one of its ancestors
+// (`exclude_kernels`), or a near-copy of the current kernel (`near_copy`): the model would be
+// shown where it already is. The result takes the best pair of each lineage (a branch of
+// successive improvements), at most max(1, k/3) negatives and at most `max_tuner_pairs` pairs
+// whose fast kernel the tuner made (a tuning line teaches no technique), and prefers pairs
+// that add a technique no chosen pair teaches yet (a pair adding nothing new waits for a second
+// pass); ordered by score then pair id so equal databases and queries always give the same
+// answer.
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +54,17 @@ struct RetrievalQuery {
   // keeps profiles without reading them, so the caller that knows their form supplies this;
   // without it the same_bottleneck term is 0.
   std::function<std::string(const std::string& profile_json)> bottleneck_of_profile;
+  // The current kernel's id in this memory (0: not stored): pairs whose fast kernel is it or
+  // one of its ancestors are not shown.
+  int64_t current_kernel_id = 0;
+  // More kernels whose pairs are not shown (retrieve() adds the current kernel's lineage).
+  std::set<int64_t> exclude_kernels;
+  // Whether a fast kernel's source is a near-copy of the current kernel (the caller knows the
+  // similarity measure); asked only of pairs about to be chosen. Empty: none is.
+  std::function<bool(const std::string& fast_source)> near_copy;
+  // The techniques the current kernel already uses (techniques_in of its source).
+  std::vector<std::string> current_techniques;
+  int max_tuner_pairs = 1;  // pairs whose fast kernel is a tuner configuration
 };
 
 struct RetrievedPair {
@@ -54,12 +74,16 @@ struct RetrievedPair {
   // The class of the slow kernel's newest profile; "unknown" when it has none or the query
   // has no class to match (then it is not looked up).
   std::string slow_bottleneck = "unknown";
+  // What the pair teaches (techniques.h); "tuning" alone for a tuner configuration.
+  std::vector<std::string> techniques;
+  bool tuner_only = false;  // the fast kernel is a tuner configuration of the slow one
 };
 
 // The parts of the score that do not depend on BM25, for one candidate whose slow kernel had
-// the bottleneck class `slow_bottleneck` (exposed for tests).
+// the bottleneck class `slow_bottleneck` and that teaches `techniques` (exposed for tests).
 double non_text_score(const RetrievalQuery& query, const PairRecord& pair,
-                      const std::string& slow_bottleneck = "unknown");
+                      const std::string& slow_bottleneck = "unknown",
+                      const std::vector<std::string>& techniques = {});
 
 // Whether two bottleneck classes are the same known class ("" and "unknown" match nothing).
 bool same_bottleneck(const std::string& a, const std::string& b);
@@ -68,7 +92,11 @@ bool same_bottleneck(const std::string& a, const std::string& b);
 // major version, 0 otherwise or unknown.
 double arch_similarity(const std::string& a, const std::string& b);
 
-// Orders scored candidates and applies the lineage and negative limits (exposed for tests).
-std::vector<RetrievedPair> select_diverse(std::vector<RetrievedPair> candidates, int k);
+// Orders scored candidates and applies the exclusions, the lineage, negative and tuner limits
+// and the technique diversity described above (exposed for tests); `query` supplies
+// exclude_kernels, near_copy and max_tuner_pairs, `source_of` a fast kernel's source by id.
+std::vector<RetrievedPair> select_diverse(
+    std::vector<RetrievedPair> candidates, int k, const RetrievalQuery& query = {},
+    const std::function<std::string(int64_t kernel_id)>& source_of = {});
 
 }  // namespace kopt::memory

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "memory_store/fts_index.h"
+#include "memory_store/plan_store.h"
 
 namespace kopt::memory {
 
@@ -276,10 +277,13 @@ Status migrate(sql::Database& db, int target_version) {
   // version-3 kopt would store evaluations without their judging spec and update a task's spec
   // without its judging hash, so a kernel verified under an old task.json would then read as
   // current in `kopt memory wins`, the report and the export; hence last_compatible_version 4.
+  // Version 5 adds the plans and llm_transcripts tables (plan_store.h), which older code never
+  // names, so it keeps version 4's compatible version.
   static constexpr Migration kMigrations[] = {{migrate_to_version_1, 1},
                                               {migrate_to_version_2, 2},
                                               {migrate_to_version_3, 2},
-                                              {migrate_to_version_4, 4}};
+                                              {migrate_to_version_4, 4},
+                                              {migrate_to_version_5, 4}};
   static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
   static_assert(kMigrations[kSchemaVersion - 1].last_compatible == kCompatibleVersion);
   for (int next = *version + 1; next <= target_version; ++next) {

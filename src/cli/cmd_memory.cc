@@ -15,6 +15,7 @@
 #include "sandbox/judging_spec.h"
 #include "sandbox/profile_bottleneck.h"
 #include "src/cli/command.h"
+#include "src/cli/memory_calls.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
 
@@ -30,6 +31,8 @@ constexpr const char* kUsage =
     "  kopt memory wins [--task T] [--gpu G] [--min-speedup X] [--since DATE] [--json]\n"
     "  kopt memory search \"QUERY\" [--json]\n"
     "  kopt memory show ID\n"
+    "  kopt memory calls [--limit N] [--json]   (the prompts and answers the daemon kept)\n"
+    "  kopt memory call ID [--json]\n"
     "  kopt memory stats [--json]\n"
     "  kopt memory export --jsonl FILE\n"
     "  kopt memory import --jsonl FILE\n"
@@ -360,7 +363,8 @@ int prune(MemoryStore& store, const cxxopts::ParseResult& args) {
 
 int run_memory(int argc, char** argv) {
   cxxopts::Options options("kopt memory", kUsage);
-  options.add_options()("action", "wins | search | show | stats | export | import | prune",
+  options.add_options()("action",
+                        "wins | search | show | calls | call | stats | export | import | prune",
                         cxxopts::value<std::string>())(
       "words", "search words, or the pair ID to show", cxxopts::value<std::vector<std::string>>())(
       "task", "only this task", cxxopts::value<std::string>())(
@@ -380,7 +384,7 @@ int run_memory(int argc, char** argv) {
       cxxopts::value<int64_t>()->default_value("100"));
   add_database_option(options);
   options.parse_positional({"action", "words"});
-  options.positional_help("wins|search|show|stats|export|import|prune [ARGS]");
+  options.positional_help("wins|search|show|calls|call|stats|export|import|prune [ARGS]");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
@@ -391,8 +395,8 @@ int run_memory(int argc, char** argv) {
   std::string action = (*args)["action"].as<std::string>();
   std::vector<std::string> words;
   if (args->count("words")) words = (*args)["words"].as<std::vector<std::string>>();
-  const std::vector<std::string> actions = {"wins",   "search", "show", "stats",
-                                            "export", "import", "prune"};
+  const std::vector<std::string> actions = {"wins",   "search", "show",  "stats", "export",
+                                            "import", "prune",  "calls", "call"};
   if (std::find(actions.begin(), actions.end(), action) == actions.end()) {
     std::cerr << "kopt memory: unknown action '" << action << "'" << did_you_mean(action, actions)
               << " (see --help)\n";
@@ -416,6 +420,8 @@ int run_memory(int argc, char** argv) {
   if (action == "wins") return wins(*store, *args);
   if (action == "search") return search(*store, *args, words);
   if (action == "show") return show(*store, words);
+  if (action == "calls") return memory_calls(*store, *args);
+  if (action == "call") return memory_call(*store, words, *args);
   if (action == "stats") return stats(*store, *args);
   if (action == "export") return export_memory(*store, (*args)["jsonl"].as<std::string>());
   if (action == "import") return import_memory(*store, (*args)["jsonl"].as<std::string>());

@@ -102,12 +102,14 @@ struct DaemonConfig {
   std::string worker;                       // the kopt-sandbox binary; "": the one beside kopt
   std::filesystem::path prompts_dir;        // "": $KOPT_PROMPTS, ./prompts, the source tree's
   std::optional<int64_t> max_in_flight;     // concurrent jobs; unset: 2 x GPUs + 2 with an LLM
+  bool keep_prompts = true;  // store every prompt and answer (scrubbed, capped) in the memory
+  std::optional<int64_t> llm_concurrency;  // model jobs at once; unset: shared with GPU jobs
   std::optional<double> drain_s;            // after SIGINT/SIGTERM, how long work may finish
   // The search loop's knobs (src/orchestrator/run_options.h has the defaults).
   struct Search {
     std::optional<int64_t> beam_width, plans_per_iteration, max_repairs, memory_examples,
-        plateau_candidates, tuner_max_configs;
-    std::optional<double> sol_threshold_percent;
+        plateau_candidates, tuner_max_configs, warm_start_kernels, plateau_plans;
+    std::optional<double> sol_threshold_percent, exploration;
   } search;
   // Noticing a model that stalls (src/orchestrator/stall_detector.h has the defaults).
   struct Stall {

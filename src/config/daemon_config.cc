@@ -60,6 +60,8 @@ DaemonConfig read_daemon_section(JsonReader& reader, const json* section) {
   r.string("prompts_dir", prompts);
   d.prompts_dir = prompts;
   r.integer("max_in_flight", d.max_in_flight, Bound::kPositive);
+  r.boolean("keep_prompts", d.keep_prompts);
+  r.integer("llm_concurrency", d.llm_concurrency, Bound::kPositive);
   r.number("drain_s", d.drain_s, Bound::kNonNegative);
 
   ObjectReader search(reader, r.object("search"), "$.daemon.search");
@@ -69,6 +71,9 @@ DaemonConfig read_daemon_section(JsonReader& reader, const json* section) {
   search.integer("memory_examples", d.search.memory_examples, Bound::kNonNegative);
   search.integer("plateau_candidates", d.search.plateau_candidates, Bound::kPositive);
   search.integer("tuner_max_configs", d.search.tuner_max_configs, Bound::kPositive);
+  search.integer("warm_start_kernels", d.search.warm_start_kernels, Bound::kNonNegative);
+  search.integer("plateau_plans", d.search.plateau_plans, Bound::kPositive);
+  search.number("exploration", d.search.exploration, Bound::kNonNegative);
   search.number("sol_threshold_percent", d.search.sol_threshold_percent, Bound::kPositive);
   search.finish();
 

@@ -16,6 +16,7 @@
 #include "sandbox/evaluator_pool.h"
 #include "sandbox/task_catalog.h"
 #include "src/llm/llm_service.h"
+#include "src/llm/secret.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/live_display.h"
 #include "src/orchestrator/orchestrator.h"
@@ -97,8 +98,13 @@ void apply_config(const DaemonConfig& d, RunOptions& options) {
   set(s.memory_examples, d.search.memory_examples);
   set(s.plateau_candidates, d.search.plateau_candidates);
   set(s.tuner_max_configs, d.search.tuner_max_configs);
+  set(s.warm_start_kernels, d.search.warm_start_kernels);
+  set(s.plateau_plans, d.search.plateau_plans);
+  set(s.exploration, d.search.exploration);
+  set(options.llm_concurrency, d.llm_concurrency);
   set(s.sol_threshold_percent, d.search.sol_threshold_percent);
   set(options.max_in_flight, d.max_in_flight);
+  options.keep_prompts = d.keep_prompts;
   set(options.drain_seconds, d.drain_s);
   options.budgets.hours = d.budgets.hours;
   options.budgets.max_usd = d.budgets.max_usd;
@@ -402,6 +408,17 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
       return 2;
     }
     prompts = std::move(*loaded);
+    // Stored prompts and answers never hold a configured key's value.
+    std::vector<Secret> keys;
+    for (const auto& [name, provider] : config->llm->providers) {
+      if (provider.api_key_env.empty()) continue;
+      if (auto key = Secret::from_env(provider.api_key_env)) keys.push_back(std::move(*key));
+    }
+    recorder.set_scrubber([keys](const std::string& text) {
+      std::string out = text;
+      for (const Secret& key : keys) out = key.scrub(out);
+      return out;
+    });
     auto service = LlmService::create(*config->llm, &recorder);
     if (!service) {
       std::cerr << "kopt run: " << service.error() << "\n";

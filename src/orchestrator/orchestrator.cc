@@ -47,10 +47,18 @@ Orchestrator::Orchestrator(RunOptions options, OrchestratorDeps deps)
     planner_ = std::make_unique<agents::Planner>(*caller_);
     coder_ = std::make_unique<agents::Coder>(*caller_);
     summarizer_ = std::make_unique<agents::Summarizer>(*caller_);
+    if (options_.keep_prompts) {
+      caller_->set_transcript_sink([recorder = deps_.recorder](const agents::Transcript& t) {
+        recorder->record_transcript(t);
+      });
+    }
   }
   int slots = std::max(1, deps_.evaluator_slots);
+  // Without a cap of its own, model jobs share 2 x GPUs + 2 slots with GPU jobs; with one,
+  // every GPU gets a slot and the model its llm_concurrency.
+  int with_llm = options_.llm_concurrency > 0 ? slots + options_.llm_concurrency : 2 * slots + 2;
   max_in_flight_ =
-      options_.max_in_flight > 0 ? options_.max_in_flight : (deps_.llm ? 2 * slots + 2 : slots);
+      options_.max_in_flight > 0 ? options_.max_in_flight : (deps_.llm ? with_llm : slots);
 }
 
 Orchestrator::~Orchestrator() {
@@ -82,9 +90,16 @@ Status Orchestrator::add_task(const std::filesystem::path& dir, bool restore) {
   }
   if (auto s = deps_.recorder->upsert_task(*spec); !s) return s;
   std::lock_guard lock(mutex_);
+  SearchLimits limits{options_.search, options_.stall, options_.budgets.candidates_per_task,
+                      options_.budgets.max_usd_per_task, deps_.llm != nullptr};
   TaskState& task = tasks_.emplace_back(std::move(*spec), std::move(*reference),
-                                        std::move(*baseline), options_.search, options_.stall);
+                                        std::move(*baseline), std::move(limits));
   if (restore) restore_task(task);
+  // What failed on this task in earlier runs, and why: the planner is told from the start.
+  for (const auto& plan : deps_.recorder->earlier_failed_plans(task.spec.name, 12)) {
+    task.tried_plans.insert(task.tried_plans.begin(),
+                            plan.title + " -> " + plan.outcome + " (an earlier run)");
+  }
   spdlog::info(
       "task {} from {} (priority {}){}", task.spec.name, dir.string(), task.spec.priority,
       restore ? fmt::format(": {} candidates judged before the resume", task.candidates) : "");
@@ -148,72 +163,50 @@ void Orchestrator::begin_drain(const std::string& reason, const std::string& sta
   changed_.notify_all();
 }
 
-bool Orchestrator::update_task_phase(TaskState& task) {
-  if (task.finished()) return false;
-  auto finish = [&](const std::string& note) {
-    task.phase = TaskState::Phase::kDone;
-    task.note = note;
-    spdlog::info("[{}] done: {} (best {:.2f}x, {:.1f}% SOL, {} candidates)", task.spec.name, note,
-                 task.best_speedup, task.best_sol_percent, task.candidates);
-    return false;
-  };
-  const SearchSettings& s = options_.search;
-  if (task.best_sol_percent >= s.sol_threshold_percent) {
-    return finish(fmt::format("reached {:.1f}% of speed of light", task.best_sol_percent));
+void Orchestrator::log_change(const TaskState& task, const PhaseChange& change) const {
+  switch (change.kind) {
+    case PhaseChange::Kind::kNone:
+      return;
+    case PhaseChange::Kind::kDone:
+      spdlog::info("[{}] done: {} (best {:.2f}x, {:.1f}% SOL, {} candidates)", task.spec.name,
+                   change.note, task.best_speedup, task.best_sol_percent, task.candidates);
+      return;
+    case PhaseChange::Kind::kParked:
+      if (task.finished()) {
+        spdlog::info("[{}] {}: {} (best {:.2f}x, {:.1f}% SOL)", task.spec.name,
+                     phase_name(task.phase), change.note, task.best_speedup, task.best_sol_percent);
+      } else {
+        spdlog::warn("[{}] parked: {}; no more LLM work for this task in this run{}",
+                     task.spec.name, change.note,
+                     task.tune_queue.empty() ? "" : " (the tuner finishes its queue)");
+      }
+      return;
+    case PhaseChange::Kind::kFailed:
+      spdlog::error("[{}] {}", task.spec.name, change.note);
+      return;
   }
-  if (options_.budgets.candidates_per_task &&
-      task.candidates >= *options_.budgets.candidates_per_task) {
-    return finish(
-        fmt::format("candidate budget of {} used", *options_.budgets.candidates_per_task));
-  }
-  if (deps_.llm && task.since_improvement >= s.plateau_candidates) {
-    return finish(fmt::format("plateau: {} candidates without a {:.0f}% gain",
-                              task.since_improvement, (s.min_improvement - 1) * 100));
-  }
-  const auto& cap = options_.budgets.max_usd_per_task;
-  if (deps_.llm && cap && task.parked.empty() && task.usage.cost_usd >= *cap) {
-    park(task,
-         fmt::format("its LLM budget of ${:.2f} is spent (${:.2f})", *cap, task.usage.cost_usd));
-  }
-  return true;
 }
 
 bool Orchestrator::launch_next_job() {
   std::unique_lock lock(mutex_);
   TaskState* chosen = nullptr;
   double chosen_score = 0;
-  enum class Kind { kBaseline, kTune, kCode, kPlan } kind = Kind::kBaseline;
+  JobKind kind = JobKind::kBaseline;
   bool llm_up = deps_.llm != nullptr;
   if (llm_up) {
     auto availability = deps_.llm->availability("coder");
     llm_up = availability.available;
   }
   Clock::time_point now = Clock::now();
-  bool llm_now = llm_up && !llm_held_back(now);
+  // LLM concurrency is a setting of its own: model jobs wait for a free slot, GPU jobs do not.
+  bool llm_slot = options_.llm_concurrency <= 0 || llm_jobs_ < options_.llm_concurrency;
+  bool llm_now = llm_up && llm_slot && !llm_held_back(now);
   for (TaskState& task : tasks_) {
-    if (!update_task_phase(task)) continue;
-    std::optional<Kind> next;
-    if (task.phase == TaskState::Phase::kNeedsBaseline) {
-      next = Kind::kBaseline;
-    } else if (task.phase == TaskState::Phase::kSearching) {
-      // A backed-off task leaves the model to the others until its time comes.
-      bool task_llm = llm_now && task.parked.empty() && now >= task.llm_not_before;
-      if (!task.tune_queue.empty()) {
-        next = Kind::kTune;
-      } else if (task_llm && !task.code_queue.empty()) {
-        next = Kind::kCode;
-      } else if (task_llm && !task.plan_in_flight && task.code_queue.empty() &&
-                 !task.beam.empty()) {
-        next = Kind::kPlan;
-      } else if (task.in_flight == 0 && (!deps_.llm || !task.parked.empty())) {
-        task.phase = deps_.llm ? TaskState::Phase::kParked : TaskState::Phase::kDone;
-        task.note = deps_.llm ? task.parked : "every tunable configuration tried";
-        spdlog::info("[{}] {}: {} (best {:.2f}x, {:.1f}% SOL)", task.spec.name,
-                     phase_name(task.phase), task.note, task.best_speedup, task.best_sol_percent);
-      }
-    }
+    PhaseChange change;
+    std::optional<JobKind> next = task.next_job(now, llm_now, change);
+    log_change(task, change);
     if (!next) continue;
-    double score = static_cast<double>(task.jobs_started + 1) / task.weight();
+    double score = task.fair_score();
     if (!chosen || score < chosen_score) {
       chosen = &task;
       chosen_score = score;
@@ -223,11 +216,18 @@ bool Orchestrator::launch_next_job() {
   if (!chosen) return false;
   TaskState& task = *chosen;
   switch (kind) {
-    case Kind::kBaseline:
+    case JobKind::kBaseline:
       task.phase = TaskState::Phase::kBaselineRunning;
       launch(task, [this, &task] { run_baseline(task); });
       break;
-    case Kind::kTune: {
+    case JobKind::kWarm: {
+      WarmKernel kernel = std::move(task.warm_queue.front());
+      task.warm_queue.pop_front();
+      ++task.warm_in_flight;
+      launch(task, [this, &task, kernel] { run_warm(task, kernel); });
+      break;
+    }
+    case JobKind::kTune: {
       TuneItem item = task.tune_queue.front();
       task.tune_queue.pop_front();
       --item.target->queued;
@@ -235,15 +235,23 @@ bool Orchestrator::launch_next_job() {
       launch(task, [this, &task, item] { run_tune(task, item); });
       break;
     }
-    case Kind::kCode: {
+    case JobKind::kCode: {
       auto item = std::make_shared<CodeItem>(std::move(task.code_queue.front()));
       task.code_queue.pop_front();
-      launch(task, [this, &task, item] { run_code(task, std::move(*item)); });
+      ++llm_jobs_;
+      launch(task, [this, &task, item] {
+        LlmSlot slot{this};
+        run_code(task, std::move(*item));
+      });
       break;
     }
-    case Kind::kPlan:
+    case JobKind::kPlan:
       task.plan_in_flight = true;
-      launch(task, [this, &task] { run_plan(task); });
+      ++llm_jobs_;
+      launch(task, [this, &task] {
+        LlmSlot slot{this};
+        run_plan(task);
+      });
       break;
   }
   return true;

@@ -107,12 +107,12 @@ class Orchestrator {
   double elapsed_seconds() const;
   bool all_done() const;  // no job running and every task finished
   bool stopping() const { return draining_.load(); }
-  // Marks tasks done whose threshold, plateau or budget says so; returns whether `task` may
-  // start new work.
-  bool update_task_phase(TaskState& task);
+  // Logs what a rule of the task's search changed.
+  void log_change(const TaskState& task, const PhaseChange& change) const;
 
   // ---- jobs (search_jobs.cc); each runs on its own thread ----
   void run_baseline(TaskState& task);
+  void run_warm(TaskState& task, const WarmKernel& kernel);
   void run_tune(TaskState& task, TuneItem item);
   void run_plan(TaskState& task);
   void run_code(TaskState& task, CodeItem item);
@@ -120,17 +120,16 @@ class Orchestrator {
   // ---- shared by the jobs (search_jobs.cc) ----
   CandidateInput candidate_input(const TaskState& task, std::string source,
                                  memory::KernelOrigin origin, std::optional<int64_t> parent) const;
-  // Counts a judged candidate and offers a verified one to the beam (and, when it enters and
-  // `tune_new_kernels`, to the tuner). Requires mutex_.
+  // TaskSearch::on_result, logged. Requires mutex_.
   void count_candidate(TaskState& task, const CandidateOutcome& outcome,
                        bool tune_new_kernels = true);
   // Stores the pair parent -> kernel when the change is large enough, with its lesson.
   void record_pair(TaskState& task, const VerifiedKernel& parent, const VerifiedKernel& kernel,
                    const std::string& mechanical_lesson);
-  // Starts sweeping `kernel`'s tunables when it declares any. Requires mutex_.
-  void add_tune_target(TaskState& task, const VerifiedKernel& kernel);
-  void queue_next_tune_batch(TaskState& task, TuneTarget& target);
   agents::WorkContext work_context(const TaskState& task, const VerifiedKernel& current) const;
+  // Queues the task's warm start (the best kernels of earlier runs on this GPU model). Requires
+  // mutex_.
+  void queue_warm_start(TaskState& task);
 
   // ---- a model that stalls, and spend (stall_control.cc); all require mutex_ ----
   // Adds an agent's usage to the task, the run and the spend rate.
@@ -182,6 +181,15 @@ class Orchestrator {
   std::string stop_reason_;
   std::string final_status_;
   int max_in_flight_ = 1;
+  int llm_jobs_ = 0;  // planner and coder jobs running
+  // Gives a model job's slot back when the job ends, however it ends.
+  struct LlmSlot {
+    Orchestrator* self;
+    ~LlmSlot() {
+      std::lock_guard lock(self->mutex_);
+      --self->llm_jobs_;
+    }
+  };
 };
 
 }  // namespace kopt::orchestrator

@@ -21,11 +21,24 @@ struct SearchSettings {
   int max_repairs = 2;                  // coder repairs after a compile error or a wrong answer
   int memory_examples = 4;              // pairs retrieved from memory into each prompt
   double sol_threshold_percent = 90;    // a task at this share of speed of light is done
-  int plateau_candidates = 40;          // candidates without a 1% improvement end a task
+  int plateau_candidates = 400;         // backstop: candidates (tuner ones too) without a 1% gain
+  int plateau_plans = 12;               // model plans in a row without a 1% gain end a task
   double min_improvement = 1.01;        // what counts as an improvement of the task's best
   int tuner_max_configs = 24;           // tunable configurations tried per kernel
   double positive_pair_speedup = 1.04;  // pairs kept as examples (AccelOpt's threshold)
   double negative_pair_speedup = 1.15;  // slowdowns kept as warnings (1/1.15x and worse)
+  // Warm start: the best verified kernels of earlier runs of the task on the same GPU model
+  // judged again and offered to the beam when the task starts; 0 turns it off.
+  int warm_start_kernels = 4;
+  // Parent choice (UCB): a beam kernel's score is its speedup over the task's best plus
+  // exploration x sqrt(ln(plans from the task + 1) / (plans from it + 1)).
+  double exploration = 0.5;
+  // A verified child within this share of its parent's speed (and under positive_pair_speedup)
+  // gets one more coder turn with its own measurements and counters.
+  double refine_within = 0.95;
+  // Tasks under this %SOL get `far_coder_samples` coder samples per plan instead of one.
+  double far_from_sol_percent = 20;
+  int far_coder_samples = 2;
 };
 
 struct Budgets {
@@ -43,7 +56,9 @@ struct RunOptions {
   SearchSettings search;
   StallSettings stall;
   bool use_llm = true;            // false: the built-in tuner only
+  bool keep_prompts = true;       // store every prompt and answer (daemon.keep_prompts)
   int max_in_flight = 0;          // concurrent jobs; 0: derived from the GPUs and the LLM
+  int llm_concurrency = 0;        // model jobs (plans, coder turns) at once; 0: no cap of its own
   double drain_seconds = 60;      // after a stop signal, how long in-flight work may finish
   std::filesystem::path run_dir;  // logs of this run; empty: no file log
 

@@ -145,6 +145,83 @@ int64_t RunRecorder::pending_submissions() {
   return n ? *n : 0;
 }
 
+std::optional<int64_t> RunRecorder::add_plan(memory::PlanRecord plan) {
+  std::lock_guard lock(mutex_);
+  if (run_id_) plan.run_id = run_id_;
+  auto id = memory::add_plan(store_.database(), plan);
+  if (!id) {
+    spdlog::warn("memory: {}", id.error());
+    return std::nullopt;
+  }
+  return *id;
+}
+
+void RunRecorder::finish_plan(int64_t id, const std::string& outcome,
+                              const std::vector<int64_t>& children) {
+  std::lock_guard lock(mutex_);
+  if (auto s = memory::finish_plan(store_.database(), id, outcome, children); !s) {
+    spdlog::warn("memory: {}", s.error());
+  }
+}
+
+std::vector<memory::PlanRecord> RunRecorder::earlier_failed_plans(const std::string& task,
+                                                                  int64_t limit) {
+  std::lock_guard lock(mutex_);
+  auto plans = memory::failed_plans(
+      store_.database(), task, run_id_ ? std::optional<int64_t>(run_id_) : std::nullopt, limit);
+  if (!plans) {
+    spdlog::warn("memory: {}", plans.error());
+    return {};
+  }
+  return *plans;
+}
+
+void RunRecorder::record_transcript(const agents::Transcript& t) {
+  auto scrub = [this](const std::string& text) { return scrub_ ? scrub_(text) : text; };
+  memory::TranscriptRecord record;
+  record.agent = t.agent;
+  record.task = t.label;
+  record.template_file = t.template_file;
+  record.system = scrub(t.system);
+  record.prompt = scrub(t.prompt);
+  record.answer = scrub(t.answer);
+  record.status = t.status;
+  std::lock_guard lock(mutex_);
+  if (run_id_) record.run_id = run_id_;
+  if (auto id = memory::add_transcript(store_.database(), std::move(record)); !id) {
+    spdlog::warn("memory: {}", id.error());
+  }
+}
+
+Result<std::vector<WarmKernel>> RunRecorder::warm_start_kernels(const std::string& task,
+                                                                const std::string& gpu_model,
+                                                                int limit) {
+  std::lock_guard lock(mutex_);
+  // A kernel's best verified evaluation per kernel; the speedups of different runs are each
+  // against their own baseline timed interleaved, so they compare across runs.
+  auto statement = store_.database().cached(
+      "SELECT k.id, k.parent_id, k.source, k.origin_agent, k.origin_tuner, max(e.speedup) AS s"
+      " FROM evaluations e JOIN kernels k ON k.id = e.kernel_id JOIN tasks t ON t.id = e.task_id"
+      " WHERE t.name = ?1 AND e.gpu_model = ?2 AND e.verdict = 'ok' AND e.run_id IS NOT ?3"
+      " AND k.origin_agent != 'baseline' AND e.speedup > 1.0"
+      " GROUP BY k.id ORDER BY s DESC, k.id LIMIT ?4");
+  statement->bind(1, task).bind(2, gpu_model).bind(3, run_id_).bind(4, int64_t{limit});
+  std::vector<WarmKernel> out;
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error(row.error());
+    if (!*row) break;
+    WarmKernel k;
+    k.kernel_id = statement->column_int64(0);
+    k.parent_id = statement->column_optional_int64(1);
+    k.source = statement->column_text(2);
+    k.origin = statement->column_int64(4) ? "tuner" : statement->column_text(3);
+    k.earlier_speedup = statement->column_double(5);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
 Result<std::vector<PastEvaluation>> RunRecorder::history(const std::string& task) {
   std::lock_guard lock(mutex_);
   auto statement = store_.database().cached(

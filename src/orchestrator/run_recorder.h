@@ -7,16 +7,20 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "agents/agent_call.h"
 #include "common/result.h"
 #include "memory_store/memory_store.h"
+#include "memory_store/plan_store.h"
 #include "sandbox/task_spec.h"
 #include "src/llm/accounting.h"
 #include "src/orchestrator/daemon_tables.h"
+#include "src/orchestrator/task_search.h"
 
 namespace kopt::orchestrator {
 
@@ -67,6 +71,23 @@ class RunRecorder final : public LlmCallSink {
   Result<std::vector<Submission>> take_submissions();
   int64_t pending_submissions();
 
+  // The fastest distinct kernels (not the baseline) verified for `task` on `gpu_model` in
+  // earlier runs, best first, at most `limit`: a warm start for this run.
+  Result<std::vector<WarmKernel>> warm_start_kernels(const std::string& task,
+                                                     const std::string& gpu_model, int limit);
+  // Plans and transcripts (memory_store/plan_store.h), tagged with this run. Failures are logged,
+  // never the caller's problem: a lost transcript must not stop the search.
+  std::optional<int64_t> add_plan(memory::PlanRecord plan);
+  void finish_plan(int64_t id, const std::string& outcome, const std::vector<int64_t>& children);
+  // Plans of `task` in earlier runs that produced no verified kernel, newest first.
+  std::vector<memory::PlanRecord> earlier_failed_plans(const std::string& task, int64_t limit);
+  // Stores one prompt and its answer, each text through the scrubber first.
+  void record_transcript(const agents::Transcript& transcript);
+  // What every stored prompt and answer passes through: removes key values (daemon.cc sets it
+  // to the configured providers' keys); the default keeps text as it is.
+  void set_scrubber(std::function<std::string(const std::string&)> scrub) {
+    scrub_ = std::move(scrub);
+  }
   // This run's evaluations of `task`, oldest first.
   Result<std::vector<PastEvaluation>> history(const std::string& task);
 
@@ -75,6 +96,7 @@ class RunRecorder final : public LlmCallSink {
   memory::MemoryStore& store_;
   int64_t run_id_ = 0;
   std::map<std::string, std::string> judging_specs_;  // task name -> judging_spec_sha256
+  std::function<std::string(const std::string&)> scrub_;
 };
 
 // Runs `write` (a function returning a Result or Status) until it succeeds, fails for a reason

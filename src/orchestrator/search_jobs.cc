@@ -8,18 +8,17 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "memory_store/line_diff.h"
+#include "memory_store/techniques.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/profile_bottleneck.h"
 #include "src/orchestrator/kernel_fingerprint.h"
 #include "src/orchestrator/orchestrator.h"
+#include "src/orchestrator/task_contract.h"
 #include "src/orchestrator/work_context.h"
 
 namespace kopt::orchestrator {
 
 namespace {
-
-// After this many failures in a row of the same kind, a task stops instead of spinning.
-constexpr int kMaxFailuresInARow = 5;
 
 std::string first_line(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
@@ -98,57 +97,21 @@ CandidateInput Orchestrator::candidate_input(const TaskState& task, std::string 
   return input;
 }
 
-void Orchestrator::add_tune_target(TaskState& task, const VerifiedKernel& kernel) {
-  auto file = parse_kernel_file(kernel.source, "kernel.cu", &task.spec);
-  if (!file) return;
-  TunerSweep sweep(file->tunables, options_.search.tuner_max_configs);
-  if (!sweep.has_space()) return;
-  TunableConfig defaults = sweep.defaults();
-  TuneTarget& target = task.tune_targets.emplace_back(
-      TuneTarget{kernel, std::move(sweep), std::move(defaults), kernel.speedup});
-  queue_next_tune_batch(task, target);
-}
-
-void Orchestrator::queue_next_tune_batch(TaskState& task, TuneTarget& target) {
-  for (TunableConfig& config : target.sweep.next_batch(target.best)) {
-    task.tune_queue.push_back({&target, std::move(config)});
-    ++target.queued;
-  }
-}
-
 void Orchestrator::count_candidate(TaskState& task, const CandidateOutcome& outcome,
                                    bool tune_new_kernels) {
-  if (!outcome.judged) {
-    if (outcome.gpu_busy) return;  // the GPU's fault, already retried and logged by the evaluator
-    if (++task.evaluator_errors >= kMaxFailuresInARow && !task.finished()) {
-      task.phase = TaskState::Phase::kFailed;
-      task.note = "the evaluator keeps failing: " + first_line(outcome.error);
-      spdlog::error("[{}] {}", task.spec.name, task.note);
-    }
-    return;
+  if (PhaseChange change = task.on_result(outcome, tune_new_kernels)) {
+    spdlog::error("[{}] {}", task.spec.name, change.note);
   }
-  task.evaluator_errors = 0;
-  ++task.candidates;
-  ++task.since_improvement;
-  if (!outcome.verified) {
-    ++task.failures;
-    return;
-  }
-  const VerifiedKernel& k = *outcome.verified;
-  if (k.speedup > task.best_speedup * options_.search.min_improvement) task.since_improvement = 0;
-  if (k.speedup > task.best_speedup) {
-    task.best_speedup = k.speedup;
-    task.best_us = k.median_us;
-  }
-  task.best_sol_percent = std::max(task.best_sol_percent, k.sol_percent);
-  bool entered = task.beam.offer(k);
-  if (entered && tune_new_kernels && k.origin != "tuner") add_tune_target(task, k);
 }
 
 agents::WorkContext Orchestrator::work_context(const TaskState& task,
                                                const VerifiedKernel& current) const {
   agents::WorkContext context;
-  context.task = make_brief(task.spec, gpu_.value_or(GpuIdentity{}), current.sol_us);
+  GpuIdentity gpu = gpu_.value_or(GpuIdentity{});
+  context.task = make_brief(task.spec, gpu, current.sol_us);
+  // The baseline's speed of light, so the contract is the same text for every kernel.
+  context.task.contract =
+      task_contract(task.spec, gpu, task.baseline ? task.baseline->sol_us : current.sol_us);
   context.current.source = current.source;
   context.current.measurements = measurements_of(current);
   size_t first = task.tried_plans.size() > 12 ? task.tried_plans.size() - 12 : 0;
@@ -257,12 +220,52 @@ void Orchestrator::run_baseline(TaskState& task) {
   task.best_us = k.median_us;
   task.best_sol_percent = k.sol_percent;
   task.phase = TaskState::Phase::kSearching;
-  add_tune_target(task, k);
+  task.add_tune_target(k);
+  queue_warm_start(task);
   spdlog::info("[{}] baseline: {:.2f} us, {:.1f}% of speed of light ({:.2f} us){}", task.spec.name,
                k.median_us, k.sol_percent, k.sol_us,
                task.tune_queue.empty()
                    ? ""
                    : fmt::format("; {} tuner configurations queued", task.tune_queue.size()));
+}
+
+void Orchestrator::queue_warm_start(TaskState& task) {
+  if (options_.search.warm_start_kernels <= 0 || !gpu_) return;
+  auto kernels = deps_.recorder->warm_start_kernels(task.spec.name, gpu_->model,
+                                                    options_.search.warm_start_kernels);
+  if (!kernels) {
+    spdlog::warn("[{}] warm start: {}", task.spec.name, kernels.error());
+    return;
+  }
+  for (WarmKernel& k : *kernels) task.warm_queue.push_back(std::move(k));
+  if (!task.warm_queue.empty()) {
+    spdlog::info("[{}] warm start: {} kernels of earlier runs on {} are judged again first",
+                 task.spec.name, task.warm_queue.size(), gpu_->model);
+  }
+}
+
+void Orchestrator::run_warm(TaskState& task, const WarmKernel& kernel) {
+  bool skip = false;
+  {
+    std::lock_guard lock(mutex_);
+    skip = stopping() || task.finished() ||
+           !task.judged_sources.insert(sha256_hex(kernel.source)).second;
+    if (skip) --task.warm_in_flight;
+  }
+  if (skip) return;
+  // Judged again by this run's verifier and task spec: a kernel verified under an older spec or
+  // verifier counts only if it passes now. A known source keeps its id, parent and origin.
+  memory::KernelOrigin origin{kernel.origin, "", "", kernel.origin == "tuner"};
+  CandidateOutcome outcome =
+      candidates_->judge(candidate_input(task, kernel.source, origin, kernel.parent_id));
+  if (outcome.verified) outcome.verified->origin = kernel.origin;
+  spdlog::info("[{}] warm start: kernel {} ({:.2f}x in an earlier run): {}", task.spec.name,
+               kernel.kernel_id, kernel.earlier_speedup, describe_result(outcome));
+  std::lock_guard lock(mutex_);
+  count_candidate(task, outcome);
+  task.known_kernels[kernel_fingerprint(kernel.source)] = {outcome.kernel_id,
+                                                           describe_result(outcome)};
+  --task.warm_in_flight;
 }
 
 void Orchestrator::run_tune(TaskState& task, TuneItem item) {
@@ -276,7 +279,7 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
     if (skip) {
       --target.in_flight;
       if (target.queued == 0 && target.in_flight == 0 && !stopping()) {
-        queue_next_tune_batch(task, target);
+        task.queue_next_tune_batch(target);
       }
     }
   }
@@ -298,7 +301,7 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
       target.best_speedup = outcome.verified->speedup;
     }
     if (target.queued == 0 && target.in_flight == 0 && !stopping()) {
-      queue_next_tune_batch(task, target);
+      task.queue_next_tune_batch(target);
     }
   }
   if (outcome.verified) {
@@ -330,8 +333,7 @@ void Orchestrator::run_plan(TaskState& task) {
       task.plan_in_flight = false;
       return;
     }
-    const auto& members = task.beam.members();
-    parent = members[task.next_parent++ % members.size()];
+    parent = task.next_parent();
     context = work_context(task, parent);
     context.temperature = raised_temperature("planner", task.temperature_boost);
     query.task = task.spec.name;
@@ -341,6 +343,11 @@ void Orchestrator::run_plan(TaskState& task) {
     skip = static_cast<size_t>(task.memory_rotation * options_.search.memory_examples);
   }
   query.kernel_source = parent.source;
+  // Never show the model where it already is: the parent, its ancestors and near-copies of it.
+  query.current_kernel_id = parent.kernel_id;
+  query.near_copy = [source = parent.source, limit = options_.search.near_copy_similarity](
+                        const std::string& fast) { return code_similarity(source, fast) >= limit; };
+  query.current_techniques = memory::techniques_in(parent.source);
   // Pairs whose slow side was limited the way this kernel is rank higher (retrieval.h).
   if (parent.profile) query.bottleneck = bottleneck_name(classify_bottleneck(*parent.profile));
   query.bottleneck_of_profile = [this](const std::string& profile_json) {
@@ -379,18 +386,7 @@ void Orchestrator::run_plan(TaskState& task) {
     }
     return;
   }
-  task.planner_failures = 0;
-  // Plans are compared, not only kernels: a plan tried (or queued) before is not developed
-  // again, whatever the planner was told.
-  std::vector<agents::Plan> fresh;
-  std::vector<std::string> dropped;
-  for (agents::Plan& plan : *plans) {
-    if (task.plan_keys.insert(agents::plan_key(plan.title)).second) {
-      fresh.push_back(std::move(plan));
-    } else {
-      dropped.push_back(plan.title);
-    }
-  }
+  auto [fresh, dropped] = task.on_plans(std::move(*plans), parent);
   spdlog::info("[{}] {} plans from kernel {} ({:.2f}x), {} memory pairs in the prompt{}",
                task.spec.name, fresh.size(), parent.kernel_id, parent.speedup, retrieved.size(),
                dropped.empty() ? std::string()
@@ -405,17 +401,33 @@ void Orchestrator::run_plan(TaskState& task) {
   }
   task.planner_stale = 0;
   task.planner_note.clear();
+  auto credited = std::make_shared<std::atomic<bool>>(false);
   for (agents::Plan& plan : fresh) {
-    task.code_queue.push_back(CodeItem{parent, std::move(plan), context, retrieved});
+    memory::PlanRecord record;
+    record.task = task.spec.name;
+    if (parent.kernel_id) record.parent_kernel_id = parent.kernel_id;
+    record.title = plan.title;
+    record.detail = plan.detail;
+    record.technique = join(memory::techniques_in(plan.title + "\n" + plan.detail), " ");
+    auto plan_id = deps_.recorder->add_plan(record);
+    // A task far from speed of light gets more than one coder sample of each plan.
+    for (int sample = task.coder_samples(); sample > 1; --sample) {
+      task.code_queue.push_back(CodeItem{parent, plan, context, retrieved, credited, plan_id});
+    }
+    task.code_queue.push_back(
+        CodeItem{parent, std::move(plan), context, retrieved, credited, plan_id});
   }
 }
 
 void Orchestrator::run_code(TaskState& task, CodeItem item) {
   std::optional<VerifiedKernel> accepted;
   std::vector<CallOutcome> calls;  // one per answer that held a kernel file
+  std::vector<int64_t> children;   // the kernels judged for this plan
   int64_t answers = 0;
+  double best_before = 0;
   {
     std::lock_guard lock(mutex_);
+    best_before = task.best_speedup;
     // What the model repeated since this plan was queued, and how hot it should answer now.
     item.context.repeats = task.repeat_notes;
     item.context.temperature = raised_temperature("coder", task.temperature_boost);
@@ -468,6 +480,7 @@ void Orchestrator::run_code(TaskState& task, CodeItem item) {
       std::lock_guard lock(mutex_);
       count_candidate(task, outcome);
       task.known_kernels[fingerprint] = {outcome.kernel_id, describe_result(outcome)};
+      if (outcome.kernel_id) children.push_back(outcome.kernel_id);
       if (outcome.judged) {
         bool broken =
             outcome.verdict == Verdict::kCompileError || outcome.verdict == Verdict::kInvalidPlan;
@@ -506,12 +519,40 @@ void Orchestrator::run_code(TaskState& task, CodeItem item) {
                                           : (result.failures.empty() ? std::string("not judged")
                                                                      : result.failures.back()));
     task.tried_plans.push_back(item.plan.title + " -> " + first_line(verdict));
+    if (!stopping() && result.attempts > 0) {
+      task.on_plan_done(task.best_speedup > best_before * options_.search.min_improvement);
+    }
+    // Verified but no real gain over its parent: one more turn with its own measurements and
+    // counters, to mature the idea instead of dropping it.
+    const SearchSettings& s = options_.search;
+    if (accepted && !item.refinement && ratio >= s.refine_within &&
+        ratio < s.positive_pair_speedup && task.parked.empty() && !task.finished() && !stopping()) {
+      CodeItem refine{*accepted,
+                      item.plan,
+                      work_context(task, *accepted),
+                      item.retrieved_pairs,
+                      item.credited,
+                      item.plan_id,
+                      true};
+      refine.context.examples = item.context.examples;
+      refine.context.warnings = item.context.warnings;
+      refine.plan.detail += fmt::format(
+          "\n\nThis plan was implemented as the current kernel above, which is correct but only "
+          "{:.2f}x its parent. Read its measurements and hardware counters, find what still "
+          "limits it, and change that, keeping the plan's idea.",
+          ratio);
+      task.code_queue.push_front(std::move(refine));
+    }
+    if (item.plan_id) deps_.recorder->finish_plan(*item.plan_id, first_line(verdict), children);
   }
   if (!result.error.empty() && !accepted) {
     spdlog::warn("[{}] coder '{}': {}", task.spec.name, item.plan.title, result.error);
   }
-  if (result.attempts > 0 && !item.retrieved_pairs.empty()) {
-    deps_.recorder->record_outcome(item.retrieved_pairs, accepted && ratio > 1.0);
+  // A retrieval is counted when it is made (RunRecorder::retrieve); its pairs earn credit once,
+  // from the first of its plans whose child beats its parent by a pair's margin.
+  if (accepted && ratio >= options_.search.positive_pair_speedup && item.credited &&
+      !item.retrieved_pairs.empty() && !item.credited->exchange(true)) {
+    deps_.recorder->record_outcome(item.retrieved_pairs, true);
   }
   if (accepted) record_pair(task, item.parent, *accepted, "");
 }
@@ -559,10 +600,10 @@ void Orchestrator::restore_task(TaskState& task) {
   }
   if (task.phase != TaskState::Phase::kSearching) return;
   for (const VerifiedKernel& k : std::vector<VerifiedKernel>(task.beam.members())) {
-    if (k.origin != "tuner") add_tune_target(task, k);
+    if (k.origin != "tuner") task.add_tune_target(k);
   }
   if (task.baseline && !task.beam.contains(task.baseline->kernel_id)) {
-    add_tune_target(task, *task.baseline);
+    task.add_tune_target(*task.baseline);
   }
   // Configurations judged before the resume count as tried; the best of them steers the sweep.
   for (TuneTarget& target : task.tune_targets) {

@@ -46,9 +46,7 @@ void Orchestrator::back_off(TaskState& task, std::chrono::milliseconds delay,
 }
 
 void Orchestrator::park(TaskState& task, const std::string& why) {
-  if (!task.parked.empty() || task.finished()) return;
-  task.parked = why;
-  task.code_queue.clear();
+  if (!task.park(why)) return;
   spdlog::warn("[{}] parked: {}; no more LLM work for this task in this run{}", task.spec.name, why,
                task.tune_queue.empty() ? "" : " (the tuner finishes its queue)");
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/strings.h"
 #include "memory_store/line_diff.h"
 #include "sandbox/profile_bottleneck.h"
@@ -90,6 +92,12 @@ void add_memory_examples(const std::vector<memory::RetrievedPair>& pairs, RunRec
     example.speedup = pair.speedup;
     example.summary = pair.summary;
     example.tags = pair.tags;
+    // The techniques it teaches (techniques.h), so the model sees what kind of change it is.
+    for (const auto& technique : retrieved.techniques) {
+      if (std::find(example.tags.begin(), example.tags.end(), technique) == example.tags.end()) {
+        example.tags.push_back(technique);
+      }
+    }
     auto slow = recorder.kernel(pair.slow_kernel_id);
     auto fast = recorder.kernel(pair.fast_kernel_id);
     if (slow && fast) {

@@ -88,3 +88,40 @@ TEST_F(PruneTest, FamilyAndNegativeCaps) {
 
 }  // namespace
 }  // namespace kopt::memory
+
+namespace kopt::memory {
+namespace {
+
+using namespace testing;
+
+TEST(PrunePolicy, TunerPairsHaveACapOfTheirOwn) {
+  TempDir dir;
+  MemoryStore store = open_store(dir / "m.db");
+  add_task(store, "axpy", {"elementwise"});
+  int64_t root = add_kernel(store, "axpy", kernel_source("axpy", "root"));
+  std::vector<int64_t> tuner_pairs;
+  for (int i = 0; i < 3; ++i) {
+    int64_t k = add_kernel(store, "axpy", kernel_source("axpy", "t" + std::to_string(i)), root);
+    ASSERT_TRUE(store.database()
+                    .execute("UPDATE kernels SET origin_tuner = 1 WHERE id = " + std::to_string(k))
+                    .ok());
+    tuner_pairs.push_back(
+        add_pair(store, "axpy", root, k, 1.1 + 0.1 * i, "BLOCK", {"elementwise"}));
+  }
+  int64_t coder = add_kernel(store, "axpy", kernel_source("axpy", "float4"), root);
+  int64_t technique = add_pair(store, "axpy", root, coder, 1.05, "float4 loads", {"elementwise"});
+  PruneCaps caps;
+  caps.max_tuner_pairs_per_task = 1;
+  auto result = *store.prune(caps);
+  ASSERT_EQ(result.removed.size(), 2u);
+  // The two least useful tuner pairs go; the weakest technique pair stays.
+  EXPECT_EQ(result.removed[0].id, tuner_pairs[0]);
+  EXPECT_EQ(result.removed[1].id, tuner_pairs[1]);
+  EXPECT_EQ(result.reasons[0], "tuner pairs of task axpy over 1");
+  for (const auto& p : result.removed) EXPECT_NE(p.id, technique);
+  caps.max_tuner_pairs_per_task = -1;
+  EXPECT_FALSE(store.prune(caps).ok());
+}
+
+}  // namespace
+}  // namespace kopt::memory

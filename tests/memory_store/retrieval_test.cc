@@ -402,3 +402,118 @@ TEST(RetrievalScoringTest, TheBottleneckTermNeedsTwoEqualKnownClasses) {
 
 }  // namespace
 }  // namespace kopt::memory
+
+namespace kopt::memory {
+namespace {
+
+using namespace testing;
+
+RetrievedPair scored(int64_t id, double score, std::vector<std::string> techniques,
+                     bool tuner = false, int64_t fast = 0) {
+  RetrievedPair r;
+  r.pair.id = id;
+  r.pair.lineage_root_id = id;
+  r.pair.fast_kernel_id = fast ? fast : 100 + id;
+  r.pair.speedup = 1.5;
+  r.score = score;
+  r.techniques = std::move(techniques);
+  r.tuner_only = tuner;
+  return r;
+}
+
+std::vector<int64_t> ids_of(const std::vector<RetrievedPair>& pairs) {
+  std::vector<int64_t> out;
+  for (const auto& p : pairs) out.push_back(p.pair.id);
+  return out;
+}
+
+TEST(RetrievalTeaching, AtMostOneTunerPair) {
+  std::vector<RetrievedPair> c = {scored(1, 3.0, {"tuning"}, true),
+                                  scored(2, 2.9, {"tuning"}, true),
+                                  scored(3, 1.0, {"vector_loads"}), scored(4, 0.5, {"fusion"})};
+  EXPECT_EQ(ids_of(select_diverse(c, 3)), (std::vector<int64_t>{1, 3, 4}));
+  RetrievalQuery none;
+  none.max_tuner_pairs = 0;
+  EXPECT_EQ(ids_of(select_diverse(c, 3, none)), (std::vector<int64_t>{3, 4}));
+}
+
+TEST(RetrievalTeaching, ATechniqueNotShownYetGoesBeforeARepeat) {
+  // Three online-softmax pairs score highest; the register-resident one must still be shown.
+  std::vector<RetrievedPair> c = {
+      scored(1, 3.0, {"online_softmax"}), scored(2, 2.9, {"online_softmax"}),
+      scored(3, 2.8, {"online_softmax", "warp_shuffle"}), scored(4, 1.0, {"register_resident"})};
+  EXPECT_EQ(ids_of(select_diverse(c, 3)), (std::vector<int64_t>{1, 3, 4}));
+  // With room left, the repeats fill it by score.
+  EXPECT_EQ(ids_of(select_diverse(c, 4)), (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
+TEST(RetrievalTeaching, ExcludedAndNearCopyFastKernelsAreNeverShown) {
+  std::vector<RetrievedPair> c = {scored(1, 3.0, {}, false, 7), scored(2, 2.0, {}, false, 8),
+                                  scored(3, 1.0, {})};
+  RetrievalQuery q;
+  q.exclude_kernels = {7};
+  q.near_copy = [](const std::string& source) { return source == "copy"; };
+  auto source_of = [](int64_t id) { return id == 8 ? std::string("copy") : std::string("x"); };
+  EXPECT_EQ(ids_of(select_diverse(c, 3, q, source_of)), (std::vector<int64_t>{3}));
+}
+
+TEST(RetrievalTeaching, NoveltyRewardsWhatTheCurrentKernelLacks) {
+  RetrievalQuery q;
+  q.current_techniques = {"online_softmax"};
+  PairRecord pair;
+  pair.speedup = 1.5;
+  double repeat = non_text_score(q, pair, "unknown", {"online_softmax"});
+  double fresh = non_text_score(q, pair, "unknown", {"register_resident"});
+  double unknown = non_text_score(q, pair, "unknown", {});
+  EXPECT_NEAR(fresh - repeat, 0.6, 1e-12);
+  EXPECT_NEAR(unknown - repeat, 0.3, 1e-12);
+}
+
+TEST(RetrievalTeaching, TheCurrentKernelsLineageIsExcludedFromTheStore) {
+  TempDir dir;
+  MemoryStore store = open_store(dir / "m.db");
+  add_task(store, "softmax", {"reduction"});
+  int64_t k0 = add_kernel(store, "softmax", kernel_source("softmax", "naive three pass"));
+  int64_t k1 = add_kernel(store, "softmax", kernel_source("softmax", "online max sum"), k0);
+  int64_t k2 = add_kernel(store, "softmax", kernel_source("softmax", "online warp shfl"), k1);
+  int64_t other = add_kernel(store, "softmax", kernel_source("softmax", "registers rows"), k0);
+  int64_t created_parent = add_pair(store, "softmax", k0, k1, 1.7, "online softmax", {"reduction"});
+  int64_t created_current = add_pair(store, "softmax", k1, k2, 1.1, "warp shuffle", {"reduction"});
+  int64_t elsewhere =
+      add_pair(store, "softmax", k0, other, 1.05, "row held in registers", {"reduction"});
+  RetrievalQuery q;
+  q.task = "softmax";
+  q.k = 4;
+  q.kernel_source = "online warp shfl";
+  // Without the current kernel's id, its own lineage's stronger pairs are shown first.
+  auto all = ids_of(*store.retrieve(q));
+  ASSERT_FALSE(all.empty());
+  EXPECT_TRUE(all[0] == created_parent || all[0] == created_current);
+  q.current_kernel_id = k2;
+  auto shown = ids_of(*store.retrieve(q));
+  EXPECT_EQ(shown, (std::vector<int64_t>{elsewhere}));
+  EXPECT_EQ(std::count(shown.begin(), shown.end(), created_current), 0);
+}
+
+TEST(RetrievalTeaching, ATunerPairIsLabelledTuning) {
+  TempDir dir;
+  MemoryStore store = open_store(dir / "m.db");
+  add_task(store, "axpy", {"elementwise"});
+  int64_t root = add_kernel(store, "axpy", kernel_source("axpy", "scalar"));
+  int64_t tuned = add_kernel(store, "axpy", kernel_source("axpy", "scalar block"), root);
+  ASSERT_TRUE(
+      store.database()
+          .execute("UPDATE kernels SET origin_tuner = 1 WHERE id = " + std::to_string(tuned))
+          .ok());
+  add_pair(store, "axpy", root, tuned, 1.2, "BLOCK=1024 instead of 256", {"elementwise"});
+  RetrievalQuery q;
+  q.task = "axpy";
+  q.k = 2;
+  auto result = *store.retrieve(q);
+  ASSERT_EQ(result.size(), 1u);
+  EXPECT_TRUE(result[0].tuner_only);
+  EXPECT_EQ(result[0].techniques, std::vector<std::string>{"tuning"});
+}
+
+}  // namespace
+}  // namespace kopt::memory

@@ -136,6 +136,7 @@ TEST(SchemaTest, MigrationToVersion3AddsProfilesToEvaluations) {
   }
   auto store = MemoryStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error();
+  EXPECT_EQ(*schema_version(store->database()), kSchemaVersion);
   auto best = store->best_kernel("axpy", "H100");
   ASSERT_TRUE(best.ok() && *best);
   EXPECT_EQ((*best)->profile_json, "{}");  // old rows: not profiled
@@ -181,21 +182,21 @@ TEST(SchemaTest, RefusesADatabaseFromANewerKopt) {
   EXPECT_EQ(*db.query_int64("SELECT count(*) FROM tasks"), 1);
 }
 
-// A version-5 file that a version-4 kopt may still use opens, and is left at version 5.
+// A version-6 file that a version-5 kopt may still use opens, and is left at version 6.
 TEST(SchemaTest, OpensANewerDatabaseThatStaysCompatible) {
   TempDir dir;
   std::filesystem::path path = dir / "newer.db";
   { auto store = testing::open_store(path); }
   {
     sql::Database db = raw(path);
-    ASSERT_TRUE(db.execute("UPDATE meta SET value = '5' WHERE key = 'version';"
-                           " UPDATE meta SET value = '4' WHERE key = 'last_compatible_version';")
+    ASSERT_TRUE(db.execute("UPDATE meta SET value = '6' WHERE key = 'version';"
+                           " UPDATE meta SET value = '5' WHERE key = 'last_compatible_version';")
                     .ok());
   }
   auto store = MemoryStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error();
-  EXPECT_EQ(*schema_version(store->database()), 5);  // left as it was
-  EXPECT_EQ(*compatible_version(store->database()), 4);
+  EXPECT_EQ(*schema_version(store->database()), 6);  // left as it was
+  EXPECT_EQ(*compatible_version(store->database()), 5);
 }
 
 // Version 3 only adds a column with a default, so a file migrated to version 3 records that a

@@ -169,15 +169,73 @@ TEST_F(OrchestratorTest, TheLlmLoopRepairsVerifiesTunesAndLearns) {
                   "k.source LIKE '%axpy_vec4%' AND p.summary LIKE 'float4 accesses quarter%' AND "
                   "p.tags LIKE '%vectorized-loads%'"),
             1);
-  // The planner saw what memory had learned by then: the tuner's lesson.
+  // The first plan starts from the tuned baseline: the tuner's pair that made it is where the
+  // model already is, so it is not shown back as an example (retrieval.h).
   auto planner_prompts = llm.prompts("planner");
   ASSERT_GE(planner_prompts.size(), 1u);
-  EXPECT_NE(planner_prompts[0].find("Tuning the axpy kernel"), std::string::npos);
+  EXPECT_EQ(planner_prompts[0].find("Tuning the axpy kernel"), std::string::npos);
+  // Every planner and coder prompt opens with the task's contract, the same text each time.
+  std::string contract = planner_prompts[0].substr(0, planner_prompts[0].find("# Task:"));
+  EXPECT_EQ(contract.rfind("# Contract of task axpy", 0), 0u) << contract;
+  for (const auto& p : planner_prompts) EXPECT_EQ(p.rfind(contract, 0), 0u);
+  for (const auto& p : llm.prompts("coder")) EXPECT_EQ(p.rfind(contract, 0), 0u);
   EXPECT_GE(count("SELECT max(retrieved_count) FROM pairs"), 1);
   // New kernels with tunables were tuned too.
   EXPECT_GE(count("SELECT count(*) FROM kernels WHERE origin_tuner = 1 AND source LIKE "
                   "'%axpy_vec4%'"),
             1);
+}
+
+TEST_F(OrchestratorTest, ASecondRunsFirstPlanStartsFromTheFirstRunsBestKernel) {
+  auto script = [](ScriptedLlm& llm) {
+    llm.set_default("planner", kPlans);
+    llm.reply("coder", kopt::testing::replay_file("01_axpy_vec4.txt"));
+    llm.set_default("coder", kopt::testing::replay_file("05_axpy_unrolled.txt"));
+    llm.set_default("summarizer", kLesson);
+  };
+  RunOptions o = options({"axpy"}, true);
+  o.max_in_flight = 1;
+  o.budgets.candidates_per_task = 12;
+  o.stall.backoff_initial = std::chrono::milliseconds(20);
+  {
+    FakeEvaluator evaluator;
+    ScriptedLlm llm;
+    script(llm);
+    Orchestrator first(o, deps(evaluator, &llm));
+    auto outcome = first.run();
+    ASSERT_TRUE(outcome) << outcome.error();
+  }
+  int64_t best = count(
+      "SELECT e.kernel_id FROM evaluations e JOIN kernels k ON k.id = e.kernel_id WHERE "
+      "e.verdict = 'ok' ORDER BY e.speedup DESC, e.kernel_id LIMIT 1");
+  std::string best_source = kopt::testing::query_text(
+      db_path(), "SELECT source FROM kernels WHERE id = " + std::to_string(best));
+  ASSERT_NE(best_source.find("axpy_vec4"), std::string::npos) << best_source;
+  StopSignal::instance().reset();
+
+  RunRecorder second_recorder(*store_);
+  FakeEvaluator evaluator;
+  ScriptedLlm llm;
+  script(llm);
+  OrchestratorDeps d = deps(evaluator, &llm);
+  d.recorder = &second_recorder;
+  Orchestrator second(o, d);
+  auto outcome = second.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  ASSERT_NE(outcome->run_id, 1);
+  // The best kernel was judged again by this run before it counted...
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'ok' AND kernel_id = " +
+                  std::to_string(best) + " AND run_id = " + std::to_string(outcome->run_id)),
+            1);
+  // ...and the run's first plan starts from it.
+  auto planner_prompts = llm.prompts("planner");
+  ASSERT_GE(planner_prompts.size(), 1u);
+  std::string first_prompt = planner_prompts[0];
+  size_t kernel_at = first_prompt.find("## The kernel to improve");
+  ASSERT_NE(kernel_at, std::string::npos);
+  EXPECT_EQ(first_prompt.find(best_source), first_prompt.find("```cuda\n", kernel_at) + 8)
+      << first_prompt.substr(kernel_at, 600);
+  EXPECT_GE(outcome->progress.tasks.at(0).best_speedup, 1.25);
 }
 
 TEST_F(OrchestratorTest, TheCostBudgetStopsTheRunAndSaysSo) {

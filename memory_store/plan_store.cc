@@ -1,0 +1,204 @@
+#include "memory_store/plan_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include "memory_store/memory_store.h"
+
+namespace kopt::memory {
+
+namespace {
+
+// `text` cut to `kMaxTranscriptChars`, keeping its start and its end.
+std::string capped(const std::string& text, bool& cut) {
+  if (text.size() <= kMaxTranscriptChars) return text;
+  cut = true;
+  size_t head = kMaxTranscriptChars * 2 / 3, tail = kMaxTranscriptChars - head;
+  return text.substr(0, head) + "\n[... " + std::to_string(text.size() - head - tail) +
+         " characters cut ...]\n" + text.substr(text.size() - tail);
+}
+
+std::vector<int64_t> ids_from_json(const std::string& text) {
+  std::vector<int64_t> ids;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array()) return ids;
+  for (const auto& v : j) {
+    if (v.is_number_integer()) ids.push_back(v.get<int64_t>());
+  }
+  return ids;
+}
+
+}  // namespace
+
+Status migrate_to_version_5(sql::Database& db) {
+  return db.execute(R"sql(
+CREATE TABLE plans (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER REFERENCES runs(id),
+  task_id INTEGER NOT NULL REFERENCES tasks(id),
+  parent_kernel_id INTEGER REFERENCES kernels(id),
+  title TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT '',
+  technique TEXT NOT NULL DEFAULT '',
+  outcome TEXT NOT NULL DEFAULT 'queued',
+  child_kernel_ids TEXT NOT NULL DEFAULT '[]',
+  created_at TEXT NOT NULL
+);
+CREATE INDEX plans_task ON plans(task_id, id);
+CREATE TABLE llm_transcripts (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER REFERENCES runs(id),
+  agent TEXT NOT NULL,
+  task TEXT NOT NULL DEFAULT '',
+  template TEXT NOT NULL DEFAULT '',
+  system TEXT NOT NULL DEFAULT '',
+  prompt TEXT NOT NULL,
+  answer TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT '',
+  cut INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX llm_transcripts_run ON llm_transcripts(run_id, id);
+)sql");
+}
+
+Result<int64_t> add_plan(sql::Database& db, const PlanRecord& plan) {
+  auto statement = db.cached(
+      "INSERT INTO plans (run_id, task_id, parent_kernel_id, title, detail, technique, outcome,"
+      " child_kernel_ids, created_at)"
+      " SELECT ?1, t.id, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM tasks t WHERE t.name = ?2");
+  statement->bind(1, plan.run_id)
+      .bind(2, plan.task)
+      .bind(3, plan.parent_kernel_id)
+      .bind(4, plan.title)
+      .bind(5, plan.detail)
+      .bind(6, plan.technique)
+      .bind(7, plan.outcome)
+      .bind(8, nlohmann::json(plan.child_kernel_ids).dump())
+      .bind(9, plan.created_at.empty() ? utc_timestamp() : plan.created_at);
+  if (auto s = statement->run(); !s) return make_error("plans: " + s.error());
+  if (db.changes() == 0) return make_error("plans: no task named " + plan.task);
+  return db.last_insert_rowid();
+}
+
+Status finish_plan(sql::Database& db, int64_t id, const std::string& outcome,
+                   const std::vector<int64_t>& child_kernel_ids) {
+  auto statement = db.cached("UPDATE plans SET outcome = ?2, child_kernel_ids = ?3 WHERE id = ?1");
+  statement->bind(1, id).bind(2, outcome).bind(3, nlohmann::json(child_kernel_ids).dump());
+  if (auto s = statement->run(); !s) return make_error("plans: " + s.error());
+  if (db.changes() == 0) return make_error("plans: plan " + std::to_string(id) + " does not exist");
+  return ok_status();
+}
+
+Result<std::vector<PlanRecord>> failed_plans(sql::Database& db, const std::string& task,
+                                             std::optional<int64_t> except_run, int64_t limit) {
+  auto statement = db.cached(
+      "SELECT p.id, p.run_id, p.parent_kernel_id, p.title, p.detail, p.technique, p.outcome,"
+      " p.child_kernel_ids, p.created_at FROM plans p JOIN tasks t ON t.id = p.task_id"
+      " WHERE t.name = ?1 AND p.run_id IS NOT ?2 AND p.outcome NOT LIKE 'verified%'"
+      " AND p.outcome != 'queued' ORDER BY p.id DESC LIMIT ?3");
+  statement->bind(1, task).bind(2, except_run).bind(3, limit);
+  std::vector<PlanRecord> plans;
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error("plans: " + row.error());
+    if (!*row) break;
+    PlanRecord p;
+    p.id = statement->column_int64(0);
+    p.run_id = statement->column_optional_int64(1);
+    p.task = task;
+    p.parent_kernel_id = statement->column_optional_int64(2);
+    p.title = statement->column_text(3);
+    p.detail = statement->column_text(4);
+    p.technique = statement->column_text(5);
+    p.outcome = statement->column_text(6);
+    p.child_kernel_ids = ids_from_json(statement->column_text(7));
+    p.created_at = statement->column_text(8);
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
+Result<int64_t> add_transcript(sql::Database& db, TranscriptRecord t) {
+  t.system = capped(t.system, t.cut);
+  t.prompt = capped(t.prompt, t.cut);
+  t.answer = capped(t.answer, t.cut);
+  auto transaction = sql::Transaction::begin_or_join(db);
+  if (!transaction) return make_error(transaction.error());
+  auto statement = db.cached(
+      "INSERT INTO llm_transcripts (run_id, agent, task, template, system, prompt, answer,"
+      " status, cut, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+  statement->bind(1, t.run_id)
+      .bind(2, t.agent)
+      .bind(3, t.task)
+      .bind(4, t.template_file)
+      .bind(5, t.system)
+      .bind(6, t.prompt)
+      .bind(7, t.answer)
+      .bind(8, t.status)
+      .bind(9, t.cut)
+      .bind(10, t.created_at.empty() ? utc_timestamp() : t.created_at);
+  if (auto s = statement->run(); !s) return make_error("transcripts: " + s.error());
+  int64_t id = db.last_insert_rowid();
+  // The table's cap: the oldest transcripts beyond the newest kMaxTranscripts go.
+  auto trim = db.cached("DELETE FROM llm_transcripts WHERE id <= ?1");
+  trim->bind(1, id - kMaxTranscripts);
+  if (auto s = trim->run(); !s) return make_error("transcripts: " + s.error());
+  if (auto s = transaction->commit(); !s) return make_error(s.error());
+  return id;
+}
+
+namespace {
+
+// Columns of one transcript row: the texts (or '' for a listing) then their stored sizes.
+constexpr const char* kTranscriptColumns =
+    "id, run_id, agent, task, template, status, cut, created_at, length(prompt),"
+    " length(answer), ";
+
+TranscriptRecord read_transcript(sql::Statement& row) {
+  TranscriptRecord t;
+  t.id = row.column_int64(0);
+  t.run_id = row.column_optional_int64(1);
+  t.agent = row.column_text(2);
+  t.task = row.column_text(3);
+  t.template_file = row.column_text(4);
+  t.status = row.column_text(5);
+  t.cut = row.column_int64(6) != 0;
+  t.created_at = row.column_text(7);
+  t.prompt_chars = row.column_int64(8);
+  t.answer_chars = row.column_int64(9);
+  t.system = row.column_text(10);
+  t.prompt = row.column_text(11);
+  t.answer = row.column_text(12);
+  return t;
+}
+
+}  // namespace
+
+Result<std::vector<TranscriptRecord>> list_transcripts(sql::Database& db,
+                                                       std::optional<int64_t> run_id,
+                                                       int64_t limit) {
+  auto statement = db.cached(std::string("SELECT ") + kTranscriptColumns +
+                             "'', '', '' FROM llm_transcripts"
+                             " WHERE ?1 IS NULL OR run_id = ?1 ORDER BY id DESC LIMIT ?2");
+  statement->bind(1, run_id).bind(2, limit);
+  std::vector<TranscriptRecord> out;
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error("transcripts: " + row.error());
+    if (!*row) break;
+    out.push_back(read_transcript(*statement));
+  }
+  return out;
+}
+
+Result<std::optional<TranscriptRecord>> transcript(sql::Database& db, int64_t id) {
+  auto statement = db.cached(std::string("SELECT ") + kTranscriptColumns +
+                             "system, prompt, answer FROM llm_transcripts WHERE id = ?1");
+  statement->bind(1, id);
+  auto row = statement->step();
+  if (!row) return make_error("transcripts: " + row.error());
+  if (!*row) return std::optional<TranscriptRecord>();
+  return std::optional<TranscriptRecord>(read_transcript(*statement));
+}
+
+}  // namespace kopt::memory

@@ -1,0 +1,70 @@
+// What the model saw and said, kept: every plan (its parent, title, technique, outcome and the
+// kernels it produced) and every prompt with its answer (scrubbed of keys by the caller, each
+// text capped, the table capped). Free functions over the memory's database, so the store's
+// class stays about kernels and pairs. The tables come with schema version 5 (schema.cc).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "memory_store/sqlite_database.h"
+
+namespace kopt::memory {
+
+struct PlanRecord {
+  int64_t id = 0;
+  std::optional<int64_t> run_id;
+  std::string task;
+  std::optional<int64_t> parent_kernel_id;
+  std::string title;
+  std::string detail;
+  std::string technique;                  // techniques.h labels, space-separated; "" when none
+  std::string outcome = "queued";         // "queued", "verified 1.21x its parent", "incorrect: ..."
+  std::vector<int64_t> child_kernel_ids;  // every kernel judged for it
+  std::string created_at;
+};
+
+struct TranscriptRecord {
+  int64_t id = 0;
+  std::optional<int64_t> run_id;
+  std::string agent;
+  std::string task;
+  std::string template_file;
+  std::string system;
+  std::string prompt;
+  std::string answer;
+  std::string status;
+  bool cut = false;  // a text was longer than kMaxTranscriptChars and was shortened
+  std::string created_at;
+  int64_t prompt_chars = 0;  // as stored (list_transcripts() leaves the texts out)
+  int64_t answer_chars = 0;
+};
+
+// Each of system, prompt and answer is kept up to this many characters (start and end).
+inline constexpr size_t kMaxTranscriptChars = 100000;
+// The newest this many transcripts are kept; older ones go as new ones arrive.
+inline constexpr int64_t kMaxTranscripts = 20000;
+
+Result<int64_t> add_plan(sql::Database& db, const PlanRecord& plan);
+// Records what became of plan `id` and the kernels judged for it.
+Status finish_plan(sql::Database& db, int64_t id, const std::string& outcome,
+                   const std::vector<int64_t>& child_kernel_ids);
+// The plans of `task` from runs other than `except_run` that produced no verified kernel,
+// newest first, at most `limit`.
+Result<std::vector<PlanRecord>> failed_plans(sql::Database& db, const std::string& task,
+                                             std::optional<int64_t> except_run, int64_t limit);
+
+Result<int64_t> add_transcript(sql::Database& db, TranscriptRecord transcript);
+// Newest first; `run_id` narrows to one run. The texts are left empty, their sizes given.
+Result<std::vector<TranscriptRecord>> list_transcripts(sql::Database& db,
+                                                       std::optional<int64_t> run_id,
+                                                       int64_t limit);
+Result<std::optional<TranscriptRecord>> transcript(sql::Database& db, int64_t id);
+
+// Schema version 5: the plans and llm_transcripts tables.
+Status migrate_to_version_5(sql::Database& db);
+
+}  // namespace kopt::memory
