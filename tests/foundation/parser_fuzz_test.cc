@@ -69,9 +69,17 @@ class Mutator {
     return text;
   }
 
-  // A random expression, sometimes deep or long, for the expression parser alone.
-  std::string expression(int depth = 0) {
-    switch (below(depth > 200 ? 3 : 9)) {
+  // A random expression, sometimes deep or long, for the expression parser alone: at most
+  // `budget` nodes, so its size stays bounded however the choices fall.
+  std::string expression() {
+    int budget = chance(5) ? 3000 : 40;
+    return expression(budget);
+  }
+
+ private:
+  std::string expression(int& budget) {
+    --budget;
+    switch (below(budget <= 0 ? 3 : 9)) {
       case 0:
         return std::to_string(static_cast<int64_t>(rng_()));
       case 1:
@@ -79,18 +87,20 @@ class Mutator {
       case 2:
         return std::string(1 + below(40), "()+-*/%,_ x9"[below(12)]);
       case 3:
-        return "(" + expression(depth + 1) + ")";
+        return "(" + expression(budget) + ")";
       case 4:
-        return "-" + expression(depth + 1);
-      case 5:
-        return std::string(kFunctions[below(3)]) + "(" + expression(depth + 1) + ", " +
-               expression(depth + 1) + ")";
-      default:
-        return expression(depth + 1) + " " + "+-*/%"[below(5)] + " " + expression(depth + 1);
+        return "-" + expression(budget);
+      case 5: {
+        std::string left = expression(budget);
+        return std::string(kFunctions[below(3)]) + "(" + left + ", " + expression(budget) + ")";
+      }
+      default: {
+        std::string left = expression(budget);
+        return left + " " + "+-*/%"[below(5)] + " " + expression(budget);
+      }
     }
   }
 
- private:
   static constexpr const char* kNames[] = {"n", "rows", "cols", "BLOCK", "TILE", "d", "heads"};
   static constexpr const char* kFunctions[] = {"ceil_div", "min", "max"};
 
@@ -165,10 +175,10 @@ class Mutator {
         break;
       }
       case 8: {  // preprocessor noise the include scan must take apart
-        const char* pieces[] = {
-            "#include ", "\\\n",         "R\"x(", ")x\"", "%:", "__has_include(",
-            "_Pragma(",  "#define __X ", "1'0'",  "?\?=",  "/*", "*/",
-            "//"};
+        const char* pieces[] = {"#include ", "\\\n",           "R\"x(",    ")x\"",
+                                "%:",        "__has_include(", "_Pragma(", "#define __X ",
+                                "1'0'",      "?\?=",           "/*",       "*/",
+                                "//"};
         text.insert(at, pieces[below(std::size(pieces))]);
         break;
       }
