@@ -43,6 +43,8 @@ std::vector<std::string> worker_environment() {
       "CUDA_*",  // CUDA_VISIBLE_DEVICES, CUDA_HOME, CUDA_INJECTION64_PATH, ...
       "NVIDIA_*",
       "NV_*",
+      "CUPTI_*",
+      "COMPUTE_SANITIZER_*",
       "__NV_*",
       "NVTX_*",
       "SLURM_*",  // srun inside an allocation

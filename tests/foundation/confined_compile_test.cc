@@ -195,7 +195,7 @@ TEST_F(ConfinedCompile, CacheKeepsResultsAndErrorsButNotLimitHits) {
   EXPECT_FALSE(cache.lookup(compile_cache_key(request_for(kMacroBomb))).has_value());
 }
 
-TEST(ChildEnvironment, SubsetKeepsOnlyTheNamedVariables) {
+TEST(EnvironmentSubset, KeepsOnlyTheNamedVariables) {
   ::setenv("KOPT_TEST_API_KEY", kCanaryKey, 1);
   ::setenv("KOPT_KEEP_ME", "1", 1);
   auto env = environment_subset({"PATH", "KOPT_KEEP_*"});
