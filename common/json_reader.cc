@@ -47,6 +47,13 @@ std::optional<json> JsonReader::parse(const std::string& text, int first_line) {
     errors_.push_back(origin_ + ":" + std::to_string(line) + ":" +
                       std::to_string(offset - line_start + 1) + ": invalid JSON: " + what);
     return std::nullopt;
+  } catch (const json::exception& e) {
+    // A number too large for a double (out_of_range.406) is bad input too, not a crash; its
+    // text quotes the whole number, which may be huge.
+    std::string what = e.what();
+    if (what.size() > 200) what = what.substr(0, 200) + "...";
+    errors_.push_back(origin_ + ":" + std::to_string(first_line) + ": invalid JSON: " + what);
+    return std::nullopt;
   }
 }
 

@@ -4,11 +4,16 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <linux/close_range.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -66,6 +71,127 @@ class SigpipeBlock {
   bool was_pending_ = false;
 };
 
+
+// Both ends of a close-on-exec pipe, closed on scope exit unless taken.
+struct Pipe {
+  int read_end = -1;
+  int write_end = -1;
+  bool open() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+    read_end = fds[0];
+    write_end = fds[1];
+    return true;
+  }
+  void close_read() { close_fd(read_end); }
+  void close_write() { close_fd(write_end); }
+  ~Pipe() {
+    close_read();
+    close_write();
+  }
+};
+
+// argv[0] as execve wants it: a name without '/' searched in this process's PATH.
+Result<std::string> find_executable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    start = end + 1;
+  }
+  return make_error(strerror(ENOENT));
+}
+
+// What the forked child does before exec, prepared by the parent.
+struct ChildPlan {
+  const char* program = nullptr;
+  std::vector<char*> args;
+  std::vector<char*> env;
+  std::vector<std::pair<int, int>> moves;  // {descriptor now, number after exec}
+  bool discard_stderr = false;
+  std::vector<ResourceLimit> limits;
+  int error_fd = -1;
+};
+
+[[noreturn]] void child_failed(int error_fd) {
+  int e = errno;
+  ssize_t ignored = ::write(error_fd, &e, sizeof e);
+  (void)ignored;
+  ::_exit(127);
+}
+
+// Marks every descriptor from `first` on close-on-exec except the targets of `moves`.
+void close_others_at_exec(const std::vector<std::pair<int, int>>& moves, int first) {
+  int kept[64];
+  size_t count = 0;
+  for (const auto& move : moves)
+    if (move.second >= first && count < 64) kept[count++] = move.second;
+  std::sort(kept, kept + count);
+  unsigned int from = static_cast<unsigned int>(first);
+  for (size_t i = 0; i <= count; ++i) {
+    unsigned int to = i < count ? static_cast<unsigned int>(kept[i]) : ~0u;
+    if (to > from && ::syscall(SYS_close_range, from, to - 1, CLOSE_RANGE_CLOEXEC) != 0) {
+      // Kernels before 5.11: mark them one by one, up to the descriptor limit.
+      rlimit nofile{};
+      ::getrlimit(RLIMIT_NOFILE, &nofile);
+      unsigned int last = static_cast<unsigned int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 16));
+      for (unsigned int fd = from; fd < std::min(to, last); ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    if (i < count) from = static_cast<unsigned int>(kept[i]) + 1;
+  }
+}
+
+// In the forked child: async-signal-safe calls only.
+[[noreturn]] void run_child(const ChildPlan& plan, char* const* env) {
+  // Own process group so a hang can be ended with one kill of the group.
+  ::setpgid(0, 0);
+  // Default dispositions and no blocked signal: the child must not inherit our ignored SIGPIPE
+  // or a mask that keeps SIGTERM from it.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Every source first moves above every target, so no dup2 overwrites a later source.
+  int high = 3;
+  for (const auto& [from, to] : plan.moves) high = std::max({high, from + 1, to + 1});
+  int staged[64];
+  size_t count = std::min<size_t>(plan.moves.size(), 64);
+  for (size_t i = 0; i < count; ++i) {
+    staged[i] = ::fcntl(plan.moves[i].first, F_DUPFD_CLOEXEC, high);
+    if (staged[i] < 0) child_failed(plan.error_fd);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (::dup2(staged[i], plan.moves[i].second) < 0) child_failed(plan.error_fd);
+  }
+  if (plan.discard_stderr) {
+    int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null < 0 || ::dup2(null, 2) < 0) child_failed(plan.error_fd);
+  }
+  close_others_at_exec(plan.moves, 3);
+  for (const auto& limit : plan.limits) {
+    // A limit only ever lowers: above the current hard limit setrlimit would fail (EPERM).
+    rlimit current{};
+    if (::getrlimit(limit.resource, &current) != 0) child_failed(plan.error_fd);
+    rlim_t hard = std::min(static_cast<rlim_t>(limit.hard), current.rlim_max);
+    rlim_t soft = std::min(static_cast<rlim_t>(limit.soft.value_or(limit.hard)), hard);
+    rlimit value{soft, hard};
+    if (::setrlimit(limit.resource, &value) != 0) child_failed(plan.error_fd);
+  }
+  ::execve(plan.program, plan.args.data(), env);
+  child_failed(plan.error_fd);
+}
 }  // namespace
 
 std::string describe_wait_status(int status) {
@@ -78,63 +204,85 @@ std::string describe_wait_status(int status) {
 }
 
 Result<Subprocess> Subprocess::start(const std::vector<std::string>& argv, StderrMode stderr_mode) {
+  Options options;
+  options.stderr_mode = stderr_mode;
+  return start(argv, options);
+}
+
+Result<Subprocess> Subprocess::start(const std::vector<std::string>& argv, const Options& options) {
   if (argv.empty()) return make_error("cannot start a process with no arguments");
-  int in_pipe[2], out_pipe[2], err_pipe[2] = {-1, -1};
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0) return make_error(std::string("pipe: ") + strerror(errno));
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    ::close(in_pipe[0]);
-    ::close(in_pipe[1]);
+  if (options.pass_fds.size() > 32) return make_error("cannot pass more than 32 descriptors");
+  for (const auto& [from, to] : options.pass_fds) {
+    if (from < 0 || to < 3) return make_error("cannot pass descriptor " + std::to_string(from) +
+                                              " as " + std::to_string(to) + " (must be >= 3)");
+  }
+  auto program = find_executable(argv[0]);
+  if (!program) return make_error("cannot start '" + argv[0] + "': " + program.error());
+  Pipe in, out, err, exec_error;
+  if (!in.open() || !out.open() || !exec_error.open() ||
+      (options.stderr_mode == StderrMode::kCapture && !err.open()))
     return make_error(std::string("pipe: ") + strerror(errno));
-  }
-  if (stderr_mode == StderrMode::kCapture && ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1]}) ::close(fd);
-    return make_error(std::string("pipe: ") + strerror(errno));
-  }
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  if (stderr_mode == StderrMode::kCapture) {
-    posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  } else if (stderr_mode == StderrMode::kDiscard) {
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  // Everything the child needs is built here: between fork and exec it may only make
+  // async-signal-safe calls (another thread could hold the allocator's lock).
+  ChildPlan plan;
+  plan.program = program->c_str();
+  for (const auto& a : argv) plan.args.push_back(const_cast<char*>(a.c_str()));
+  plan.args.push_back(nullptr);
+  if (options.environment) {
+    for (const auto& e : *options.environment) plan.env.push_back(const_cast<char*>(e.c_str()));
+    plan.env.push_back(nullptr);
   }
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Own process group so a hang can be ended with one kill of the group; default signal
-  // dispositions so the child does not inherit our ignored SIGPIPE.
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+  plan.moves = {{in.read_end, 0}, {out.write_end, 1}};
+  if (options.stderr_mode == StderrMode::kCapture) plan.moves.push_back({err.write_end, 2});
+  plan.discard_stderr = options.stderr_mode == StderrMode::kDiscard;
+  for (const auto& fd : options.pass_fds) plan.moves.push_back(fd);
+  plan.limits = options.limits;
+  plan.error_fd = exec_error.write_end;
 
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  ::close(in_pipe[0]);
-  ::close(out_pipe[1]);
-  if (err_pipe[1] >= 0) ::close(err_pipe[1]);
-  if (rc != 0) {
-    ::close(in_pipe[1]);
-    ::close(out_pipe[0]);
-    if (err_pipe[0] >= 0) ::close(err_pipe[0]);
-    return make_error("cannot start '" + argv[0] + "': " + strerror(rc));
+  pid_t pid = ::fork();
+  if (pid < 0) return make_error(std::string("fork: ") + strerror(errno));
+  if (pid == 0) run_child(plan, options.environment ? plan.env.data() : environ);
+  // Also here, so a kill of the group right after this returns cannot miss the child.
+  ::setpgid(pid, pid);
+  exec_error.close_write();
+  in.close_read();
+  out.close_write();
+  err.close_write();
+  // The error pipe closes at a successful exec; otherwise it carries the child's errno.
+  int child_errno = 0;
+  ssize_t n;
+  while ((n = ::read(exec_error.read_end, &child_errno, sizeof child_errno)) < 0 &&
+         errno == EINTR) {
+  }
+  if (n > 0) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return make_error("cannot start '" + argv[0] + "': " + strerror(child_errno));
   }
   Subprocess p;
   p.pid_ = pid;
-  p.stdin_fd_ = in_pipe[1];
-  p.stdout_fd_ = out_pipe[0];
-  p.stderr_fd_ = err_pipe[0];
+  p.stdin_fd_ = std::exchange(in.write_end, -1);
+  p.stdout_fd_ = std::exchange(out.read_end, -1);
+  p.stderr_fd_ = std::exchange(err.read_end, -1);
   return p;
+}
+
+std::vector<std::string> environment_subset(const std::vector<std::string>& names) {
+  std::vector<std::string> kept;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    std::string_view text(*entry);
+    std::string_view name = text.substr(0, text.find('='));
+    for (const auto& allowed : names) {
+      bool prefix = !allowed.empty() && allowed.back() == '*';
+      std::string_view stem(allowed.data(), allowed.size() - (prefix ? 1 : 0));
+      if (prefix ? name.substr(0, stem.size()) == stem : name == stem) {
+        kept.emplace_back(text);
+        break;
+      }
+    }
+  }
+  return kept;
 }
 
 Subprocess::Subprocess(Subprocess&& other) noexcept { *this = std::move(other); }

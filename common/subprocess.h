@@ -1,6 +1,8 @@
 // A child process in its own process group, talked to through close-on-exec pipes.
-// Used for the sandbox worker and the `command` LLM provider; the caller enforces deadlines
-// with the timed reads below and kills the whole group on expiry.
+// Used for the sandbox worker, the confined compiler and the `command` LLM provider; the caller
+// enforces deadlines with the timed reads below and kills the whole group on expiry. A child
+// inherits no descriptor but its pipes and the ones it is handed by name, and may be given a
+// scrubbed environment and resource limits, set before it runs a single instruction of its own.
 #pragma once
 
 #include <sys/types.h>
@@ -9,19 +11,39 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
 
 namespace kopt {
 
+// A setrlimit(2) resource (RLIMIT_AS, RLIMIT_CPU, ...) and the value of both its soft and hard
+// limit; `soft` below `hard` where the child should first get a catchable signal (SIGXCPU).
+struct ResourceLimit {
+  int resource = 0;
+  uint64_t hard = 0;
+  std::optional<uint64_t> soft;  // nullopt: the same as hard
+};
+
 class Subprocess {
  public:
   enum class StderrMode { kInherit, kCapture, kDiscard };
 
+  struct Options {
+    StderrMode stderr_mode = StderrMode::kInherit;
+    // "NAME=VALUE" entries the child gets instead of this process's environment.
+    std::optional<std::vector<std::string>> environment;
+    std::vector<ResourceLimit> limits;
+    // Descriptors the child keeps besides 0-2, as {descriptor here, number in the child (>= 3)};
+    // every other descriptor of this process is closed in the child.
+    std::vector<std::pair<int, int>> pass_fds;
+  };
+
   // Starts argv[0] (searched in PATH) with stdin/stdout as pipes.
   static Result<Subprocess> start(const std::vector<std::string>& argv,
                                   StderrMode stderr_mode = StderrMode::kInherit);
+  static Result<Subprocess> start(const std::vector<std::string>& argv, const Options& options);
 
   Subprocess(Subprocess&& other) noexcept;
   Subprocess& operator=(Subprocess&& other) noexcept;
@@ -69,6 +91,10 @@ class Subprocess {
   std::string stderr_text_;
   std::optional<int> wait_status_;
 };
+
+// This process's environment entries whose names are in `names`; a name ending in '*' is a
+// prefix ("KOPT_*"). For children that must not see the keys in the daemon's environment.
+std::vector<std::string> environment_subset(const std::vector<std::string>& names);
 
 // Describes a wait status: "exit 3", "killed by signal 9 (Killed)".
 std::string describe_wait_status(int status);

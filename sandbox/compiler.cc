@@ -13,6 +13,7 @@
 #include "common/scrub_secrets.h"
 #include "common/sha256.h"
 #include "sandbox/device_code_rules.h"
+#include "sandbox/include_policy.h"
 
 #ifndef KOPT_CUDA_HOME
 #define KOPT_CUDA_HOME "/usr/local/cuda"
@@ -60,16 +61,18 @@ std::filesystem::path cuda_home() {
 }
 
 std::vector<std::string> compile_options(const CompileRequest& request) {
-  std::filesystem::path include = cuda_home() / "include";
   std::vector<std::string> options = {
       "-arch=" + request.arch,
       "--std=c++17",
       "-lineinfo",
       "--ptxas-options=-v",
-      // The toolkit headers (cuda_bf16.h, mma.h, CUB) are not found by NVRTC without these.
-      "--include-path=" + include.string(),
-      "--include-path=" + (include / "cccl").string(),
+      // NVRTC searches only the include roots below, never the (fictional) folder of the source.
+      "--no-source-include",
   };
+  // The toolkit headers (cuda_bf16.h, mma.h, CUB) are not found by NVRTC without these; they
+  // are also the only roots check_includes lets a source name.
+  for (const auto& root : toolkit_include_roots())
+    options.push_back("--include-path=" + root.string());
   for (const auto& [name, value] : request.defines)
     options.push_back("-D" + name + "=" + std::to_string(value));
   for (const auto& o : request.extra_options) options.push_back(o);
@@ -116,15 +119,27 @@ void CompileCache::store(const CompileOutput& output) const {
   (void)write_file_atomic(entry_path(output.key), j.dump());
 }
 
+std::string compile_cache_key(const CompileRequest& request) {
+  std::string key_material = "nvrtc " + nvrtc_version() + "\n";
+  for (const auto& o : compile_options(request)) key_material += o + "\n";
+  for (const auto& k : request.kernel_names) key_material += "kernel " + k + "\n";
+  key_material += request.source;
+  return sha256_hex(key_material);
+}
+
 Result<CompileOutput> compile_kernel(const CompileRequest& request, const CompileCache* cache) {
   if (!is_valid_arch(request.arch))
     return make_error("invalid architecture '" + request.arch + "' (expected e.g. sm_90a)");
   std::vector<std::string> options = compile_options(request);
-  std::string key_material = "nvrtc " + nvrtc_version() + "\n";
-  for (const auto& o : options) key_material += o + "\n";
-  for (const auto& k : request.kernel_names) key_material += "kernel " + k + "\n";
-  key_material += request.source;
-  std::string key = sha256_hex(key_material);
+  std::string key = compile_cache_key(request);
+  // Before any cache or NVRTC: a refused include is never opened, and its refusal is not cached
+  // (it is cheap, and a cached log must never depend on what a file held).
+  if (auto refused = check_includes(request.source, request.origin, toolkit_include_roots())) {
+    CompileOutput out;
+    out.key = key;
+    out.log = *refused;
+    return out;
+  }
   // Device code only (sandbox/device_code_rules.h): refused before NVRTC reads it, not cached.
   std::set<std::string> defined_outside;
   for (const auto& [name, value] : request.defines) defined_outside.insert(name);

@@ -55,6 +55,9 @@ std::filesystem::path cuda_home();
 // The full NVRTC option list for a request (also the cache key's input).
 std::vector<std::string> compile_options(const CompileRequest& request);
 
+// The cache key: NVRTC's version, the options, the kernels and the source.
+std::string compile_cache_key(const CompileRequest& request);
+
 // Compiles (or fetches from `cache` when non-null). Errors are infrastructure failures only.
 Result<CompileOutput> compile_kernel(const CompileRequest& request, const CompileCache* cache);
 

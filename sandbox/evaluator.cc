@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/strings.h"
+#include "sandbox/confined/child_environment.h"
 #include "sandbox/sanitizer_runner.h"
 #include "sandbox/slurm_queue.h"
 
@@ -274,7 +275,13 @@ Result<json> SandboxEvaluator::start_locked() {
                 (status ? describe_wait_status(*status) : std::string("unknown status")) + ")" +
                 stderr_tail());
   }
-  auto child = Subprocess::start(launch_command(), Subprocess::StderrMode::kCapture);
+  // The worker runs model-written code: it sees no key of the daemon's environment, inherits no
+  // descriptor but its pipes, and dumps no core.
+  Subprocess::Options spawn;
+  spawn.stderr_mode = Subprocess::StderrMode::kCapture;
+  spawn.environment = worker_environment();
+  spawn.limits = worker_limits();
+  auto child = Subprocess::start(launch_command(), spawn);
   if (!child) return make_error("cannot start the sandbox worker: " + child.error());
   ++started_;
   worker_.emplace(Worker{std::move(*child), json::object()});

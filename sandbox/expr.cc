@@ -48,7 +48,26 @@ class Parser {
     return false;
   }
 
+  // Counts one level of nesting for as long as it lives.
+  class Nesting {
+   public:
+    explicit Nesting(int& depth) : depth_(depth) { ++depth_; }
+    ~Nesting() { --depth_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    int& depth_;
+  };
+
+  Error too_deep() const {
+    return make_error("expression: nested deeper than " + std::to_string(kMaxExpressionDepth) +
+                      " levels at column " + std::to_string(pos_ + 1));
+  }
+
   Result<NodePtr> parse_sum() {
+    Nesting level(depth_);
+    if (depth_ > kMaxExpressionDepth) return too_deep();
     auto left = parse_product();
     if (!left) return left;
     NodePtr node = *left;
@@ -79,6 +98,8 @@ class Parser {
 
   Result<NodePtr> parse_unary() {
     if (consume('-')) {
+      Nesting level(depth_);
+      if (depth_ > kMaxExpressionDepth) return too_deep();
       auto operand = parse_unary();
       if (!operand) return operand;
       auto node = std::make_shared<Node>();
@@ -156,6 +177,7 @@ class Parser {
 
   const std::string& text_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 Result<int64_t> eval_node(const Node& node, const Bindings& bindings, const std::string& text) {
@@ -218,6 +240,10 @@ void collect_identifiers(const Node& node, std::set<std::string>& out) {
 }  // namespace
 
 Result<Expr> Expr::parse(const std::string& text) {
+  if (text.size() > kMaxExpressionLength)
+    return make_error("expression of " + std::to_string(text.size()) +
+                      " characters: longer than the limit of " +
+                      std::to_string(kMaxExpressionLength));
   Parser parser(text);
   auto root = parser.parse_all();
   if (!root) return make_error(root.error());

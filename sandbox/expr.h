@@ -17,9 +17,14 @@ namespace kopt {
 
 using Bindings = std::map<std::string, int64_t>;
 
+// Limits on untrusted text (a plan is model output): longer or deeper expressions are refused
+// with an error instead of recursing without bound.
+inline constexpr size_t kMaxExpressionLength = 1024;
+inline constexpr int kMaxExpressionDepth = 64;  // nested parentheses, calls and unary minus
+
 class Expr {
  public:
-  // Parses `text`; the error names the column of the problem.
+  // Parses `text`; the error names the column of the problem (or the limit exceeded).
   static Result<Expr> parse(const std::string& text);
 
   Result<int64_t> evaluate(const Bindings& bindings) const;

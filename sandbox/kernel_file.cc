@@ -1,7 +1,8 @@
 #include "sandbox/kernel_file.h"
 
+#include <algorithm>
+#include <cctype>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "common/files.h"
@@ -50,25 +51,46 @@ std::string strip_comments(const std::string& source) {
   return out;
 }
 
+bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
 bool is_identifier(const std::string& text) {
-  static const std::regex kIdentifier("[A-Za-z_][A-Za-z0-9_]*");
-  return std::regex_match(text, kIdentifier);
+  if (text.empty() || std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  return std::all_of(text.begin(), text.end(), is_identifier_char);
 }
 
-// True when `code` (comments stripped) defines __global__ `kernel`: its parameter list is
-// followed by a body. A bare declaration ("...);") does not count: the plan would name a kernel
-// that this file does not provide.
+// True when `code` (comments stripped) defines __global__ `kernel`: between a __global__ and the
+// next ';' or '{' the name is followed by a parameter list, and that list by a body. A bare
+// declaration ("...);") does not count: the plan would name a kernel that this file does not
+// provide. One linear pass with precomputed tables, as code is model output (a backtracking
+// regex over it overflowed the stack).
 bool defines_kernel(const std::string& code, const std::string& kernel) {
-  std::regex pattern("__global__[^;{]*\\b" + kernel + "\\s*\\(");
-  for (auto it = std::sregex_iterator(code.begin(), code.end(), pattern);
-       it != std::sregex_iterator(); ++it) {
-    size_t pos = static_cast<size_t>(it->position() + it->length());
-    for (int depth = 1; pos < code.size() && depth > 0; ++pos) {
-      if (code[pos] == '(') ++depth;
-      if (code[pos] == ')') --depth;
+  constexpr std::string_view kGlobal = "__global__";
+  const size_t n = code.size();
+  std::vector<size_t> closing(n, std::string::npos);  // '(' -> its ')'
+  std::vector<size_t> open_parens;
+  for (size_t i = 0; i < n; ++i) {
+    if (code[i] == '(') open_parens.push_back(i);
+    if (code[i] == ')' && !open_parens.empty()) {
+      closing[open_parens.back()] = i;
+      open_parens.pop_back();
     }
-    size_t next = code.find_first_of("{;", pos);
-    if (next != std::string::npos && code[next] == '{') return true;
+  }
+  std::vector<size_t> next_stop(n + 1, std::string::npos);  // the first ';' or '{' at or after i
+  for (size_t i = n; i-- > 0;) next_stop[i] = (code[i] == ';' || code[i] == '{') ? i : next_stop[i + 1];
+
+  for (size_t g = code.find(kGlobal); g != std::string::npos;) {
+    size_t region_end = std::min(next_stop[g + kGlobal.size()], n);
+    for (size_t at = code.find(kernel, g + kGlobal.size()); at < region_end;
+         at = code.find(kernel, at + 1)) {
+      if (at > 0 && is_identifier_char(code[at - 1])) continue;
+      size_t paren = at + kernel.size();
+      while (paren < region_end && std::isspace(static_cast<unsigned char>(code[paren]))) ++paren;
+      if (paren >= region_end || code[paren] != '(' || closing[paren] == std::string::npos)
+        continue;
+      size_t stop = next_stop[closing[paren] + 1];
+      if (stop != std::string::npos && code[stop] == '{') return true;
+    }
+    g = region_end >= n ? std::string::npos : code.find(kGlobal, region_end);
   }
   return false;
 }
@@ -184,7 +206,14 @@ bool is_allowed_compile_option(const std::string& option) {
                                                   "--prec-sqrt=false", "--fmad=true"};
   for (const auto& o : kExact)
     if (option == o) return true;
-  return std::regex_match(option, std::regex("(-maxrregcount=|--maxrregcount=)[0-9]{1,3}"));
+  for (std::string_view prefix : {"-maxrregcount=", "--maxrregcount="}) {
+    if (option.rfind(prefix, 0) != 0) continue;
+    std::string_view digits = std::string_view(option).substr(prefix.size());
+    return !digits.empty() && digits.size() <= 3 &&
+           std::all_of(digits.begin(), digits.end(),
+                       [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  }
+  return false;
 }
 
 std::map<std::string, int64_t> KernelFile::tunable_values(
@@ -199,6 +228,9 @@ std::map<std::string, int64_t> KernelFile::tunable_values(
 
 Result<KernelFile> parse_kernel_file(const std::string& source, const std::string& origin,
                                      const TaskSpec* task) {
+  if (source.size() > kMaxKernelSourceBytes)
+    return make_error(origin + ": the kernel file is " + std::to_string(source.size()) +
+                      " bytes, over the limit of " + std::to_string(kMaxKernelSourceBytes) + " bytes");
   size_t open = source.find(kPlanOpen);
   if (open == std::string::npos)
     return make_error(origin + ": no launch plan: add a '/* kopt:plan { ... } */' block");

@@ -62,6 +62,10 @@ struct KernelFile {
   std::map<std::string, int64_t> tunable_values(const std::map<std::string, int64_t>& chosen) const;
 };
 
+// Kernel files are model output: a larger one is refused before any parsing. Every kernel of
+// the suite is under 3 KB; the largest kernels models write are tens of KB.
+inline constexpr size_t kMaxKernelSourceBytes = 256 * 1024;
+
 // Parses the plan and checks it against the source (every launched kernel is defined) and,
 // when `task` is given, against the task (every name and symbol resolves).
 Result<KernelFile> parse_kernel_file(const std::string& source, const std::string& origin,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/strings.h"
+#include "sandbox/confined/confined_compile.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
 
@@ -42,7 +43,7 @@ void compile_variants(const KernelFile& file, const std::string& label, const st
     std::string subject = label;
     for (const auto& [k, v] : file.tunable_values(chosen))
       subject += " " + k + "=" + std::to_string(v);
-    auto compiled = compile_kernel(make_compile_request(file, chosen, arch), cache);
+    auto compiled = compile_confined(make_compile_request(file, chosen, arch), cache);
     if (!compiled) {
       out.push_back({subject, false, compiled.error()});
     } else if (!compiled->ok) {

@@ -6,6 +6,7 @@
 
 #include "common/files.h"
 #include "sandbox/compiler.h"
+#include "sandbox/confined/confined_compile.h"
 #include "sandbox/evaluator.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_catalog.h"
@@ -157,7 +158,7 @@ int run_eval(int argc, char** argv) {
   std::string arch = requested_arch;
   if (arch.empty()) arch = detect_gpu_arch().value_or("sm_90a");
   CompileCache cache(cache_directory() / "compile");
-  auto compiled = compile_kernel(make_compile_request(*file, {}, arch), &cache);
+  auto compiled = compile_confined(make_compile_request(*file, {}, arch), &cache);
   if (!compiled) {
     std::cerr << "kopt eval: " << compiled.error() << "\n";
     return 1;

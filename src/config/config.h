@@ -79,7 +79,7 @@ struct LlmConfig {
   std::map<std::string, ProviderConfig> providers;
   std::map<std::string, AgentConfig> agents;  // by role
   std::map<std::string, ModelPrice> prices;   // by model; a model without a price costs 0
-  size_t max_response_bytes = 1u << 20;       // larger responses are rejected (too_large)
+  size_t max_response_bytes = 512u << 10;     // larger responses are rejected (too_large)
 
   // The agent's config and its provider's, or nullptr for an unknown role.
   const AgentConfig* agent(const std::string& role) const;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "sandbox/confined/confined_compile.h"
 #include "sandbox/kernel_file.h"
 
 namespace kopt::orchestrator {
@@ -86,7 +87,7 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
     auto file = parse_kernel_file(input.source, "candidate.cu", input.task);
     if (!file) return reject_locally(input, Verdict::kInvalidPlan, file.error());
     if (!input.gpu->arch.empty()) {
-      auto compiled = compile_kernel(make_compile_request(*file, {}, input.gpu->arch), cache_);
+      auto compiled = compile_confined(make_compile_request(*file, {}, input.gpu->arch), cache_);
       if (!compiled) {
         CandidateOutcome outcome;
         outcome.error = "compile gate: " + compiled.error();
@@ -96,7 +97,7 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
       // The task's reference too (a cache hit after its first candidate): a worker that shares
       // this cache then never spends GPU time waiting for NVRTC on a task's first evaluation.
       if (auto reference = parse_kernel_file(input.reference_source, "reference.cu", input.task))
-        (void)compile_kernel(make_compile_request(*reference, {}, input.gpu->arch), cache_);
+        (void)compile_confined(make_compile_request(*reference, {}, input.gpu->arch), cache_);
     }
   }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "sandbox/include_policy.h"
 #include "sandbox/kernel_file.h"
 #include "tests/foundation/test_support.h"
 
@@ -141,7 +142,13 @@ TEST(Compiler, CompileOptionsListTheArchDefinesAndIncludes) {
   EXPECT_TRUE(has("-arch=sm_80"));
   EXPECT_TRUE(has("-DBLOCK=256"));
   EXPECT_TRUE(has("--use_fast_math"));
-  EXPECT_TRUE(has("--include-path=" + (cuda_home() / "include").string()));
+  // Only the toolkit's roots, realpath'ed (the include scan allows exactly these), and never the
+  // folder of the source.
+  auto roots = toolkit_include_roots();
+  ASSERT_EQ(roots.size(), 2u);
+  EXPECT_TRUE(has("--include-path=" + roots[0].string()));
+  EXPECT_TRUE(has("--include-path=" + roots[1].string()));
+  EXPECT_TRUE(has("--no-source-include"));
 }
 
 TEST(Compiler, InvalidArchIsAnError) {
