@@ -5,6 +5,7 @@
 
 #include "common/sha256.h"
 #include "sandbox/compiler.h"
+#include "sandbox/confined/confined_compile.h"
 
 namespace kopt::exporter {
 
@@ -32,7 +33,8 @@ Result<DeviceImage> compile_device_image(const KernelFile& file,
   image.nvrtc_options = compile_options(request);
   image.nvrtc_version = nvrtc_version();
   image.kernels = request.kernel_names;
-  auto compiled = compile_kernel(request, nullptr);
+  // Stored kernels are model text too: compiled in the confined child like any candidate.
+  auto compiled = compile_confined(request, nullptr);
   if (!compiled) return make_error("NVRTC: " + compiled.error());
   if (!compiled->ok) {
     return make_error("does not compile with this kopt's NVRTC " + image.nvrtc_version + " for " +
@@ -52,7 +54,7 @@ Result<DeviceImage> compile_device_image(const KernelFile& file,
   } else {
     CompileRequest plain = request;
     plain.arch = portable;
-    auto again = compile_kernel(plain, nullptr);
+    auto again = compile_confined(plain, nullptr);
     if (again && again->ok) image.ptx = again->ptx;
   }
   if (image.ptx.empty()) image.ptx_target.clear();

@@ -86,6 +86,7 @@ std::string encode_compile_output(const CompileOutput& output, const std::string
   json header = {{"ok", output.ok},
                  {"log", output.log},
                  {"lowered_names", output.lowered_names},
+                 {"ptx", output.ptx},
                  {"millis", output.millis},
                  {"max_rss_kib", usage.ru_maxrss},
                  {"note", note}};
@@ -102,6 +103,7 @@ Result<CompileOutput> decode_compile_output(const std::string& bytes, std::strin
     out.ok = h.at("ok").get<bool>();
     out.log = h.at("log").get<std::string>();
     out.lowered_names = h.at("lowered_names").get<std::map<std::string, std::string>>();
+    out.ptx = h.value("ptx", "");
     out.millis = h.at("millis").get<double>();
     out.cubin = std::move(frame->second);
     if (note) *note = h.value("note", "");
