@@ -265,8 +265,8 @@ std::string task_table(const ReportData& data) {
   }
   for (const auto& t : data.tasks) {
     if (t.stale_judgment.empty()) continue;
-    out += fmt::format("<p><b>{}</b>: its best kernel was {}; {}.</p>", html_escape(t.task),
-                       html_escape(t.stale_judgment), html_escape(memory::kRejudgeAdvice));
+    out += fmt::format("<p><b>{}</b>: its best kernel was {}; {}.</p>", html_text(t.task),
+                       html_text(t.stale_judgment), html_text(memory::kRejudgeAdvice));
   }
   out += profile_table(data);
   return out + "</section>";

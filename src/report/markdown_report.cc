@@ -79,8 +79,8 @@ std::string render_markdown(const ReportData& data) {
   }
   for (const auto& t : data.tasks) {
     if (t.stale_judgment.empty()) continue;
-    out += fmt::format("\n**{}**: its best kernel was {}; {}.\n", markdown_cell(t.task),
-                       markdown_cell(t.stale_judgment), memory::kRejudgeAdvice);
+    out += fmt::format("\n**{}**: its best kernel was {}; {}.\n", markdown_text(t.task),
+                       markdown_text(t.stale_judgment), memory::kRejudgeAdvice);
   }
 
   out += where_time_goes(data);

@@ -1,0 +1,27 @@
+#!/bin/bash
+# The trust issues merged (gate, host boundary, memory, morning) on a lent H100: every gpu-labelled
+# ctest test (PART=tests) and `kopt tasks check` with stress rounds and drawn shapes; PART=bench:
+# `bench/run.sh throughput --gate` (the daemon's compile gate, 91 candidates).
+# The build tree (no objects, stripped) is carried in .devcarry-final/build; run from the root:
+#   PART=tests bash docs/gpu-runs/2026-11-25-h100-trust/final_run.sh
+set -u
+here=$PWD; out=${OUT:-/tmp/out}; mkdir -p "$out" /work
+[ -e /work/main ] || ln -s "$here" /work/main
+rm -rf build && cp -a .devcarry-final/build build
+export KOPT_COMMIT=$(cat .devcarry-final/COMMIT)
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $KOPT_COMMIT";
+  which compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer; } | tee "$out/env.txt"
+nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv
+if [ "${PART:-tests}" = tests ]; then
+  s=$(date +%s)
+  (cd build && timeout ${CTEST_LIMIT:-420} ctest -L gpu -j1 --output-on-failure --timeout 300 ${CTEST_ARGS:-}) > "$out/ctest_gpu.txt" 2>&1
+  echo "ctest -L gpu rc=$? wall=$(( $(date +%s) - s ))s"
+  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|Skipped" "$out/ctest_gpu.txt" | tail -20
+  export KOPT_HOME=/tmp/kh KOPT_CACHE_DIR=/tmp/kc
+  s=$(date +%s); timeout 150 build/bin/kopt tasks check > "$out/tasks_check.txt" 2>&1
+  echo "kopt tasks check rc=$? wall=$(( $(date +%s) - s ))s"; tail -3 "$out/tasks_check.txt"
+fi
+if [ "${PART:-tests}" = bench ]; then
+  bench/run.sh throughput "$out/throughput" --no-inline --gate --budget-s ${BUDGET:-140} --variants 6 2>&1 | tail -20
+fi
+nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv,noheader
