@@ -276,6 +276,12 @@ class DeclarationChecker {
     const std::string& first = t[start]->text;
     if (first == "typedef" || first == "using" || first == "static_assert" || first == "namespace")
       return ok_status();
+    // A class declared ahead ("struct S;", "template <typename T> struct traits;") is a type,
+    // not code; "struct S s;" (two names) still declares a host variable below.
+    if ((first == "struct" || first == "class" || first == "union") && !d.class_body &&
+        start + 1 < t.size() && is_identifier(t[start + 1]) &&
+        (start + 2 == t.size() || (start + 3 == t.size() && is(t[start + 2], ";"))))
+      return ok_status();
     if (first == "asm" || first == "__asm__" || first == "__asm")
       return error(d.line, "asm outside a function is host code");
     if (d.function_body) {

@@ -238,7 +238,7 @@ TEST(CompileCache, AnyChangeToTheInputsMisses) {
   r.defines = {{"B", 2}};
   variants.push_back({"define value", r});
   r = base;
-  r.defines = {{"C", 1}};
+  r.defines = {{"B", 1}, {"C", 1}};  // B stays: the source tests it (device-code rule)
   variants.push_back({"define name", r});
   r = base;
   r.arch = "sm_80";

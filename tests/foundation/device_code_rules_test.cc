@@ -68,6 +68,7 @@ TEST(DeviceCodeRules, HostCodeIsRefused) {
                  "'system' is host code");
   EXPECT_REFUSED("struct S { S(); };\nstatic S s;\n", 2, "'s' is host code");
   EXPECT_REFUSED("struct S { static inline int x = 1; };\n", 1, "static inline data member");
+  EXPECT_REFUSED("struct S {};\nstruct S s;\n", 2, "'s' is host code");
   EXPECT_REFUSED("#define SI static inline\nstruct S { SI int x = 1; };\n", 2, "static inline");
   EXPECT_REFUSED("asm(\".section .init_array\");\n", 1, "asm");
   EXPECT_REFUSED("auto run = [] { return 0; }();\n", 1, "'run' is host code");
@@ -102,6 +103,9 @@ __device__ T twice(T v) { return v + v; }
 struct __align__(16) Pair { float a, b; __device__ float sum() const { return a + b; } };
 enum class Mode : int { kA, kB };
 typedef struct { int x; } Plain;
+struct Ahead;
+template <typename T> struct traits;
+template <> struct traits<float> { typedef unsigned int bits; };
 using Vec = float4;
 }
 __constant__ float table[4] = {1, 2, 3, 4};

@@ -12,6 +12,8 @@
 
 #include "common/files.h"
 #include "common/sha256.h"
+#include "sandbox/judging_spec.h"
+#include "sandbox/task_spec.h"
 #include "tests/memory_store/export_project.h"
 #include "tests/memory_store/sample_memory.h"
 #include "tests/memory_store/test_support.h"
@@ -65,6 +67,9 @@ class ExportHostileTest : public ::testing::Test {
     ASSERT_TRUE(
         write_file_atomic(dir_ / "tasks/axpy/reference.cu", source_file("tasks/axpy/reference.cu"))
             .ok());
+    ASSERT_TRUE(
+        write_file_atomic(dir_ / "tasks/axpy/baseline.cu", source_file("tasks/axpy/baseline.cu"))
+            .ok());
     kernel_id_ = add_kernel(store, "axpy", kernel_source);
     EvaluationRecord e;
     e.kernel_id = kernel_id_;
@@ -76,6 +81,11 @@ class ExportHostileTest : public ::testing::Test {
     e.baseline_us = 300;
     e.speedup = 3;
     e.created_at = "2026-11-25T04:05:06Z";
+    // Judged under the task folder's spec and this verifier, so the export takes it as current.
+    auto judged = load_task(dir_ / "tasks" / "axpy");
+    ASSERT_TRUE(judged.ok()) << judged.error();
+    e.judging_spec_sha256 = judging_spec_sha256(*judged);
+    e.verifier_version = kVerifierVersion;
     ASSERT_TRUE(store.add_evaluation(e).ok());
   }
 
@@ -101,12 +111,25 @@ const char* kHostileDescription =
     "\nexecute_process(COMMAND touch CANARY)\n${CMAKE_COMMAND} <b>html</b> | cell \\";
 const char* kHostileGpu = "NVIDIA H100\nexecute_process(COMMAND touch CANARY)\n# \"\"\" */ \\";
 
-TEST_F(ExportHostileTest, HostCodeInTheKernelNeverRunsWhenTheExportIsBuiltAndRun) {
+// A kernel with host code can only be in a memory that was changed behind kopt's back (the gate and
+// `memory import` refuse it): the export compiles it with the gate's rules and refuses it.
+TEST_F(ExportHostileTest, HostCodeInAStoredKernelIsRefused) {
   fill(hostile_kernel(), "y = alpha * x + y", "NVIDIA H100 80GB HBM3");
+  auto exported = do_export();
+  EXPECT_NE(exported.exit_code, 0);
+  EXPECT_TRUE(contains(exported.stderr_text, "does not compile")) << exported.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(out_ / "axpy.cu"));
+  EXPECT_FALSE(std::filesystem::exists(canary_)) << "the kernel's host code ran";
+}
+
+// What an export builds is generated C++ and the device code as data, never a kernel source: the
+// build of an export runs none of the text the model wrote.
+TEST_F(ExportHostileTest, TheExportsBuildCompilesNoKernelSource) {
+  fill(fast_axpy_source(), "y = alpha * x + y", "NVIDIA H100 80GB HBM3");
   auto exported = do_export();
   ASSERT_EQ(exported.exit_code, 0) << exported.stderr_text;
   // The source is there, byte for byte, for reading; the device code is NVRTC's.
-  EXPECT_EQ(file("axpy.cu"), hostile_kernel());
+  EXPECT_EQ(file("axpy.cu"), fast_axpy_source());
   auto manifest = nlohmann::json::parse(file("manifest.json"));
   EXPECT_EQ(manifest["format"], 3);
   const auto& image = manifest["kernels"][0]["image"];

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The trust issues merged (gate, host boundary, memory, morning) on a lent H100: every gpu-labelled
-# ctest test (PART=tests) and `kopt tasks check` with stress rounds and drawn shapes; PART=bench:
+# ctest test (PART=tests); PART=bench: `kopt tasks check` with stress rounds and drawn shapes and
 # `bench/run.sh throughput --gate` (the daemon's compile gate, 91 candidates).
 # The build tree (no objects, stripped) is carried in .devcarry-final/build; run from the root:
 #   PART=tests bash docs/gpu-runs/2026-11-25-h100-trust/final_run.sh
@@ -17,11 +17,12 @@ if [ "${PART:-tests}" = tests ]; then
   (cd build && timeout ${CTEST_LIMIT:-420} ctest -L gpu -j1 --output-on-failure --timeout 300 ${CTEST_ARGS:-}) > "$out/ctest_gpu.txt" 2>&1
   echo "ctest -L gpu rc=$? wall=$(( $(date +%s) - s ))s"
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|Skipped" "$out/ctest_gpu.txt" | tail -20
+fi
+if [ "${PART:-tests}" = bench ]; then
   export KOPT_HOME=/tmp/kh KOPT_CACHE_DIR=/tmp/kc
   s=$(date +%s); timeout 150 build/bin/kopt tasks check > "$out/tasks_check.txt" 2>&1
   echo "kopt tasks check rc=$? wall=$(( $(date +%s) - s ))s"; tail -3 "$out/tasks_check.txt"
-fi
-if [ "${PART:-tests}" = bench ]; then
+  unset KOPT_HOME KOPT_CACHE_DIR
   bench/run.sh throughput "$out/throughput" --no-inline --gate --budget-s ${BUDGET:-140} --variants 6 2>&1 | tail -20
 fi
 nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv,noheader
