@@ -12,6 +12,7 @@
 #include "common/files.h"
 #include "common/scrub_secrets.h"
 #include "common/sha256.h"
+#include "sandbox/cubin_state.h"
 #include "sandbox/device_code_rules.h"
 #include "sandbox/include_policy.h"
 
@@ -120,7 +121,9 @@ void CompileCache::store(const CompileOutput& output) const {
 }
 
 std::string compile_cache_key(const CompileRequest& request) {
-  std::string key_material = "nvrtc " + nvrtc_version() + "\n";
+  // The gate's version: a rule added after the compile (the device heap's refusal) must not be
+  // bypassed by an older cached "ok".
+  std::string key_material = "nvrtc " + nvrtc_version() + "\ngate 2\n";
   for (const auto& o : compile_options(request)) key_material += o + "\n";
   for (const auto& k : request.kernel_names) key_material += "kernel " + k + "\n";
   key_material += request.source;
@@ -219,6 +222,20 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
         break;
       }
       out.lowered_names[name] = lowered;
+    }
+    // The device heap outlives a launch and no check of the worker sees it: a kernel could keep
+    // an answer there between timed samples. Plans declare scratch (zeroed or poisoned per run).
+    if (out.ok) {
+      auto state = read_cubin_state(out.cubin);
+      if (!state) {
+        out.ok = false;
+        out.log += "\nthe compiled CUBIN could not be read: " + state.error();
+      } else if (state->uses_device_heap) {
+        out.ok = false;
+        out.log += "\n" + request.origin +
+                   ": device-side malloc/free/new is not supported (the device heap outlives a "
+                   "launch); declare the memory as plan scratch instead";
+      }
     }
     if (!out.ok) out.cubin.clear();
   } else if (compile_rc != NVRTC_ERROR_COMPILATION) {

@@ -64,6 +64,7 @@ Result<CudaDriver> load_once() {
   KOPT_RESOLVE_V2(cuDevicePrimaryCtxRelease);
   KOPT_RESOLVE(cuCtxSetCurrent);
   KOPT_RESOLVE(cuCtxSynchronize);
+  KOPT_RESOLVE(cuCtxResetPersistingL2Cache);
   KOPT_RESOLVE(cuModuleLoadData);
   KOPT_RESOLVE(cuModuleUnload);
   KOPT_RESOLVE(cuModuleGetFunction);

@@ -25,6 +25,7 @@ struct CudaDriver {
   KOPT_CUDA_FN(cuDevicePrimaryCtxRelease);
   KOPT_CUDA_FN(cuCtxSetCurrent);
   KOPT_CUDA_FN(cuCtxSynchronize);
+  KOPT_CUDA_FN(cuCtxResetPersistingL2Cache);
   KOPT_CUDA_FN(cuModuleLoadData);
   KOPT_CUDA_FN(cuModuleUnload);
   KOPT_CUDA_FN(cuModuleGetFunction);

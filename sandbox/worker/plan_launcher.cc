@@ -4,6 +4,8 @@
 #include <climits>
 #include <cstring>
 
+#include "sandbox/cubin_state.h"
+
 namespace kopt::worker {
 namespace {
 
@@ -67,20 +69,36 @@ Result<LoadedKernel> LoadedKernel::load(Device& device, KernelFile file,
   k.file_ = std::move(file);
   k.tunables_ = k.file_.tunable_values(tunables);
   k.lowered_ = compiled.lowered_names;
+  k.cubin_ = std::make_shared<const std::string>(compiled.cubin);
+  auto state = read_cubin_state(*k.cubin_);
+  if (!state) return make_error("the CUBIN: " + state.error());
+  k.keeps_state_ = state->writable_global_bytes > 0;
+  if (auto s = k.load_module(); !s) return make_error(s.error());
+  return k;
+}
+
+Result<LoadedKernel> LoadedKernel::reloaded() const {
+  LoadedKernel k = *this;
+  if (auto s = k.load_module(); !s) return make_error(s.error());
+  return k;
+}
+
+Status LoadedKernel::load_module() {
   CUmodule module = nullptr;
   CudaFailure failure;
-  if (!device.check(device.driver().cuModuleLoadData(&module, compiled.cubin.data()),
-                    "cuModuleLoadData", &failure))
+  if (!device_->check(device_->driver().cuModuleLoadData(&module, cubin_->data()),
+                      "cuModuleLoadData", &failure))
     return make_error(failure.message);
-  k.module_ = std::make_shared<Module>(&device.driver(), module);
-  for (const auto& [name, lowered] : compiled.lowered_names) {
+  module_ = std::make_shared<Module>(&device_->driver(), module);
+  functions_.clear();
+  for (const auto& [name, lowered] : lowered_) {
     CUfunction fn = nullptr;
-    if (!device.check(device.driver().cuModuleGetFunction(&fn, module, lowered.c_str()),
-                      "cuModuleGetFunction", &failure))
+    if (!device_->check(device_->driver().cuModuleGetFunction(&fn, module, lowered.c_str()),
+                        "cuModuleGetFunction", &failure))
       return make_error("kernel " + name + ": " + failure.message);
-    k.functions_[name] = fn;
+    functions_[name] = fn;
   }
-  return k;
+  return ok_status();
 }
 
 std::vector<std::string> LoadedKernel::symbols() const {

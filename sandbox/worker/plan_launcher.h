@@ -70,11 +70,19 @@ class LoadedKernel {
   const KernelFile& file() const { return file_; }
   // Kernel symbols in the CUBIN (as CUPTI names them).
   std::vector<std::string> symbols() const;
+  // Whether the module holds __device__ data, which outlives a launch (sandbox/cubin_state.h).
+  bool keeps_state() const { return keeps_state_; }
+  // The same CUBIN in a module of its own, its __device__ data as the image defines it.
+  Result<LoadedKernel> reloaded() const;
 
  private:
+  Status load_module();  // a new module from cubin_, with its functions
+
   Device* device_ = nullptr;
   KernelFile file_;
   std::shared_ptr<Module> module_;
+  std::shared_ptr<const std::string> cubin_;
+  bool keeps_state_ = false;
   std::map<std::string, CUfunction> functions_;
   std::map<std::string, std::string> lowered_;
   std::map<std::string, int64_t> tunables_;

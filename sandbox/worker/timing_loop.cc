@@ -228,6 +228,34 @@ class TimedRun {
     return go_on();
   }
 
+  // A module with __device__ data was timed in fresh modules (load_fresh_module), so what it does
+  // once it has run many times in one module, as it will in a user's program, is checked here:
+  // the module that ran all of verification runs as many launches again over the timing sets,
+  // untimed, and each launch's outputs must match (a kernel "correct for its first N launches,
+  // then replaying an old answer" fails here).
+  Step check_long_lived_module() {
+    if (!candidate_.keeps_state()) return go_on();
+    auto plan = candidate_.resolve(task_, sizes_);
+    if (auto* f = std::get_if<PlanFailure>(&plan)) return verdict(f->verdict, f->detail);
+    fresh_candidate_.reset();
+    cp_ = std::get<ResolvedPlan>(plan);
+    for (int launch = 0; launch < taken_; ++launch) {
+      BufferSet& set = sets_[size_t(launch) % sets_.size()];
+      if (auto s = set.candidate->poison(kTimingPoison[launch % 2], cand_stream_->get()); !s)
+        return make_error(s.error());
+      if (auto f = run_sample(candidate_, cp_, set.candidate->bindings(), cand_stream_->get(),
+                              unsigned(launch), cand_limit_))
+        return verdict(f->verdict, f->detail + " (a repeated launch" + at_timed_shape_ + ")");
+      auto end = check_sample_outputs(set, "launch " + std::to_string(launch + 1) +
+                                               " of a module that already ran verification");
+      if (!end || *end) return end;
+      // Untimed: its records count for nothing, and are drained as often as timing drains them.
+      if ((launch + 1) % kBatch == 0) (void)CuptiKernelTimer::collect();
+    }
+    (void)CuptiKernelTimer::collect();
+    return go_on();
+  }
+
   // Guard zones of everything the candidate could write, its input copies and the kept sets.
   Step check_guards_and_inputs() {
     std::vector<const CandidateBuffers*> used;
@@ -256,12 +284,17 @@ class TimedRun {
   }
 
   // A cold L2 (a memset of twice its size), then the plan; the poison before it is queued by the
-  // caller. Memsets are no kernels to CUPTI, so neither enters the sample's span.
+  // caller. Memsets are no kernels to CUPTI, so neither enters the sample's span. Lines a kernel
+  // loaded with an evict_last hint partly survive such a memset (measured on Hopper:
+  // bench/results/h200-2026-11-26-l2-residency/), so persisting lines are made normal first.
   std::optional<PlanFailure> run_sample(const LoadedKernel& kernel, const ResolvedPlan& plan,
                                         const BufferMap& buffers, CUstream stream,
                                         unsigned flush_value, const RunLimit& limit,
                                         double* seconds = nullptr) {
     CudaFailure failure;
+    if (!device_.check(device_.driver().cuCtxResetPersistingL2Cache(),
+                       "cuCtxResetPersistingL2Cache", &failure))
+      return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
     if (!device_.check(
             device_.driver().cuMemsetD32Async(flush_.ptr(), flush_value, flush_bytes_ / 4, stream),
             "cuMemsetD32Async(L2 flush)", &failure))
@@ -274,25 +307,48 @@ class TimedRun {
   Step take_sample(bool sample_baseline) {
     BufferSet& set = sets_[size_t(taken_) % sets_.size()];
     int visit = taken_ / int(sets_.size());
+    if (auto s = load_fresh_module(); !s) return make_error(s.error());
     if (auto s = set.candidate->poison(kTimingPoison[visit % 2], cand_stream_->get()); !s)
       return make_error(s.error());
-    if (auto f = run_sample(candidate_, cp_, set.candidate->bindings(), cand_stream_->get(),
-                            unsigned(taken_), cand_limit_))
+    if (auto f = run_sample(sampled_candidate(), cp_, set.candidate->bindings(),
+                            cand_stream_->get(), unsigned(taken_), cand_limit_))
       return verdict(f->verdict, f->detail + " (while timing" + at_timed_shape_ + ")");
     if (sample_baseline) {
       if (auto f = run_sample(*baseline_, *bp_, baseline_bindings(set), base_stream_->get(),
                               unsigned(taken_) + 7, RunLimit{}))
         return make_error("the baseline failed while timing: " + f->detail);
     }
-    if (auto end = check_sample_outputs(set); !end || *end) return end;
+    if (auto end = check_sample_outputs(set, "timed sample " + std::to_string(taken_ + 1));
+        !end || *end)
+      return end;
     auto mhz = support_.probe_clock_mhz();
     clock_mhz_.push_back(mhz ? *mhz : 0.0);
     return go_on();
   }
 
+  // A candidate whose module holds __device__ data runs every sample in a module loaded afresh
+  // (the GPU is idle here: the last sample's outputs were read back), so nothing it kept from an
+  // earlier sample (an answer keyed by its inputs' addresses or values, a count of launches) can
+  // make a timed sample cheap. Modules without such data have nothing to keep. What such a kernel
+  // does after many launches in one module is checked afterwards (check_long_lived_module).
+  Status load_fresh_module() {
+    if (!candidate_.keeps_state()) return ok_status();
+    auto fresh = candidate_.reloaded();
+    if (!fresh) return make_error("reloading the candidate's module: " + fresh.error());
+    fresh_candidate_.emplace(std::move(*fresh));
+    auto plan = fresh_candidate_->resolve(task_, sizes_);
+    if (auto* f = std::get_if<PlanFailure>(&plan)) return make_error(f->detail);
+    cp_ = std::get<ResolvedPlan>(plan);
+    ++outcome_.fresh_modules;
+    return ok_status();
+  }
+  const LoadedKernel& sampled_candidate() const {
+    return fresh_candidate_ ? *fresh_candidate_ : candidate_;
+  }
+
   // What this sample wrote: the first sample on a set in full, later ones by keyed hash, and in
   // full again where the hash differs (a correct kernel need not be bitwise repeatable).
-  Step check_sample_outputs(BufferSet& set) {
+  Step check_sample_outputs(BufferSet& set, const std::string& which) {
     auto hashes = set.candidate->output_hashes(support_, task_);
     if (!hashes) return make_error(hashes.error());
     if (set.first_hashes && *hashes == *set.first_hashes) {
@@ -308,10 +364,10 @@ class TimedRun {
         o->mismatch->phase = "timing";
         o->mismatch->shape = describe_shape(sizes_);
       }
-      return verdict(o->verdict,
-                     "output of timed sample " + std::to_string(taken_ + 1) +
-                         " is wrong (every sample must compute its outputs): " + o->detail,
-                     o->mismatch);
+      return verdict(
+          o->verdict,
+          "output of " + which + " is wrong (every launch must compute its outputs): " + o->detail,
+          o->mismatch);
     }
     if (!set.first_hashes) set.first_hashes = std::move(*hashes);
     return go_on();
@@ -390,6 +446,7 @@ class TimedRun {
   std::string history_key_;
 
   ResolvedPlan cp_;
+  std::optional<LoadedKernel> fresh_candidate_;  // this sample's module (load_fresh_module)
   std::optional<ResolvedPlan> bp_;
   std::vector<BufferSet> sets_;
   std::vector<std::unique_ptr<InputSet>> own_;  // sets made here when the pool keeps none
@@ -417,7 +474,8 @@ nlohmann::json TimedOutcome::facts() const {
           {"fresh_baseline_samples", fresh_baseline_samples},
           {"baseline_from_history", baseline_from_history},
           {"hashed_samples", hashed_samples},
-          {"full_checks", full_checks}};
+          {"full_checks", full_checks},
+          {"fresh_modules", fresh_modules}};
 }
 
 Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const LoadedKernel* baseline,
@@ -428,7 +486,8 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
   timed.use_pool(pool_, pool_key_);
   timed.use_history(history_, history_key_);
   for (auto step : {&TimedRun::resolve_plans, &TimedRun::make_buffer_sets, &TimedRun::warm_up,
-                    &TimedRun::sample_until_stopped, &TimedRun::check_guards_and_inputs}) {
+                    &TimedRun::sample_until_stopped, &TimedRun::check_long_lived_module,
+                    &TimedRun::check_guards_and_inputs}) {
     auto end = (timed.*step)();
     if (!end) return make_error(end.error());
     if (*end) return std::move(**end);

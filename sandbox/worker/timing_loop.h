@@ -35,6 +35,7 @@ struct TimedOutcome {
   bool baseline_warm_up = false, candidate_warm_up = false;  // runs before the samples
   int hashed_samples = 0;  // samples whose outputs matched their set's first by keyed hash
   int full_checks = 0;     // samples compared against the reference under the tolerance
+  int fresh_modules = 0;   // samples run in a module loaded afresh (it holds __device__ data)
   nlohmann::json facts() const;
 };
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "sandbox/cubin_state.h"
 #include "sandbox/include_policy.h"
 #include "sandbox/kernel_file.h"
 #include "tests/foundation/test_support.h"
@@ -87,6 +88,50 @@ TEST(Compiler, SyntaxErrorIsAVerdictWithTheLog) {
   EXPECT_TRUE(out->cubin.empty());
   EXPECT_TRUE(contains(out->log, "test.cu(1)")) << out->log;
   EXPECT_TRUE(contains(out->log, "error")) << out->log;
+}
+
+// What a module keeps between launches, read from its CUBIN: the worker loads such a module
+// afresh before every timed sample (sandbox/worker/timing_loop.cc).
+TEST(CubinState, DeviceVariablesAreStateAndPlainKernelsHaveNone) {
+  auto plain = read_cubin_state(compile_ok(request_for(kExternC, {"axpy"})).cubin);
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  EXPECT_EQ(plain->writable_global_bytes, 0u);
+  EXPECT_FALSE(plain->uses_device_heap);
+  // __constant__ data cannot be written by a kernel: no state.
+  auto constant = read_cubin_state(
+      compile_ok(request_for("__constant__ float c_scale[4];\n" + std::string(kMangled) +
+                                 "__global__ void use(float* o) { o[0] = c_scale[0]; }\n",
+                             {"scale", "use"}))
+          .cubin);
+  ASSERT_TRUE(constant.ok()) << constant.error();
+  EXPECT_EQ(constant->writable_global_bytes, 0u);
+  auto counted = read_cubin_state(
+      compile_ok(request_for("__device__ unsigned g_calls;\n__device__ float g_table[256] = {1};\n"
+                             "extern \"C\" __global__ void count(float* o) {\n"
+                             "  o[threadIdx.x] = g_table[threadIdx.x]; ++g_calls;\n}\n",
+                             {"count"}))
+          .cubin);
+  ASSERT_TRUE(counted.ok()) << counted.error();
+  EXPECT_EQ(counted->writable_global_bytes, 4u + 256u * 4u);
+}
+
+TEST(CubinState, TheDeviceHeapIsRefusedAtTheGate) {
+  for (const char* allocation : {"float* p = (float*)malloc(64);", "float* p = new float[16];"}) {
+    std::string source = std::string("extern \"C\" __global__ void heap(float* o) {\n  ") +
+                         allocation + "\n  p[0] = 1; o[0] = p[0];\n}\n";
+    auto out = compile_kernel(request_for(source, {"heap"}), nullptr);
+    ASSERT_TRUE(out.ok()) << out.error();
+    EXPECT_FALSE(out->ok) << allocation;
+    EXPECT_TRUE(out->cubin.empty());
+    EXPECT_TRUE(contains(out->log, "device heap")) << out->log;
+  }
+}
+
+TEST(CubinState, AFileThatIsNotACubinIsAnError) {
+  EXPECT_FALSE(read_cubin_state("").ok());
+  EXPECT_FALSE(read_cubin_state(std::string("\x7f\x45LF") + std::string(60, '\0')).ok());
+  std::string truncated = compile_ok(request_for(kExternC, {"axpy"})).cubin.substr(0, 80);
+  EXPECT_FALSE(read_cubin_state(truncated).ok());
 }
 
 TEST(Compiler, KernelNameThatIsNotDefinedFails) {

@@ -40,6 +40,10 @@ Result<AdversarialKernel> read_adversarial_kernel(const fs::path& path) {
       kernel.task = value;
     } else if (key == "rounds") {
       kernel.rounds = std::stoi(value);
+    } else if (key == "log") {
+      kernel.log = value;
+    } else if (key == "max-speedup") {
+      kernel.max_speedup = std::stod(value);
     } else if (key == "stress") {
       kernel.stress = value;
     } else if (key == "without-stress") {

@@ -4,6 +4,9 @@
 //   // expect: out_of_bounds            (alternatives: "incorrect|nondeterministic")
 //   // task: axpy                       (optional; default axpy)
 //   // rounds: 2                        (optional; verification rounds to ask for)
+//   // log: device heap                 (compile_error only: text the compile log must hold)
+//   // max-speedup: 1.25                (ok only: the most the timed speedup may be; a kernel
+//   //                                   whose cheat the sandbox neutralizes runs at honest speed)
 //
 // The numerical kernels in tests/sandbox/numerical/ (planted numerical bugs, issue 15) add:
 //
@@ -28,6 +31,8 @@ struct AdversarialKernel {
   std::string task = "axpy";
   std::vector<Verdict> expected;  // any of these is right
   std::optional<int> rounds;
+  std::string log;                      // what a compile_error's log must hold
+  std::optional<double> max_speedup;    // the most an accepted kernel's speedup may be
   std::string stress;                   // the stress round that must catch it
   std::vector<Verdict> without_stress;  // its verdict when stress rounds are off
 };

@@ -70,6 +70,10 @@ void expect_verdict(Evaluator& evaluator, const AdversarialKernel& kernel) {
                 result->candidate_time->samples, result->speedup, result->sol_percent);
   }
   std::fflush(stdout);
+  if (kernel.max_speedup && result->verdict == Verdict::kOk) {
+    EXPECT_LE(result->speedup, *kernel.max_speedup)
+        << kernel.name << ": a cheat the sandbox should neutralize was timed faster than honest";
+  }
   EXPECT_NE(std::find(kernel.expected.begin(), kernel.expected.end(), result->verdict),
             kernel.expected.end())
       << kernel.name << ": got " << verdict_name(result->verdict) << ", expected "

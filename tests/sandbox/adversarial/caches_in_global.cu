@@ -1,11 +1,13 @@
 // expect: incorrect
 // rounds: 2
-// Defence: the outputs of the timed runs are checked, and timed runs get fresh inputs. The kernel
-// is honest for its first 6 consecutive launches at one size, remembering its outputs in a
-// __device__ array; from the 7th on it replays them instead of reading its inputs. Verification
-// with 2 rounds makes at most 4 consecutive launches per shape, so only the timing phase (10+
-// samples) sees the replay: a harness that times without checking what the timed runs wrote, or
-// that times on unchanging inputs, would accept it.
+// Defence: a module that keeps __device__ data is run again, after timing, as many times as it was
+// timed, in the one module that ran all of verification, and every launch's outputs are checked.
+// The kernel is honest for its first 6 consecutive launches at one size, remembering its outputs
+// in a __device__ array; from the 7th on it replays them instead of reading its inputs.
+// Verification with 2 rounds makes at most 4 consecutive launches per shape, and the timed samples
+// each run in a module loaded afresh (so a replay can never be timed), so only the repeated
+// launches see the replay: a harness that never runs one module many times on changing inputs,
+// checking each run, would accept it.
 /* kopt:plan
 {
   "launches": [

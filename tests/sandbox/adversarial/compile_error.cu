@@ -1,4 +1,5 @@
 // expect: compile_error
+// log: INFINITY
 // Defence: the compile gate. NVRTC has no INFINITY (there are no host headers), the mistake
 // LLM-written kernels make most often; the compile log must come back as the verdict's detail.
 /* kopt:plan
