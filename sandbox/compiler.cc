@@ -74,6 +74,11 @@ std::vector<std::string> compile_options(const CompileRequest& request) {
   // are also the only roots check_includes lets a source name.
   for (const auto& root : toolkit_include_roots())
     options.push_back("--include-path=" + root.string());
+  // Toolkit headers that include a neighbour by a quoted relative name (crt/mma.h includes
+  // "mma.hpp"): with --no-source-include NVRTC finds the neighbour only through these folders.
+  // They come after the roots, so a name both hold resolves as check_includes resolved it.
+  for (const auto& folder : toolkit_header_folders())
+    options.push_back("--include-path=" + folder.string());
   for (const auto& [name, value] : request.defines)
     options.push_back("-D" + name + "=" + std::to_string(value));
   for (const auto& o : request.extra_options) options.push_back(o);

@@ -332,6 +332,18 @@ std::vector<fs::path> toolkit_include_roots() {
   return roots;
 }
 
+std::vector<fs::path> toolkit_header_folders() {
+  std::vector<fs::path> folders;
+  fs::path include = cuda_home() / "include";
+  for (const char* sub :
+       {"crt", "cooperative_groups", "cooperative_groups/details", "nvtx3", "nvtx3/nvtxDetail"}) {
+    std::error_code ec;
+    fs::path real = fs::canonical(include / sub, ec);
+    if (!ec && fs::is_directory(real, ec)) folders.push_back(real);
+  }
+  return folders;
+}
+
 std::optional<std::string> check_includes(const std::string& source, const std::string& origin,
                                           const std::vector<fs::path>& roots) {
   auto problems = IncludeScanner(source, origin, roots).run();

@@ -15,6 +15,10 @@ namespace kopt {
 // The toolkit's include folder and its CCCL folder, realpath'ed (missing ones left out).
 std::vector<std::filesystem::path> toolkit_include_roots();
 
+// Toolkit folders whose headers include their neighbours by quoted relative names (crt,
+// cooperative_groups, nvtx3): NVRTC's extra search paths, never roots a source may name.
+std::vector<std::filesystem::path> toolkit_header_folders();
+
 // nullopt when every include-like construct of `source` names a regular file under one of
 // `roots`; else the refusal, one line per problem: "ORIGIN:LINE: #include "/etc/passwd": ...".
 // Refused: computed includes (`#include MACRO`), absolute names, names with '..', headers not

@@ -230,7 +230,7 @@ class TimedRun {
 
   // A module with __device__ data was timed in fresh modules (load_fresh_module), so what it does
   // once it has run many times in one module, as it will in a user's program, is checked here:
-  // the module that ran all of verification runs as many launches again over the timing sets,
+  // the module that ran all of verification runs as many launches again over the timing sets
   // untimed, and each launch's outputs must match (a kernel "correct for its first N launches,
   // then replaying an old answer" fails here).
   Step check_long_lived_module() {
@@ -239,7 +239,10 @@ class TimedRun {
     if (auto* f = std::get_if<PlanFailure>(&plan)) return verdict(f->verdict, f->detail);
     fresh_candidate_.reset();
     cp_ = std::get<ResolvedPlan>(plan);
-    for (int launch = 0; launch < taken_; ++launch) {
+    // As many launches as were timed, and at least three per set (a kernel may turn on a third
+    // sight of the same inputs: verification runs each set twice).
+    const int launches = std::max(taken_, 3 * int(sets_.size()));
+    for (int launch = 0; launch < launches; ++launch) {
       BufferSet& set = sets_[size_t(launch) % sets_.size()];
       if (auto s = set.candidate->poison(kTimingPoison[launch % 2], cand_stream_->get()); !s)
         return make_error(s.error());

@@ -194,6 +194,35 @@ TEST(Compiler, CompileOptionsListTheArchDefinesAndIncludes) {
   EXPECT_TRUE(has("--include-path=" + roots[0].string()));
   EXPECT_TRUE(has("--include-path=" + roots[1].string()));
   EXPECT_TRUE(has("--no-source-include"));
+  // The folders whose headers include neighbours by relative name come after the roots.
+  auto folders = toolkit_header_folders();
+  ASSERT_FALSE(folders.empty());
+  auto position = [&](const std::string& o) {
+    return std::find(options.begin(), options.end(), o);
+  };
+  EXPECT_LT(position("--include-path=" + roots[1].string()),
+            position("--include-path=" + folders[0].string()));
+}
+
+// mma.h (WMMA) includes "mma.hpp" from crt/ by a quoted relative name: with --no-source-include
+// it compiles only because crt/ is among NVRTC's search paths (a tensor-core kernel was refused).
+TEST(Compiler, ToolkitHeadersThatIncludeNeighboursCompile) {
+  const char* wmma = R"(#include <mma.h>
+#include <cooperative_groups.h>
+using namespace nvcuda;
+extern "C" __global__ void tile(const __half* a, const __half* b, float* c) {
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+  wmma::fill_fragment(fc, 0.0f);
+  wmma::load_matrix_sync(fa, a, 16);
+  wmma::load_matrix_sync(fb, b, 16);
+  wmma::mma_sync(fc, fa, fb, fc);
+  wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);
+  cooperative_groups::this_thread_block().sync();
+}
+)";
+  compile_ok(request_for(wmma, {"tile"}));
 }
 
 TEST(Compiler, InvalidArchIsAnError) {
