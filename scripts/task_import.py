@@ -198,24 +198,37 @@ def validate_reference(torch, task, folder, reference, log):
     return problems
 
 
-def import_one(torch, path, out, name, reference_path, function, log):
+def stage(torch, path, out, name, function, log):
+    """Derives the task and writes module.py, torch_op.py and the unvalidated task.json."""
     problem = Problem(torch, path, function)
     task, torch_op = derive(torch, problem, name, log)
     out.mkdir(parents=True, exist_ok=False)
+    shutil.copyfile(path, out / "module.py")
+    (out / "torch_op.py").write_text(torch_op)
+    (out / "task.json").write_text(json.dumps(task, indent=2) + "\n")
+    return task
+
+
+def accept(torch, out, reference, log):
+    """The staged task's reference validated against its module; on success the final
+    task.json (rounds outside the op's domain dropped), reference.cu and baseline.cu."""
+    task = json.loads((out / "task.json").read_text())
+    problems = validate_reference(torch, task, out, reference, log)
+    if problems:
+        raise NotImportable("\n".join(problems))
+    (out / "task.json").write_text(json.dumps(task, indent=2) + "\n")
+    (out / "reference.cu").write_text(reference)
+    (out / "baseline.cu").write_text(reference)
+    return task
+
+
+def import_one(torch, path, out, name, reference_path, function, log):
     try:
-        shutil.copyfile(path, out / "module.py")
-        (out / "torch_op.py").write_text(torch_op)
-        reference = pathlib.Path(reference_path).read_text()
-        problems = validate_reference(torch, task, out, reference, log)
-        if problems:
-            raise NotImportable("\n".join(problems))
-        (out / "task.json").write_text(json.dumps(task, indent=2) + "\n")
-        (out / "reference.cu").write_text(reference)
-        (out / "baseline.cu").write_text(reference)
+        stage(torch, path, out, name, function, log)
+        return accept(torch, out, pathlib.Path(reference_path).read_text(), log)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
-    return task
 
 
 def kernelbench(torch, files, references, out_root, log):
@@ -262,18 +275,38 @@ def main(argv):
     ap.add_argument("--references", help="--kernelbench: DIR holding <problem stem>.cu")
     ap.add_argument("--out-root", help="--kernelbench: where imported tasks go")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--derive-only", action="store_true",
+                    help="stage module.py, torch_op.py and task.json in --out; no reference yet")
+    ap.add_argument("--validate-only", action="store_true",
+                    help="FILE is a staged folder: validate --reference against its module")
     args = ap.parse_args(argv)
     log = (lambda _: None) if args.quiet else (lambda m: print("  " + m))
     torch = need_torch()
     if args.kernelbench:
         return kernelbench(torch, args.files, args.references, args.out_root or ".", log)
-    if len(args.files) != 1 or not args.out or not args.reference:
+    if len(args.files) != 1 or (not args.out and not args.validate_only) or \
+            (not args.reference and not args.derive_only):
         sys.stderr.write("task_import.py: one FILE with --out and --reference\n")
         return 2
     name = args.name or _task_name(pathlib.Path(args.files[0]).stem)
     try:
-        task = import_one(torch, pathlib.Path(args.files[0]), pathlib.Path(args.out), name,
-                          args.reference, args.function, log)
+        if args.derive_only:
+            out = pathlib.Path(args.out)
+            try:
+                task = stage(torch, pathlib.Path(args.files[0]), out, name, args.function, log)
+            except BaseException:
+                shutil.rmtree(out, ignore_errors=True)
+                raise
+            print("staged %s in %s: %d sweep shapes, %d holdouts, %d stress rounds" % (
+                name, out, len(task["shapes"]), len(task.get("holdout", [])),
+                len(task.get("stress", []))))
+            return 0
+        if args.validate_only:
+            task = accept(torch, pathlib.Path(args.files[0]),
+                          pathlib.Path(args.reference).read_text(), log)
+        else:
+            task = import_one(torch, pathlib.Path(args.files[0]), pathlib.Path(args.out), name,
+                              args.reference, args.function, log)
     except NotImportable as e:
         sys.stderr.write("kopt tasks import: %s: %s\n" % (args.files[0], e))
         return 1
@@ -281,7 +314,7 @@ def main(argv):
         sys.stderr.write("kopt tasks import: %s: %s: %s\n" % (args.files[0], type(e).__name__, e))
         return 1
     print("validated %s: %d sweep shapes, %d holdouts, %d stress rounds; sizes %s; flops %s" % (
-        name, len(task["shapes"]), len(task.get("holdout", [])), len(task.get("stress", [])),
+        task["name"], len(task["shapes"]), len(task.get("holdout", [])), len(task.get("stress", [])),
         task["sizes"], task["flops"]))
     return 0
 

@@ -153,7 +153,9 @@ int run_tasks(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(""))(
       "name", "tasks import: the task's name (default: the file's stem)",
       cxxopts::value<std::string>()->default_value(""))(
-      "reference", "tasks import: the reference kernel file, validated against the module",
+      "reference",
+      "tasks import: the reference kernel file, validated against the module (default: drafted "
+      "by the configured coder model)",
       cxxopts::value<std::string>()->default_value(""))(
       "function", "tasks import: a function of the file instead of class Model",
       cxxopts::value<std::string>()->default_value(""))(

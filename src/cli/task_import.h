@@ -13,7 +13,7 @@ struct ImportRequest {
   std::vector<std::string> files;
   std::filesystem::path tasks_root;
   std::string name;       // default: the file's stem
-  std::string reference;  // a kernel file with its kopt:plan (required: nothing drafts one yet)
+  std::string reference;  // a kernel file with its kopt:plan; "" = drafted by the coder model
   std::string function;   // a plain function instead of class Model
   std::string references; // --kernelbench: DIR with <problem stem>.cu
   bool kernelbench = false;
