@@ -47,7 +47,7 @@ def render(name, origin, init_inputs, function, data_names, param_keys, param_na
     return _TEMPLATE % {
         "name": name,
         "origin": origin,
-        "init": json.dumps(init_inputs),
+        "init": repr(list(init_inputs)),
         "function": json.dumps(function) if function else "None",
         "data": json.dumps(data_names),
         "params": json.dumps(dict(zip(param_keys, param_names)), indent=4).replace("\n}", ",\n}")
