@@ -90,9 +90,15 @@ def derive(torch, problem, name, log):
 
     def valid(bindings):
         try:
-            o, _, elements, counted = problem.record(data_at(bindings), problem.param_values)
+            data = data_at(bindings)
+            o, _, elements, counted = problem.record(data, problem.param_values)
+            why = _degenerate(torch, problem, data, o, [t["name"] for t in inputs + params],
+                              lambda i: _like(torch, inputs[i], list(data[i].shape), bindings))
         except Exception as e:  # the module refuses the shape: drop it, and say so
             log("shape %s dropped: the module raised %s" % (bindings, type(e).__name__))
+            return False
+        if why:
+            log("shape %s dropped: %s (kopt's hygiene check refuses such a shape)" % (bindings, why))
             return False
         observations.append((dict(bindings),
                              {n: list(t.shape) or [1] for n, t in zip(out_names, o)}))
@@ -130,6 +136,33 @@ def derive(torch, problem, name, log):
     torch_op = render(name, problem.path.name, problem.init_inputs, problem.function,
                       problem.data_names, problem.param_keys, problem.param_names)
     return task, torch_op
+
+
+def _degenerate(torch, problem, data, outs, names, redraw):
+    """Why kopt's hygiene check would refuse this shape (sandbox/worker/hygiene.cc), or None:
+    an output near zero everywhere or constant, or an input the outputs do not depend on (a
+    softmax over rows of one element is 1 whatever x is)."""
+    for i, o in enumerate(outs):
+        if not o.is_floating_point():
+            continue
+        if bool((o.abs() <= 1e-6).all()):
+            return "output %d is near zero everywhere" % i
+        if o.numel() > 1 and bool((o.flatten() == o.flatten()[0]).all()):
+            return "output %d is constant" % i
+    params = list(problem.param_values)
+    for i, name in enumerate(names):
+        d, p = list(data), list(params)
+        if i < len(d):
+            d[i] = redraw(i)
+        else:
+            j = i - len(d)
+            if not p[j].is_floating_point():
+                continue  # a counter buffer (BatchNorm's num_batches_tracked)
+            p[j] = torch.randn_like(p[j]) * (p[j].double().std() if p[j].numel() > 1 else 1)
+        again = problem.call(d, p)
+        if all(torch.equal(a, b) for a, b in zip(again, outs)):
+            return "the outputs do not depend on input '%s' there" % name
+    return None
 
 
 def _finite_on(torch, problem, inputs, tensor, init):

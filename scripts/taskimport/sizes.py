@@ -50,28 +50,38 @@ def _matmul_names(inputs):
 def derive_sizes(inputs, outputs, params=(), matmul=False):
     """-> (sizes {name: value}, fixed {names}, dims {(tensor, axis): name}).
 
-    inputs/outputs/params: [{"name", "shape": [int]}]. Output dims that match no input dim are
-    left out of `dims` (fit_output_shapes expresses them later)."""
+    inputs/outputs/params: [{"name", "shape": [int]}]. A value seen on an earlier tensor is that
+    tensor's size; a value repeated within one tensor ([8192, 8192]) is a size per axis (the
+    sweep then varies them apart). An output of the same shape as an input takes that input's
+    sizes axis by axis; other output axes match by value, and those that match nothing are left
+    out of `dims` (fit_output_shapes expresses them later)."""
     sizes, by_value, dims = {}, {}, {}
     preferred = _matmul_names(inputs) if matmul else {}
     param_names = {t["name"] for t in params}
     for tensor in list(inputs) + list(params):
         rank = len(tensor["shape"])
+        mine = set()  # sizes this tensor introduced
         for axis, value in enumerate(tensor["shape"]):
-            if value not in by_value:
-                base = preferred.get(value) or _axis_name(rank, axis,
-                                                          tensor["name"] in param_names)
+            if value not in by_value or by_value[value] in mine:
+                base = preferred.get(value) if value not in by_value else None
+                base = base or _axis_name(rank, axis, tensor["name"] in param_names)
                 name, i = base, 2
                 while name in sizes:
                     name, i = "%s%d" % (base, i), i + 1
                 sizes[name] = value
-                by_value[value] = name
-            dims[(tensor["name"], axis)] = by_value[value]
-    for tensor in outputs:
-        for axis, value in enumerate(tensor["shape"]):
-            if value in by_value:
+                by_value.setdefault(value, name)
+                mine.add(name)
+                dims[(tensor["name"], axis)] = name
+            else:
                 dims[(tensor["name"], axis)] = by_value[value]
-    fixed = {by_value[v] for t in params for v in t["shape"]}
+    for tensor in outputs:
+        twin = next((t for t in inputs if list(t["shape"]) == list(tensor["shape"])), None)
+        for axis, value in enumerate(tensor["shape"]):
+            if twin is not None:
+                dims[(tensor["name"], axis)] = dims[(twin["name"], axis)]
+            elif value in by_value:
+                dims[(tensor["name"], axis)] = by_value[value]
+    fixed = {dims[(t["name"], axis)] for t in params for axis in range(len(t["shape"]))}
     return sizes, fixed, dims
 
 

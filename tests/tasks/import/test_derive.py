@@ -32,6 +32,14 @@ class Sizes(unittest.TestCase):
         self.assertEqual(fixed, {"cols", "out_features"})
         self.assertNotIn("rows", fixed)  # the batch stays free
 
+    def test_a_square_input_gets_a_size_per_axis_and_its_output_follows(self):
+        got, _, dims = sizes.derive_sizes([t("x", [8192, 8192])], [t("out", [8192, 8192])])
+        self.assertEqual(got, {"rows": 8192, "cols": 8192})
+        self.assertEqual(sizes.shape_exprs(t("out", [8192, 8192]), dims), ["rows", "cols"])
+        # a later tensor with the value takes the first size: B of a square matmul
+        got, _, dims = sizes.derive_sizes([t("a", [64, 64]), t("b", [64, 64])], [t("out", [64, 64])])
+        self.assertEqual(sizes.shape_exprs(t("b", [64, 64]), dims), ["rows", "rows"])
+
     def test_output_axis_fitted_from_the_shapes(self):
         outputs = [t("out", [4, 30])]
         dims = {}
