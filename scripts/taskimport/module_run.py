@@ -138,10 +138,12 @@ class Problem:
                 self.ops.add(full)
                 parts = full.split(".")
                 name = parts[1] if len(parts) > 1 else full
-                if name not in _VIEWS:
-                    for o in (out if isinstance(out, (tuple, list)) else [out]):
-                        if isinstance(o, torch.Tensor):
-                            self.elements += o.numel()
+                if name not in _VIEWS:  # an op reads or writes each element once: a flop each
+                    tensors = [a for a in list(args) + list((kwargs or {}).values())
+                               if isinstance(a, torch.Tensor)]
+                    tensors += [o for o in (out if isinstance(out, (tuple, list)) else [out])
+                                if isinstance(o, torch.Tensor)]
+                    self.elements += max([t.numel() for t in tensors] or [0])
                 return out
 
         counted = 0

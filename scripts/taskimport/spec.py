@@ -61,24 +61,30 @@ def bytes_expr(tensors, dims_of):
 def fit_flops(observations, sizes, fixed):
     """A flops expression `c*size*...` from [(bindings, counted flops)], or None.
 
-    The free sizes' exponents (0 to 2) are fitted from the observations; what is left, a
-    constant over them, is written as a small integer times the fixed sizes that divide it."""
+    The free sizes' exponents (0 to 2) are fitted from the observations: the ratio of flops to
+    the monomial must agree within 5% over the larger shapes (those with at least a millionth
+    of the most flops: a cross entropy's per-row terms beside its rows * cols do not count
+    there); what is left, a constant over them, is written as a small integer times the fixed
+    sizes that divide it."""
     observations = [(b, f) for b, f in observations if f > 0]
     if not observations:
         return None
+    top = max(f for _, f in observations)
+    large = [(b, f) for b, f in observations if f >= top / 1e6] or observations
+    biggest = max(range(len(large)), key=lambda i: large[i][1])  # its ratio is the coefficient
     free = [s for s in sizes if s not in fixed]
     best = None
     for exps in itertools.product(range(3), repeat=len(free)):
         ratios = []
-        for b, f in observations:
+        for b, f in large:
             mono = 1
             for s, e in zip(free, exps):
                 mono *= b[s] ** e
             ratios.append(f / mono)
-        if max(ratios) - min(ratios) <= 1e-9 * max(ratios):
+        if max(ratios) - min(ratios) <= 0.05 * max(ratios):
             degree = sum(exps)
             if best is None or degree < best[0]:
-                best = (degree, exps, ratios[0])
+                best = (degree, exps, ratios[biggest])
     if best is None:
         return None
     _, exps, coef = best
@@ -90,7 +96,7 @@ def fit_flops(observations, sizes, fixed):
         if sizes[s] > 1 and coef / sizes[s] >= 1 and abs(coef / sizes[s] - round(coef / sizes[s])) < 1e-6:
             coef /= sizes[s]
             factors.append(s)
-    lead = "%d" % round(coef) if abs(coef - round(coef)) < 1e-6 else "%.6g" % coef
+    lead = "%d" % round(coef) if abs(coef - round(coef)) <= 0.05 * coef else "%.3g" % coef
     return "*".join([lead] + sorted(factors, key=lambda s: list(sizes).index(s)))
 
 

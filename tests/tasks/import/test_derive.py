@@ -136,6 +136,12 @@ class Spec(unittest.TestCase):
         obs = [({"rows": r, "cols": c}, 3 * r * c) for r, c in ((1, 1), (7, 7), (36, 36), (8, 64))]
         self.assertEqual(spec.fit_flops(obs, {"rows": 8, "cols": 64}, set()), "3*rows*cols")
 
+    def test_flops_fitted_on_the_large_shapes_despite_lower_order_terms(self):
+        # log_softmax + nll: 5 per element plus 3 per row plus 1: rows * cols dominates
+        obs = [({"rows": r, "cols": c}, 5 * r * c + 3 * r + 1)
+               for r, c in ((1, 1), (7, 7), (36, 36), (160, 160), (32768, 4096), (32769, 4097))]
+        self.assertEqual(spec.fit_flops(obs, {"rows": 32768, "cols": 4096}, set()), "5*rows*cols")
+
     def test_init_from_the_example(self):
         self.assertEqual(spec.init_from_stats("i64", {"min": 0, "max": 9, "mean": 4, "std": 3})["high"], 10)
         u = spec.init_from_stats("f32", {"min": 0.0, "max": 1.0, "mean": 0.5, "std": 1 / math.sqrt(12)})
