@@ -142,8 +142,9 @@ int run_tasks(int argc, char** argv) {
                            "TASK | --kind elementwise|row_reduction|gemm\n  kopt tasks import "
                            "FILE.py --reference reference.cu [--name N] [--function F]\n  kopt "
                            "tasks import --kernelbench FILE... [--references DIR]");
-  options.add_options()("action", "list | check", cxxopts::value<std::string>())(
-      "names", "tasks to check", cxxopts::value<std::vector<std::string>>())(
+  options.add_options()("action", "list | check | new | import", cxxopts::value<std::string>())(
+      "names", "tasks to check (import: problem files)",
+      cxxopts::value<std::vector<std::string>>())(
       "tasks", "folder of task directories", cxxopts::value<std::string>())(
       "compile-only", "parse, validate and compile only (no GPU needed)")(
       "arch", "target architecture when compiling (default: the GPU's, else sm_90a)",
@@ -164,7 +165,7 @@ int run_tasks(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(""));
   add_sandbox_flags(options);
   options.parse_positional({"action", "names"});
-  options.positional_help("list|check [TASK...]|new NAME");
+  options.positional_help("list|check [TASK...]|new NAME|import FILE...");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
