@@ -1,4 +1,4 @@
-// kopt tasks list | check [--compile-only]
+// kopt tasks list | check [--compile-only] | new | import
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +11,7 @@
 #include "src/cli/gpu_checks.h"
 #include "src/cli/options.h"
 #include "src/cli/sandbox_flags.h"
+#include "src/cli/task_import.h"
 
 namespace kopt::cli {
 namespace {
@@ -138,19 +139,33 @@ int run_tasks(int argc, char** argv) {
   cxxopts::Options options("kopt tasks",
                            "list tasks, check them, or start a new one\n  kopt tasks list\n  kopt "
                            "tasks check [--compile-only] [TASK...]\n  kopt tasks new NAME --like "
-                           "TASK | --kind elementwise|row_reduction|gemm");
-  options.add_options()("action", "list | check", cxxopts::value<std::string>())(
-      "names", "tasks to check", cxxopts::value<std::vector<std::string>>())(
+                           "TASK | --kind elementwise|row_reduction|gemm\n  kopt tasks import "
+                           "FILE.py --reference reference.cu [--name N] [--function F]\n  kopt "
+                           "tasks import --kernelbench FILE... [--references DIR]");
+  options.add_options()("action", "list | check | new | import", cxxopts::value<std::string>())(
+      "names", "tasks to check (import: problem files)",
+      cxxopts::value<std::vector<std::string>>())(
       "tasks", "folder of task directories", cxxopts::value<std::string>())(
       "compile-only", "parse, validate and compile only (no GPU needed)")(
       "arch", "target architecture when compiling (default: the GPU's, else sm_90a)",
       cxxopts::value<std::string>()->default_value(""))("json", "machine-readable output")(
       "like", "tasks new: copy this task", cxxopts::value<std::string>()->default_value(""))(
       "kind", "tasks new: start from a template (elementwise, row_reduction, gemm)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "name", "tasks import: the task's name (default: the file's stem)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "reference",
+      "tasks import: the reference kernel file, validated against the module (default: drafted "
+      "by the configured coder model)",
+      cxxopts::value<std::string>()->default_value(""))(
+      "function", "tasks import: a function of the file instead of class Model",
+      cxxopts::value<std::string>()->default_value(""))(
+      "kernelbench", "tasks import: many KernelBench problem files, each said imported or why not")(
+      "references", "tasks import --kernelbench: folder holding <problem stem>.cu",
       cxxopts::value<std::string>()->default_value(""));
   add_sandbox_flags(options);
   options.parse_positional({"action", "names"});
-  options.positional_help("list|check [TASK...]|new NAME");
+  options.positional_help("list|check [TASK...]|new NAME|import FILE...");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
@@ -171,7 +186,19 @@ int run_tasks(int argc, char** argv) {
     return new_task(root, names, (*args)["kind"].as<std::string>(),
                     (*args)["like"].as<std::string>());
   }
-  std::cerr << "kopt tasks: unknown action '" << action << "' (list, check or new)\n";
+  if (action == "import") {
+    ImportRequest request;
+    if (args->count("names")) request.files = (*args)["names"].as<std::vector<std::string>>();
+    request.tasks_root = root;
+    request.name = (*args)["name"].as<std::string>();
+    request.reference = (*args)["reference"].as<std::string>();
+    request.function = (*args)["function"].as<std::string>();
+    request.references = (*args)["references"].as<std::string>();
+    request.kernelbench = args->count("kernelbench") > 0;
+    request.arch = (*args)["arch"].as<std::string>();
+    return import_tasks(request);
+  }
+  std::cerr << "kopt tasks: unknown action '" << action << "' (list, check, new or import)\n";
   return 2;
 }
 
