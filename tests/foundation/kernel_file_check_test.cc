@@ -48,7 +48,7 @@ TEST(KernelFileCheck, TheGoodPlanPasses) {
 
 TEST(KernelFileCheck, BlockDimensionsOutsideCudasLimits) {
   TaskSpec task = good_task();
-  for (const std::string& block : {"0", "4096", "2147483648", "\"BLOCK*0\""}) {
+  for (std::string block : {"0", "4096", "2147483648", "\"BLOCK*0\""}) {
     auto checked = check(plan_with("\"ceil_div(n, 256)\"", block), task);
     ASSERT_FALSE(checked) << block;
     EXPECT_TRUE(contains(checked.error(), "k.cu:1 (kopt:plan): $.launches[0].block[0]"))

@@ -72,7 +72,7 @@ class Morning : public ::testing::Test {
 TEST_F(Morning, EveryCommandReadsTheNightAndNothingIsLost) {
   auto log = dir_ / "daemon.log";
   Subprocess daemon =
-      start_daemon({"--tasks", tasks_.string(), "--no-display", "--hours", "1"}, log, 150);
+      start_daemon({"--tasks", tasks_.string(), "--no-display", "--hours", "1"}, log, 300);
   ASSERT_TRUE(kopt::testing::wait_until(
       [&] { return count("SELECT count(*) FROM evaluations") >= 2; }, 60s))
       << *read_file(log);
