@@ -169,18 +169,23 @@ TEST_F(Morning, EveryCommandReadsTheNightAndNothingIsLost) {
   EXPECT_TRUE(contains(recorded.stdout_text, "axpy")) << recorded.stdout_text;
 }
 
-// A symlink loop among the tasks: the run says it skips it and goes on with the others.
+// A symlink loop among the tasks: the run says it skips it and goes on with the others. --db
+// wins over the config's database, and the start-up echo says so.
 TEST_F(Morning, ABadEntryAmongTasksIsSkipped) {
   std::filesystem::create_directory_symlink(tasks_ / "loop", tasks_ / "loop");
   auto log = dir_ / "daemon.log";
-  Subprocess daemon = start_daemon(
-      {"--tasks", tasks_.string(), "--no-display", "--candidates-per-task", "2"}, log, 0);
+  auto other = dir_ / "other.db";
+  Subprocess daemon = start_daemon({"--tasks", tasks_.string(), "--no-display",
+                                    "--candidates-per-task", "2", "--db", other.string()},
+                                   log, 0);
   ASSERT_EQ(exit_code(daemon, 180s), 0) << *read_file(log);
   std::string night = *read_file(log);
   EXPECT_TRUE(contains(night, "skipping " + (tasks_ / "loop").string())) << night;
-  EXPECT_GE(count("SELECT count(*) FROM evaluations e JOIN tasks t ON t.id = e.task_id WHERE "
-                  "t.name = 'softmax'"),
+  EXPECT_TRUE(contains(night, "config: database: " + other.string())) << night;
+  EXPECT_GE(kopt::testing::query_count(other, "SELECT count(*) FROM evaluations e JOIN tasks t "
+                                              "ON t.id = e.task_id WHERE t.name = 'softmax'"),
             1);
+  EXPECT_FALSE(std::filesystem::exists(db()));
 }
 
 }  // namespace
