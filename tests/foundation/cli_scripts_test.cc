@@ -134,6 +134,23 @@ extern "C" __global__ void axpy(const float* x, const float* y, float* out, int 
   EXPECT_TRUE(contains(only_json(unknown).value("error", ""), "no task 'nosuchtask'"));
 }
 
+// With a worker that dies or finds the GPU busy (the fake worker of tests/sandbox), the evaluator
+// logs a warning: on stderr, never before the JSON on stdout.
+TEST_F(CliScripts, EvalJsonStaysOneDocumentWhenTheWorkerWarns) {
+  for (const auto& [word, code] : std::vector<std::pair<std::string, int>>{{"DIE", 1},
+                                                                           {"BUSY 1", 4}}) {
+    auto kernel = work_ / "k.cu";
+    testing::write_text(kernel, "// " + word + "\n" + testing::good_kernel_source());
+    testing::write_task_dir(work_ / "tasks" / "t", testing::good_task_json());
+    auto out = kopt({"eval", "t", kernel.string(), "--json", "--arch", "sm_90a", "--tasks",
+                     (work_ / "tasks").string(), "--worker", KOPT_FAKE_WORKER});
+    EXPECT_EQ(out.exit_code, code) << word << "\n" << describe(out);
+    auto json = only_json(out);
+    EXPECT_TRUE(json.contains("verdict")) << describe(out);
+    EXPECT_FALSE(out.stderr_text.empty()) << "the warning is on stderr\n" << describe(out);
+  }
+}
+
 TEST_F(CliScripts, TasksCheckJsonIsJson) {
   auto root = tasks_with_a_loop();
   auto out = kopt({"tasks", "check", "--compile-only", "--arch", "sm_90a", "--json", "--tasks",
