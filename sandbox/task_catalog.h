@@ -10,10 +10,28 @@
 
 namespace kopt {
 
-// Sub-directories of `root` that hold a task.json, sorted by name.
+// An entry under a tasks folder that may be a task but cannot be read (a symlink loop, a folder
+// the user may not read), and why, naming the path.
+struct UnreadableTask {
+  std::filesystem::path path;
+  std::string reason;
+};
+
+// What a tasks folder holds: the task folders (sorted by name) and the entries that could not be
+// read. One bad entry is one failed task, never the end of the listing; `error` says why the
+// folder itself cannot be listed (then both lists are empty).
+struct TaskListing {
+  std::vector<std::filesystem::path> dirs;
+  std::vector<UnreadableTask> unreadable;
+  std::string error;
+};
+TaskListing scan_task_dirs(const std::filesystem::path& root);
+
+// Sub-directories of `root` that hold a task.json, sorted by name (unreadable entries left out).
 std::vector<std::filesystem::path> find_task_dirs(const std::filesystem::path& root);
 
-// A task argument is a directory path or the name of a task under `root`.
+// A task argument is a directory path or the name of a task under `root`. The error says what the
+// argument is instead (a file, a folder without task.json, a path that cannot be read).
 Result<std::filesystem::path> resolve_task_dir(const std::string& arg,
                                                const std::filesystem::path& root);
 

@@ -276,16 +276,17 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
 
 Result<TaskSpec> load_task(const std::filesystem::path& dir) {
   std::filesystem::path file = dir / "task.json";
-  if (!std::filesystem::is_directory(dir))
-    return make_error(dir.string() + ": not a task directory");
+  std::error_code ec;  // a symlink loop or an unreadable entry is this task's error, not a throw
+  if (!std::filesystem::is_directory(dir, ec))
+    return make_error(dir.string() + ": not a task directory" + (ec ? ": " + ec.message() : ""));
   auto text = read_file(file);
   if (!text) return make_error(text.error());
   auto task = parse_task(*text, file.string());
   std::string problems = task ? "" : task.error();
   for (const char* needed : {"reference.cu", "baseline.cu"}) {
-    if (!std::filesystem::exists(dir / needed))
+    if (!std::filesystem::exists(dir / needed, ec))
       problems += (problems.empty() ? "" : "\n") + (dir / needed).string() +
-                  ": missing (every task needs it)";
+                  (ec ? ": cannot read: " + ec.message() : ": missing (every task needs it)");
   }
   if (!problems.empty()) return make_error(problems);
   task->dir = dir;

@@ -9,6 +9,7 @@
 #include "sandbox/confined/confined_compile.h"
 #include "sandbox/evaluator.h"
 #include "sandbox/kernel_file.h"
+#include "sandbox/kernel_file_check.h"
 #include "sandbox/task_catalog.h"
 #include "sandbox/task_spec.h"
 #include "src/cli/command.h"
@@ -120,50 +121,54 @@ int run_eval(int argc, char** argv) {
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
-  if (!args->count("task")) {
-    std::cerr << "kopt eval: missing TASK (see --help)\n";
-    return 2;
-  }
+  bool json_out = args->count("json") > 0;
+  CommandFailure fail{json_out};
+  if (!args->count("task")) return fail(2, "kopt eval: missing TASK (see --help)");
   if (args->count("profile") && args->count("profile-bracket")) {
-    std::cerr << "kopt eval: --profile and --profile-bracket exclude each other (see --help)\n";
-    return 2;
+    return fail(2, "kopt eval: --profile and --profile-bracket exclude each other (see --help)");
   }
   if ((args->count("profile") || args->count("profile-bracket")) && args->count("compile-only")) {
-    std::cerr << "kopt eval: --profile needs the GPU part of the evaluation; it cannot go with "
-                 "--compile-only\n";
-    return 2;
+    return fail(2,
+                "kopt eval: --profile needs the GPU part of the evaluation; it cannot go with "
+                "--compile-only");
   }
+  if ((*args)["rounds"].as<int>() < 1) return fail(2, "kopt eval: --rounds must be at least 1");
+  if ((*args)["device"].as<int>() < 0) return fail(2, "kopt eval: --device must be 0 or more");
   std::filesystem::path root = args->count("tasks")
                                    ? std::filesystem::path((*args)["tasks"].as<std::string>())
                                    : default_tasks_root();
   auto dir = resolve_task_dir((*args)["task"].as<std::string>(), root);
-  if (!dir) {
-    std::cerr << "kopt eval: " << dir.error() << "\n";
-    return 2;
-  }
+  if (!dir) return fail(2, "kopt eval: " + dir.error());
   auto task = load_task(*dir);
-  if (!task) {
-    std::cerr << task.error() << "\n";
-    return 2;
-  }
+  if (!task) return fail(2, task.error());
+  if (auto formulas = check_task_formulas(*task); !formulas) return fail(2, formulas.error());
   std::filesystem::path kernel_path =
       args->count("kernel") ? std::filesystem::path((*args)["kernel"].as<std::string>())
                             : *dir / "baseline.cu";
   auto file = load_kernel_file(kernel_path, &*task);
-  if (!file) {
-    std::cerr << file.error() << "\n";
-    return 2;
+  if (!file) return fail(2, file.error());
+  // The plan at every shape of the task, on the CPU: the worker would refuse it at the first
+  // shape where it cannot launch, with the GPU held for nothing.
+  if (auto plan = check_plan_variants(*file, *task); !plan) {
+    if (json_out) {
+      std::cout << nlohmann::json{{"verdict", verdict_name(Verdict::kInvalidPlan)},
+                                  {"detail", plan.error()},
+                                  {"kernel", kernel_path.string()},
+                                  {"task", task->name}}
+                       .dump(2)
+                << "\n";
+    } else {
+      std::cout << "verdict: " << verdict_name(Verdict::kInvalidPlan) << "\n"
+                << plan.error() << "\n";
+    }
+    return 1;
   }
   std::string requested_arch = (*args)["arch"].as<std::string>();
   std::string arch = requested_arch;
   if (arch.empty()) arch = detect_gpu_arch().value_or("sm_90a");
   CompileCache cache(cache_directory() / "compile");
   auto compiled = compile_confined(make_compile_request(*file, {}, arch), &cache);
-  if (!compiled) {
-    std::cerr << "kopt eval: " << compiled.error() << "\n";
-    return 1;
-  }
-  bool json_out = args->count("json") > 0;
+  if (!compiled) return fail(1, "kopt eval: " + compiled.error());
   if (!compiled->ok) {
     if (json_out) {
       std::cout << nlohmann::json{{"verdict", "compile_error"}, {"log", compiled->log}}.dump(2)
@@ -196,19 +201,13 @@ int run_eval(int argc, char** argv) {
   EvalRequest request;
   request.task_json = task->raw_json;
   auto reference = kernel_source(*dir / "reference.cu");
-  if (!reference) {
-    std::cerr << "kopt eval: " << reference.error() << "\n";
-    return 2;
-  }
+  if (!reference) return fail(2, "kopt eval: " + reference.error());
   request.reference = std::move(*reference);
   request.candidate = {file->source, kernel_path.string(), {}};
   std::error_code same_error;
   if (!std::filesystem::equivalent(kernel_path, *dir / "baseline.cu", same_error)) {
     auto baseline = kernel_source(*dir / "baseline.cu");
-    if (!baseline) {
-      std::cerr << "kopt eval: " << baseline.error() << "\n";
-      return 2;
-    }
+    if (!baseline) return fail(2, "kopt eval: " + baseline.error());
     request.baseline = std::move(*baseline);
   }
   request.options.arch = requested_arch;
@@ -217,17 +216,10 @@ int run_eval(int argc, char** argv) {
   request.options.time = !args->count("no-time");
   if (args->count("profile")) request.options.profile = "cupti";
   if (args->count("profile-bracket")) request.options.profile = "bracket";
-  if (request.options.rounds < 1) {
-    std::cerr << "kopt eval: --rounds must be at least 1\n";
-    return 2;
-  }
   SandboxEvaluator evaluator(sandbox_options_from(*args));
   auto result = evaluator.evaluate(request);
-  if (!result) {
-    // No verdict at all: no GPU, no worker binary, a worker of another version.
-    std::cerr << "kopt eval: " << result.error() << "\n";
-    return 3;
-  }
+  // No verdict at all: no GPU, no worker binary, a worker of another version.
+  if (!result) return fail(3, "kopt eval: " + result.error());
   if (json_out) {
     nlohmann::json out = to_json(*result);
     out["kernel"] = kernel_path.string();

@@ -9,6 +9,7 @@
 #include "src/cli/command.h"
 #include "src/cli/options.h"
 #include "src/cli/memory_options.h"
+#include "src/cli/status_counts.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "src/orchestrator/progress.h"
@@ -44,14 +45,30 @@ int run_status(int argc, char** argv) {
     std::cerr << "kopt status: " << row.error() << "\n";
     return 2;
   }
-  if (!*row) {
-    std::cerr << "kopt status: no daemon run recorded in " << db_path.string()
-              << " (start one with kopt run)\n";
-    return 1;
+  orchestrator::RunProgress progress;
+  std::string updated_at;
+  if (*row) {
+    auto parsed = nlohmann::json::parse((*row)->status_json, nullptr, false);
+    progress = orchestrator::RunProgress::from_json(parsed.is_object() ? parsed
+                                                                       : nlohmann::json::object());
+    updated_at = (*row)->updated_at;
+  } else {
+    // A run with a record but no published status (it stopped before its first one).
+    auto run = run_id ? store->run(*run_id) : store->latest_run();
+    if (!run) {
+      std::cerr << "kopt status: " << run.error() << "\n";
+      return 2;
+    }
+    if (!*run) {
+      std::cerr << "kopt status: "
+                << (run_id ? "no run " + std::to_string(*run_id) + " recorded in "
+                           : std::string("no daemon run recorded in "))
+                << db_path.string() << " (start one with kopt run)\n";
+      return 1;
+    }
+    progress = progress_from_record(**run);
+    updated_at = (*run)->finished_at.empty() ? (*run)->started_at : (*run)->finished_at;
   }
-  auto parsed = nlohmann::json::parse((*row)->status_json, nullptr, false);
-  orchestrator::RunProgress progress =
-      orchestrator::RunProgress::from_json(parsed.is_object() ? parsed : nlohmann::json::object());
   // The published state says "running" until the daemon writes its last status; a daemon that
   // was killed never does, so ask the lock who holds it.
   auto holder = orchestrator::DaemonLock::holder(db_path);
@@ -62,16 +79,21 @@ int run_status(int argc, char** argv) {
   if (auto pending = orchestrator::pending_submissions(store->database())) {
     progress.pending_submissions = *pending;
   }
+  // The counts the report gives for the same run, from the database itself.
+  if (auto counted = apply_database_counts(*store, progress); !counted) {
+    std::cerr << "kopt status: " << counted.error() << "\n";
+    return 2;
+  }
   if (args->count("json")) {
     nlohmann::json out = progress.to_json();
-    out["updated_at"] = (*row)->updated_at;
+    out["updated_at"] = updated_at;
     out["daemon_running"] = alive;
     std::cout << out.dump(2) << "\n";
     return 0;
   }
   std::cout << "run " << progress.run_id << " (" << progress.mode << " mode"
             << (progress.gpu.empty() ? "" : ", " + progress.gpu) << "), last update "
-            << (*row)->updated_at << (alive ? ", daemon pid " + std::to_string(progress.pid) : "")
+            << updated_at << (alive ? ", daemon pid " + std::to_string(progress.pid) : "")
             << "\n";
   for (const std::string& line : orchestrator::render_progress(progress)) {
     std::cout << line << "\n";

@@ -1,4 +1,5 @@
 // kopt tasks list | check [--compile-only] | new | import
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -16,11 +17,17 @@
 namespace kopt::cli {
 namespace {
 
+// Bad entries under the root (a symlink loop, a folder the user may not read) are one failed
+// task each, named with their reason on stderr; the others are still listed.
 int list_tasks(const std::filesystem::path& root, bool as_json) {
-  auto dirs = find_task_dirs(root);
+  TaskListing listing = scan_task_dirs(root);
   nlohmann::json out = nlohmann::json::array();
   int failures = 0;
-  for (const auto& dir : dirs) {
+  for (const auto& bad : listing.unreadable) {
+    std::cerr << "kopt tasks: " << bad.reason << "\n";
+    ++failures;
+  }
+  for (const auto& dir : listing.dirs) {
     auto task = load_task(dir);
     if (!task) {
       std::cerr << task.error() << "\n";
@@ -38,40 +45,76 @@ int list_tasks(const std::filesystem::path& root, bool as_json) {
                      {"description", task->description}});
     } else {
       std::printf("%-24s %-40s %s\n", task->name.c_str(), sizes.c_str(),
-                  [&] {
-                    std::string t;
-                    for (auto& s : task->tags) t += (t.empty() ? "" : ",") + s;
-                    return t;
-                  }()
-                      .c_str());
+                  join(task->tags, ",").c_str());
     }
   }
   if (as_json) std::cout << out.dump(2) << "\n";
-  if (dirs.empty()) {
+  if (!listing.error.empty()) {
+    std::cerr << "kopt tasks: " << listing.error << "\n";
+    return 1;
+  }
+  if (listing.dirs.empty() && listing.unreadable.empty()) {
     std::cerr << "kopt tasks: no tasks under " << root.string() << "\n";
     return 1;
   }
   return failures ? 1 : 0;
 }
 
+// One task's compile-only result: its folder and the checks it went through.
+struct TaskCheck {
+  std::filesystem::path dir;
+  std::vector<CheckItem> items;
+  bool ok() const {
+    for (const auto& item : items)
+      if (!item.ok) return false;
+    return true;
+  }
+};
+
+void print_task_check(const TaskCheck& check, const std::string& arch) {
+  std::printf("%-4s %s (%s)\n", check.ok() ? "ok" : "FAIL", check.dir.filename().c_str(),
+              arch.c_str());
+  for (const auto& item : check.items) {
+    if (item.ok) continue;
+    // Multi-line messages (one problem per line) stay indented under their task.
+    std::string message = item.message;
+    for (size_t at = message.find('\n'); at != std::string::npos; at = message.find('\n', at + 7))
+      message.replace(at, 1, "\n       ");
+    std::printf("     %s: %s\n", item.subject.c_str(), message.c_str());
+  }
+}
+
+nlohmann::json task_check_json(const TaskCheck& check) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& item : check.items)
+    items.push_back({{"subject", item.subject}, {"ok", item.ok}, {"message", item.message}});
+  return {{"task", check.dir.filename().string()},
+          {"dir", check.dir.string()},
+          {"ok", check.ok()},
+          {"checks", items}};
+}
+
 int check_tasks(const std::filesystem::path& root, const std::vector<std::string>& names,
-                bool compile_only, const std::string& arch_option, const SandboxOptions& worker) {
+                bool compile_only, bool as_json, const std::string& arch_option,
+                const SandboxOptions& worker) {
+  CommandFailure fail{as_json};
+  std::vector<TaskCheck> checks;  // in order; unreadable entries are failed checks
   std::vector<std::filesystem::path> dirs;
   if (names.empty()) {
-    dirs = find_task_dirs(root);
+    TaskListing listing = scan_task_dirs(root);
+    if (!listing.error.empty()) return fail(1, "kopt tasks check: " + listing.error);
+    for (const auto& bad : listing.unreadable)
+      checks.push_back({bad.path, {{"folder", false, bad.reason}}});
+    dirs = listing.dirs;
   } else {
     for (const auto& n : names) {
       auto d = resolve_task_dir(n, root);
-      if (!d) {
-        std::cerr << "kopt tasks check: " << d.error() << "\n";
-        return 2;
-      }
+      if (!d) return fail(2, "kopt tasks check: " + d.error());
       dirs.push_back(*d);
     }
   }
-  if (dirs.empty()) {
-    std::cerr << "kopt tasks check: no tasks under " << root.string() << "\n";
-    return 1;
+  if (dirs.empty() && checks.empty()) {
+    return fail(1, "kopt tasks check: no tasks under " + root.string());
   }
   std::string arch = arch_option;
   if (arch.empty()) {
@@ -79,29 +122,39 @@ int check_tasks(const std::filesystem::path& root, const std::vector<std::string
     arch = detected ? *detected : "sm_90a";
   }
   CompileCache cache(cache_directory() / "compile");
+  for (const auto& dir : dirs) checks.push_back({dir, compile_check_task(dir, arch, &cache)});
+  // A whole folder in name order, the unreadable entries among the others; named tasks as given.
+  if (names.empty()) {
+    std::sort(checks.begin(), checks.end(),
+              [](const TaskCheck& a, const TaskCheck& b) { return a.dir < b.dir; });
+  }
   int failed_tasks = 0;
   std::vector<std::filesystem::path> sound;
-  for (const auto& dir : dirs) {
-    auto items = compile_check_task(dir, arch, &cache);
-    bool ok = true;
-    for (const auto& item : items) ok = ok && item.ok;
-    std::printf("%-4s %s (%s)\n", ok ? "ok" : "FAIL", dir.filename().c_str(), arch.c_str());
-    for (const auto& item : items) {
-      if (item.ok) continue;
-      // Multi-line messages (one problem per line) stay indented under their task.
-      std::string message = item.message;
-      for (size_t at = message.find('\n'); at != std::string::npos; at = message.find('\n', at + 7))
-        message.replace(at, 1, "\n       ");
-      std::printf("     %s: %s\n", item.subject.c_str(), message.c_str());
+  nlohmann::json tasks_json = nlohmann::json::array();
+  for (const auto& check : checks) {
+    if (as_json) {
+      tasks_json.push_back(task_check_json(check));
+    } else {
+      print_task_check(check, arch);
     }
-    failed_tasks += ok ? 0 : 1;
-    if (ok) sound.push_back(dir);
+    failed_tasks += check.ok() ? 0 : 1;
+    if (check.ok()) sound.push_back(check.dir);
   }
-  std::printf("%zu tasks, %d failed compile checks\n", dirs.size(), failed_tasks);
-  if (compile_only || sound.empty()) return failed_tasks ? 1 : 0;
+  nlohmann::json out = {{"arch", arch},
+                        {"tasks", tasks_json},
+                        {"failed_compile_checks", failed_tasks}};
+  if (!as_json) std::printf("%zu tasks, %d failed compile checks\n", checks.size(), failed_tasks);
+  int code = failed_tasks ? 1 : 0;
   // The tasks that compiled still get their GPU checks: every problem in one pass.
-  int gpu = run_gpu_task_checks(sound, worker);
-  return failed_tasks ? 1 : gpu;
+  if (!compile_only && !sound.empty()) {
+    int gpu = run_gpu_task_checks(sound, worker, as_json ? &out : nullptr);
+    code = failed_tasks ? 1 : gpu;
+  }
+  if (as_json) {
+    out["exit_code"] = code;
+    std::cout << out.dump(2) << "\n";
+  }
+  return code;
 }
 
 int new_task(const std::filesystem::path& root, const std::vector<std::string>& names,
@@ -177,7 +230,7 @@ int run_tasks(int argc, char** argv) {
   if (action == "check") {
     std::vector<std::string> names;
     if (args->count("names")) names = (*args)["names"].as<std::vector<std::string>>();
-    return check_tasks(root, names, args->count("compile-only") > 0,
+    return check_tasks(root, names, args->count("compile-only") > 0, args->count("json") > 0,
                        (*args)["arch"].as<std::string>(), sandbox_options_from(*args));
   }
   if (action == "new") {

@@ -26,28 +26,36 @@ std::optional<std::string> detect_gpu_arch() {
 }
 
 int run_gpu_task_checks(const std::vector<std::filesystem::path>& task_dirs,
-                        const SandboxOptions& worker) {
+                        const SandboxOptions& worker, nlohmann::json* json_out) {
+  // Text for people, or (json_out) one entry per task under "gpu_checks".
+  nlohmann::json entries = nlohmann::json::array();
+  auto stop = [&](const std::string& message) {
+    std::cerr << "kopt tasks check: " << message << "\n";
+    if (json_out) (*json_out)["gpu_error"] = message;
+    return 3;
+  };
   auto driver = load_cuda_driver();
-  if (!driver) {
-    std::cerr << "kopt tasks check: " << driver.error()
-              << "\n  (use --compile-only on machines without a GPU)\n";
-    return 3;
-  }
+  if (!driver) return stop(driver.error() + "\n  (use --compile-only on machines without a GPU)");
   SandboxEvaluator evaluator(worker);
-  if (auto started = evaluator.start(); !started) {
-    std::cerr << "kopt tasks check: " << started.error() << "\n";
-    return 3;
-  }
+  if (auto started = evaluator.start(); !started) return stop(started.error());
   int unsound = 0;
+  auto report = [&](const std::filesystem::path& dir, const std::vector<std::string>& problems) {
+    unsound += problems.empty() ? 0 : 1;
+    if (json_out) {
+      entries.push_back(
+          {{"task", dir.filename().string()}, {"ok", problems.empty()}, {"problems", problems}});
+      return;
+    }
+    std::printf("%-4s %s (GPU hygiene)\n", problems.empty() ? "ok" : "FAIL",
+                dir.filename().c_str());
+    for (const auto& p : problems) std::printf("     %s\n", p.c_str());
+  };
   for (const auto& dir : task_dirs) {
     auto task = load_task(dir);
     auto reference = read_file(dir / "reference.cu");
     auto baseline = read_file(dir / "baseline.cu");
     if (!task || !reference || !baseline) {
-      std::printf("FAIL %s: %s\n", dir.filename().c_str(),
-                  !task ? task.error().c_str()
-                        : (!reference ? reference.error() : baseline.error()).c_str());
-      ++unsound;
+      report(dir, {!task ? task.error() : (!reference ? reference.error() : baseline.error())});
       continue;
     }
     nlohmann::json body = {{"task_json", task->raw_json},
@@ -55,8 +63,7 @@ int run_gpu_task_checks(const std::vector<std::filesystem::path>& task_dirs,
                            {"baseline", {{"source", *baseline}, {"origin", "baseline.cu"}}}};
     auto answer = evaluator.call("check_task", std::move(body), 600);
     if (!answer) {
-      std::printf("FAIL %s: %s\n", dir.filename().c_str(), answer.error().c_str());
-      ++unsound;
+      report(dir, {answer.error()});
       continue;
     }
     const nlohmann::json& result = (*answer)["result"];
@@ -67,12 +74,14 @@ int run_gpu_task_checks(const std::vector<std::filesystem::path>& task_dirs,
       problems.push_back("the baseline disagrees with the reference: " +
                          result.value("baseline_verdict", "") + ": " +
                          result.value("baseline_detail", ""));
-    std::printf("%-4s %s (GPU hygiene)\n", problems.empty() ? "ok" : "FAIL",
-                dir.filename().c_str());
-    for (const auto& p : problems) std::printf("     %s\n", p.c_str());
-    unsound += problems.empty() ? 0 : 1;
+    report(dir, problems);
   }
-  std::printf("%zu tasks, %d refused by the GPU hygiene checks\n", task_dirs.size(), unsound);
+  if (json_out) {
+    (*json_out)["gpu_checks"] = entries;
+    (*json_out)["failed_gpu_checks"] = unsound;
+  } else {
+    std::printf("%zu tasks, %d refused by the GPU hygiene checks\n", task_dirs.size(), unsound);
+  }
   return unsound ? 1 : 0;
 }
 

@@ -1,5 +1,8 @@
 // kopt: makes GPU kernels faster overnight. Dispatches to the subcommands in command_table.cc;
 // exceptions stop at this boundary and become one line on stderr and exit code 70.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <csignal>
 #include <cstring>
 #include <exception>
@@ -24,6 +27,8 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
+  // Log lines go to stderr: stdout is the commands' output (JSON for scripts among it).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("kopt"));
   kopt::scrub_default_logger();  // no key or raw control character reaches a log line
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {

@@ -2,6 +2,9 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "common/option_errors.h"
 
 namespace kopt::cli {
 
@@ -17,10 +20,18 @@ std::optional<cxxopts::ParseResult> parse_options(cxxopts::Options& options, int
     }
     return result;
   } catch (const cxxopts::exceptions::exception& e) {
-    std::cerr << options.program() << ": " << e.what() << " (see --help)\n";
-    exit_code = 2;
+    CommandFailure fail;
+    for (int i = 1; i < argc; ++i) fail.json = fail.json || std::string(argv[i]) == "--json";
+    exit_code = fail(2, options.program() + ": " + describe_option_error(e, argc, argv) +
+                            " (see --help)");
     return std::nullopt;
   }
+}
+
+int CommandFailure::operator()(int code, const std::string& message) const {
+  std::cerr << message << "\n";
+  if (json) std::cout << nlohmann::json{{"error", message}, {"exit_code", code}}.dump(2) << "\n";
+  return code;
 }
 
 std::filesystem::path default_tasks_root() {

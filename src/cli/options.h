@@ -9,9 +9,18 @@
 namespace kopt::cli {
 
 // Parses argv; on --help prints help and returns nullopt with exit_code 0; on a bad option
-// prints the error and returns nullopt with exit_code 2.
+// prints the error (naming the flag) and returns nullopt with exit_code 2; with --json among the
+// arguments the error is also printed on stdout as {"error": ..., "exit_code": 2}.
 std::optional<cxxopts::ParseResult> parse_options(cxxopts::Options& options, int argc, char** argv,
                                                   int& exit_code);
+
+// How a command stops without a result: the message on stderr for people and, with --json, also
+// {"error": message, "exit_code": code} on stdout, so that a script reads exactly one JSON
+// document in every outcome. Returns `code`.
+struct CommandFailure {
+  bool json = false;
+  int operator()(int code, const std::string& message) const;
+};
 
 // The folder holding task directories: --tasks, else $KOPT_TASKS, else ./tasks, else the
 // source tree's tasks/.

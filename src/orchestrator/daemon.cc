@@ -3,13 +3,16 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cxxopts.hpp>
 #include <iostream>
+#include <tuple>
 
 #include "agents/prompt_library.h"
 #include "common/files.h"
+#include "common/option_errors.h"
 #include "common/strings.h"
 #include "memory_store/memory_store.h"
 #include "sandbox/cuda_driver.h"
@@ -48,9 +51,16 @@ Result<std::vector<std::filesystem::path>> resolve_tasks(const DaemonInvocation&
       continue;
     }
     if (std::filesystem::is_directory(path, ec)) {
-      auto found = find_task_dirs(path);
+      // An entry that cannot be read (a symlink loop, a folder the user may not read) is
+      // skipped, said here; the run goes on with the others.
+      TaskListing listing = scan_task_dirs(path);
+      for (const auto& bad : listing.unreadable) {
+        std::cerr << "kopt run: skipping " << bad.path.string() << ": " << bad.reason << "\n";
+      }
+      const auto& found = listing.dirs;
       if (found.empty())
-        return make_error("--tasks " + arg + ": no task folder (with a task.json) in it");
+        return make_error("--tasks " + arg + ": no task folder (with a task.json) in it" +
+                          (listing.error.empty() ? "" : " (" + listing.error + ")"));
       for (const auto& dir : found) {
         dirs.push_back(std::filesystem::absolute(dir, ec).lexically_normal());
       }
@@ -155,6 +165,7 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
   // `--tasks a b c` and bare folders both name tasks.
   options.parse_positional({"tasks"});
   options.positional_help("[TASKDIR...]");
+  options.show_positional_help();  // --help lists --tasks too
   try {
     auto args = options.parse(argc, argv);
     if (args.count("help")) {
@@ -177,10 +188,15 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
       std::vector<int> gpus;
       for (const std::string& part : split(args["gpus"].as<std::string>(), ',')) {
         std::string t = trim(part);
-        if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos) {
+        if (t.empty() || t.size() > 4 || t.find_first_not_of("0123456789") != std::string::npos) {
           throw cxxopts::exceptions::exception("--gpus: '" + t + "' is not a GPU index");
         }
-        gpus.push_back(std::stoi(t));
+        int gpu = std::stoi(t);
+        // Two workers on one GPU would time each other's kernels.
+        if (std::find(gpus.begin(), gpus.end(), gpu) != gpus.end()) {
+          throw cxxopts::exceptions::exception("--gpus: GPU " + t + " is named twice");
+        }
+        gpus.push_back(gpu);
       }
       inv.gpus = gpus;
     }
@@ -190,15 +206,29 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
     inv.tuner_only = args.count("tuner-only") > 0;
     inv.no_display = args.count("no-display") > 0;
     inv.log_level = args["log-level"].as<std::string>();
-    if ((inv.hours && *inv.hours <= 0) || (inv.max_usd && *inv.max_usd < 0) ||
-        (inv.max_usd_per_task && *inv.max_usd_per_task < 0) ||
-        (inv.max_usd_per_hour && *inv.max_usd_per_hour <= 0) ||
-        (inv.candidates_per_task && *inv.candidates_per_task <= 0)) {
-      throw cxxopts::exceptions::exception("budgets must be positive");
+    const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error"};
+    if (std::find(levels.begin(), levels.end(), inv.log_level) == levels.end()) {
+      throw cxxopts::exceptions::exception("--log-level: '" + inv.log_level +
+                                           "' is not a level (" + join(levels, ", ") + ")");
+    }
+    // Each budget named when it is meaningless: not a number, infinite, zero or negative.
+    for (const auto& [flag, value, inclusive] :
+         {std::tuple<const char*, std::optional<double>, bool>{"--hours", inv.hours, false},
+          {"--max-usd", inv.max_usd, true},
+          {"--max-usd-per-task", inv.max_usd_per_task, true},
+          {"--max-usd-per-hour", inv.max_usd_per_hour, false}}) {
+      if (!value) continue;
+      if (auto fine = require_number_above(flag, *value, 0, inclusive); !fine) {
+        throw cxxopts::exceptions::exception(fine.error());
+      }
+    }
+    if (inv.candidates_per_task && *inv.candidates_per_task <= 0) {
+      throw cxxopts::exceptions::exception("--candidates-per-task: must be at least 1 (got " +
+                                           std::to_string(*inv.candidates_per_task) + ")");
     }
     return inv;
   } catch (const cxxopts::exceptions::exception& e) {
-    std::cerr << program << ": " << e.what() << " (see --help)\n";
+    std::cerr << program << ": " << describe_option_error(e, argc, argv) << " (see --help)\n";
     exit_code = 2;
     return std::nullopt;
   }
@@ -477,7 +507,16 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   }
   spdlog::info("kopt {} run {}: database {}, log {}", KOPT_VERSION, run_id, db_path.string(),
                (*run_dir / "kopt.log").string());
-  for (const auto& line : split(describe(*config), '\n')) {
+  // The effective settings, not the file's: --db, $KOPT_DB, --hours and the other flags win.
+  Config effective = *config;
+  effective.database_path = db_path;
+  effective.daemon.budgets.hours = options.budgets.hours;
+  effective.daemon.budgets.max_usd = options.budgets.max_usd;
+  effective.daemon.budgets.candidates_per_task = options.budgets.candidates_per_task;
+  effective.daemon.budgets.max_usd_per_task = options.budgets.max_usd_per_task;
+  effective.daemon.budgets.max_usd_per_hour = options.budgets.max_usd_per_hour;
+  effective.daemon.gpus = gpus;
+  for (const auto& line : split(describe(effective), '\n')) {
     if (!trim(line).empty()) spdlog::info("config: {}", line);
   }
   if (!options.use_llm) {

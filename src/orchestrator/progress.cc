@@ -133,11 +133,14 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
                         fmt::format("${:.2f}", t.cost_usd), state),
             width));
   }
-  std::string left = p.time_left_seconds ? format_duration(*p.time_left_seconds) + " left"
-                                         : std::string("no time limit");
+  // Time left means something only while the run works; a run that stopped has none.
+  bool active = p.state == "running" || p.state == "draining";
+  std::string left = !active                ? std::string()
+                     : p.time_left_seconds ? ", " + format_duration(*p.time_left_seconds) + " left"
+                                           : std::string(", no time limit");
   std::string budget = p.max_usd ? fmt::format(" of ${:.2f}", *p.max_usd) : "";
   std::string total = fmt::format(
-      "total: {} tasks, {} candidates, {} failed, {} tokens, ${:.2f}{}; run {} {} for {}, {}",
+      "total: {} tasks, {} candidates, {} failed, {} tokens, ${:.2f}{}; run {} {} for {}{}",
       p.tasks.size(), candidates, failures, tokens_text(p.tokens), p.cost_usd, budget, p.run_id,
       p.state, format_duration(p.elapsed_seconds), left);
   if (p.pending_submissions > 0) total += fmt::format("; {} submitted", p.pending_submissions);

@@ -130,6 +130,11 @@ TEST(Progress, RoundTripsThroughJsonAndRendersOneLinePerTask) {
   EXPECT_NE(lines[3].find("$3.50 of $25.00"), std::string::npos) << lines[3];
   EXPECT_NE(lines[3].find("10m00s left"), std::string::npos) << lines[3];
   EXPECT_NE(lines[3].find("for 1h02m"), std::string::npos) << lines[3];
+  // A run that stopped has no time left, whatever its last published status said.
+  p.state = "finished";
+  std::string finished = render_progress(p)[3];
+  EXPECT_EQ(finished.find("left"), std::string::npos) << finished;
+  EXPECT_NE(finished.find("run 5 finished for 1h02m"), std::string::npos) << finished;
   EXPECT_EQ(format_duration(42), "42s");
 }
 

@@ -1,0 +1,78 @@
+#include "src/cli/status_counts.h"
+
+#include <cstdio>
+#include <ctime>
+#include <limits>
+#include <map>
+
+#include "memory_store/plan_store.h"
+
+namespace kopt::cli {
+
+namespace {
+
+// Seconds since the epoch of "2026-11-25T03:04:05Z" (the memory's timestamps), or -1.
+double utc_seconds(const std::string& text) {
+  std::tm tm{};
+  if (std::sscanf(text.c_str(), "%d-%d-%dT%d:%d:%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+    return -1;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm));
+}
+
+orchestrator::TaskProgress& task_named(orchestrator::RunProgress& progress,
+                                       const std::string& name) {
+  for (auto& t : progress.tasks)
+    if (t.name == name) return t;
+  orchestrator::TaskProgress added;
+  added.name = name;
+  added.state = "-";
+  progress.tasks.push_back(added);
+  return progress.tasks.back();
+}
+
+}  // namespace
+
+Status apply_database_counts(memory::MemoryStore& store, orchestrator::RunProgress& progress) {
+  if (progress.state != "running" && progress.state != "draining") {
+    progress.time_left_seconds.reset();
+  }
+  auto evaluations = store.list_evaluations(progress.run_id);
+  if (!evaluations) return make_error(evaluations.error());
+  std::map<std::string, int64_t> judged, rejected;
+  for (const auto& e : *evaluations) {
+    ++judged[e.task];
+    if (e.verdict != "ok") ++rejected[e.task];
+  }
+  for (const auto& [name, count] : judged) task_named(progress, name);
+  for (auto& t : progress.tasks) {
+    t.candidates = judged[t.name];
+    t.failures = rejected[t.name];
+  }
+  auto calls = memory::list_transcripts(store.database(), progress.run_id,
+                                        std::numeric_limits<int64_t>::max());
+  if (!calls) return make_error(calls.error());
+  if (calls->empty()) return ok_status();  // prompts not kept: the daemon's own count stays
+  std::map<std::string, int64_t> per_task;
+  for (const auto& c : *calls) ++per_task[c.task];
+  for (auto& t : progress.tasks) t.llm_calls = per_task[t.name];
+  return ok_status();
+}
+
+orchestrator::RunProgress progress_from_record(const memory::RunRecord& run) {
+  orchestrator::RunProgress progress;
+  progress.run_id = run.id;
+  progress.state = run.status;
+  auto config = nlohmann::json::parse(run.config_json, nullptr, false);
+  bool llm = config.is_object() && config.contains("options") && config["options"].is_object() &&
+             config["options"].value("use_llm", false);
+  progress.mode = llm ? "llm" : "tuner";
+  double start = utc_seconds(run.started_at);
+  double end = run.finished_at.empty() ? -1 : utc_seconds(run.finished_at);
+  if (start >= 0 && end >= start) progress.elapsed_seconds = end - start;
+  return progress;
+}
+
+}  // namespace kopt::cli
