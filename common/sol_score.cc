@@ -75,4 +75,20 @@ std::string format_score(const Standing& s) {
   return text;
 }
 
+nlohmann::json standing_json(const Standing& s) {
+  nlohmann::json j = {{"speedup_vs_baseline", s.speedup_vs_baseline},
+                      {"speedup_vs_production", s.speedup_vs_production},
+                      {"production_baseline", nullptr},
+                      {"sol_percent", s.sol_percent},
+                      {"sol_score", nullptr},
+                      {"sol_score_reference", s.score_reference}};
+  if (!s.production_name.empty()) j["production_baseline"] = s.production_name;
+  if (s.score) {
+    j["sol_score"] = *s.score;
+  } else {
+    j["sol_score_note"] = s.score_note;
+  }
+  return j;
+}
+
 }  // namespace kopt

@@ -6,6 +6,7 @@
 // four, so every printer (eval, status, memory wins, the report, the export) says the same.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -45,5 +46,8 @@ Standing standing(double kernel_us, double baseline_us, double sol_us,
 // "S - (why)". Plain text shared by the terminal, markdown and the export's README.
 std::string format_production_speedup(const Standing& s);
 std::string format_score(const Standing& s);
+// {"speedup_vs_baseline", "speedup_vs_production", "production_baseline" (null: none measured),
+//  "sol_percent", "sol_score" (null: see "sol_score_note"), "sol_score_reference"}.
+nlohmann::json standing_json(const Standing& s);
 
 }  // namespace kopt

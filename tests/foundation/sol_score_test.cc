@@ -90,6 +90,21 @@ TEST(Standing, AKernelFasterThanLightKeepsItsSpeedupsButNoScore) {
   EXPECT_NE(format_score(s).find("suspicious"), std::string::npos) << format_score(s);
 }
 
+TEST(Standing, JsonCarriesEveryField) {
+  nlohmann::json with =
+      standing_json(standing(50.0, 100.0, 20.0, ProductionReference{"torch_compile", 40.0}));
+  EXPECT_DOUBLE_EQ(with["speedup_vs_baseline"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(with["speedup_vs_production"].get<double>(), 0.8);
+  EXPECT_EQ(with["production_baseline"], "torch_compile");
+  EXPECT_DOUBLE_EQ(with["sol_percent"].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(with["sol_score"].get<double>(), 0.4);
+  EXPECT_EQ(with["sol_score_reference"], "torch_compile");
+  nlohmann::json without = standing_json(standing(10.0, 100.0, 20.0, std::nullopt));
+  EXPECT_TRUE(without["production_baseline"].is_null());
+  EXPECT_TRUE(without["sol_score"].is_null());
+  EXPECT_NE(without["sol_score_note"].get<std::string>().find("suspicious"), std::string::npos);
+}
+
 TEST(Standing, NoBoundMeansNoScore) {
   Standing s = standing(10.0, 100.0, 0.0, std::nullopt);
   EXPECT_EQ(s.sol_percent, 0.0);
