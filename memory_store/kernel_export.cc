@@ -105,7 +105,9 @@ Result<json> existing_manifest(const std::filesystem::path& path) {
 std::string production_cell(const json& k) {
   const json s = k.value("standing", json::object());
   if (!s.is_object() || !s.contains("speedup_vs_baseline")) return "-";
-  if (!s["production_baseline"].is_string()) return "none measured";
+  if (!s.contains("production_baseline") || !s["production_baseline"].is_string()) {
+    return "none measured";
+  }
   return fixed(s.value("speedup_vs_production", 0.0), 2) + "x " +
          s["production_baseline"].get<std::string>();
 }

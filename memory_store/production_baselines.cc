@@ -97,6 +97,8 @@ Result<int64_t> add_production_baseline(sql::Database& db, const ProductionBasel
 Result<std::vector<ProductionBaselineRecord>> current_production_baselines(
     sql::Database& db, const std::string& task, const std::string& gpu_model,
     const std::string& spec_sha256) {
+  // A database from before version 6 (a test's, or one opened by an older reader) has none.
+  if (!db.has_table("production_baselines")) return std::vector<ProductionBaselineRecord>{};
   // The newest row per name (the largest id), among rows of the asked spec when one is given.
   auto statement = db.cached(std::string("SELECT ") + kColumns +
                              " FROM production_baselines WHERE id IN (SELECT max(id) FROM"
@@ -117,6 +119,7 @@ Result<std::optional<ProductionBaselineRecord>> best_production_baseline(
 }
 
 Result<std::vector<ProductionBaselineRecord>> all_production_baselines(sql::Database& db) {
+  if (!db.has_table("production_baselines")) return std::vector<ProductionBaselineRecord>{};
   auto statement = db.cached(std::string("SELECT ") + kColumns +
                              " FROM production_baselines WHERE id IN (SELECT max(id) FROM"
                              " production_baselines GROUP BY task, gpu_model, name)"

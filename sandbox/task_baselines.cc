@@ -103,11 +103,13 @@ TaskBaselines task_baselines(const std::string& task_json) {
   for (const char* key : {"inputs", "outputs"}) {
     if (!root.contains(key) || !root[key].is_array()) continue;
     for (const auto& t : root[key]) {
-      if (t.is_object() && t.contains("name") && t["name"].is_string()) tensors.insert(t["name"]);
+      if (t.is_object() && t.contains("name") && t["name"].is_string()) {
+        tensors.insert(t["name"].get<std::string>());
+      }
     }
   }
   if (root.contains("sizes") && root["sizes"].is_object()) {
-    for (const auto& [name, value] : root["sizes"].items()) sizes.insert(name);
+    for (const auto& item : root["sizes"].items()) sizes.insert(item.key());
   }
   return read_task_baselines(reader, root, tensors, sizes);
 }

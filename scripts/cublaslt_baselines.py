@@ -101,7 +101,8 @@ class CublasLtGemm:
         check(lib.cublasLtMatmulPreferenceCreate(ctypes.byref(self.pref)), "PreferenceCreate")
         ws = ctypes.c_uint64(WORKSPACE_BYTES)
         check(lib.cublasLtMatmulPreferenceSetAttribute(self.pref, PREF_MAX_WORKSPACE_BYTES,
-                                                       ctypes.byref(ws), ctypes.sizeof(ws)),
+                                                       ctypes.byref(ws),
+                                                       ctypes.c_size_t(ctypes.sizeof(ws))),
               "PreferenceSetAttribute")
         self.alpha, self.beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
         lib.cublasLtGetVersion.restype = ctypes.c_size_t
@@ -109,7 +110,7 @@ class CublasLtGemm:
 
     def set_attr(self, attr, value):
         check(self.lib.cublasLtMatmulDescSetAttribute(self.desc, attr, ctypes.byref(value),
-                                                      ctypes.sizeof(value)),
+                                                      ctypes.c_size_t(ctypes.sizeof(value))),
               "MatmulDescSetAttribute(%d)" % attr)
 
     def layout(self, data_type, rows, cols):

@@ -16,9 +16,10 @@ using nlohmann::json;
 constexpr const char* kOrigin = "tasks/g/task.json";
 
 json gemm_task() {
-  return json::parse(R"({
+  return json::parse(R"~({
     "format": 3,
     "name": "g",
+    "description": "C = relu(A @ W^T + bias)",
     "tags": ["gemm"],
     "sizes": {"m": 64, "n": 32, "k": 16},
     "inputs": [
@@ -34,7 +35,7 @@ json gemm_task() {
     "production_baselines": ["cublaslt", "torch_eager"],
     "cublaslt": {"a": "A", "b": "W", "out": "C", "m": "m", "n": "n", "k": "k",
                  "b_layout": "nk", "epilogue": "bias_relu", "bias": "bias"}
-  })");
+  })~");
 }
 
 std::string error_of(const json& task) {
