@@ -20,7 +20,8 @@ KOPT_OWN_GPU_PIDS=$HELPER bin/kopt eval axpy --tasks tasks --rounds 1 --json > "
 kill $HELPER; wait $HELPER 2>/dev/null
 
 echo "== kopt baselines (GEMM tasks, no torch.compile) into a fresh memory"
-bin/kopt baselines sgemm bf16_gemm gemm_bias_relu matvec --tasks tasks --db "$OUT/q/m.db" --no-compile
+bin/kopt baselines sgemm bf16_gemm gemm_bias_relu matvec --tasks tasks --db "$OUT/q/m.db" --no-compile \
+  --helper scripts/torch_baselines.py
 bin/kopt baselines --list --db "$OUT/q/m.db"
 rm -f "$OUT/q/m.db"*
 
