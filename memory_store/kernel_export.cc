@@ -100,8 +100,8 @@ Result<json> existing_manifest(const std::filesystem::path& path) {
   return manifest;
 }
 
-// The README's production and S cells from a manifest entry's "standing" (standing_json); "-"
-// for an entry exported by a kopt that wrote none.
+// The README's production and S cells from a manifest entry's "standing" (standing_json), names
+// escaped; "-" for an entry exported by a kopt that wrote none.
 std::string production_cell(const json& k) {
   const json s = k.value("standing", json::object());
   if (!s.is_object() || !s.contains("speedup_vs_baseline")) return "-";
@@ -109,13 +109,14 @@ std::string production_cell(const json& k) {
     return "none measured";
   }
   return fixed(s.value("speedup_vs_production", 0.0), 2) + "x " +
-         s["production_baseline"].get<std::string>();
+         markdown_text(s["production_baseline"].get<std::string>());
 }
 
 std::string score_cell(const json& k) {
   const json s = k.value("standing", json::object());
   if (!s.is_object() || !s.contains("sol_score") || !s["sol_score"].is_number()) return "-";
-  return fixed(s["sol_score"].get<double>(), 2) + " vs " + s.value("sol_score_reference", "");
+  return fixed(s["sol_score"].get<double>(), 2) + " vs " +
+         markdown_text(s.value("sol_score_reference", ""));
 }
 
 std::string readme_table(const json& kernels) {
@@ -133,8 +134,8 @@ std::string readme_table(const json& kernels) {
                  : markdown_text(name);
     };
     table += "| " + markdown_text(k.value("task", "")) + " | " + fixed(k.value("speedup", 0.0), 2) +
-             "x | " + markdown_text(production_cell(k)) + " | " +
-             fixed(k.value("sol_percent", 0.0), 1) + "% | " + markdown_text(score_cell(k)) + " | " +
+             "x | " + production_cell(k) + " | " + fixed(k.value("sol_percent", 0.0), 1) + "% | " +
+             score_cell(k) + " | " +
              markdown_text(k["gpu"].value("model", "")) + " | " +
              fixed(k.value("median_us", 0.0), 1) + " | " + link(file) + " | " + link(header) +
              " | " + markdown_text(k.value("date", "").substr(0, 10)) + " |\n";
