@@ -108,6 +108,49 @@ TEST_F(BaselinesCliTest, WinsVsProductionNameTheBestProductionBaselineAndScoreS)
   EXPECT_TRUE(contains(out.stderr_text, "did you mean 'production'")) << out.stderr_text;
 }
 
+// `kopt status` reads the daemon's published progress (src/orchestrator/daemon_tables.h); here a
+// finished run's row written as the daemon writes it.
+TEST_F(BaselinesCliTest, StatusShowsEachTasksBestAgainstProductionWithS) {
+  ASSERT_EQ(measure().exit_code, 0);
+  {
+    auto store = open_store(db_);
+    nlohmann::json progress = {
+        {"format", 2},
+        {"run_id", 1},
+        {"pid", 0},
+        {"state", "finished"},
+        {"mode", "tuner"},
+        {"gpu", "NVIDIA H100 80GB HBM3"},
+        {"tasks",
+         {{{"name", "axpy"},
+           {"state", "done"},
+           {"best_speedup", 310.0 / 280.0},
+           {"best_sol_percent", 100.0 * 240.0 / 280.0},
+           {"best_us", 280.0}},
+          {{"name", "softmax"}, {"state", "waiting"}}}}};
+    auto& db = store.database();
+    ASSERT_TRUE(db.execute("CREATE TABLE IF NOT EXISTS daemon_status (run_id INTEGER PRIMARY KEY,"
+                           " pid INTEGER NOT NULL, updated_at TEXT NOT NULL, active_seconds REAL"
+                           " NOT NULL DEFAULT 0, status_json TEXT NOT NULL)")
+                    .ok());
+    auto insert = db.cached(
+        "INSERT INTO daemon_status (run_id, pid, updated_at, status_json) VALUES (1, 0, "
+        "'2026-11-26T00:00:00Z', ?1)");
+    insert->bind(1, progress.dump());
+    ASSERT_TRUE(insert->run().ok());
+  }
+  auto out = kopt({"status", "--db", db_});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  EXPECT_TRUE(contains(out.stdout_text, "0.95x torch_compile")) << out.stdout_text;
+  EXPECT_TRUE(contains(out.stdout_text, "S 0.40 vs torch_compile")) << out.stdout_text;
+  out = kopt({"status", "--db", db_, "--json"});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  auto tasks = nlohmann::json::parse(out.stdout_text)["tasks"];
+  EXPECT_EQ(tasks[0]["standing"]["production_baseline"], "torch_compile");
+  EXPECT_NEAR(tasks[0]["standing"]["sol_score"].get<double>(), 1.0 / (1.0 + 40.0 / 26.3), 1e-6);
+  EXPECT_FALSE(tasks[1].contains("standing"));  // no kernel yet
+}
+
 TEST_F(BaselinesCliTest, TheReportCarriesTheProductionSpeedupAndS) {
   ASSERT_EQ(measure().exit_code, 0);
   std::string md = (dir_ / "report.md").string();
