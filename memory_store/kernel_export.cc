@@ -135,8 +135,7 @@ std::string readme_table(const json& kernels) {
     };
     table += "| " + markdown_text(k.value("task", "")) + " | " + fixed(k.value("speedup", 0.0), 2) +
              "x | " + production_cell(k) + " | " + fixed(k.value("sol_percent", 0.0), 1) + "% | " +
-             score_cell(k) + " | " +
-             markdown_text(k["gpu"].value("model", "")) + " | " +
+             score_cell(k) + " | " + markdown_text(k["gpu"].value("model", "")) + " | " +
              fixed(k.value("median_us", 0.0), 1) + " | " + link(file) + " | " + link(header) +
              " | " + markdown_text(k.value("date", "").substr(0, 10)) + " |\n";
   }

@@ -8,8 +8,8 @@ namespace kopt {
 
 namespace {
 
-const std::vector<std::string> kCublasLtKeys = {"a", "b", "out", "m", "n", "k",
-                                                "b_layout", "epilogue", "bias"};
+const std::vector<std::string> kCublasLtKeys = {"a", "b",        "out",      "m",   "n",
+                                                "k", "b_layout", "epilogue", "bias"};
 const std::vector<std::string> kLayouts = {"kn", "nk"};
 const std::vector<std::string> kEpilogues = {"none", "bias_relu"};
 
@@ -39,8 +39,8 @@ CublasLtMapping read_mapping(JsonReader& reader, const nlohmann::json& node,
   for (auto [key, field] : {std::pair{"a", &m.a}, {"b", &m.b}, {"out", &m.out}}) {
     *field = reader.string_field(node, "$.cublaslt", key, true).value_or("");
     if (!field->empty() && !tensors.count(*field)) {
-      reader.error(std::string("$.cublaslt.") + key, "no tensor named '" + *field + "'" +
-                                                         did_you_mean(*field, tensor_list));
+      reader.error(std::string("$.cublaslt.") + key,
+                   "no tensor named '" + *field + "'" + did_you_mean(*field, tensor_list));
     }
   }
   std::vector<std::string> size_list(sizes.begin(), sizes.end());
@@ -84,9 +84,8 @@ const std::vector<std::string>& production_baseline_names() {
 }
 
 nlohmann::json CublasLtMapping::to_json() const {
-  nlohmann::json j = {{"a", a},         {"b", b},       {"out", out},
-                      {"m", m},         {"n", n},       {"k", k},
-                      {"b_layout", b_layout}, {"epilogue", epilogue}};
+  nlohmann::json j = {{"a", a}, {"b", b}, {"out", out},           {"m", m},
+                      {"n", n}, {"k", k}, {"b_layout", b_layout}, {"epilogue", epilogue}};
   if (!bias.empty()) j["bias"] = bias;
   return j;
 }
@@ -124,8 +123,8 @@ TaskBaselines read_task_baselines(JsonReader& reader, const nlohmann::json& root
     const std::string& name = listed[i];
     std::string path = "$.production_baselines[" + std::to_string(i) + "]";
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      reader.error(path, "unknown production baseline '" + name + "'" +
-                             did_you_mean(name, known) + " (one of " + join(known, ", ") + ")");
+      reader.error(path, "unknown production baseline '" + name + "'" + did_you_mean(name, known) +
+                             " (one of " + join(known, ", ") + ")");
     } else if (out.wants(name)) {
       reader.error(path, "'" + name + "' is listed twice");
     } else {
@@ -136,12 +135,14 @@ TaskBaselines read_task_baselines(JsonReader& reader, const nlohmann::json& root
       reader.typed_field(root, "$", "cublaslt", nlohmann::json::value_t::object, false);
   if (mapping) out.cublaslt = read_mapping(reader, *mapping, tensors, sizes);
   if (out.wants("cublaslt") && !mapping && !root.contains("cublaslt")) {
-    reader.error("$.cublaslt", "\"production_baselines\" lists cublaslt: say how the task maps "
-                               "onto a matmul (tasks/README.md, \"cublaslt\")");
+    reader.error("$.cublaslt",
+                 "\"production_baselines\" lists cublaslt: say how the task maps "
+                 "onto a matmul (tasks/README.md, \"cublaslt\")");
   }
   if (mapping && !out.wants("cublaslt")) {
-    reader.error("$.cublaslt", "a cuBLASLt mapping without \"cublaslt\" in "
-                               "\"production_baselines\"");
+    reader.error("$.cublaslt",
+                 "a cuBLASLt mapping without \"cublaslt\" in "
+                 "\"production_baselines\"");
   }
   return out;
 }

@@ -25,15 +25,15 @@ const std::vector<std::string>& production_baseline_names();
 // bf16 and f16 with fp32 accumulation.
 struct CublasLtMapping {
   std::string a, b, out;
-  std::string m, n, k;     // size names or decimal numbers
-  std::string b_layout;    // "kn" or "nk"
-  std::string epilogue;    // "none" or "bias_relu"
-  std::string bias;        // the bias tensor [n] when the epilogue takes one
+  std::string m, n, k;   // size names or decimal numbers
+  std::string b_layout;  // "kn" or "nk"
+  std::string epilogue;  // "none" or "bias_relu"
+  std::string bias;      // the bias tensor [n] when the epilogue takes one
   nlohmann::json to_json() const;
 };
 
 struct TaskBaselines {
-  std::vector<std::string> names;         // as listed, each once
+  std::vector<std::string> names;           // as listed, each once
   std::optional<CublasLtMapping> cublaslt;  // required when names holds "cublaslt"
   bool wants(const std::string& name) const;
 };

@@ -13,10 +13,14 @@ using nlohmann::json;
 std::filesystem::path default_torch_helper() {
   std::error_code error;
   auto self = std::filesystem::read_symlink("/proc/self/exe", error);
-  // build/bin/kopt -> the source tree two folders up; else the tree this binary was built from.
+  // bin/kopt beside scripts/ (a copied tree), or build/bin/kopt in the source tree; else the
+  // tree this binary was built from.
   if (!error) {
-    auto beside = self.parent_path().parent_path().parent_path() / "scripts" / "torch_baselines.py";
-    if (std::filesystem::exists(beside)) return beside;
+    auto bin = self.parent_path();
+    for (const auto& root : {bin.parent_path(), bin.parent_path().parent_path()}) {
+      auto beside = root / "scripts" / "torch_baselines.py";
+      if (std::filesystem::exists(beside)) return beside;
+    }
   }
   return std::filesystem::path(KOPT_SOURCE_DIR) / "scripts" / "torch_baselines.py";
 }
@@ -94,10 +98,10 @@ BaselineRunReport measure_production_baselines(memory::MemoryStore& store,
     std::string tail = out->stderr_text.size() > 600
                            ? out->stderr_text.substr(out->stderr_text.size() - 600)
                            : out->stderr_text;
-    report.problems.push_back(options.helper.string() + " failed (" +
-                              (out->timed_out ? std::string("timed out")
-                                              : "exit " + std::to_string(out->exit_code)) +
-                              "): " + tail);
+    report.problems.push_back(
+        options.helper.string() + " failed (" +
+        (out->timed_out ? std::string("timed out") : "exit " + std::to_string(out->exit_code)) +
+        "): " + tail);
   }
   for (auto& row : parsed.stored) {
     auto id = memory::add_production_baseline(store.database(), row);

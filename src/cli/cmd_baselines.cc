@@ -54,9 +54,8 @@ int run_baselines(int argc, char** argv) {
   options.add_options()("tasks", "the tasks folder", cxxopts::value<std::string>())(
       "names", "tasks (default: every task)", cxxopts::value<std::vector<std::string>>())(
       "list", "print the stored baselines, measure nothing")("json", "machine-readable output")(
-      "no-compile", "skip torch.compile")(
-      "python", "the Python with PyTorch that runs the helper",
-      cxxopts::value<std::string>()->default_value("python3"))(
+      "no-compile", "skip torch.compile")("python", "the Python with PyTorch that runs the helper",
+                                          cxxopts::value<std::string>()->default_value("python3"))(
       "helper", "the timing helper (default: scripts/torch_baselines.py of kopt's source tree)",
       cxxopts::value<std::string>());
   options.parse_positional({"names"});
@@ -65,9 +64,8 @@ int run_baselines(int argc, char** argv) {
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
   bool list = args->count("list") > 0;
-  auto store =
-      open_memory(*args, list ? MemoryAccess::kRead : MemoryAccess::kWriteOrCreate,
-                  "kopt baselines");
+  auto store = open_memory(*args, list ? MemoryAccess::kRead : MemoryAccess::kWriteOrCreate,
+                           "kopt baselines");
   if (!store) return 1;
   if (list) {
     auto rows = memory::all_production_baselines(store->database());
@@ -86,9 +84,9 @@ int run_baselines(int argc, char** argv) {
     }
     return 0;
   }
-  std::filesystem::path root =
-      args->count("tasks") ? std::filesystem::path((*args)["tasks"].as<std::string>())
-                           : default_tasks_root();
+  std::filesystem::path root = args->count("tasks")
+                                   ? std::filesystem::path((*args)["tasks"].as<std::string>())
+                                   : default_tasks_root();
   std::vector<std::filesystem::path> dirs;
   if (args->count("names")) {
     for (const auto& n : (*args)["names"].as<std::vector<std::string>>()) {

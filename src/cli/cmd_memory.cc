@@ -7,9 +7,9 @@
 #include <regex>
 
 #include "common/files.h"
-#include "common/text_escape.h"
 #include "common/sol_score.h"
 #include "common/strings.h"
+#include "common/text_escape.h"
 #include "memory_store/jsonl_io.h"
 #include "memory_store/judging_staleness.h"
 #include "memory_store/line_diff.h"
@@ -117,8 +117,9 @@ void print_wins_vs_production(MemoryStore& store, const std::vector<PairRecord>&
                 shorten(format_score(*s), 32).c_str(), shorten(p.gpu_model, 24).c_str());
   }
   if (none_measured) {
-    std::printf("(none measured: no production baseline for that task on that GPU; kopt baselines "
-                "TASK measures them, and S is then scored against baseline.cu)\n");
+    std::printf(
+        "(none measured: no production baseline for that task on that GPU; kopt baselines "
+        "TASK measures them, and S is then scored against baseline.cu)\n");
   }
 }
 
@@ -416,10 +417,11 @@ int run_memory(int argc, char** argv) {
                                      cxxopts::value<double>()->default_value("0"))(
       "since", "only pairs recorded on or after DATE (YYYY-MM-DD)", cxxopts::value<std::string>())(
       "limit", "at most this many rows", cxxopts::value<int64_t>()->default_value("50"))(
-      "vs", "wins: compare with baseline (the pair's own speedup) or production (the best "
-      "production baseline, %SOL and S)", cxxopts::value<std::string>()->default_value("baseline"))(
-      "json", "machine-readable output")("jsonl", "the JSON-lines file to export to or import from",
-                                         cxxopts::value<std::string>())(
+      "vs",
+      "wins: compare with baseline (the pair's own speedup) or production (the best "
+      "production baseline, %SOL and S)",
+      cxxopts::value<std::string>()->default_value("baseline"))("json", "machine-readable output")(
+      "jsonl", "the JSON-lines file to export to or import from", cxxopts::value<std::string>())(
       "dry-run", "prune: show what would be dropped, change nothing")(
       "max-per-task", "prune: positive pairs kept per task",
       cxxopts::value<int64_t>()->default_value("500"))(

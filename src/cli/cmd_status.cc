@@ -10,8 +10,8 @@
 #include "memory_store/memory_store.h"
 #include "memory_store/production_baselines.h"
 #include "src/cli/command.h"
-#include "src/cli/options.h"
 #include "src/cli/memory_options.h"
+#include "src/cli/options.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "src/orchestrator/progress.h"
@@ -105,8 +105,7 @@ int run_status(int argc, char** argv) {
   for (const auto& t : progress.tasks) {
     if (!(t.best_us > 0)) continue;
     if (!header) {
-      std::printf("\n%-18s %9s  %-28s %6s  %s\n", "best vs", "baseline", "production", "%SOL",
-                  "S");
+      std::printf("\n%-18s %9s  %-28s %6s  %s\n", "best vs", "baseline", "production", "%SOL", "S");
       header = true;
     }
     Standing s = task_standing(store->database(), progress.gpu, t);

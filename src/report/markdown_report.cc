@@ -58,7 +58,8 @@ std::string render_markdown(const ReportData& data) {
 
   out +=
       "### Tasks\n\n| task | candidates | verified | baseline | best | speedup | vs production | "
-      "%SOL baseline -> best | S | best from | failures |\n| --- | ---: | ---: | ---: | ---: | ---: "
+      "%SOL baseline -> best | S | best from | failures |\n| --- | ---: | ---: | ---: | ---: | "
+      "---: "
       "| ---: | ---: | --- | --- | --- |\n";
   for (const auto& t : data.tasks) {
     std::vector<std::string> failures;
@@ -68,12 +69,12 @@ std::string render_markdown(const ReportData& data) {
     out += fmt::format(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_text(t.task),
         t.candidates, t.verified, format_micros(t.baseline_us),
-        format_micros(t.best ? t.best->median_us : 0),
-        format_speedup(t.best ? t.best->speedup : 0),
+        format_micros(t.best ? t.best->median_us : 0), format_speedup(t.best ? t.best->speedup : 0),
         t.best ? markdown_text(format_production_speedup(t.standing)) : "-",
         t.best ? fixed(t.baseline_sol_percent, 1) + "% -> " + fixed(t.best->sol_percent, 1) + "%"
                : "-",
-        t.best ? markdown_text(format_score(t.standing)) : "-", markdown_text(t.best_origin), failures.empty() ? "-" : join(failures, ", "));
+        t.best ? markdown_text(format_score(t.standing)) : "-", markdown_text(t.best_origin),
+        failures.empty() ? "-" : join(failures, ", "));
   }
 
   for (const auto& [task, why] : data.parked) {

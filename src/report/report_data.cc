@@ -4,10 +4,10 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "memory_store/production_baselines.h"
-#include "memory_store/line_diff.h"
-#include "sandbox/kernel_profile.h"
 #include "memory_store/judging_staleness.h"
+#include "memory_store/line_diff.h"
+#include "memory_store/production_baselines.h"
+#include "sandbox/kernel_profile.h"
 #include "src/report/markup.h"
 
 namespace kopt::report {

@@ -94,8 +94,9 @@ TEST(TaskBaselines, AnUnknownNameIsRefusedWithASuggestion) {
   json t = gemm_task();
   t["production_baselines"] = {"cublaslt", "torch_compiled"};
   std::string e = error_of(t);
-  EXPECT_TRUE(has(e, "tasks/g/task.json: $.production_baselines[1]: unknown production baseline "
-                     "'torch_compiled' (did you mean 'torch_compile'?)"))
+  EXPECT_TRUE(has(e,
+                  "tasks/g/task.json: $.production_baselines[1]: unknown production baseline "
+                  "'torch_compiled' (did you mean 'torch_compile'?)"))
       << e;
 }
 

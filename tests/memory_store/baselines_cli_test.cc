@@ -114,20 +114,19 @@ TEST_F(BaselinesCliTest, StatusShowsEachTasksBestAgainstProductionWithS) {
   ASSERT_EQ(measure().exit_code, 0);
   {
     auto store = open_store(db_);
-    nlohmann::json progress = {
-        {"format", 2},
-        {"run_id", 1},
-        {"pid", 0},
-        {"state", "finished"},
-        {"mode", "tuner"},
-        {"gpu", "NVIDIA H100 80GB HBM3"},
-        {"tasks",
-         {{{"name", "axpy"},
-           {"state", "done"},
-           {"best_speedup", 310.0 / 280.0},
-           {"best_sol_percent", 100.0 * 240.0 / 280.0},
-           {"best_us", 280.0}},
-          {{"name", "softmax"}, {"state", "waiting"}}}}};
+    nlohmann::json progress = {{"format", 2},
+                               {"run_id", 1},
+                               {"pid", 0},
+                               {"state", "finished"},
+                               {"mode", "tuner"},
+                               {"gpu", "NVIDIA H100 80GB HBM3"},
+                               {"tasks",
+                                {{{"name", "axpy"},
+                                  {"state", "done"},
+                                  {"best_speedup", 310.0 / 280.0},
+                                  {"best_sol_percent", 100.0 * 240.0 / 280.0},
+                                  {"best_us", 280.0}},
+                                 {{"name", "softmax"}, {"state", "waiting"}}}}};
     auto& db = store.database();
     ASSERT_TRUE(db.execute("CREATE TABLE IF NOT EXISTS daemon_status (run_id INTEGER PRIMARY KEY,"
                            " pid INTEGER NOT NULL, updated_at TEXT NOT NULL, active_seconds REAL"
