@@ -82,8 +82,12 @@ class Worker:
     """One long-lived kopt-sandbox process speaking the sandbox protocol on stdin/stdout, as kopt's
     SandboxEvaluator runs it: one per GPU, many requests, restarted after a fatal answer."""
 
-    def __init__(self, binary=DEFAULT_WORKER, device=None, cache_dir=None, log_path=None):
+    def __init__(self, binary=DEFAULT_WORKER, device=None, cache_dir=None, log_path=None,
+                 own_gpu_pids=()):
         self.binary = str(binary)
+        # Processes of this bench that hold a CUDA context (its own PyTorch): the worker's busy-GPU
+        # check lists them as kopt's own, not as another user (sandbox/own_gpu_processes.h).
+        self.own_gpu_pids = [int(p) for p in own_gpu_pids]
         self.device = device
         self.cache_dir = cache_dir
         self.log_path = log_path
@@ -98,6 +102,8 @@ class Worker:
         env = dict(os.environ)
         if self.cache_dir:
             env["KOPT_CACHE_DIR"] = str(self.cache_dir)
+        if self.own_gpu_pids:
+            env["KOPT_OWN_GPU_PIDS"] = ",".join(str(p) for p in self.own_gpu_pids)
         argv = [self.binary] + (["--device", str(self.device)] if self.device is not None else [])
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         began = time.perf_counter()

@@ -17,6 +17,7 @@
 #include "memory_store/export_folder.h"
 #include "memory_store/judging_staleness.h"
 #include "memory_store/launcher_codegen.h"
+#include "memory_store/production_baselines.h"
 #include "sandbox/judging_spec.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
@@ -99,11 +100,30 @@ Result<json> existing_manifest(const std::filesystem::path& path) {
   return manifest;
 }
 
+// The README's production and S cells from a manifest entry's "standing" (standing_json), names
+// escaped; "-" for an entry exported by a kopt that wrote none.
+std::string production_cell(const json& k) {
+  const json s = k.value("standing", json::object());
+  if (!s.is_object() || !s.contains("speedup_vs_baseline")) return "-";
+  if (!s.contains("production_baseline") || !s["production_baseline"].is_string()) {
+    return "none measured";
+  }
+  return fixed(s.value("speedup_vs_production", 0.0), 2) + "x " +
+         markdown_text(s["production_baseline"].get<std::string>());
+}
+
+std::string score_cell(const json& k) {
+  const json s = k.value("standing", json::object());
+  if (!s.is_object() || !s.contains("sol_score") || !s["sol_score"].is_number()) return "-";
+  return fixed(s["sol_score"].get<double>(), 2) + " vs " +
+         markdown_text(s.value("sol_score_reference", ""));
+}
+
 std::string readme_table(const json& kernels) {
   std::string table = std::string(kReadmeBegin) + "\n" +
-                      "| task | speedup over baseline | % of speed of light | GPU | median (us) | "
-                      "kernel source | launcher | verified on |\n"
-                      "| --- | ---: | ---: | --- | ---: | --- | --- | --- |\n";
+                      "| task | speedup over baseline | speedup over production | % of speed of "
+                      "light | S | GPU | median (us) | kernel source | launcher | verified on |\n"
+                      "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | --- | --- |\n";
   for (const auto& k : kernels) {
     std::string file = k.value("kernel_file", ""), header = k.value("header", "");
     // Every field read back from a manifest is free text to markdown; a link target is a file
@@ -114,8 +134,8 @@ std::string readme_table(const json& kernels) {
                  : markdown_text(name);
     };
     table += "| " + markdown_text(k.value("task", "")) + " | " + fixed(k.value("speedup", 0.0), 2) +
-             "x | " + fixed(k.value("sol_percent", 0.0), 1) + "% | " +
-             markdown_text(k["gpu"].value("model", "")) + " | " +
+             "x | " + production_cell(k) + " | " + fixed(k.value("sol_percent", 0.0), 1) + "% | " +
+             score_cell(k) + " | " + markdown_text(k["gpu"].value("model", "")) + " | " +
              fixed(k.value("median_us", 0.0), 1) + " | " + link(file) + " | " + link(header) +
              " | " + markdown_text(k.value("date", "").substr(0, 10)) + " |\n";
   }
@@ -363,6 +383,7 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
              {"baseline_us", e.baseline_us},
              {"speedup", e.speedup},
              {"sol_percent", e.sol_percent},
+             {"standing", standing_json(memory::evaluation_standing(store.database(), e))},
              {"tunables", chosen},
              {"compile_options", file->compile_options},
              {"cmake_target", "kopt::" + task.name},

@@ -8,6 +8,7 @@
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "sandbox/name_rules.h"
+#include "sandbox/task_baselines.h"
 
 namespace kopt {
 
@@ -18,7 +19,9 @@ namespace {
 const std::vector<std::string> kTaskKeys = {
     "format", "name",    "description", "tags",     "sizes",  "constants",
     "inputs", "outputs", "shapes",      "holdout",  "stress", "tolerance",
-    "flops",  "bytes",   "peak",        "priority", "draws"};
+    "flops",  "bytes",   "peak",        "priority", "draws",
+    // sandbox/task_baselines.h
+    "production_baselines", "cublaslt"};
 const std::vector<std::string> kTensorKeys = {"name", "dtype", "shape", "init"};
 const std::vector<std::string> kToleranceKeys = {"atol", "rtol", "max_error", "min_pass_fraction"};
 const std::vector<std::string> kPeaks = {"fp32", "bf16_tensor", "fp16_tensor", "tf32_tensor"};
@@ -195,6 +198,8 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
         reader.error(path, "tensor name '" + tensor + "' is also a size or constant");
     }
   }
+
+  read_task_baselines(reader, root, tensor_names, symbols);  // validated here, read on demand
 
   task.shapes = read_shape_list(reader, root, "$", "shapes", task.sizes, true);
   if (task.shapes.empty() && reader.ok()) reader.error("$.shapes", "needs at least one shape");

@@ -7,6 +7,7 @@
 
 #include "common/files.h"
 #include "sandbox/nvml.h"
+#include "sandbox/own_gpu_processes.h"
 
 namespace kopt::worker {
 namespace {
@@ -54,10 +55,17 @@ Result<QuietVerdict> GpuQuietCheck::check(double probe_tolerance) {
 
   auto activity = gpu_activity(device_.info().pci_bus_id);
   if (activity) {
-    auto others = other_processes(*activity, unsigned(::getpid()));
+    std::vector<GpuProcess> declared;
+    auto others = foreign_processes(*activity, unsigned(::getpid()), own_gpu_pids(), &declared);
     nlohmann::json listed = nlohmann::json::array();
     for (const auto& p : others) listed.push_back(describe_process(p));
     verdict.facts["other_processes"] = listed;
+    if (!declared.empty()) {
+      // kopt's own helpers (own_gpu_processes.h): listed, not counted; the probe still judges.
+      nlohmann::json own = nlohmann::json::array();
+      for (const auto& p : declared) own.push_back(describe_process(p));
+      verdict.facts["own_processes"] = own;
+    }
     verdict.facts["sm_clock_mhz"] = activity->sm_clock_mhz;
     verdict.facts["max_sm_clock_mhz"] = activity->max_sm_clock_mhz;
     verdict.facts["clock_events"] = describe_clock_events(activity->clock_event_reasons);

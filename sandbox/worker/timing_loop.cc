@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "sandbox/nvml.h"
+#include "sandbox/own_gpu_processes.h"
 #include "sandbox/timing_stats.h"
 #include "sandbox/worker/candidate_buffers.h"
 #include "sandbox/worker/cupti_timer.h"
@@ -425,7 +426,7 @@ class TimedRun {
     if (!options_.check_gpu_quiet) return go_on();
     auto activity = gpu_activity(device_.info().pci_bus_id);
     if (!activity) return go_on();
-    auto others = other_processes(*activity, unsigned(::getpid()));
+    auto others = foreign_processes(*activity, unsigned(::getpid()), own_gpu_pids());
     if (others.empty()) return go_on();
     return verdict(Verdict::kGpuBusy,
                    "the GPU is not ours alone while timing: " + describe_process(others.front()) +

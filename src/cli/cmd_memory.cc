@@ -7,11 +7,13 @@
 #include <regex>
 
 #include "common/files.h"
-#include "common/text_escape.h"
+#include "common/sol_score.h"
 #include "common/strings.h"
+#include "common/text_escape.h"
 #include "memory_store/jsonl_io.h"
 #include "memory_store/judging_staleness.h"
 #include "memory_store/line_diff.h"
+#include "memory_store/production_baselines.h"
 #include "sandbox/judging_spec.h"
 #include "sandbox/profile_bottleneck.h"
 #include "src/cli/command.h"
@@ -28,7 +30,8 @@ using nlohmann::json;
 
 constexpr const char* kUsage =
     "the memory of slow-to-fast kernel pairs\n"
-    "  kopt memory wins [--task T] [--gpu G] [--min-speedup X] [--since DATE] [--json]\n"
+    "  kopt memory wins [--task T] [--gpu G] [--min-speedup X] [--since DATE] "
+    "[--vs baseline|production] [--json]\n"
     "  kopt memory search \"QUERY\" [--json]\n"
     "  kopt memory show ID\n"
     "  kopt memory calls [--limit N] [--json]   (the prompts and answers the daemon kept)\n"
@@ -91,7 +94,42 @@ bool check_task(MemoryStore& store, const std::string& task, const char* command
   return false;
 }
 
+// Where a win's fast kernel stands (common/sol_score.h), from the evaluation that verified it.
+std::optional<Standing> win_standing(MemoryStore& store, const PairRecord& p) {
+  auto evaluation = store.verifying_evaluation(p.fast_kernel_id, p.gpu_model);
+  if (!evaluation || !*evaluation) return std::nullopt;
+  return memory::evaluation_standing(store.database(), **evaluation);
+}
+
+// `--vs production`: each win's fast kernel against the best production baseline measured for
+// its task on its GPU (kopt baselines), with its speedup over baseline.cu, %SOL and S.
+void print_wins_vs_production(MemoryStore& store, const std::vector<PairRecord>& pairs) {
+  std::printf("%6s  %-18s %9s  %-26s %6s  %-32s %s\n", "pair", "task", "vs base", "vs production",
+              "%SOL", "S", "gpu");
+  bool none_measured = false;
+  for (const auto& p : pairs) {
+    auto s = win_standing(store, p);
+    if (!s) continue;
+    none_measured |= s->production_name.empty();
+    std::printf("%6lld  %-18s %8.2fx  %-26s %6.1f  %-32s %s\n", static_cast<long long>(p.id),
+                shorten(p.task, 18).c_str(), s->speedup_vs_baseline,
+                shorten(format_production_speedup(*s), 26).c_str(), s->sol_percent,
+                shorten(format_score(*s), 32).c_str(), shorten(p.gpu_model, 24).c_str());
+  }
+  if (none_measured) {
+    std::printf(
+        "(none measured: no production baseline for that task on that GPU; kopt baselines "
+        "TASK measures them, and S is then scored against baseline.cu)\n");
+  }
+}
+
 int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
+  std::string vs = args["vs"].as<std::string>();
+  if (vs != "baseline" && vs != "production") {
+    std::cerr << "kopt memory wins: --vs '" << vs << "' is not baseline or production"
+              << did_you_mean(vs, {"baseline", "production"}) << "\n";
+    return 2;
+  }
   memory::WinsFilter filter;
   if (args.count("task")) filter.task = args["task"].as<std::string>();
   if (args.count("gpu")) filter.gpu = args["gpu"].as<std::string>();
@@ -118,6 +156,8 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
       json row = pair_json(p);
       std::string stale = stale_win(store, p);
       row["stale_judgment"] = stale.empty() ? json() : json(stale);
+      auto standing = win_standing(store, p);
+      row["standing"] = standing ? standing_json(*standing) : json();
       out.push_back(row);
     }
     std::cout << out.dump(2) << "\n";
@@ -125,6 +165,10 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
   }
   if (pairs->empty()) {
     std::cout << "no wins match\n";
+    return 0;
+  }
+  if (vs == "production") {
+    print_wins_vs_production(store, *pairs);
     return 0;
   }
   std::vector<std::string> notes;
@@ -373,8 +417,11 @@ int run_memory(int argc, char** argv) {
                                      cxxopts::value<double>()->default_value("0"))(
       "since", "only pairs recorded on or after DATE (YYYY-MM-DD)", cxxopts::value<std::string>())(
       "limit", "at most this many rows", cxxopts::value<int64_t>()->default_value("50"))(
-      "json", "machine-readable output")("jsonl", "the JSON-lines file to export to or import from",
-                                         cxxopts::value<std::string>())(
+      "vs",
+      "wins: compare with baseline (the pair's own speedup) or production (the best "
+      "production baseline, %SOL and S)",
+      cxxopts::value<std::string>()->default_value("baseline"))("json", "machine-readable output")(
+      "jsonl", "the JSON-lines file to export to or import from", cxxopts::value<std::string>())(
       "dry-run", "prune: show what would be dropped, change nothing")(
       "max-per-task", "prune: positive pairs kept per task",
       cxxopts::value<int64_t>()->default_value("500"))(

@@ -3,18 +3,37 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <iostream>
 
+#include "common/sol_score.h"
 #include "memory_store/memory_store.h"
+#include "memory_store/production_baselines.h"
 #include "src/cli/command.h"
-#include "src/cli/options.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/status_counts.h"
+#include "src/cli/options.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "src/orchestrator/progress.h"
 
 namespace kopt::cli {
+
+namespace {
+
+// Each task's best kernel against the best production baseline measured for it on the run's
+// GPU (kopt baselines), with %SOL and S: the progress table says how far from baseline.cu, this
+// says how far from what users run.
+Standing task_standing(sql::Database& db, const std::string& gpu,
+                       const orchestrator::TaskProgress& t) {
+  std::optional<ProductionReference> production;
+  auto best = memory::best_production_baseline(db, t.name, gpu);
+  if (best && *best) production = ProductionReference{(*best)->name, (*best)->median_us};
+  return standing(t.best_us, t.best_us * t.best_speedup, t.best_us * t.best_sol_percent / 100.0,
+                  production);
+}
+
+}  // namespace
 
 int run_status(int argc, char** argv) {
   cxxopts::Options options("kopt status", "show the state of the daemon's current or last run");
@@ -88,6 +107,12 @@ int run_status(int argc, char** argv) {
     nlohmann::json out = progress.to_json();
     out["updated_at"] = updated_at;
     out["daemon_running"] = alive;
+    for (size_t i = 0; i < progress.tasks.size() && i < out["tasks"].size(); ++i) {
+      const auto& t = progress.tasks[i];
+      if (!(t.best_us > 0)) continue;
+      Standing s = task_standing(store->database(), progress.gpu, t);
+      out["tasks"][i]["standing"] = standing_json(s);
+    }
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -97,6 +122,18 @@ int run_status(int argc, char** argv) {
             << "\n";
   for (const std::string& line : orchestrator::render_progress(progress)) {
     std::cout << line << "\n";
+  }
+  bool header = false;
+  for (const auto& t : progress.tasks) {
+    if (!(t.best_us > 0)) continue;
+    if (!header) {
+      std::printf("\n%-18s %9s  %-28s %6s  %s\n", "best vs", "baseline", "production", "%SOL", "S");
+      header = true;
+    }
+    Standing s = task_standing(store->database(), progress.gpu, t);
+    std::printf("%-18s %8.2fx  %-28s %6.1f  %s\n", t.name.substr(0, 18).c_str(),
+                s.speedup_vs_baseline, format_production_speedup(s).c_str(), s.sol_percent,
+                format_score(s).c_str());
   }
   return 0;
 }

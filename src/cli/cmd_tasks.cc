@@ -215,7 +215,9 @@ int run_tasks(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value(""))(
       "kernelbench", "tasks import: many KernelBench problem files, each said imported or why not")(
       "references", "tasks import --kernelbench: folder holding <problem stem>.cu",
-      cxxopts::value<std::string>()->default_value(""));
+      cxxopts::value<std::string>()->default_value(""))(
+      "baselines", "tasks check: then measure the production baselines into --db (kopt baselines)")(
+      "db", "tasks check --baselines: the memory database", cxxopts::value<std::string>());
   add_sandbox_flags(options);
   options.parse_positional({"action", "names"});
   options.positional_help("list|check [TASK...]|new NAME|import FILE...");
@@ -230,8 +232,16 @@ int run_tasks(int argc, char** argv) {
   if (action == "check") {
     std::vector<std::string> names;
     if (args->count("names")) names = (*args)["names"].as<std::vector<std::string>>();
-    return check_tasks(root, names, args->count("compile-only") > 0, args->count("json") > 0,
-                       (*args)["arch"].as<std::string>(), sandbox_options_from(*args));
+    int checked = check_tasks(root, names, args->count("compile-only") > 0, args->count("json") > 0,
+                              (*args)["arch"].as<std::string>(), sandbox_options_from(*args));
+    if (checked != 0 || !args->count("baselines") || args->count("compile-only")) return checked;
+    // After the GPU checks, whose worker has exited: the helper has the GPU to itself.
+    std::vector<std::string> forward = {"baselines", "--tasks", root.string()};
+    if (args->count("db")) forward.insert(forward.end(), {"--db", (*args)["db"].as<std::string>()});
+    forward.insert(forward.end(), names.begin(), names.end());
+    std::vector<char*> forward_argv;
+    for (auto& word : forward) forward_argv.push_back(word.data());
+    return run_baselines(static_cast<int>(forward_argv.size()), forward_argv.data());
   }
   if (action == "new") {
     std::vector<std::string> names;

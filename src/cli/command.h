@@ -27,5 +27,6 @@ int run_run(int argc, char** argv);
 int run_status(int argc, char** argv);
 int run_submit(int argc, char** argv);
 int run_report(int argc, char** argv);
+int run_baselines(int argc, char** argv);
 
 }  // namespace kopt::cli

@@ -13,6 +13,8 @@ const std::vector<Command>& commands() {
       {"status", "the daemon's run: per-task speedup, %SOL, candidates, cost", run_status},
       {"submit", "add a task to the running daemon", run_submit},
       {"report", "write the morning report (HTML with charts, or markdown)", run_report},
+      {"baselines", "measure and store production baselines (PyTorch eager, torch.compile)",
+       run_baselines},
   };
   return table;
 }

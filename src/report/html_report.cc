@@ -246,18 +246,20 @@ std::string task_table(const ReportData& data) {
   std::string out =
       "<section id=\"tasks\"><h2>Tasks</h2><table><tr><th>task</th><th class=\"n\">candidates</th>"
       "<th class=\"n\">verified</th><th class=\"n\">baseline</th><th class=\"n\">best</th>"
-      "<th class=\"n\">speedup</th><th class=\"n\">%SOL baseline &rarr; best</th><th>best "
-      "from</th></tr>";
+      "<th class=\"n\">speedup</th><th class=\"n\">vs production</th><th class=\"n\">%SOL "
+      "baseline &rarr; best</th><th>S</th><th>best from</th></tr>";
   for (const auto& t : data.tasks) {
     out += fmt::format(
         "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
         html_text(t.task), t.candidates, t.verified, format_micros(t.baseline_us),
         format_micros(t.best ? t.best->median_us : 0), format_speedup(t.best ? t.best->speedup : 0),
+        t.best ? html_text(format_production_speedup(t.standing)) : "-",
         t.best
             ? fixed(t.baseline_sol_percent, 1) + "% &rarr; " + fixed(t.best->sol_percent, 1) + "%"
             : "-",
-        html_text(t.best_origin));
+        t.best ? html_text(format_score(t.standing)) : "-", html_text(t.best_origin));
   }
   out += "</table>";
   for (const auto& [task, why] : data.parked) {

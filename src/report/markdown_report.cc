@@ -57,21 +57,24 @@ std::string render_markdown(const ReportData& data) {
       data.llm_totals.completion_tokens, data.llm_totals.cost_usd);
 
   out +=
-      "### Tasks\n\n| task | candidates | verified | baseline | best | speedup | %SOL baseline "
-      "-> best | best from | failures |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- "
-      "| --- |\n";
+      "### Tasks\n\n| task | candidates | verified | baseline | best | speedup | vs production | "
+      "%SOL baseline -> best | S | best from | failures |\n| --- | ---: | ---: | ---: | ---: | "
+      "---: "
+      "| ---: | ---: | --- | --- | --- |\n";
   for (const auto& t : data.tasks) {
     std::vector<std::string> failures;
     for (const auto& [verdict, count] : t.verdicts) {
       if (verdict != "ok") failures.push_back(verdict + " " + std::to_string(count));
     }
     out += fmt::format(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_text(t.task), t.candidates,
-        t.verified, format_micros(t.baseline_us), format_micros(t.best ? t.best->median_us : 0),
-        format_speedup(t.best ? t.best->speedup : 0),
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_text(t.task),
+        t.candidates, t.verified, format_micros(t.baseline_us),
+        format_micros(t.best ? t.best->median_us : 0), format_speedup(t.best ? t.best->speedup : 0),
+        t.best ? markdown_text(format_production_speedup(t.standing)) : "-",
         t.best ? fixed(t.baseline_sol_percent, 1) + "% -> " + fixed(t.best->sol_percent, 1) + "%"
                : "-",
-        markdown_text(t.best_origin), failures.empty() ? "-" : join(failures, ", "));
+        t.best ? markdown_text(format_score(t.standing)) : "-", markdown_text(t.best_origin),
+        failures.empty() ? "-" : join(failures, ", "));
   }
 
   for (const auto& [task, why] : data.parked) {

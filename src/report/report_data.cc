@@ -4,9 +4,10 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "memory_store/line_diff.h"
-#include "sandbox/kernel_profile.h"
 #include "memory_store/judging_staleness.h"
+#include "memory_store/line_diff.h"
+#include "memory_store/production_baselines.h"
+#include "sandbox/kernel_profile.h"
 #include "src/report/markup.h"
 
 namespace kopt::report {
@@ -121,6 +122,7 @@ Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationR
     if (!t.best_speedup.empty()) t.best_speedup.push_back({data.span_hours, running_best[name]});
     if (t.best) {
       t.baseline_us = t.best->baseline_us;
+      t.standing = memory::evaluation_standing(store.database(), *t.best);
       if (t.best->baseline_us > 0)
         t.baseline_sol_percent = t.best->sol_percent * t.best->median_us / t.best->baseline_us;
       auto kernel = store.kernel(t.best->kernel_id);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/sol_score.h"
 #include "memory_store/memory_store.h"
 
 namespace kopt::report {
@@ -41,6 +42,8 @@ struct TaskSummary {
   std::string baseline_profile_json;  // the baseline kernel's newest profile; "" where none
   // Why the best's verdict may not hold under the task's current spec or verifier; "" when it does.
   std::string stale_judgment;
+  // The best against the best production baseline on its GPU, %SOL and S (common/sol_score.h).
+  Standing standing;
 };
 
 struct Win {

@@ -107,10 +107,15 @@ TEST_F(ExportTest, WritesKernelsHeadersManifestAndReadme) {
   EXPECT_EQ(axpy["tunables"]["BLOCK"], 512);
   EXPECT_EQ(axpy["launcher"], "kopt_axpy::launch");
   EXPECT_EQ(manifest["kernels"][1]["task"], "softmax");
+  // Where it stands: no production baseline in this memory, so S is against baseline.cu.
+  EXPECT_TRUE(axpy["standing"]["production_baseline"].is_null());
+  EXPECT_NEAR(axpy["standing"]["sol_score"].get<double>(), 1.0 / (1.0 + 40.0 / 70.0), 1e-9);
+  EXPECT_EQ(axpy["standing"]["sol_score_reference"], "baseline.cu");
 
   const std::string& readme = files["README.md"];
   EXPECT_TRUE(contains(readme,
-                       "| axpy | 1.11x | 85.7% | NVIDIA H100 80GB HBM3 | 280.0 | "
+                       "| axpy | 1.11x | none measured | 85.7% | 0.64 vs baseline.cu | "
+                       "NVIDIA H100 80GB HBM3 | 280.0 | "
                        "[axpy.cu](axpy.cu) | [axpy.cuh](axpy.cuh) | 2026-11-22 |"))
       << readme;
   EXPECT_TRUE(contains(readme, "| softmax | 2.00x |")) << readme;

@@ -18,7 +18,7 @@ TEST(PlanStoreTest, TheMigrationAddsTheTablesAndKeepsWhatWasThere) {
   std::filesystem::path path = dir / "old.db";
   {
     OpenOptions options;
-    options.target_version = kSchemaVersion - 1;
+    options.target_version = 4;  // the version before plan_store's tables
     auto store = MemoryStore::open(path, options);
     ASSERT_TRUE(store.ok()) << store.error();
     EXPECT_FALSE(store->database().has_table("plans"));

@@ -1,0 +1,138 @@
+#include "memory_store/production_baselines.h"
+
+#include <algorithm>
+
+#include "memory_store/memory_store.h"
+
+namespace kopt::memory {
+
+namespace {
+
+constexpr const char* kColumns =
+    "id, task, gpu_model, name, median_us, noise, samples, device_json, library_versions_json,"
+    " spec_sha256, shape, detail, created_at";
+
+ProductionBaselineRecord read_row(const sql::Statement& s) {
+  ProductionBaselineRecord r;
+  r.id = s.column_int64(0);
+  r.task = s.column_text(1);
+  r.gpu_model = s.column_text(2);
+  r.name = s.column_text(3);
+  r.median_us = s.column_double(4);
+  r.noise = s.column_double(5);
+  r.samples = s.column_int64(6);
+  r.device_json = s.column_text(7);
+  r.library_versions_json = s.column_text(8);
+  r.spec_sha256 = s.column_text(9);
+  r.shape = s.column_text(10);
+  r.detail = s.column_text(11);
+  r.created_at = s.column_text(12);
+  return r;
+}
+
+Result<std::vector<ProductionBaselineRecord>> read_all(sql::Statement& statement) {
+  std::vector<ProductionBaselineRecord> rows;
+  while (true) {
+    auto row = statement.step();
+    if (!row) return make_error("production_baselines: " + row.error());
+    if (!*row) break;
+    rows.push_back(read_row(statement));
+  }
+  return rows;
+}
+
+}  // namespace
+
+Status migrate_to_version_6(sql::Database& db) {
+  // Keyed by the task's name rather than tasks(id): `kopt baselines` measures tasks that no run
+  // has recorded yet.
+  return db.execute(R"sql(
+CREATE TABLE production_baselines (
+  id INTEGER PRIMARY KEY,
+  task TEXT NOT NULL,
+  gpu_model TEXT NOT NULL,
+  name TEXT NOT NULL,
+  median_us REAL NOT NULL,
+  noise REAL NOT NULL DEFAULT 0,
+  samples INTEGER NOT NULL DEFAULT 0,
+  device_json TEXT NOT NULL DEFAULT '{}',
+  library_versions_json TEXT NOT NULL DEFAULT '{}',
+  spec_sha256 TEXT NOT NULL DEFAULT '',
+  shape TEXT NOT NULL DEFAULT '',
+  detail TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL
+);
+CREATE INDEX production_baselines_task ON production_baselines(task, gpu_model, name, id);
+)sql");
+}
+
+Result<int64_t> add_production_baseline(sql::Database& db, const ProductionBaselineRecord& r) {
+  if (r.task.empty() || r.gpu_model.empty() || r.name.empty()) {
+    return make_error("production_baselines: a row needs a task, a GPU model and a name");
+  }
+  if (!(r.median_us > 0)) {
+    return make_error("production_baselines: " + r.task + " " + r.name +
+                      ": the median must be positive");
+  }
+  auto statement = db.cached(
+      "INSERT INTO production_baselines (task, gpu_model, name, median_us, noise, samples,"
+      " device_json, library_versions_json, spec_sha256, shape, detail, created_at)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+  statement->bind(1, r.task)
+      .bind(2, r.gpu_model)
+      .bind(3, r.name)
+      .bind(4, r.median_us)
+      .bind(5, r.noise)
+      .bind(6, r.samples)
+      .bind(7, r.device_json)
+      .bind(8, r.library_versions_json)
+      .bind(9, r.spec_sha256)
+      .bind(10, r.shape)
+      .bind(11, r.detail)
+      .bind(12, r.created_at.empty() ? utc_timestamp() : r.created_at);
+  if (auto s = statement->run(); !s) return make_error("production_baselines: " + s.error());
+  return db.last_insert_rowid();
+}
+
+Result<std::vector<ProductionBaselineRecord>> current_production_baselines(
+    sql::Database& db, const std::string& task, const std::string& gpu_model,
+    const std::string& spec_sha256) {
+  // A database from before version 6 (a test's, or one opened by an older reader) has none.
+  if (!db.has_table("production_baselines")) return std::vector<ProductionBaselineRecord>{};
+  // The newest row per name (the largest id), among rows of the asked spec when one is given.
+  auto statement = db.cached(std::string("SELECT ") + kColumns +
+                             " FROM production_baselines WHERE id IN (SELECT max(id) FROM"
+                             " production_baselines WHERE task = ?1 AND gpu_model = ?2 AND"
+                             " (?3 = '' OR spec_sha256 = ?3) GROUP BY name)"
+                             " ORDER BY median_us, name");
+  statement->bind(1, task).bind(2, gpu_model).bind(3, spec_sha256);
+  return read_all(*statement);
+}
+
+Result<std::optional<ProductionBaselineRecord>> best_production_baseline(
+    sql::Database& db, const std::string& task, const std::string& gpu_model,
+    const std::string& spec_sha256) {
+  auto rows = current_production_baselines(db, task, gpu_model, spec_sha256);
+  if (!rows) return make_error(rows.error());
+  if (rows->empty()) return std::optional<ProductionBaselineRecord>{};
+  return std::optional<ProductionBaselineRecord>{rows->front()};
+}
+
+Result<std::vector<ProductionBaselineRecord>> all_production_baselines(sql::Database& db) {
+  if (!db.has_table("production_baselines")) return std::vector<ProductionBaselineRecord>{};
+  auto statement = db.cached(std::string("SELECT ") + kColumns +
+                             " FROM production_baselines WHERE id IN (SELECT max(id) FROM"
+                             " production_baselines GROUP BY task, gpu_model, name)"
+                             " ORDER BY task, gpu_model, median_us");
+  return read_all(*statement);
+}
+
+Standing evaluation_standing(sql::Database& db, const EvaluationRecord& evaluation) {
+  std::optional<ProductionReference> production;
+  auto best = best_production_baseline(db, evaluation.task, evaluation.gpu.model);
+  if (best && *best) production = ProductionReference{(*best)->name, (*best)->median_us};
+  double sol_us = evaluation.median_us * evaluation.sol_percent / 100.0;
+  return standing(evaluation.median_us, evaluation.baseline_us, sol_us, production);
+}
+
+}  // namespace kopt::memory
