@@ -1,7 +1,10 @@
 #!/bin/bash
 # Everything merged on a lent GPU: every gpu-labelled ctest test (PART=tests); PART=bench:
 # `kopt tasks check` with stress rounds and drawn shapes, then `bench/run.sh throughput --gate`
-# (the daemon's compile gate, 91 candidates). The build tree (no objects, stripped) is carried in
+# (the daemon's compile gate, 91 candidates); PART=import: the real-world suite's tasks check,
+# KernelBench problem files (read from the public repository, carried in .devcarry-final/kb,
+# never committed) imported and validated, their production baselines measured, and a short
+# daemon run (the built-in tuner) on one of them. The build tree (no objects, stripped) is carried in
 # .devcarry-final/build with its commit in .devcarry-final/COMMIT; run from the repository root:
 #   PART=tests bash docs/gpu-runs/2026-11-26-h100-final/run.sh
 set -u
@@ -25,5 +28,22 @@ if [ "${PART:-tests}" = bench ]; then
   echo "kopt tasks check rc=$? wall=$(( $(date +%s) - s ))s"; tail -3 "$out/tasks_check.txt"
   unset KOPT_HOME KOPT_CACHE_DIR
   bench/run.sh throughput "$out/throughput" --no-inline --gate --budget-s ${BUDGET:-140} --variants 6 2>&1 | tail -20
+fi
+if [ "${PART:-tests}" = import ]; then
+  export PATH=$here/build/bin:$PATH PYTHONUNBUFFERED=1
+  step() { local t=$1; shift; local s=$(date +%s); timeout "$t" "$@"; echo "[$* -> rc=$? in $(( $(date +%s) - s )) s]"; }
+  step 200 kopt tasks check --tasks tasks_realworld > "$out/realworld_check.txt" 2>&1
+  tail -8 "$out/realworld_check.txt" | cut -c1-200
+  rm -rf /tmp/kb_tasks; mkdir -p /tmp/kb_tasks
+  step 200 kopt tasks import --kernelbench .devcarry-final/kb/*.py \
+    --references tests/tasks/import/kernelbench_references --tasks /tmp/kb_tasks > "$out/kernelbench.txt" 2>&1
+  grep -E "^(imported|cannot|analysed|refused)" "$out/kernelbench.txt" | cut -c1-200; ls /tmp/kb_tasks
+  step 120 kopt tasks check --tasks /tmp/kb_tasks > "$out/kb_check.txt" 2>&1; tail -4 "$out/kb_check.txt"
+  step 240 kopt baselines --tasks /tmp/kb_tasks --db /tmp/kb.db 19_relu 23_softmax > "$out/kb_baselines.txt" 2>&1
+  tail -12 "$out/kb_baselines.txt" | cut -c1-200
+  step 120 kopt run /tmp/kb_tasks/19_relu /tmp/kb_tasks/23_softmax --tuner-only --hours 0.01 --db /tmp/kb.db --no-display > "$out/kb_run.txt" 2>&1
+  tail -6 "$out/kb_run.txt" | cut -c1-200
+  kopt status --db /tmp/kb.db 2>&1 | tee "$out/kb_status.txt" | tail -12
+  kopt memory wins --db /tmp/kb.db --vs production 2>&1 | tee "$out/kb_wins.txt" | tail -8
 fi
 nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv,noheader
