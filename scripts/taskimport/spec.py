@@ -134,6 +134,9 @@ def assemble(name, description, family, sizes, inputs, outputs, dims_of, shapes,
         "flops": flops or "0",
         "bytes": nbytes_text,
         "peak": peak,
+        # The module itself is what a PyTorch user runs today: its eager and torch.compile times
+        # (torch_op.py, measured by `kopt baselines`) are the task's production baselines.
+        "production_baselines": ["torch_eager", "torch_compile"],
     }
     if stress:
         task["stress"] = stress

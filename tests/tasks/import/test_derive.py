@@ -129,6 +129,14 @@ class Spec(unittest.TestCase):
         self.assertEqual(text, "4*rows*cols + 2*rows*(cols - 2)")
         self.assertEqual(sweep.evaluate(text, {"rows": 2, "cols": 10}), 80 + 32)
 
+    def test_the_modules_eager_and_compiled_times_are_its_production_baselines(self):
+        dims = {("x", 0): "rows", ("x", 1): "cols", ("out", 0): "rows", ("out", 1): "cols"}
+        x = dict(t("x", [1, 1]), init={"dist": "normal", "mean": 0, "std": 1})
+        task = spec.assemble("row_op", "d", ["reduction"], {"rows": 4, "cols": 8}, [x],
+                             [t("out", [1, 1])], lambda v: sizes.shape_exprs(v, dims), [{}], [],
+                             [], {"atol": 1e-5, "rtol": 1e-5}, "2*rows*cols", "fp32")
+        self.assertEqual(task["production_baselines"], ["torch_eager", "torch_compile"])
+
     def test_flops_fitted_with_fixed_sizes_named(self):
         sz = {"rows": 8, "k": 512, "n": 256}
         obs = [({"rows": r, "k": 512, "n": 256}, 2 * r * 512 * 256) for r in (1, 7, 8)]

@@ -52,6 +52,8 @@ def main():
     expect(task.get("sizes") == {"rows": 16, "cols": 16384}, "row_softmax sizes rows, cols")
     expect([r["name"] for r in task.get("stress", [])] == ["std 40", "mean 1000"],
            "row_softmax stress rounds std 40, mean 1000")
+    expect(task.get("production_baselines") == ["torch_eager", "torch_compile"],
+           "row_softmax declares its module's eager and compiled times as production baselines")
     for f in ("reference.cu", "baseline.cu", "torch_op.py", "module.py"):
         expect((root / "row_softmax" / f).exists(), "row_softmax/%s written" % f)
 
