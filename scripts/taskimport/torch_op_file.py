@@ -11,6 +11,7 @@ build(torch, inputs, sizes, constants) -> (fn, args): fn(*args) returns the task
 The module is module.py beside this file; its parameters are task inputs (functional_call)."""
 import importlib.util
 import pathlib
+import sys
 
 INIT_INPUTS = %(init)s
 FUNCTION = %(function)s
@@ -22,6 +23,8 @@ def _load():
     path = pathlib.Path(__file__).with_name("module.py")
     spec = importlib.util.spec_from_file_location("kopt_task_module_%(name)s", path)
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs: torch.compile (Dynamo) looks the module of Model up by name.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
