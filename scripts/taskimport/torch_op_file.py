@@ -46,10 +46,16 @@ def build(torch, inputs, sizes, constants):
 '''
 
 
+def docstring_text(text):
+    """A file name as plain words inside the generated docstring: no quote, backslash or control
+    character can end the docstring or the line (the name is the user's, but it becomes code)."""
+    return "".join(c if c.isprintable() and c not in "\"'\\" else "_" for c in text)
+
+
 def render(name, origin, init_inputs, function, data_names, param_keys, param_names):
     return _TEMPLATE % {
         "name": name,
-        "origin": origin,
+        "origin": docstring_text(origin),
         "init": repr(list(init_inputs)),
         "function": json.dumps(function) if function else "None",
         "data": json.dumps(data_names),

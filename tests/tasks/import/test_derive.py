@@ -1,5 +1,6 @@
 """kopt tasks import's derivation, without torch or a GPU: sizes, sweep, stress, tolerance,
 flops/bytes, and the mismatch a wrong reference is refused with (scripts/taskimport/)."""
+import ast
 import math
 import pathlib
 import sys
@@ -8,7 +9,7 @@ import unittest
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from taskimport import compare, numerics, sizes, spec, sweep  # noqa: E402
+from taskimport import compare, numerics, sizes, spec, sweep, torch_op_file  # noqa: E402
 
 
 def t(name, shape, dtype="f32"):
@@ -136,6 +137,13 @@ class Spec(unittest.TestCase):
                              [t("out", [1, 1])], lambda v: sizes.shape_exprs(v, dims), [{}], [],
                              [], {"atol": 1e-5, "rtol": 1e-5}, "2*rows*cols", "fp32")
         self.assertEqual(task["production_baselines"], ["torch_eager", "torch_compile"])
+
+    def test_a_hostile_file_name_stays_inside_the_docstring(self):
+        source = torch_op_file.render("x", 'a"""\nimport os; os.system("touch PWNED")\n#.py', [], None,
+                                      ["a"], [], [])
+        tree = ast.parse(source)
+        self.assertEqual([type(n).__name__ for n in tree.body[:3]], ["Expr", "Import", "Import"])
+        self.assertNotIn("os.system", "".join(ast.unparse(n) for n in tree.body[1:]))
 
     def test_flops_fitted_with_fixed_sizes_named(self):
         sz = {"rows": 8, "k": 512, "n": 256}
