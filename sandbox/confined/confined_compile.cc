@@ -167,7 +167,10 @@ Result<CompileOutput> compile_confined(const CompileRequest& request, const Comp
                                 std::chrono::duration<double>(limits.wall_seconds));
   auto bytes = child->read_all(deadline, limits.output_bytes);
   if (!bytes) {
-    bool late = Clock::now() >= deadline;
+    // poll() waits whole milliseconds, so its timeout can end a hair before `deadline`: the
+    // read's own "deadline passed" counts as late too (it was an error once, under load).
+    bool late = Clock::now() >= deadline ||
+                bytes.error().find("deadline passed") != std::string::npos;
     child->kill_group();
     if (late) return limit_exceeded(key, seconds(limits.wall_seconds) + " of wall time");
     if (bytes.error().find("exceeds") != std::string::npos)
