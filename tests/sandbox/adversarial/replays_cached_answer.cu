@@ -7,7 +7,7 @@
 // A, then waits (on %globaltimer) until 60% of its honest time has passed: above the
 // speed-of-light bound and under the 10x re-verification threshold, with every output correct.
 // A timing loop that rotates a few input sets through one long-lived module would time the
-// replays (a fake 1.7x); with a fresh module per sample every sample computes, so the kernel is
+// replays (by design about 1.7x); with a fresh module per sample every sample computes, so it is
 // accepted at the speed of its honest path (the baseline's), never faster.
 /* kopt:plan
 {
