@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <string_view>
 
 #include "sandbox/compiler.h"
@@ -321,27 +322,28 @@ class IncludeScanner {
 
 }  // namespace
 
-std::vector<fs::path> toolkit_include_roots() {
-  std::vector<fs::path> roots;
-  fs::path include = cuda_home() / "include";
-  for (const fs::path& folder : {include, include / "cccl"}) {
-    std::error_code ec;
-    fs::path real = fs::canonical(folder, ec);
-    if (!ec && fs::is_directory(real, ec)) roots.push_back(real);
-  }
-  return roots;
-}
+namespace {
 
-std::vector<fs::path> toolkit_header_folders() {
+// The folders under the toolkit's include folder named by `subfolders` ("" is the folder
+// itself), realpath'ed, in order; missing ones are left out.
+std::vector<fs::path> toolkit_include_folders(std::initializer_list<const char*> subfolders) {
   std::vector<fs::path> folders;
   fs::path include = cuda_home() / "include";
-  for (const char* sub :
-       {"crt", "cooperative_groups", "cooperative_groups/details", "nvtx3", "nvtx3/nvtxDetail"}) {
+  for (const char* sub : subfolders) {
     std::error_code ec;
     fs::path real = fs::canonical(include / sub, ec);
     if (!ec && fs::is_directory(real, ec)) folders.push_back(real);
   }
   return folders;
+}
+
+}  // namespace
+
+std::vector<fs::path> toolkit_include_roots() { return toolkit_include_folders({"", "cccl"}); }
+
+std::vector<fs::path> toolkit_header_folders() {
+  return toolkit_include_folders(
+      {"crt", "cooperative_groups", "cooperative_groups/details", "nvtx3", "nvtx3/nvtxDetail"});
 }
 
 std::optional<std::string> check_includes(const std::string& source, const std::string& origin,
