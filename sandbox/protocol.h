@@ -5,6 +5,8 @@
 //   {"v":2,"id":1,"op":"ping"}                       -> {"v":2,"id":1,"ok":true,"device":{...}}
 //   {"v":2,"id":2,"op":"evaluate", ...EvalRequest}   -> {"v":2,"id":2,"ok":true,"result":{...}}
 //   {"v":2,"id":3,"op":"shutdown"}                   -> {"v":2,"id":3,"ok":true}
+// and "peaks", "check_task" (sandbox/worker/hygiene.h) and "cublaslt" (sandbox/worker/
+// cublaslt_baseline.h), each answering with what it measured or {"ok":false,"error":"..."}.
 // A request the worker cannot understand gets {"ok":false,"error":"..."}. A response with
 // "fatal":true means the worker's CUDA context is broken and it exits after sending it.
 // Version 2 added the hello: the worker's first line, written as soon as its process runs and

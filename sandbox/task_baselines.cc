@@ -113,6 +113,50 @@ TaskBaselines task_baselines(const std::string& task_json) {
   return read_task_baselines(reader, root, tensors, sizes);
 }
 
+Result<CublasLtCall> cublaslt_call(const TaskSpec& task, const CublasLtMapping& mapping,
+                                   const ShapeBinding& sizes) {
+  auto size = [&](const std::string& text) -> Result<int64_t> {
+    if (is_count(text)) return std::stoll(text);
+    auto it = sizes.find(text);
+    if (it == sizes.end()) return make_error("cublaslt: no size '" + text + "' at this shape");
+    return it->second;
+  };
+  auto m = size(mapping.m), n = size(mapping.n), k = size(mapping.k);
+  if (!m || !n || !k) return make_error(!m ? m.error() : (!n ? n.error() : k.error()));
+  CublasLtCall call;
+  call.m = *m;
+  call.n = *n;
+  call.k = *k;
+  auto expect = [&](const std::string& name, int64_t elements, DType* dtype) -> Status {
+    const TensorSpec* t = task.find_tensor(name);
+    if (!t) return make_error("cublaslt: no tensor named '" + name + "'");
+    auto count = task.element_count(*t, sizes);
+    if (!count) return make_error(count.error());
+    if (*count != elements)
+      return make_error("cublaslt: tensor '" + name + "' has " + std::to_string(*count) +
+                        " elements at this shape, the mapping's m, n, k give " +
+                        std::to_string(elements));
+    *dtype = t->dtype;
+    return ok_status();
+  };
+  if (auto s = expect(mapping.a, call.m * call.k, &call.b_dtype); !s) return make_error(s.error());
+  if (auto s = expect(mapping.b, call.k * call.n, &call.a_dtype); !s) return make_error(s.error());
+  if (auto s = expect(mapping.out, call.m * call.n, &call.d_dtype); !s)
+    return make_error(s.error());
+  if (!mapping.bias.empty()) {
+    DType bias_dtype;
+    if (auto s = expect(mapping.bias, call.n, &bias_dtype); !s) return make_error(s.error());
+  }
+  call.transpose_a = mapping.b_layout == "nk";
+  call.a_rows = call.transpose_a ? call.k : call.n;
+  call.a_cols = call.transpose_a ? call.n : call.k;
+  call.b_rows = call.k;
+  call.b_cols = call.m;
+  call.d_rows = call.n;
+  call.d_cols = call.m;
+  return call;
+}
+
 TaskBaselines read_task_baselines(JsonReader& reader, const nlohmann::json& root,
                                   const std::set<std::string>& tensors,
                                   const std::set<std::string>& sizes) {

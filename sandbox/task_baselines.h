@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/json_reader.h"
+#include "sandbox/task_spec.h"
 
 namespace kopt {
 
@@ -41,6 +42,25 @@ struct TaskBaselines {
 // A parsed task's declaration, read again from its task.json text (parse_task() has validated
 // it, so this cannot fail for a loaded task; kept out of TaskSpec, which every part includes).
 TaskBaselines task_baselines(const std::string& task_json);
+
+// One cuBLASLt matmul at one shape, in cuBLAS's column-major terms. Row-major out[m, n] =
+// a[m, k] @ b is column-major out^T[n, m] = b^T @ a^T, so cuBLAS's "A" is the task's b and its
+// "B" the task's a: b "kn" is column-major [n, k] untransposed, b "nk" (a weight) column-major
+// [k, n] transposed; a is column-major [k, m]; out is column-major [n, m]. The bias [n] is then
+// per row of out^T, as the epilogue wants it.
+struct CublasLtCall {
+  int64_t m = 0, n = 0, k = 0;
+  bool transpose_a = false;              // cuBLAS's A (the task's b) is transposed ("nk")
+  int64_t a_rows = 0, a_cols = 0;        // cuBLAS's A as stored (leading dimension = rows)
+  int64_t b_rows = 0, b_cols = 0;        // cuBLAS's B (the task's a): [k, m]
+  int64_t d_rows = 0, d_cols = 0;        // C and D (the task's out): [n, m]
+  DType a_dtype = DType::kF32, b_dtype = DType::kF32, d_dtype = DType::kF32;  // cuBLAS's A, B, D
+};
+
+// The call for `mapping` at `sizes`, checked against the tensors' element counts (a mapping
+// whose m, n, k do not match the tensors it names is an error saying which tensor).
+Result<CublasLtCall> cublaslt_call(const TaskSpec& task, const CublasLtMapping& mapping,
+                                   const ShapeBinding& sizes);
 
 // Reads both keys from task.json's root (absent: no production baselines). `tensors` are the
 // task's input and output names, `sizes` its size names; errors go to `reader` with their paths.

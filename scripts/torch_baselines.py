@@ -5,7 +5,8 @@ its default sizes, L2 flushed (a memset of twice the L2 size) before every sampl
 around each call, median and its noise. `kopt baselines` starts it and stores what it prints;
 bench/quality.py imports it.
 
-    scripts/torch_baselines.py TASK_DIR... [--no-compile] [--check-do-bench] [--min-samples 30]
+    scripts/torch_baselines.py TASK_DIR... [--no-compile] [--check-do-bench] [--cublaslt]
+                               [--min-samples 30]
 
 The operation: TASK_DIR/torch_op.py if it exists (`def build(torch, inputs, sizes, constants)
 -> (fn, args)`), else bench/torch_ops.py's entry for the task's name. TF32 is off (fp32 tasks
@@ -33,6 +34,10 @@ MIN_SAMPLES = 30
 MAX_SAMPLES = 2000
 TARGET_NOISE = 0.005   # stop once the median's relative standard error is this small
 MAX_SECONDS = 1.0      # of samples per kind
+# Before sampling, the op runs (L2 flushed each time) for this long: a tensor-core op's first
+# tens of milliseconds run at clocks a sustained load does not keep, and do_bench, which the
+# cross-check compares with, samples for 200 ms after a 25 ms warm-up.
+WARMUP_SECONDS = 0.2
 
 
 def median_noise(samples):
@@ -63,6 +68,13 @@ class Timer:
         for _ in range(3):  # warm-up: allocator, cuBLAS handles, autotuned kernels
             fn()
         torch.cuda.synchronize()
+        if not quick:
+            warm_from = time.perf_counter()
+            while time.perf_counter() - warm_from < WARMUP_SECONDS:
+                for _ in range(10):
+                    self.flush_buffer.zero_()
+                    fn()
+                torch.cuda.synchronize()
         cap = 10 if quick else MAX_SAMPLES
         samples, began = [], time.perf_counter()
         while len(samples) < cap:
@@ -122,7 +134,7 @@ def device_facts(torch):
             "sms": props.multi_processor_count}
 
 
-def measure_task(torch, timer, task_dir, with_compile, check_do_bench):
+def measure_task(torch, timer, task_dir, with_compile, check_do_bench, cublaslt=False):
     spec = json.loads((pathlib.Path(task_dir) / "task.json").read_text())
     name = spec["name"]
     sizes = dict(spec["sizes"])
@@ -161,7 +173,7 @@ def measure_task(torch, timer, task_dir, with_compile, check_do_bench):
             row = dict(common, name=kind, error="%s: %s" % (type(e).__name__,
                                                             (str(e).splitlines() or [""])[0]))
         results.append(row)
-    if "cublaslt" in wanted and "cublaslt" in spec:
+    if cublaslt and "cublaslt" in wanted and "cublaslt" in spec:
         results += measure_cublaslt(torch, timer, spec, inputs, sizes, fn, args, common, results)
     del inputs, args, fn
     torch.cuda.empty_cache()
@@ -169,20 +181,23 @@ def measure_task(torch, timer, task_dir, with_compile, check_do_bench):
 
 
 def measure_cublaslt(torch, timer, spec, inputs, sizes, fn, args, common, torch_rows):
-    """cuBLASLt's two rows, each checked against the task's op and compared with its eager time
-    (torch.matmul and F.linear call cuBLAS(Lt) themselves: the two should agree within 5%)."""
+    """cuBLASLt's two rows through ctypes and CUDA events, each checked against the task's op and
+    compared with its eager time (torch.matmul and F.linear call cuBLAS(Lt) themselves: the two
+    should agree within 5%). A cross-check only (--cublaslt): `kopt baselines` times cuBLASLt in
+    its own worker with CUPTI (sandbox/worker/cublaslt_baseline.h), named *_events here."""
     try:
         expected = fn(*args)
         expected = expected[0] if isinstance(expected, tuple) else expected
         rows = cublaslt_baselines.measure(torch, timer, spec, spec["cublaslt"], inputs, sizes,
                                           expected, spec["tolerance"])
     except Exception as e:
-        return [dict(common, name="cublaslt_heuristic",
+        return [dict(common, name="cublaslt_heuristic_events",
                      error="%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0]))]
     eager = next((r for r in torch_rows if r["name"] == "torch_eager" and "median_us" in r), None)
     out = []
     for row in rows:
         merged = dict(common, **row)
+        merged["name"] = row["name"] + "_events"
         merged["library_versions"] = dict(common["library_versions"], **row["library_versions"])
         if eager:
             merged["vs_torch_eager"] = row["median_us"] / eager["median_us"]
@@ -198,6 +213,9 @@ def main():
     parser.add_argument("--check-do-bench", action="store_true",
                         help="also time each op with triton's do_bench and print the ratio")
     parser.add_argument("--min-samples", type=int, default=MIN_SAMPLES)
+    parser.add_argument("--cublaslt", action="store_true",
+                        help="also time cuBLASLt through ctypes and CUDA events (rows named "
+                             "cublaslt_*_events): a cross-check of the worker's CUPTI times")
     args = parser.parse_args()
     try:
         import torch
@@ -213,7 +231,8 @@ def main():
     timer = Timer(torch, args.min_samples)
     for task_dir in args.task_dirs:
         try:
-            rows = measure_task(torch, timer, task_dir, not args.no_compile, args.check_do_bench)
+            rows = measure_task(torch, timer, task_dir, not args.no_compile, args.check_do_bench,
+                                args.cublaslt)
         except Exception as e:
             rows = [{"task": os.path.basename(os.path.normpath(task_dir)), "name": "torch_eager",
                      "error": "%s: %s" % (type(e).__name__, (str(e).splitlines() or [""])[0])}]

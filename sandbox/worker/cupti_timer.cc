@@ -2,6 +2,7 @@
 
 #include <cupti.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
@@ -88,6 +89,27 @@ Result<std::vector<KernelRecord>> CuptiKernelTimer::collect() {
 uint64_t CuptiKernelTimer::dropped() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_dropped;
+}
+
+// Only the measured stream's records come here: poison and flush are memsets (no kernels to
+// CUPTI) and output hashes run on the worker's own stream, so none of them enters a span.
+Result<std::vector<double>> split_into_samples(std::vector<KernelRecord> records, size_t launches,
+                                               const std::string& who) {
+  std::sort(records.begin(), records.end(),
+            [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
+  if (launches == 0 || records.size() % launches != 0)
+    return make_error(who + ": " + std::to_string(records.size()) +
+                      " kernel records do not split into samples of " + std::to_string(launches) +
+                      " launches: the kernel set changed between iterations");
+  std::vector<double> spans;
+  for (size_t i = 0; i < records.size(); i += launches) {
+    for (size_t k = 1; k < launches; ++k) {
+      if (records[i + k].name != records[k].name)
+        return make_error(who + ": the kernel set changed between iterations");
+    }
+    spans.push_back(double(records[i + launches - 1].end_ns - records[i].start_ns) * 1e-3);
+  }
+  return spans;
 }
 
 }  // namespace kopt::worker

@@ -36,4 +36,10 @@ class CuptiKernelTimer {
   static uint64_t dropped();
 };
 
+// The per-sample spans (microseconds, first start to last end) of one stream's records, each
+// sample being `launches` consecutive kernels; an error when they do not split evenly or the
+// kernel names change between samples. `who` leads the messages ("candidate", "cuBLASLt").
+Result<std::vector<double>> split_into_samples(std::vector<KernelRecord> records, size_t launches,
+                                               const std::string& who);
+
 }  // namespace kopt::worker

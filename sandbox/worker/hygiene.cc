@@ -8,9 +8,9 @@
 #include "sandbox/worker/verifier.h"
 
 namespace kopt::worker {
-namespace {
 
-Result<LoadedKernel> build(Device& device, const nlohmann::json& source, const TaskSpec& task) {
+Result<LoadedKernel> build_trusted_kernel(Device& device, const nlohmann::json& source,
+                                          const TaskSpec& task) {
   auto file = parse_kernel_file(source.at("source").get<std::string>(),
                                 source.value("origin", std::string("kernel.cu")), &task);
   if (!file) return make_error(file.error());
@@ -20,6 +20,8 @@ Result<LoadedKernel> build(Device& device, const nlohmann::json& source, const T
   if (!compiled->ok) return make_error(file->origin + " does not compile:\n" + compiled->log);
   return LoadedKernel::load(device, std::move(*file), *compiled, {});
 }
+
+namespace {
 
 // Problems of the reference's outputs at one shape.
 Result<std::vector<std::string>> shape_problems(Device& device, SupportKernels& support,
@@ -127,9 +129,9 @@ Result<nlohmann::json> check_task_hygiene(Device& device, SupportKernels& suppor
                                           const nlohmann::json& request) {
   auto task = parse_task(request.at("task_json").get<std::string>(), "task.json");
   if (!task) return make_error(task.error());
-  auto reference = build(device, request.at("reference"), *task);
+  auto reference = build_trusted_kernel(device, request.at("reference"), *task);
   if (!reference) return make_error("reference: " + reference.error());
-  auto baseline = build(device, request.at("baseline"), *task);
+  auto baseline = build_trusted_kernel(device, request.at("baseline"), *task);
   if (!baseline) return make_error("baseline: " + baseline.error());
   uint64_t seed = request.value("seed", uint64_t(12345));
 

@@ -7,10 +7,16 @@
 
 #include "common/result.h"
 #include "sandbox/protocol.h"
+#include "sandbox/task_spec.h"
 #include "sandbox/worker/device.h"
+#include "sandbox/worker/plan_launcher.h"
 #include "sandbox/worker/support_kernels.h"
 
 namespace kopt::worker {
+
+// A trusted kernel of a request ({"source", "origin"}), compiled for this GPU and loaded.
+Result<LoadedKernel> build_trusted_kernel(Device& device, const nlohmann::json& source,
+                                          const TaskSpec& task);
 
 // Request: {"task_json", "reference": {source, origin}, "baseline": {source, origin}, "seed"}.
 // Response: {"findings": [{"shape", "problem"}], "baseline_verdict", "baseline_detail"}.

@@ -38,28 +38,6 @@ class Stream {
   CUstream stream_ = nullptr;
 };
 
-// The per-sample spans of one stream's records: each sample is `launches` consecutive kernels.
-// Only the candidate's (or baseline's) own stream is counted: poison and flush are memsets and
-// the per-sample output hashes run on the worker's stream, so none of them enters a span.
-Result<std::vector<double>> sample_spans(std::vector<KernelRecord> records, size_t launches,
-                                         const std::string& who) {
-  std::sort(records.begin(), records.end(),
-            [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
-  if (launches == 0 || records.size() % launches != 0)
-    return make_error(who + ": " + std::to_string(records.size()) +
-                      " kernel records do not split into samples of " + std::to_string(launches) +
-                      " launches: the kernel set changed between iterations");
-  std::vector<double> spans;
-  for (size_t i = 0; i < records.size(); i += launches) {
-    for (size_t k = 1; k < launches; ++k) {
-      if (records[i + k].name != records[k].name)
-        return make_error(who + ": the kernel set changed between iterations");
-    }
-    spans.push_back(double(records[i + launches - 1].end_ns - records[i].start_ns) * 1e-3);
-  }
-  return spans;
-}
-
 // A verdict on the candidate ends the loop early; errors (the task's or the worker's) are errors.
 using Step = Result<std::optional<TimedOutcome>>;
 std::optional<TimedOutcome> go_on() { return std::nullopt; }
@@ -390,12 +368,12 @@ class TimedRun {
     }
     // The clock estimate taken right after a pair of samples applies to both.
     size_t first_clock = clock_mhz_.size() - size_t(batch_);
-    auto spans = sample_spans(std::move(cand_records), cp_.launches.size(), "candidate");
+    auto spans = split_into_samples(std::move(cand_records), cp_.launches.size(), "candidate");
     if (!spans) return make_error(spans.error());
     for (size_t i = 0; i < spans->size(); ++i)
       cand_stop_->add({(*spans)[i], clock_mhz_[first_clock + i]});
     if (!sample_baseline) return go_on();
-    auto bspans = sample_spans(std::move(base_records), bp_->launches.size(), "baseline");
+    auto bspans = split_into_samples(std::move(base_records), bp_->launches.size(), "baseline");
     if (!bspans) return make_error(bspans.error());
     for (size_t i = 0; i < bspans->size(); ++i) {
       TimingSample s{(*bspans)[i], clock_mhz_[first_clock + i]};

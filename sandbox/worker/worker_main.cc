@@ -16,6 +16,7 @@
 #include <string>
 
 #include "sandbox/protocol.h"
+#include "sandbox/worker/cublaslt_baseline.h"
 #include "sandbox/worker/cupti_timer.h"
 #include "sandbox/worker/device.h"
 #include "sandbox/worker/evaluation.h"
@@ -177,8 +178,9 @@ int main(int argc, char** argv) {
               response["error"] = result.error();
             }
           }
-        } else if (op == "check_task") {
-          auto result = worker::check_task_hygiene(gpu, *support, request);
+        } else if (op == "check_task" || op == "cublaslt") {
+          auto result = op == "check_task" ? worker::check_task_hygiene(gpu, *support, request)
+                                           : worker::measure_cublaslt(gpu, *support, request);
           if (result) {
             response["result"] = *result;
           } else {

@@ -1,7 +1,9 @@
 #include "src/cli/baseline_runs.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "common/files.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "sandbox/task_baselines.h"
@@ -70,17 +72,79 @@ BaselineRunReport parse_helper_output(const std::string& stdout_text,
   return report;
 }
 
-BaselineRunReport measure_production_baselines(memory::MemoryStore& store,
-                                               const std::vector<TaskSpec>& tasks,
-                                               const BaselineRunOptions& options) {
+BaselineRunReport parse_cublaslt_answer(const json& result, const TaskSpec& task) {
+  BaselineRunReport report;
+  json device = result.value("device", json::object());
+  for (const auto& row : result.value("rows", json::array())) {
+    memory::ProductionBaselineRecord r;
+    r.task = task.name;
+    r.name = row.value("name", "");
+    r.median_us = row.value("median_us", 0.0);
+    if (r.name.empty() || !(r.median_us > 0)) {
+      report.problems.push_back(task.name + ": the worker sent an unusable cuBLASLt row: " +
+                                row.dump().substr(0, 120));
+      continue;
+    }
+    r.noise = row.value("noise", 0.0);
+    r.samples = row.value("samples", int64_t{0});
+    r.gpu_model = device.value("name", "");
+    r.device_json = device.dump();
+    r.library_versions_json = row.value("library_versions", json::object()).dump();
+    r.spec_sha256 = task.spec_hash;
+    r.shape = row.value("shape", "");
+    r.detail = row.value("detail", "");
+    report.stored.push_back(std::move(r));
+  }
+  return report;
+}
+
+namespace {
+
+// cuBLASLt rows of every task that declares them, from one worker that exits before the PyTorch
+// helper starts (the worker would see the helper's context as another user of the GPU).
+BaselineRunReport measure_cublaslt_rows(const std::vector<TaskSpec>& tasks,
+                                        const SandboxOptions& worker) {
+  BaselineRunReport report;
+  std::optional<SandboxEvaluator> evaluator;
+  for (const auto& task : tasks) {
+    if (!task_baselines(task.raw_json).wants("cublaslt")) continue;
+    auto reference = read_file(task.dir / "reference.cu");
+    if (!reference) {
+      report.problems.push_back(task.name + " cublaslt: " + reference.error());
+      continue;
+    }
+    if (!evaluator) {
+      evaluator.emplace(worker);
+      if (auto started = evaluator->start(); !started) {
+        report.problems.push_back("cuBLASLt baselines: " + started.error());
+        return report;
+      }
+    }
+    json body = {{"task_json", task.raw_json},
+                 {"reference", {{"source", *reference}, {"origin", "reference.cu"}}}};
+    auto answer = evaluator->call("cublaslt", std::move(body), 900);
+    if (!answer) {
+      report.problems.push_back(task.name + " cublaslt: " + answer.error());
+      continue;
+    }
+    BaselineRunReport rows = parse_cublaslt_answer((*answer)["result"], task);
+    report.problems.insert(report.problems.end(), rows.problems.begin(), rows.problems.end());
+    for (auto& r : rows.stored) report.stored.push_back(std::move(r));
+  }
+  if (evaluator) evaluator->shutdown();
+  return report;
+}
+
+// Eager and torch.compile rows from the PyTorch helper.
+BaselineRunReport measure_torch_rows(const std::vector<TaskSpec>& tasks,
+                                     const BaselineRunOptions& options) {
   BaselineRunReport report;
   std::vector<std::string> argv = {options.python, options.helper.string()};
   if (!options.torch_compile) argv.push_back("--no-compile");
   size_t torch_tasks = 0;
   for (const auto& t : tasks) {
-    if (task_baselines(t.raw_json).names.empty()) {
-      report.problems.push_back(t.name + ": task.json declares no production baselines");
-    } else {
+    auto declared = task_baselines(t.raw_json);
+    if (declared.wants("torch_eager") || declared.wants("torch_compile")) {
       argv.push_back(t.dir.string());
       ++torch_tasks;
     }
@@ -92,8 +156,7 @@ BaselineRunReport measure_production_baselines(memory::MemoryStore& store,
     report.problems.push_back("could not start " + options.helper.string() + ": " + out.error());
     return report;
   }
-  BaselineRunReport parsed = parse_helper_output(out->stdout_text, tasks);
-  report.problems.insert(report.problems.end(), parsed.problems.begin(), parsed.problems.end());
+  report = parse_helper_output(out->stdout_text, tasks);
   if (out->exit_code != 0 && out->exit_code != 3) {
     std::string tail = out->stderr_text.size() > 600
                            ? out->stderr_text.substr(out->stderr_text.size() - 600)
@@ -103,7 +166,31 @@ BaselineRunReport measure_production_baselines(memory::MemoryStore& store,
         (out->timed_out ? std::string("timed out") : "exit " + std::to_string(out->exit_code)) +
         "): " + tail);
   }
-  for (auto& row : parsed.stored) {
+  return report;
+}
+
+}  // namespace
+
+BaselineRunReport measure_production_baselines(memory::MemoryStore& store,
+                                               const std::vector<TaskSpec>& tasks,
+                                               const BaselineRunOptions& options) {
+  BaselineRunReport report, measured;
+  for (const auto& t : tasks) {
+    if (task_baselines(t.raw_json).names.empty())
+      report.problems.push_back(t.name + ": task.json declares no production baselines");
+  }
+  // The worker first, and gone before the helper starts.
+  BaselineRunReport lt = measure_cublaslt_rows(tasks, options.worker);
+  BaselineRunReport torch =
+      options.torch ? measure_torch_rows(tasks, options) : BaselineRunReport{};
+  for (auto* part : {&lt, &torch}) {
+    measured.problems.insert(measured.problems.end(), part->problems.begin(),
+                             part->problems.end());
+    for (auto& row : part->stored) measured.stored.push_back(std::move(row));
+  }
+  report.problems.insert(report.problems.end(), measured.problems.begin(),
+                         measured.problems.end());
+  for (auto& row : measured.stored) {
     auto id = memory::add_production_baseline(store.database(), row);
     if (!id) {
       report.problems.push_back(id.error());

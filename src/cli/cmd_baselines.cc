@@ -1,5 +1,6 @@
-// kopt baselines [TASK...] [--list] [--json]: measure what users run for each task (PyTorch eager,
-// torch.compile; cuBLASLt where the task declares it) on this machine's GPU and keep it in the
+// kopt baselines [TASK...] [--list] [--json]: measure what users run for each task (cuBLASLt,
+// timed by the kopt-sandbox worker, where the task declares it; PyTorch eager and torch.compile
+// through a helper) on this machine's GPU and keep it in the
 // memory, so that status, memory wins --vs production, the report and the export can say how a
 // kernel compares (src/cli/baseline_runs.h says how).
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "src/cli/command.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
+#include "src/cli/sandbox_flags.h"
 
 namespace kopt::cli {
 namespace {
@@ -47,17 +49,20 @@ void print_rows(const std::vector<memory::ProductionBaselineRecord>& rows) {
 int run_baselines(int argc, char** argv) {
   cxxopts::Options options(
       "kopt baselines",
-      "measure the production baselines of tasks (PyTorch eager, torch.compile; task.json's "
-      "\"production_baselines\") on this GPU and store them in the memory\n"
-      "  kopt baselines [TASK...] [--no-compile]\n  kopt baselines --list [--json]");
+      "measure the production baselines of tasks (cuBLASLt in kopt's worker; PyTorch eager, "
+      "torch.compile; task.json's \"production_baselines\") on this GPU and store them in the "
+      "memory\n"
+      "  kopt baselines [TASK...] [--no-compile] [--no-torch]\n  kopt baselines --list [--json]");
   add_database_option(options);
   options.add_options()("tasks", "the tasks folder", cxxopts::value<std::string>())(
       "names", "tasks (default: every task)", cxxopts::value<std::vector<std::string>>())(
       "list", "print the stored baselines, measure nothing")("json", "machine-readable output")(
-      "no-compile", "skip torch.compile")("python", "the Python with PyTorch that runs the helper",
+      "no-compile", "skip torch.compile")("no-torch",
+                                          "skip the PyTorch helper (cuBLASLt only)")("python", "the Python with PyTorch that runs the helper",
                                           cxxopts::value<std::string>()->default_value("python3"))(
       "helper", "the timing helper (default: scripts/torch_baselines.py of kopt's source tree)",
       cxxopts::value<std::string>());
+  add_sandbox_flags(options);
   options.parse_positional({"names"});
   options.positional_help("[TASK...]");
   int code = 0;
@@ -114,6 +119,8 @@ int run_baselines(int argc, char** argv) {
   run.helper = args->count("helper") ? std::filesystem::path((*args)["helper"].as<std::string>())
                                      : default_torch_helper();
   run.torch_compile = !args->count("no-compile");
+  run.torch = !args->count("no-torch");
+  run.worker = sandbox_options_from(*args);
   auto report = measure_production_baselines(*store, tasks, run);
   if (args->count("json")) {
     json out = {{"stored", json::array()}, {"problems", report.problems}};

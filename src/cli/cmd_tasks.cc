@@ -238,6 +238,13 @@ int run_tasks(int argc, char** argv) {
     // After the GPU checks, whose worker has exited: the helper has the GPU to itself.
     std::vector<std::string> forward = {"baselines", "--tasks", root.string()};
     if (args->count("db")) forward.insert(forward.end(), {"--db", (*args)["db"].as<std::string>()});
+    // The same worker times cuBLASLt as ran the checks.
+    for (const char* flag : {"worker", "worker-prefix"}) {
+      if (args->count(flag))
+        forward.insert(forward.end(), {std::string("--") + flag, (*args)[flag].as<std::string>()});
+    }
+    if (args->count("device"))
+      forward.insert(forward.end(), {"--device", std::to_string((*args)["device"].as<int>())});
     forward.insert(forward.end(), names.begin(), names.end());
     std::vector<char*> forward_argv;
     for (auto& word : forward) forward_argv.push_back(word.data());

@@ -184,5 +184,62 @@ TEST(TaskBaselines, TheSuiteDeclaresItsBaselines) {
   EXPECT_EQ(tasks, 22);
 }
 
+// The cuBLAS call the worker makes (sandbox/task_baselines.h, cublaslt_call): row-major
+// C[m, n] = A[m, k] @ W^T is column-major C^T[n, m] = op(W) @ A^T, so cuBLAS's A is W.
+TEST(TaskBaselines, AWeightMapsToATransposedColumnMajorA) {
+  auto task = parse_task(gemm_task().dump(), kOrigin);
+  ASSERT_TRUE(task) << task.error();
+  auto call = cublaslt_call(*task, *task_baselines(task->raw_json).cublaslt, task->bind({}));
+  ASSERT_TRUE(call) << call.error();
+  EXPECT_EQ(call->m, 64);
+  EXPECT_EQ(call->n, 32);
+  EXPECT_EQ(call->k, 16);
+  EXPECT_TRUE(call->transpose_a);
+  EXPECT_EQ(call->a_rows, 16);  // W [n, k] row-major is column-major [k, n]
+  EXPECT_EQ(call->a_cols, 32);
+  EXPECT_EQ(call->b_rows, 16);  // A [m, k] row-major is column-major [k, m]
+  EXPECT_EQ(call->b_cols, 64);
+  EXPECT_EQ(call->d_rows, 32);
+  EXPECT_EQ(call->d_cols, 64);
+}
+
+TEST(TaskBaselines, AKnMatrixIsAnUntransposedColumnMajorA) {
+  json t = gemm_task();
+  t["inputs"][1]["shape"] = {"k", "n"};
+  t["cublaslt"]["b_layout"] = "kn";
+  auto task = parse_task(t.dump(), kOrigin);
+  ASSERT_TRUE(task) << task.error();
+  auto call = cublaslt_call(*task, *task_baselines(task->raw_json).cublaslt, task->bind({}));
+  ASSERT_TRUE(call) << call.error();
+  EXPECT_FALSE(call->transpose_a);
+  EXPECT_EQ(call->a_rows, 32);  // B [k, n] row-major is column-major [n, k]
+  EXPECT_EQ(call->a_cols, 16);
+}
+
+TEST(TaskBaselines, AMappingWhoseSizesDoNotFitItsTensorsIsRefusedNamingTheTensor) {
+  json t = gemm_task();
+  t["cublaslt"]["n"] = "k";  // W is [n, k]: 32 x 16, not 16 x 16
+  auto task = parse_task(t.dump(), kOrigin);
+  ASSERT_TRUE(task) << task.error();
+  auto call = cublaslt_call(*task, *task_baselines(task->raw_json).cublaslt, task->bind({}));
+  ASSERT_FALSE(call);
+  EXPECT_TRUE(has(call.error(), "tensor 'W' has 512 elements")) << call.error();
+}
+
+TEST(TaskBaselines, TheSuitesGemmMappingsFitTheirTensorsAtEveryShape) {
+  for (const char* name : {"sgemm", "bf16_gemm", "gemm_bias_relu", "matvec"}) {
+    auto task = load_task(std::filesystem::path(KOPT_TASKS_DIR) / name);
+    ASSERT_TRUE(task) << task.error();
+    auto mapping = task_baselines(task->raw_json).cublaslt;
+    ASSERT_TRUE(mapping) << name;
+    std::vector<ShapeBinding> shapes = {task->bind({})};
+    for (const auto& s : task->shapes) shapes.push_back(task->bind(s));
+    for (const auto& sizes : shapes) {
+      auto call = cublaslt_call(*task, *mapping, sizes);
+      EXPECT_TRUE(call) << name << ": " << call.error();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kopt

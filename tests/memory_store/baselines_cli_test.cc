@@ -181,5 +181,53 @@ TEST_F(BaselinesCliTest, WithoutPyTorchItSaysSoAndStoresNothing) {
   EXPECT_TRUE(contains(out.stdout_text, "no production baselines measured")) << out.stdout_text;
 }
 
+// cuBLASLt is timed by the worker (here the protocol's test double, which answers a "cublaslt"
+// request as an H100 would), and the worker has exited before the PyTorch helper starts: the
+// helper fails the test if the worker's alive file is still there.
+TEST_F(BaselinesCliTest, CublasLtRowsComeFromTheWorkerWhichExitsBeforeTheHelperStarts) {
+  std::string alive = (dir_ / "worker.alive").string();
+  ASSERT_EQ(setenv("KOPT_FAKE_ALIVE_FILE", alive.c_str(), 1), 0);
+  ASSERT_TRUE(write_file_atomic(helper_,
+                                "import json, os, sys\n"
+                                "alive = os.environ['KOPT_FAKE_ALIVE_FILE']\n"
+                                "if os.path.exists(alive):\n"
+                                "    print(json.dumps({'error': 'the worker still runs'}))\n"
+                                "print(json.dumps({'task': 'sgemm', 'name': 'torch_eager',"
+                                " 'median_us': 5400.0, 'samples': 30,"
+                                " 'device': {'name': 'NVIDIA H100 80GB HBM3'}}))\n")
+                  .ok());
+  auto out = kopt({"baselines", "sgemm", "--db", db_, "--helper", helper_, "--worker",
+                   KOPT_FAKE_WORKER});
+  unsetenv("KOPT_FAKE_ALIVE_FILE");
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_text << out.stderr_text;
+  EXPECT_FALSE(contains(out.stdout_text, "not measured")) << out.stdout_text;
+  EXPECT_TRUE(contains(out.stdout_text, "3 production baselines stored")) << out.stdout_text;
+  out = kopt({"baselines", "--list", "--json", "--db", db_});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  auto rows = nlohmann::json::parse(out.stdout_text);
+  ASSERT_EQ(rows.size(), 3u) << rows.dump(2);
+  EXPECT_EQ(rows[0]["name"], "cublaslt_autotuned");  // fastest first
+  EXPECT_DOUBLE_EQ(rows[0]["median_us"].get<double>(), 5301.5);
+  EXPECT_EQ(rows[0]["library_versions"]["timer"], "kopt-sandbox CUPTI");
+  EXPECT_EQ(rows[0]["gpu_model"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(rows[0]["detail"], "best of 16 heuristic algorithms (index 3)");
+  EXPECT_EQ(rows[1]["name"], "cublaslt_heuristic");
+  EXPECT_EQ(rows[2]["name"], "torch_eager");
+}
+
+TEST_F(BaselinesCliTest, AWorkerThatCannotStartIsReportedAndTheTorchRowsAreStillStored) {
+  ASSERT_TRUE(write_file_atomic(helper_,
+                                "import json\n"
+                                "print(json.dumps({'task': 'sgemm', 'name': 'torch_eager',"
+                                " 'median_us': 5400.0, 'samples': 30,"
+                                " 'device': {'name': 'NVIDIA H100 80GB HBM3'}}))\n")
+                  .ok());
+  auto out = kopt({"baselines", "sgemm", "--db", db_, "--helper", helper_, "--worker",
+                   (dir_ / "no-such-worker").string()});
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_text << out.stderr_text;
+  EXPECT_TRUE(contains(out.stdout_text, "not measured: cuBLASLt baselines:")) << out.stdout_text;
+  EXPECT_TRUE(contains(out.stdout_text, "1 production baselines stored")) << out.stdout_text;
+}
+
 }  // namespace
 }  // namespace kopt::memory

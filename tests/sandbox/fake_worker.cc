@@ -18,7 +18,10 @@
 //   LONG N              answer ok with a reply line of about N bytes (a detail of N letters)
 //   BUSY N              answer gpu_busy to this worker's first N such requests, then ok
 // From the environment: KOPT_FAKE_EVAL_MS=N makes every evaluation take N ms (a request that is
-// in flight long enough for a test to cancel its Slurm step).
+// in flight long enough for a test to cancel its Slurm step); KOPT_FAKE_ALIVE_FILE=PATH is a file
+// that exists while the worker runs (created at start, removed at shutdown).
+// A "cublaslt" request (sandbox/worker/cublaslt_baseline.h) is answered with two rows, as an H100
+// measured sgemm, when it carries a task.json with a "cublaslt" mapping and a reference source.
 // Anything else is answered with verdict ok and the request echoed in detail and device.
 #include <signal.h>
 #include <unistd.h>
@@ -150,6 +153,27 @@ void evaluate(int64_t id, const json& body) {
 
 }  // namespace
 
+void cublaslt(int64_t id, const json& body) {
+  std::string task = body.value("task_json", "");
+  std::string reference = body.value("reference", json::object()).value("source", "");
+  if (task.find("\"cublaslt\"") == std::string::npos || reference.empty()) {
+    send(response(id, false, {{"error", "task.json has no \"cublaslt\" mapping"}}));
+    return;
+  }
+  json versions = {{"cublasLt", "13.1.0"}, {"path", "/fake/libcublasLt.so.13"},
+                   {"timer", "kopt-sandbox CUPTI"}};
+  json rows = json::array();
+  rows.push_back({{"name", "cublaslt_heuristic"}, {"median_us", 5345.0}, {"noise", 0.001},
+                  {"samples", 12}, {"kernels", 1}, {"shape", "k=4096 m=8192 n=4096"},
+                  {"detail", "heuristic's first of 16 algorithms"}, {"library_versions", versions}});
+  rows.push_back({{"name", "cublaslt_autotuned"}, {"median_us", 5301.5}, {"noise", 0.001},
+                  {"samples", 12}, {"kernels", 2}, {"shape", "k=4096 m=8192 n=4096"},
+                  {"detail", "best of 16 heuristic algorithms (index 3)"},
+                  {"library_versions", versions}});
+  send(response(id, true,
+                {{"result", {{"rows", rows}, {"device", {{"name", "NVIDIA H100 80GB HBM3"}}}}}}));
+}
+
 int main(int argc, char** argv) {
   std::string start = "ok";
   for (int i = 1; i < argc; ++i) {
@@ -170,6 +194,8 @@ int main(int argc, char** argv) {
   if (start == "silent") return 4;
   if (start == "hang") sleep_forever();
 
+  const char* alive_file = std::getenv("KOPT_FAKE_ALIVE_FILE");
+  if (alive_file) std::ofstream(alive_file) << getpid() << "\n";
   std::string line;
   while (std::getline(std::cin, line)) {
     auto message = kopt::parse_message(line);
@@ -187,7 +213,10 @@ int main(int argc, char** argv) {
       send(response(message->id, true, {{"device", device_info()}}));
     } else if (op == "evaluate") {
       evaluate(message->id, message->body);
+    } else if (op == "cublaslt") {
+      cublaslt(message->id, message->body);
     } else if (op == "shutdown") {
+      if (alive_file) std::remove(alive_file);
       send(response(message->id, true));
       return 0;
     } else {
