@@ -99,10 +99,14 @@ def main():
         if name not in ("torch_eager", "torch_compile"):
             continue
         db_rows.append({k: row.get(k) for k in ("task", "name", "median_us", "noise", "samples",
-                                               "do_bench_us", "vs_do_bench", "error")})
+                                               "batch", "sm_clock_mhz", "do_bench_us",
+                                               "do_bench_sm_clock_mhz", "vs_do_bench", "error")})
         db_table.append([task, name, benchlib.fmt(row.get("median_us")),
                          benchlib.fmt(row.get("do_bench_us")),
-                         benchlib.fmt(row.get("vs_do_bench"), 3), row.get("error", "")[:60]])
+                         benchlib.fmt(row.get("vs_do_bench"), 3),
+                         benchlib.fmt(row.get("sm_clock_mhz"), 0),
+                         benchlib.fmt(row.get("do_bench_sm_clock_mhz"), 0),
+                         (row.get("error") or "")[:60]])
 
     env = benchlib.gpu_environment()
     md = ["# Production baselines: agreement (%s, %s, commit %s)" % (
@@ -113,8 +117,8 @@ def main():
         benchlib.markdown_table(["task", "heuristic kopt", "events", "ratio", "autotuned kopt",
                                  "events", "ratio", "torch eager", "autotuned/eager"], lt_table),
         "", "PyTorch as scripts/torch_baselines.py times it vs triton's do_bench (us):", "",
-        benchlib.markdown_table(["task", "kind", "helper", "do_bench", "helper/do_bench", "error"],
-                                db_table)]
+        benchlib.markdown_table(["task", "kind", "helper", "do_bench", "helper/do_bench",
+                                 "helper MHz", "after do_bench MHz", "error"], db_table)]
     results = {"environment": env, "cublaslt": lt_rows, "do_bench": db_rows,
                "kopt_baselines_output": kopt_output[-4000:]}
     benchlib.write_results(args.out_dir, "baseline_agreement", results, "\n".join(md))

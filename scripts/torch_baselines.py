@@ -38,6 +38,8 @@ MAX_SECONDS = 1.0      # of samples per kind
 # tens of milliseconds run at clocks a sustained load does not keep, and do_bench, which the
 # cross-check compares with, samples for 200 ms after a 25 ms warm-up.
 WARMUP_SECONDS = 0.2
+BATCH_SECONDS = 0.05   # of GPU work queued between synchronizations
+MAX_BATCH = 500
 
 
 def median_noise(samples):
@@ -61,25 +63,31 @@ class Timer:
 
     def time(self, fn, quick=False):
         """Median and noise of fn's cold-L2 time; quick: 10 samples at most, for a search.
-        Samples are queued in batches and synchronized once per batch, as do_bench does: the
-        host's launch overhead (a torch.compile guard, Python dispatch) then overlaps the flush
-        and the previous sample instead of showing up as GPU idle time between the events."""
+        Samples are queued in batches of about BATCH_SECONDS of GPU work and synchronized once
+        per batch, as do_bench queues its whole run: the host's launch overhead (a torch.compile
+        guard, Python dispatch) then overlaps the flush and the previous sample instead of showing
+        up as GPU idle time between the events, and the GPU runs under the sustained load it is
+        measured under, not in bursts that let its clocks recover between syncs."""
         torch = self.torch
         for _ in range(3):  # warm-up: allocator, cuBLAS handles, autotuned kernels
             fn()
         torch.cuda.synchronize()
+        batch = 10
         if not quick:
-            warm_from = time.perf_counter()
+            warm_from, calls = time.perf_counter(), 0
             while time.perf_counter() - warm_from < WARMUP_SECONDS:
                 for _ in range(10):
                     self.flush_buffer.zero_()
                     fn()
+                calls += 10
                 torch.cuda.synchronize()
+            per_call = (time.perf_counter() - warm_from) / calls
+            batch = int(min(MAX_BATCH, max(10, BATCH_SECONDS / per_call)))
         cap = 10 if quick else MAX_SAMPLES
-        samples, began = [], time.perf_counter()
+        samples, clocks, began = [], [], time.perf_counter()
         while len(samples) < cap:
             events = []
-            for _ in range(min(10, cap - len(samples))):
+            for _ in range(min(batch, cap - len(samples))):
                 self.flush_buffer.zero_()
                 start = torch.cuda.Event(enable_timing=True)
                 end = torch.cuda.Event(enable_timing=True)
@@ -87,6 +95,7 @@ class Timer:
                 fn()
                 end.record()
                 events.append((start, end))
+            clocks.append(sm_clock_mhz(torch))  # read while the batch still runs
             torch.cuda.synchronize()
             samples += [start.elapsed_time(end) * 1e3 for start, end in events]
             if not quick and len(samples) >= self.min_samples:
@@ -94,7 +103,19 @@ class Timer:
                 if noise <= TARGET_NOISE or time.perf_counter() - began > MAX_SECONDS:
                     break
         med, noise = median_noise(samples)
-        return {"median_us": med, "noise": noise, "samples": len(samples)}
+        row = {"median_us": med, "noise": noise, "samples": len(samples), "batch": batch}
+        clocks = [c for c in clocks if c]
+        if clocks:
+            row["sm_clock_mhz"] = statistics.median(clocks)
+        return row
+
+
+def sm_clock_mhz(torch):
+    """The SM clock NVML reports now (torch.cuda.clock_rate), or None without pynvml."""
+    try:
+        return float(torch.cuda.clock_rate())
+    except Exception:  # no pynvml, or an NVML that cannot say
+        return None
 
 
 def do_bench_us(fn):
@@ -168,6 +189,7 @@ def measure_task(torch, timer, task_dir, with_compile, check_do_bench, cublaslt=
             row.update(timer.time(call))
             if check_do_bench:
                 row["do_bench_us"] = do_bench_us(call)
+                row["do_bench_sm_clock_mhz"] = sm_clock_mhz(torch)
                 row["vs_do_bench"] = row["median_us"] / row["do_bench_us"]
         except Exception as e:  # one kind's failure is reported, never the end of the run
             row = dict(common, name=kind, error="%s: %s" % (type(e).__name__,

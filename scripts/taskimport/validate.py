@@ -93,6 +93,7 @@ def _first_bad(torch, got, want, tol, chunk=1 << 26):
 def validate(torch, task, reference_source, build, plan_kernel, shapes, log):
     """Every (shape, stress round); -> (problems, dropped stress round names)."""
     problems, dropped = [], set()
+    varied = False  # some output of some sweep or holdout shape holds two different values
     runs = [(o, None) for o in task["shapes"] + task.get("holdout", [])]
     for rnd in task.get("stress", []):
         for o in rnd.get("shapes", shapes(rnd)):
@@ -110,6 +111,9 @@ def validate(torch, task, reference_source, build, plan_kernel, shapes, log):
             log("stress round '%s' dropped: PyTorch's outputs hold NaN or Inf at %s (outside the "
                 "operation's domain)" % (rnd["name"], where))
             continue
+        if not rnd:
+            varied = varied or any(w.numel() > 1 and bool((w != w.flatten()[0]).any())
+                                   for w in want)
         outs = {}
         for spec in task["outputs"]:
             shape = [evaluate(e, bindings) for e in spec["shape"]]
@@ -131,4 +135,12 @@ def validate(torch, task, reference_source, build, plan_kernel, shapes, log):
         log("ok  %s" % where)
         del inputs, want, outs, tensors
         torch.cuda.empty_cache()
+    if not problems and not varied:
+        # A kernel that writes that one value would pass every check: the task cannot tell a right
+        # kernel from a cheap wrong one (kopt tasks check refuses it on the GPU for that reason).
+        problems.append("the module's outputs are constant at every sweep and holdout shape (for "
+                        "example every element 0 after a ReLU of values that are all negative at "
+                        "these inputs): the task could not tell a right kernel from one that "
+                        "writes that constant; change the inputs' init in the problem or pick "
+                        "another problem")
     return problems, sorted(dropped)
