@@ -98,14 +98,17 @@ def main():
     for (task, name), row in sorted(timed.items()):
         if name not in ("torch_eager", "torch_compile"):
             continue
-        db_rows.append({k: row.get(k) for k in ("task", "name", "median_us", "noise", "samples",
-                                               "batch", "sm_clock_mhz", "do_bench_us",
-                                               "do_bench_sm_clock_mhz", "vs_do_bench", "error")})
+        db_rows.append({k: row.get(k) for k in (
+            "task", "name", "median_us", "noise", "samples", "sm_clock_mhz", "sustained_us",
+            "sustained_sm_clock_mhz", "do_bench_us", "do_bench_sm_clock_mhz", "vs_do_bench",
+            "burst_vs_do_bench", "error")})
         db_table.append([task, name, benchlib.fmt(row.get("median_us")),
+                         benchlib.fmt(row.get("sm_clock_mhz"), 0),
+                         benchlib.fmt(row.get("sustained_us")),
+                         benchlib.fmt(row.get("sustained_sm_clock_mhz"), 0),
                          benchlib.fmt(row.get("do_bench_us")),
                          benchlib.fmt(row.get("vs_do_bench"), 3),
-                         benchlib.fmt(row.get("sm_clock_mhz"), 0),
-                         benchlib.fmt(row.get("do_bench_sm_clock_mhz"), 0),
+                         benchlib.fmt(row.get("burst_vs_do_bench"), 3),
                          (row.get("error") or "")[:60]])
 
     env = benchlib.gpu_environment()
@@ -113,12 +116,15 @@ def main():
         (env.get("gpus") or [{}])[0].get("name", "?") if isinstance(env.get("gpus"), list) else "?",
         env["date"], env["commit"]), "",
         "cuBLASLt: kopt's worker (CUPTI, cold L2) vs the same calls through ctypes and CUDA "
-        "events, and the autotuned time vs the op in PyTorch eager (us):", "",
+        "events (burst), and the autotuned time vs the op in PyTorch eager (burst; us):", "",
         benchlib.markdown_table(["task", "heuristic kopt", "events", "ratio", "autotuned kopt",
                                  "events", "ratio", "torch eager", "autotuned/eager"], lt_table),
-        "", "PyTorch as scripts/torch_baselines.py times it vs triton's do_bench (us):", "",
-        benchlib.markdown_table(["task", "kind", "helper", "do_bench", "helper/do_bench",
-                                 "helper MHz", "after do_bench MHz", "error"], db_table)]
+        "", "PyTorch as scripts/torch_baselines.py times it, one sample at a time (burst, "
+        "stored) and back to back (sustained), vs triton's do_bench (us; NVML's SM clock while "
+        "sampling):", "",
+        benchlib.markdown_table(["task", "kind", "burst (stored)", "MHz", "sustained", "MHz",
+                                 "do_bench", "sustained/do_bench", "burst/do_bench", "error"],
+                                db_table)]
     results = {"environment": env, "cublaslt": lt_rows, "do_bench": db_rows,
                "kopt_baselines_output": kopt_output[-4000:]}
     benchlib.write_results(args.out_dir, "baseline_agreement", results, "\n".join(md))
