@@ -12,7 +12,8 @@ verified kernel found by the tuner alone and the best found by an LLM, each re-t
 the baseline (interleaved, one request). Without --db the best is the baseline itself (and with
 --sweep, the best of a one-tunable-at-a-time sweep, which is what the tuner starts with).
 PyTorch is timed as `kopt baselines` times it (scripts/torch_baselines.py: L2 flushed by a memset
-of twice its size before every sample, CUDA events, median), bf16 where the task is bf16, TF32 off
+of twice its size before every sample, CUDA events, one sample at a time, median), cuBLASLt by
+the worker (its "cublaslt" request), bf16 where the task is bf16, TF32 off
 for sgemm (the task needs fp32 accuracy); with --check-do-bench also by triton's do_bench. The
 bench's own PyTorch process holds a CUDA context beside the worker: it is declared to the worker
 (KOPT_OWN_GPU_PIDS) and stays idle while the worker times (the two take turns), so the busy-GPU
@@ -80,6 +81,19 @@ def time_torch(torch, timer, task, with_compile, check_do_bench):
         if "compile_s" in row:
             out["compile_s"] = row["compile_s"]
     return out
+
+
+def time_cublaslt(worker, task):
+    """cuBLASLt's two rows as `kopt baselines` stores them: timed by the worker itself."""
+    try:
+        answer = worker.request({"op": "cublaslt", "task_json": task.json_text,
+                                 "reference": {"source": task.reference,
+                                               "origin": "reference.cu"}}, 600)
+    except benchlib.WorkerError as e:
+        return {"cublaslt_heuristic_error": str(e)}
+    if not answer.get("ok"):
+        return {"cublaslt_heuristic_error": answer.get("error", "no answer")}
+    return {row["name"] + "_us": row["median_us"] for row in answer["result"]["rows"]}
 
 
 def sol_score(kernel_us, reference_us, sol_us):
@@ -168,6 +182,8 @@ def main():
             if k in entry and entry[k].get("us") == entry["best_us"]:
                 # Against the baseline timed interleaved in the same request, not the one above.
                 entry["best_from"], entry["best_speedup"] = k, entry[k]["speedup"]
+        if "cublaslt" in entry["production_baselines"]:
+            entry.update(time_cublaslt(worker, task))
         if torch is not None:
             with_compile = not args.no_compile and time.perf_counter() - began < args.budget_s
             try:
@@ -234,7 +250,8 @@ def main():
           "%%SOL: speed-of-light time over the best's time. S = 1 / (1 + (T_k - T_SOL) / "
           "(T_b - T_SOL)), T_b the best production baseline (else baseline.cu): 0.5 matches "
           "it, 1.0 is the speed of light. cuBLASLt: heuristic's first / best of its top 16 "
-          "algorithms (scripts/cublaslt_baselines.py)." % source,
+          "algorithms, timed by kopt's worker (sandbox/worker/cublaslt_baseline.h); PyTorch one "
+          "sample at a time, as the worker times (scripts/torch_baselines.py)." % source,
           "",
           benchlib.markdown_table(
               ["task", "baseline.cu", "tuner", "memory (LLM)", "best", "cuBLASLt", "eager",
