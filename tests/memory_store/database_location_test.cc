@@ -23,10 +23,6 @@ CommandOutput kopt_with_env(std::vector<std::string> args, const std::string& co
   return *out;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 TEST(DatabaseLocationTest, EveryCommandReadsTheConfigsDatabase) {
   TempDir dir;
   std::filesystem::path db = dir / "night" / "memory.db";

@@ -18,10 +18,6 @@ namespace {
 
 using namespace testing;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 class ExportBundleTest : public ::testing::Test {
  protected:
   void SetUp() override { out_ = dir_ / "repo" / "kernels"; }

@@ -23,10 +23,6 @@ namespace {
 
 using namespace testing;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 std::string source_file(const std::string& relative) {
   auto text = read_file(std::filesystem::path(KOPT_SOURCE_DIR) / relative);
   if (!text) throw std::runtime_error(text.error());

@@ -24,19 +24,10 @@ using namespace testing;
 
 CommandOutput run(std::vector<std::string> args,
                   std::chrono::seconds timeout = std::chrono::seconds(60)) {
-  auto out = run_command(args, "", timeout);
-  if (!out) throw std::runtime_error(out.error());
-  return *out;
+  return run_program(args, timeout);
 }
 
-CommandOutput kopt(std::vector<std::string> args) {
-  args.insert(args.begin(), KOPT_BINARY);
-  return run(args);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+CommandOutput kopt(std::vector<std::string> args) { return run_kopt(KOPT_BINARY, std::move(args)); }
 
 std::map<std::string, std::string> snapshot(const std::filesystem::path& dir) {
   std::map<std::string, std::string> files;

@@ -15,14 +15,7 @@ namespace {
 using namespace testing;
 
 CommandOutput kopt(std::vector<std::string> args) {
-  args.insert(args.begin(), KOPT_BINARY);
-  auto out = run_command(args, "", std::chrono::seconds(60));
-  if (!out) throw std::runtime_error(out.error());
-  return *out;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
+  return run_kopt(KOPT_BINARY, std::move(args), std::chrono::seconds(60));
 }
 
 class MemoryCliTest : public ::testing::Test {

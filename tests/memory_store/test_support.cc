@@ -19,6 +19,12 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+CommandOutput run_program(const std::vector<std::string>& argv, std::chrono::seconds limit) {
+  auto out = run_command(argv, "", limit);
+  if (!out) throw std::runtime_error(out.error());
+  return *out;
+}
+
 MemoryStore open_store(const std::filesystem::path& path) {
   auto store = MemoryStore::open(path);
   if (!store) throw std::runtime_error(store.error());

@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "common/subprocess.h"
 #include "memory_store/memory_store.h"
 
 namespace kopt::memory::testing {
@@ -24,6 +27,19 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Runs a program (argv[0] a path) to completion within `limit`; throws when it cannot start.
+CommandOutput run_program(const std::vector<std::string>& argv,
+                          std::chrono::seconds limit = std::chrono::seconds(60));
+// `binary args...`: the kopt a test was built against, its arguments after it.
+inline CommandOutput run_kopt(const std::string& binary, std::vector<std::string> args,
+                              std::chrono::seconds limit = std::chrono::seconds(60)) {
+  args.insert(args.begin(), binary);
+  return run_program(args, limit);
+}
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // Opens (creating) a memory at `path`, failing the test on error.
 MemoryStore open_store(const std::filesystem::path& path);
