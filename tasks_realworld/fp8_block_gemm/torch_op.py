@@ -13,11 +13,11 @@ Contract: build(torch, inputs, sizes, constants) -> (fn, args), fn(*args) -> out
 def build(torch, inputs, sizes, constants):
     def fn(x, x_scale, w, w_scale):
         wide = torch.float64 if x_scale.dtype == torch.float64 else torch.bfloat16
-        n, k = w.shape
-        xs = x_scale.to(wide).repeat_interleave(128, dim=1)                     # [m, k]
-        ws = w_scale.to(wide).repeat_interleave(128, dim=0)[:n]                  # [n, k / 128]
+        n = w.shape[0]
+        xs = x_scale.to(wide).repeat_interleave(128, dim=1)        # [m, k]
+        ws = w_scale.to(wide).repeat_interleave(128, dim=0)[:n]     # [n, k / 128]
         a = x.to(wide) * xs
-        b = w.to(wide) * ws.repeat_interleave(128, dim=1)[:, :k]
+        b = w.to(wide) * ws.repeat_interleave(128, dim=1)           # [n, k]
         return a @ b.t()
 
     return fn, (inputs["x"], inputs["x_scale"], inputs["w"], inputs["w_scale"])
