@@ -35,8 +35,8 @@ template <typename T> __device__ __forceinline__ T from_integer(long long v) { r
 template <> __device__ __forceinline__ __nv_bfloat16 from_integer<__nv_bfloat16>(long long v) { return from_double<__nv_bfloat16>((double)v); }
 template <> __device__ __forceinline__ __half from_integer<__half>(long long v) { return from_double<__half>((double)v); }
 // e4m3 (OCP "fn"): drawn in double, rounded once to nearest even and saturated to +-448, so a fill
-// never makes its NaN code (S.1111.111), not even from -inf. This is the only e4m3 encoder kopt
-// has; sandbox/e4m3.h's host decoder is tested against the toolkit's conversions.
+// never makes its NaN code (S.1111.111), not even from -inf: the toolkit's conversion, as the
+// export's kopt_selftest.h calls it (tests/foundation/e4m3_test.cc checks it on the host).
 template <> __device__ __forceinline__ double to_double<__nv_fp8_e4m3>(__nv_fp8_e4m3 v) { return (double)(float)v; }
 template <> __device__ __forceinline__ __nv_fp8_e4m3 from_double<__nv_fp8_e4m3>(double v) {
   __nv_fp8_e4m3 r;
