@@ -12,7 +12,17 @@ import pathlib
 import re
 
 CUDA_HOME = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
-DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32", "i64": "int64"}
+DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32", "i64": "int64",
+          "e4m3": "float8_e4m3fn"}
+E4M3_MAX = 448.0
+
+
+def cast(torch, t, dtype):
+    """t as the task dtype `dtype`, e4m3 saturated to +-448 as kopt's fill does (torch's cast to
+    float8_e4m3fn makes NaN past 448; both round to nearest even)."""
+    if dtype == "e4m3":
+        t = t.clamp(-E4M3_MAX, E4M3_MAX)
+    return t.to(getattr(torch, DTYPES[dtype]))
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
@@ -144,13 +154,15 @@ def make_inputs(torch, spec, sizes, device="cuda", seed=1234):
         dist = init.get("dist", "normal")
         if dist == "randint":
             low, high = evaluate(init["low"], sizes), evaluate(init["high"], sizes)
-            t = torch.randint(low, high, shape, generator=gen, device=device, dtype=dtype)
+            t = torch.randint(low, high, shape, generator=gen, device=device,
+                              dtype=torch.int64 if inp["dtype"] == "e4m3" else dtype)
+            t = cast(torch, t, inp["dtype"])
         elif dist == "uniform":
             t = torch.rand(shape, generator=gen, device=device, dtype=torch.float32)
-            t = (t * (init["high"] - init["low"]) + init["low"]).to(dtype)
+            t = cast(torch, t * (init["high"] - init["low"]) + init["low"], inp["dtype"])
         else:
             t = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
-            t = (t * init.get("std", 1.0) + init.get("mean", 0.0)).to(dtype)
+            t = cast(torch, t * init.get("std", 1.0) + init.get("mean", 0.0), inp["dtype"])
         inputs[inp["name"]] = t
     return inputs
 

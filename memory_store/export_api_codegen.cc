@@ -53,6 +53,7 @@ std::string generate_api_header(const TaskSpec& task, bool with_reference) {
     << ".\n#pragma once\n\n#include <cuda_runtime.h>\n";
   if (task_uses_dtype(task, DType::kF16)) h << "#include <cuda_fp16.h>\n";
   if (task_uses_dtype(task, DType::kBF16)) h << "#include <cuda_bf16.h>\n";
+  if (task_uses_dtype(task, DType::kE4M3)) h << "#include <cuda_fp8.h>\n";
   h << "\n#include <cstddef>\n#include <cstdint>\n\n";
   declare(h, task, false);
   if (with_reference) declare(h, task, true);

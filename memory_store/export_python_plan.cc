@@ -23,6 +23,8 @@ const char* torch_dtype_name(DType dtype) {
       return "int32";
     case DType::kI64:
       return "int64";
+    case DType::kE4M3:
+      return "float8_e4m3fn";
   }
   return "float32";
 }

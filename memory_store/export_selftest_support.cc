@@ -17,6 +17,7 @@ const char* selftest_support_header() {
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -47,6 +48,7 @@ const char* selftest_support_header() {
                inline double to_double(__nv_bfloat16 v) { return __bfloat162float(v); }
                inline double to_double(int32_t v) { return v; }
                inline double to_double(int64_t v) { return static_cast<double>(v); }
+               inline double to_double(__nv_fp8_e4m3 v) { return static_cast<float>(v); }
 
                template <typename T>
                T from_double(double v) {
@@ -59,6 +61,13 @@ const char* selftest_support_header() {
                template <>
                inline __nv_bfloat16 from_double<__nv_bfloat16>(double v) {
                  return __float2bfloat16(static_cast<float>(v));
+               }
+               // Round to nearest even, saturated to +-448 (e4m3 has no infinities), as kopt fills.
+               template <>
+               inline __nv_fp8_e4m3 from_double<__nv_fp8_e4m3>(double v) {
+                 __nv_fp8_e4m3 r;
+                 r.__x = __nv_cvt_double_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+                 return r;
                }
 
                // Device memory for `count` elements (at least one byte), freed at the end of its

@@ -36,6 +36,8 @@ const char* cpp_element_type(DType dtype) {
       return "int32_t";
     case DType::kI64:
       return "int64_t";
+    case DType::kE4M3:
+      return "__nv_fp8_e4m3";
   }
   return "float";
 }
@@ -112,9 +114,11 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
   const KernelFile& kernel = *input.kernel;
   auto tunables = kernel.tunable_values(input.tunables);
   bool half = task_uses_dtype(task, DType::kF16), bfloat = task_uses_dtype(task, DType::kBF16);
+  bool fp8 = task_uses_dtype(task, DType::kE4M3);
   for (const auto& s : kernel.scratch) {
     half = half || s.dtype == DType::kF16;
     bfloat = bfloat || s.dtype == DType::kBF16;
+    fp8 = fp8 || s.dtype == DType::kE4M3;
   }
   const std::string ns =
       input.namespace_name.empty() ? "kopt_" + cpp_identifier(task.name) : input.namespace_name;
@@ -131,6 +135,7 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
     << "#pragma once\n\n#include <cuda_runtime.h>\n";
   if (half) h << "#include <cuda_fp16.h>\n";
   if (bfloat) h << "#include <cuda_bf16.h>\n";
+  if (fp8) h << "#include <cuda_fp8.h>\n";
   h << "\n#include <cstddef>\n#include <cstdint>\n\n#include \"kopt_cuda_image.h\"\n\n";
   for (const char* part : {"_cubin", "_ptx"}) {
     h << "extern const unsigned char " << input.image_prefix << part << "[];\n"

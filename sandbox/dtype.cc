@@ -8,10 +8,11 @@ std::optional<DType> parse_dtype(const std::string& name) {
   if (name == "bf16") return DType::kBF16;
   if (name == "i32") return DType::kI32;
   if (name == "i64") return DType::kI64;
+  if (name == "e4m3") return DType::kE4M3;
   return std::nullopt;
 }
 
-std::vector<std::string> dtype_names() { return {"f32", "f16", "bf16", "i32", "i64"}; }
+std::vector<std::string> dtype_names() { return {"f32", "f16", "bf16", "i32", "i64", "e4m3"}; }
 
 std::string dtype_name(DType dtype) {
   switch (dtype) {
@@ -25,12 +26,16 @@ std::string dtype_name(DType dtype) {
       return "i32";
     case DType::kI64:
       return "i64";
+    case DType::kE4M3:
+      return "e4m3";
   }
   return "?";
 }
 
 size_t dtype_size(DType dtype) {
   switch (dtype) {
+    case DType::kE4M3:
+      return 1;
     case DType::kF16:
     case DType::kBF16:
       return 2;
@@ -42,7 +47,8 @@ size_t dtype_size(DType dtype) {
 }
 
 bool dtype_is_float(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
+  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16 ||
+         dtype == DType::kE4M3;
 }
 
 }  // namespace kopt

@@ -8,7 +8,9 @@
 
 namespace kopt {
 
-enum class DType { kF32, kF16, kBF16, kI32, kI64 };
+// kE4M3: OCP FP8 E4M3 "fn" (bias 7, no infinities, S.1111.111 is NaN, largest finite 448), one
+// byte; a float type (inputs are drawn from the float distributions, saturated to +-448).
+enum class DType { kF32, kF16, kBF16, kI32, kI64, kE4M3 };
 
 std::optional<DType> parse_dtype(const std::string& name);
 // Every dtype name parse_dtype accepts, for "did you mean" suggestions.

@@ -1,6 +1,7 @@
 #include "sandbox/init_spec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -79,6 +80,23 @@ void check_structure(JsonReader& reader, const InitSpec& init, const std::string
   if (!init.repeated_max.empty() && !dtype_is_float(dtype))
     reader.error(path + ".repeated_max",
                  "only for float inputs (the planted maximum lies above the integer range)");
+}
+
+// e4m3 has no infinities and saturates at +-448: a bound or value outside that range would
+// describe inputs the fill cannot make (normal draws may pass it: their tails saturate).
+void check_e4m3_range(JsonReader& reader, const InitSpec& init, const std::string& path) {
+  constexpr double kMax = 448;
+  if (init.neg_inf > 0) reader.error(path + ".neg_inf", "e4m3 has no infinities");
+  auto check = [&](const char* key, double v) {
+    if (!(std::fabs(v) <= kMax))
+      reader.error(path + "." + key, "outside e4m3's finite range -448..448");
+  };
+  if (init.dist == "uniform") {
+    check("low", init.low);
+    check("high", init.high);
+  } else if (init.dist == "constant") {
+    check("value", init.value);
+  }
 }
 
 }  // namespace
@@ -189,6 +207,7 @@ InitSpec read_init_object(JsonReader& reader, const json& node, const std::strin
     if (init.dist != "randint") reader.error(path, "integer inputs need \"dist\": \"randint\"");
     if (init.neg_inf > 0) reader.error(path + ".neg_inf", "only float inputs can hold -inf");
   }
+  if (dtype == DType::kE4M3) check_e4m3_range(reader, init, path);
   return init;
 }
 

@@ -24,7 +24,8 @@ const std::vector<std::string> kTaskKeys = {
     "production_baselines", "cublaslt"};
 const std::vector<std::string> kTensorKeys = {"name", "dtype", "shape", "init"};
 const std::vector<std::string> kToleranceKeys = {"atol", "rtol", "max_error", "min_pass_fraction"};
-const std::vector<std::string> kPeaks = {"fp32", "bf16_tensor", "fp16_tensor", "tf32_tensor"};
+const std::vector<std::string> kPeaks = {"fp32", "bf16_tensor", "fp16_tensor", "tf32_tensor",
+                                         "fp8_tensor"};
 
 InitSpec read_init(JsonReader& reader, const json& tensor, const std::string& path, DType dtype,
                    int format, const std::set<std::string>& symbols) {

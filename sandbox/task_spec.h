@@ -51,7 +51,7 @@ struct TaskSpec {
   Tolerance tolerance;
   std::string flops;          // expression over sizes
   std::string bytes;          // expression over sizes
-  std::string peak = "fp32";  // fp32 | bf16_tensor | fp16_tensor | tf32_tensor
+  std::string peak = "fp32";  // fp32 | bf16_tensor | fp16_tensor | tf32_tensor | fp8_tensor
   double priority = 1.0;
 
   std::filesystem::path dir;

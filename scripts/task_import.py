@@ -181,7 +181,7 @@ def _finite_on(torch, problem, inputs, tensor, init):
 
 def _like(torch, t, shape, bindings):
     dtype = getattr(torch, {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
-                            "i32": "int32", "i64": "int64"}[t["dtype"]])
+                            "i32": "int32", "i64": "int64", "e4m3": "float8_e4m3fn"}[t["dtype"]])
     init = t["init"]
     if init["dist"] == "randint":
         high = init["high"] if isinstance(init["high"], int) else bindings[init["high"]]

@@ -8,18 +8,20 @@
 namespace kopt::worker {
 namespace {
 
-// Dense tensor-core peaks from the datasheets, flop/s (bf16/fp16, tf32).
+// Dense tensor-core peaks from the datasheets, flop/s (bf16/fp16, tf32, fp8). The A100 has no
+// fp8 tensor cores: an fp8 task there is bounded by the bf16 peak it would convert to.
 struct TensorPeak {
   const char* name_part;
-  double bf16, tf32;
+  double bf16, tf32, fp8;
 };
 constexpr TensorPeak kTensorPeaks[] = {
-    {"H200", 989e12, 495e12}, {"H100", 989e12, 495e12}, {"H800", 989e12, 495e12},
-    {"B200", 2250e12, 1100e12}, {"A100", 312e12, 156e12}, {"L40S", 362e12, 183e12},
+    {"H200", 989e12, 495e12, 1979e12}, {"H100", 989e12, 495e12, 1979e12},
+    {"H800", 989e12, 495e12, 1979e12}, {"B200", 2250e12, 1100e12, 4500e12},
+    {"A100", 312e12, 156e12, 312e12},  {"L40S", 362e12, 183e12, 733e12},
 };
 
 std::string cache_key(const DeviceInfo& info) {
-  std::string key = info.name + "_v2";  // v2: peak of memcpy and a vectorized copy
+  std::string key = info.name + "_v3";  // v2: peak of memcpy and a vectorized copy; v3: fp8
   for (char& c : key)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return key;
@@ -60,15 +62,14 @@ Result<double> measure_dram_bandwidth(Device& device, SupportKernels& support) {
 double DevicePeaks::compute_peak(const std::string& peak) const {
   if (peak == "bf16_tensor" || peak == "fp16_tensor") return bf16_tensor_flops;
   if (peak == "tf32_tensor") return tf32_tensor_flops;
+  if (peak == "fp8_tensor") return fp8_tensor_flops;
   return fp32_flops;
 }
 
 nlohmann::json DevicePeaks::to_json() const {
-  return {{"dram_bytes_per_s", dram_bytes_per_s},
-          {"fp32_flops", fp32_flops},
-          {"tf32_tensor_flops", tf32_tensor_flops},
-          {"bf16_tensor_flops", bf16_tensor_flops},
-          {"source", source}};
+  return {{"dram_bytes_per_s", dram_bytes_per_s},   {"fp32_flops", fp32_flops},
+          {"tf32_tensor_flops", tf32_tensor_flops}, {"bf16_tensor_flops", bf16_tensor_flops},
+          {"fp8_tensor_flops", fp8_tensor_flops},   {"source", source}};
 }
 
 Result<DevicePeaks> device_peaks(Device& device, SupportKernels& support) {
@@ -83,6 +84,7 @@ Result<DevicePeaks> device_peaks(Device& device, SupportKernels& support) {
       p.fp32_flops = j.at("fp32_flops");
       p.tf32_tensor_flops = j.at("tf32_tensor_flops");
       p.bf16_tensor_flops = j.at("bf16_tensor_flops");
+      p.fp8_tensor_flops = j.at("fp8_tensor_flops");
       p.source = "cached " + j.value("source", std::string());
       if (p.dram_bytes_per_s > 0 && p.fp32_flops > 0) return *(memo = p);
     } catch (const std::exception&) {
@@ -99,10 +101,12 @@ Result<DevicePeaks> device_peaks(Device& device, SupportKernels& support) {
   // Unknown GPUs: a conservative tensor peak of 8x FP32 (only %SOL of tensor tasks depends on it).
   p.bf16_tensor_flops = 8 * p.fp32_flops;
   p.tf32_tensor_flops = 4 * p.fp32_flops;
+  p.fp8_tensor_flops = 16 * p.fp32_flops;
   for (const auto& t : kTensorPeaks) {
     if (device.info().name.find(t.name_part) != std::string::npos) {
       p.bf16_tensor_flops = t.bf16;
       p.tf32_tensor_flops = t.tf32;
+      p.fp8_tensor_flops = t.fp8;
       break;
     }
   }

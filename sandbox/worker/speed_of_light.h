@@ -18,7 +18,8 @@ struct DevicePeaks {
   double fp32_flops = 0;
   double tf32_tensor_flops = 0;
   double bf16_tensor_flops = 0;
-  std::string source;  // "measured 2026-11-22" or "cache"
+  double fp8_tensor_flops = 0;  // e4m3/e5m2 inputs, fp32 accumulation
+  std::string source;           // "measured 2026-11-22" or "cache"
   // The compute peak a task's "peak" names.
   double compute_peak(const std::string& peak) const;
   nlohmann::json to_json() const;

@@ -8,6 +8,7 @@
 
 #include "common/files.h"
 #include "sandbox/compiler.h"
+#include "sandbox/e4m3.h"
 #include "sandbox/worker/support_kernels_source.h"
 
 namespace kopt::worker {
@@ -29,6 +30,8 @@ uint64_t mix64(uint64_t x) {
 // The unsigned type of an element's size, as xor_mask<W> is instantiated.
 const char* word_name(DType dtype) {
   switch (dtype_size(dtype)) {
+    case 1:
+      return "unsigned char";
     case 2:
       return "unsigned short";
     case 8:
@@ -50,6 +53,8 @@ const char* type_name(DType dtype) {
       return "int";
     case DType::kI64:
       return "long long";
+    case DType::kE4M3:
+      return "__nv_fp8_e4m3";
   }
   return "float";
 }
@@ -62,10 +67,11 @@ std::vector<std::string> SupportKernels::kernel_names() {
                                     "fma_peak",
                                     "copy_peak",
                                     "guard_scan",
+                                    "xor_mask<unsigned char>",
                                     "xor_mask<unsigned short>",
                                     "xor_mask<unsigned int>",
                                     "xor_mask<unsigned long long>"};
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kE4M3}) {
     std::string ty = type_name(t);
     names.push_back("compare<" + ty + ">");
     names.push_back("fill_randint<" + ty + ">");
@@ -468,6 +474,8 @@ Result<double> SupportKernels::read_element(CUdeviceptr data, DType dtype, int64
       std::memcpy(&v, raw, 8);
       return double(v);
     }
+    case DType::kE4M3:
+      return e4m3_to_double(raw[0]);
   }
   return 0.0;
 }

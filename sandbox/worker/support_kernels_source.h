@@ -6,6 +6,7 @@ namespace kopt::worker {
 inline constexpr const char* kSupportKernelSource = R"CUDA(
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 typedef unsigned long long u64;
 
@@ -33,6 +34,16 @@ template <> __device__ __forceinline__ __half from_double<__half>(double v) { re
 template <typename T> __device__ __forceinline__ T from_integer(long long v) { return (T)v; }
 template <> __device__ __forceinline__ __nv_bfloat16 from_integer<__nv_bfloat16>(long long v) { return from_double<__nv_bfloat16>((double)v); }
 template <> __device__ __forceinline__ __half from_integer<__half>(long long v) { return from_double<__half>((double)v); }
+// e4m3 (OCP "fn"): drawn in double, rounded once to nearest even and saturated to +-448, so a fill
+// never makes its NaN code (S.1111.111), not even from -inf: the toolkit's conversion, as the
+// export's kopt_selftest.h calls it (tests/foundation/e4m3_test.cc checks it on the host).
+template <> __device__ __forceinline__ double to_double<__nv_fp8_e4m3>(__nv_fp8_e4m3 v) { return (double)(float)v; }
+template <> __device__ __forceinline__ __nv_fp8_e4m3 from_double<__nv_fp8_e4m3>(double v) {
+  __nv_fp8_e4m3 r;
+  r.__x = __nv_cvt_double_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+  return r;
+}
+template <> __device__ __forceinline__ __nv_fp8_e4m3 from_integer<__nv_fp8_e4m3>(long long v) { return from_double<__nv_fp8_e4m3>((double)v); }
 
 // Element i takes the value drawn for i / repeat (repeat = the row length gives all-equal rows),
 // then becomes -inf with probability neg_inf (masked entries; float types only).
@@ -122,6 +133,7 @@ template <typename T> struct bits_of;
 template <> struct bits_of<float> { typedef unsigned int type; };
 template <> struct bits_of<__half> { typedef unsigned short type; };
 template <> struct bits_of<__nv_bfloat16> { typedef unsigned short type; };
+template <> struct bits_of<__nv_fp8_e4m3> { typedef unsigned char type; };
 template <> struct bits_of<int> { typedef unsigned int type; };
 template <> struct bits_of<long long> { typedef u64 type; };
 

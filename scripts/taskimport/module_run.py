@@ -10,7 +10,7 @@ import pathlib
 import re
 
 TORCH_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32",
-                "int64": "i64"}
+                "int64": "i64", "float8_e4m3fn": "e4m3"}
 _VIEWS = {"view", "_unsafe_view", "expand", "permute", "transpose", "t", "select", "slice",
           "unsqueeze", "squeeze", "reshape", "as_strided", "detach", "alias", "clone", "copy_",
           "_to_copy", "empty", "empty_like", "zeros", "ones", "fill_", "new_empty", "lift_fresh",

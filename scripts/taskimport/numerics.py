@@ -77,6 +77,8 @@ def is_matmul_like(ops):
 def peak(ops, dtypes):
     if not is_matmul_like(ops):
         return "fp32"
+    if "e4m3" in dtypes:
+        return "fp8_tensor"
     if "bf16" in dtypes:
         return "bf16_tensor"
     if "f16" in dtypes:

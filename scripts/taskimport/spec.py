@@ -50,11 +50,11 @@ def bytes_expr(tensors, dims_of):
     """Inputs read once plus outputs written once: the sum of each tensor's bytes."""
     terms = []
     for t in tensors:
-        factors = [str(DTYPE_BYTES[t["dtype"]])]
+        factors = [str(DTYPE_BYTES[t["dtype"]])] if DTYPE_BYTES[t["dtype"]] > 1 else []
         for e in dims_of(t):
             e = str(e)
             factors.append(e if e.isidentifier() or e.isdigit() else "(%s)" % e)
-        terms.append("*".join(factors))
+        terms.append("*".join(factors) or "1")
     return " + ".join(terms) if terms else "0"
 
 
@@ -105,7 +105,7 @@ def bound_tag(flops, nbytes):
 
 
 def dtype_tag(dtypes):
-    for d, tag in (("bf16", "bf16"), ("f16", "fp16"), ("f32", "fp32")):
+    for d, tag in (("e4m3", "fp8"), ("bf16", "bf16"), ("f16", "fp16"), ("f32", "fp32")):
         if d in dtypes:
             return tag
     return "int"

@@ -5,7 +5,7 @@ multiple of 4 but not of 32: a warp's tail); 160 (a multiple of 32 but not of 12
 tail); the module's own size (the timed shape, `{}`); and a larger one within a byte budget
 (index arithmetic past the example). Fixed sizes (a parameter's dimension) never change."""
 
-DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8}
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "e4m3": 1}
 EDGES = (1, 7, 36, 160)
 LARGE_BYTES = 1 << 30     # the larger sweep shape holds at most this much
 HOLDOUT_BYTES = 1 << 30   # or a quarter more than the example's shape, if that is larger

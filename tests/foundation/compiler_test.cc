@@ -225,6 +225,24 @@ extern "C" __global__ void tile(const __half* a, const __half* b, float* c) {
   compile_ok(request_for(wmma, {"tile"}));
 }
 
+// e4m3 tensors are __nv_fp8_e4m3 pointers (tasks/README.md): cuda_fp8.h passes the include
+// policy and compiles under NVRTC with kopt's options, conversions and the PTX cvt included.
+TEST(Compiler, Fp8HeaderPassesThePolicyAndCompiles) {
+  const char* fp8 = R"(#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+extern "C" __global__ void dot(const __nv_fp8_e4m3* x, const __nv_fp8_e4m3* w, const float* s,
+                               __nv_bfloat16* out, __nv_fp8_e4m3* q, int k) {
+  float acc = 0.0f;
+  for (int i = 0; i < k; ++i) acc += (float)x[i] * (float)w[i];
+  out[0] = __float2bfloat16(acc * s[0]);
+  q[0] = __nv_fp8_e4m3(acc);
+}
+)";
+  EXPECT_EQ(check_includes(fp8, "fp8.cu", toolkit_include_roots()), std::nullopt);
+  CompileOutput out = compile_ok(request_for(fp8, {"dot"}));
+  EXPECT_TRUE(looks_like_elf(out.cubin));
+}
+
 TEST(Compiler, InvalidArchIsAnError) {
   for (const char* arch : {"sm_5", "sm_30", "compute_90", "sm_90x", "90", "", "sm_90a;rm"}) {
     EXPECT_FALSE(is_valid_arch(arch)) << arch;

@@ -182,6 +182,45 @@ TEST(TaskSpec, UnknownDtype) {
   expect_error_at(task_error(t), "$.outputs[0].dtype", "unknown dtype 'float'");
 }
 
+// e4m3 (one byte, saturating at +-448, no infinities), and the fp8 tensor-core peak.
+TEST(TaskSpec, E4m3InputsAndTheFp8Peak) {
+  json t = good_task_json();
+  t["format"] = 3;
+  t["inputs"][0]["dtype"] = "e4m3";
+  t["inputs"][0]["init"] = {{"dist", "normal"}, {"std", 100}};  // tails saturate: allowed
+  t["inputs"][1]["dtype"] = "e4m3";
+  t["inputs"][1]["init"] = {{"dist", "uniform"}, {"low", -448}, {"high", 448}};
+  t["peak"] = "fp8_tensor";
+  auto task = parse_task(t.dump(), kOrigin);
+  ASSERT_TRUE(task.ok()) << task.error();
+  EXPECT_EQ(task->inputs[0].dtype, DType::kE4M3);
+  EXPECT_EQ(task->peak, "fp8_tensor");
+  auto bytes = task->tensor_bytes(task->bind({}));  // one byte an element: 4096 + 4096 + 4 * 4096
+  ASSERT_TRUE(bytes.ok()) << bytes.error();
+  EXPECT_EQ(*bytes, 6 * 4096);
+
+  json bad = t;
+  bad["inputs"][0]["dtype"] = "e4m4";
+  expect_error_at(task_error(bad), "$.inputs[0].dtype",
+                  "unknown dtype 'e4m4' (did you mean 'e4m3'?)");
+  bad = t;
+  bad["peak"] = "fp8_tensr";
+  expect_error_at(task_error(bad), "$.peak",
+                  "unknown peak 'fp8_tensr' (did you mean 'fp8_tensor'?)");
+  bad = t;
+  bad["inputs"][1]["init"]["high"] = 449;
+  expect_error_at(task_error(bad), "$.inputs[1].init.high", "outside e4m3's finite range");
+  bad = t;
+  bad["inputs"][1]["init"] = {{"dist", "constant"}, {"value", -500}};
+  expect_error_at(task_error(bad), "$.inputs[1].init.value", "outside e4m3's finite range");
+  bad = t;
+  bad["inputs"][0]["init"]["neg_inf"] = 0.25;
+  expect_error_at(task_error(bad), "$.inputs[0].init.neg_inf", "e4m3 has no infinities");
+  bad = t;  // stress rounds are read with the input's dtype too
+  bad["stress"] = {{{"name", "hot"}, {"inputs", {{"y", {{"dist", "constant"}, {"value", 1000}}}}}}};
+  expect_error_at(task_error(bad), "$.stress[0].inputs.y.value", "outside e4m3's finite range");
+}
+
 TEST(TaskSpec, UnknownSymbolInExpressions) {
   json t = good_task_json();
   t["inputs"][1]["shape"] = {"n", "m"};

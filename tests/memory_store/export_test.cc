@@ -8,6 +8,8 @@
 
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "memory_store/export_api_codegen.h"
+#include "memory_store/export_bundle.h"
 #include "memory_store/export_device_image.h"
 #include "memory_store/kernel_export.h"
 #include "memory_store/launcher_codegen.h"
@@ -291,10 +293,15 @@ TEST(LauncherCodegenTest, ExpressionsAndNames) {
 TEST(LauncherCodegenTest, HeadersForTheTaskSuiteCompile) {
   TempDir dir;
   std::vector<std::filesystem::path> sources;
-  const std::vector<std::string> wanted = {"mse_loss_baseline", "bf16_gemm_baseline",
-                                           "axpy_reference", "softmax_baseline",
-                                           "layernorm_reference"};
-  for (const auto& task_dir : find_task_dirs(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks")) {
+  const std::vector<std::string> wanted = {"mse_loss_baseline",   "bf16_gemm_baseline",
+                                           "axpy_reference",      "softmax_baseline",
+                                           "layernorm_reference", "fp8_block_gemm_baseline"};
+  std::vector<std::filesystem::path> task_dirs;
+  for (const char* suite : {"tasks", "tasks_realworld"}) {
+    for (auto& d : find_task_dirs(std::filesystem::path(KOPT_SOURCE_DIR) / suite))
+      task_dirs.push_back(d);
+  }
+  for (const auto& task_dir : task_dirs) {
     auto task = load_task(task_dir);
     ASSERT_TRUE(task.ok()) << task.error();
     for (const char* name : {"reference.cu", "baseline.cu"}) {
@@ -313,6 +320,15 @@ TEST(LauncherCodegenTest, HeadersForTheTaskSuiteCompile) {
       input.image_prefix = "kopt_" + stem;
       auto header = exporter::generate_launcher_header(input);
       ASSERT_TRUE(header.ok()) << stem << ": " << header.error();
+      if (task->name == "fp8_block_gemm") {  // e4m3 tensors: the toolkit's fp8 type
+        EXPECT_TRUE(contains(*header, "#include <cuda_fp8.h>")) << *header;
+        EXPECT_TRUE(contains(*header, "const __nv_fp8_e4m3* x")) << *header;
+        std::string api = exporter::generate_api_header(*task, true);
+        EXPECT_TRUE(contains(api, "#include <cuda_fp8.h>")) << api;
+        EXPECT_TRUE(contains(api, "const __nv_fp8_e4m3* w")) << api;
+        EXPECT_STREQ(exporter::torch_dtype_name(task->inputs[0].dtype), "float8_e4m3fn");
+        EXPECT_STREQ(exporter::torch_dtype_name(task->outputs[0].dtype), "bfloat16");
+      }
       ASSERT_TRUE(write_file_atomic(dir / (stem + ".cuh"), *header).ok());
       // A user's translation unit: include the header, call the launcher.
       std::string call = "kopt_" + exporter::cpp_identifier(task->name) + "::launch(";

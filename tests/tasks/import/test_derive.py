@@ -120,6 +120,9 @@ class Numerics(unittest.TestCase):
     def test_peak(self):
         self.assertEqual(numerics.peak({"aten.mm"}, {"bf16"}), "bf16_tensor")
         self.assertEqual(numerics.peak({"aten.relu"}, {"bf16"}), "fp32")
+        # A GEMM on float8_e4m3fn tensors (dequantized or scaled) is bounded by the fp8 peak.
+        self.assertEqual(numerics.peak({"aten.mm"}, {"e4m3", "bf16"}), "fp8_tensor")
+        self.assertEqual(spec.dtype_tag({"e4m3", "f32"}), "fp8")
 
 
 class Spec(unittest.TestCase):
@@ -128,6 +131,9 @@ class Spec(unittest.TestCase):
         text = spec.bytes_expr([t("x", [1, 1]), t("out", [1, 1], "bf16")],
                                lambda x: sizes.shape_exprs(x, dims))
         self.assertEqual(text, "4*rows*cols + 2*rows*(cols - 2)")
+        fp8 = spec.bytes_expr([t("x", [1, 1], "e4m3"), t("out", [1, 1], "bf16")],
+                              lambda x: sizes.shape_exprs(x, dims))
+        self.assertEqual(fp8, "rows*cols + 2*rows*(cols - 2)")  # one byte an element
         self.assertEqual(sweep.evaluate(text, {"rows": 2, "cols": 10}), 80 + 32)
 
     def test_the_modules_eager_and_compiled_times_are_its_production_baselines(self):
