@@ -174,6 +174,8 @@ def measure_task(torch, timer, task_dir, with_compile, check_do_bench, cublaslt=
     build, origin = load_op(task_dir, name)
     inputs = plan_launcher.make_inputs(torch, spec, sizes)
     fn, args = build(torch, inputs, sizes, spec.get("constants", {}))
+    if getattr(fn, "kopt_detail", None):  # a torch_op.py that chose among ways says which
+        origin += ": " + fn.kopt_detail
     common = {"task": name, "shape": " ".join("%s=%d" % kv for kv in sorted(sizes.items())),
               "device": device_facts(torch), "library_versions": library_versions(torch),
               "op": origin}
