@@ -540,6 +540,10 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
                              : "no LLM configured: the built-in tuner works alone");
   }
   if (!gpus_note.empty()) spdlog::info("{}", gpus_note);
+  // The effective basis (--score wins over the file), which the per-task lines then apply.
+  spdlog::info("search: score {}, sol_score_threshold {:.2f}, sol_threshold_percent {:.0f}",
+               score_basis_name(options.search.score), options.search.sol_score_threshold,
+               options.search.sol_threshold_percent);
   if (!evaluator) {
     std::vector<std::unique_ptr<Evaluator>> members;
     for (size_t i = 0; i < sandboxes->size(); ++i) {
