@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/sol_score.h"
 #include "common/strings.h"
 
 namespace kopt::agents {
@@ -25,6 +26,21 @@ std::string describe_measurements(const std::optional<Measurements>& m) {
         "\n- speed of light: {:.2f} us; this kernel reaches {:.1f}% of it (headroom {:.2f}x)",
         m->sol_us, m->sol_percent, m->median_us / m->sol_us);
   }
+  if (!m->production_name.empty() && m->production_us > 0) {
+    // What users run today is the bar the kernel is judged by (SOL-ExecBench's S).
+    Standing st = standing(m->median_us, m->baseline_us, m->sol_us,
+                           ProductionReference{m->production_name, m->production_us});
+    text += fmt::format(
+        "\n- production baseline to beat: {} at {:.2f} us on this GPU (what users run today); "
+        "this kernel is {:.3f}x its speed ({})",
+        m->production_name, m->production_us, st.speedup_vs_production,
+        st.speedup_vs_production >= 1 ? "as fast or faster" : "slower");
+    if (st.score) {
+      text += fmt::format(
+          "\n- SOL score S = {:.2f} against {} (0.5 = as fast as it, 1.0 = speed of light)",
+          *st.score, m->production_name);
+    }
+  }
   if (m->registers > 0) {
     text += fmt::format(
         "\n- resources: {} registers/thread, {} bytes local memory/thread{}, {} B static + {} B "
@@ -47,6 +63,8 @@ std::string describe_examples(const std::vector<MemoryExample>& examples,
     text +=
         "Lesson: " + (e.summary.empty() ? std::string("(no lesson recorded)") : e.summary) + "\n";
     if (!e.tags.empty()) text += "Tags: " + join(e.tags, ", ") + "\n";
+    if (!e.reached_production.empty())
+      text += "Reached production speed: " + e.reached_production + "\n";
     if (!e.diff.empty())
       text += "```diff\n" + e.diff + (e.diff.back() == '\n' ? "" : "\n") + "```\n";
     text += "\n";

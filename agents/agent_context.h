@@ -31,6 +31,10 @@ struct Measurements {
   double speedup = 0;      // over the baseline
   double sol_us = 0;       // speed-of-light time of the operation
   double sol_percent = 0;  // sol_us / median_us * 100
+  // The best production baseline measured for the task on this GPU model (cuBLASLt, PyTorch
+  // eager or torch.compile): the time users get today, the target to beat. "" and 0: none.
+  std::string production_name;
+  double production_us = 0;
   int registers = 0;
   int local_bytes = 0;  // spills and local arrays per thread
   int static_shared_bytes = 0;
@@ -56,6 +60,9 @@ struct MemoryExample {
   std::string summary;
   std::vector<std::string> tags;
   std::string diff;  // unified diff from the slower to the faster kernel (may be shortened)
+  // "its result (40.00 us) is as fast as torch_compile (45.00 us) or faster" when the faster
+  // kernel reached the best production baseline of its task; "" otherwise.
+  std::string reached_production;
 };
 
 // Everything an agent working on one kernel of one task may need.
@@ -73,7 +80,8 @@ struct WorkContext {
 };
 
 // "median 301.2 us (noise 0.4%), 1.02x over the baseline (307.1 us), 89.3% of speed of light
-// (268.9 us); 16 registers, no spills, ...", several lines; "not measured yet" when empty.
+// (268.9 us), the production baseline to beat and the SOL score S against it; 16 registers, no
+// spills, ...", several lines; "not measured yet" when empty.
 std::string describe_measurements(const std::optional<Measurements>& m);
 
 // The "where the time goes" section: the counters' line, or why there is none.

@@ -10,6 +10,7 @@
 
 #include "memory_store/bm25.h"
 #include "memory_store/memory_store.h"
+#include "memory_store/production_baselines.h"
 #include "memory_store/row_readers.h"
 #include "memory_store/source_identifiers.h"
 #include "memory_store/techniques.h"
@@ -61,7 +62,7 @@ bool same_bottleneck(const std::string& a, const std::string& b) {
 
 double non_text_score(const RetrievalQuery& query, const PairRecord& pair,
                       const std::string& slow_bottleneck,
-                      const std::vector<std::string>& techniques) {
+                      const std::vector<std::string>& techniques, bool reached_production) {
   double family = 0;
   if (!query.family_tags.empty()) {
     if (contains(pair.tags, query.family_tags.front())) family += 0.5;
@@ -84,8 +85,9 @@ double non_text_score(const RetrievalQuery& query, const PairRecord& pair,
       if (!contains(query.current_techniques, t)) novelty = 1;
     }
   }
+  double production = reached_production ? 1 : 0;
   return 0.6 * family + 0.4 * same_task + 0.3 * gpu + 0.3 * speed + 0.5 * (useful - 0.5) +
-         0.4 * bottleneck + 0.3 * novelty;
+         0.4 * bottleneck + 0.3 * novelty + 0.3 * production;
 }
 
 std::vector<RetrievedPair> select_diverse(
@@ -232,13 +234,30 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
   // statement, not a query per candidate), and only when the query has a class to match it to.
   const bool match_bottleneck = query.bottleneck_of_profile && known_bottleneck(query.bottleneck);
   std::map<int64_t, std::string> slow_classes;  // slow kernel id -> class: lineages share them
+  // (task, GPU model) -> its best production baseline: candidates share a few of them.
+  std::map<std::pair<std::string, std::string>, std::optional<ProductionBaselineRecord>>
+      productions;
+  auto production_of =
+      [&](const PairRecord& pair) -> const std::optional<ProductionBaselineRecord>& {
+    auto [known, fresh] = productions.try_emplace({pair.task, pair.gpu_model});
+    if (fresh) {
+      auto best = best_production_baseline(db_, pair.task, pair.gpu_model);
+      if (best) known->second = *best;  // a failed look-up counts as "none measured"
+    }
+    return known->second;
+  };
   std::vector<RetrievedPair> candidates;
   {
     auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
                                 ", CASE WHEN ?3 THEN (SELECT e.profile_json FROM evaluations e"
                                 " WHERE e.kernel_id = p.slow_kernel_id AND e.profile_json != '{}'"
                                 " ORDER BY e.id DESC LIMIT 1) END,"
-                                " f.slow_terms, f.fast_terms, fk.origin_tuner"
+                                " f.slow_terms, f.fast_terms, fk.origin_tuner,"
+                                " (SELECT e.median_us FROM evaluations e"
+                                " WHERE e.kernel_id = p.fast_kernel_id"
+                                " AND e.gpu_model = p.gpu_model AND e.verdict = 'ok'"
+                                " AND e.median_us > 0"
+                                " ORDER BY e.id DESC LIMIT 1)"
                                 " FROM json_each(?1) j JOIN pairs p ON p.id = j.value"
                                 " JOIN tasks t ON t.id = p.task_id"
                                 " JOIN kernels fk ON fk.id = p.fast_kernel_id"
@@ -266,11 +285,16 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
               ? std::vector<std::string>{"tuning"}
               : pair_techniques(candidate.pair.summary, statement->column_text(extra + 1),
                                 statement->column_text(extra + 2));
+      candidate.fast_us = statement->column_double(extra + 4);
+      if (const auto& production = production_of(candidate.pair)) {
+        candidate.production_name = production->name;
+        candidate.production_us = production->median_us;
+      }
       auto it = text.find(candidate.pair.id);
       candidate.text_score = it != text.end() && best_text > 0 ? it->second / best_text : 0;
-      candidate.score =
-          candidate.text_score +
-          non_text_score(query, candidate.pair, candidate.slow_bottleneck, candidate.techniques);
+      candidate.score = candidate.text_score +
+                        non_text_score(query, candidate.pair, candidate.slow_bottleneck,
+                                       candidate.techniques, candidate.reached_production());
       candidates.push_back(std::move(candidate));
     }
   }

@@ -20,6 +20,13 @@
 //         + 0.3 * novelty   +1 when the pair teaches a technique (techniques.h) the current
 //                           kernel does not use yet, -1 when every technique it teaches is
 //                           already in the current kernel, 0 when it names none
+//         + 0.3 * production  1 when the pair's fast kernel (its newest verified time on the
+//                           pair's GPU model) is at least as fast as the best production baseline
+//                           measured for the pair's task on that GPU model
+//                           (production_baselines.h), i.e. its SOL score against what users run
+//                           is at least 0.5; 0 when slower or when nothing was measured. A change
+//                           that reached cuBLASLt or torch.compile teaches more than one that
+//                           sped up a plain kernel by as much
 //
 // A pair never shown: one whose fast kernel is the current kernel or one of its ancestors
 // (`exclude_kernels`), or a near-copy of the current kernel (`near_copy`): the model would be
@@ -77,13 +84,24 @@ struct RetrievedPair {
   // What the pair teaches (techniques.h); "tuning" alone for a tuner configuration.
   std::vector<std::string> techniques;
   bool tuner_only = false;  // the fast kernel is a tuner configuration of the slow one
+  // The fast kernel's newest verified median on the pair's GPU model (0: none recorded), and the
+  // best production baseline of the pair's task on that model ("" and 0: none measured).
+  double fast_us = 0;
+  std::string production_name;
+  double production_us = 0;
+  // Whether the fast kernel is at least as fast as that production baseline (S >= 0.5).
+  bool reached_production() const {
+    return fast_us > 0 && production_us > 0 && fast_us <= production_us;
+  }
 };
 
 // The parts of the score that do not depend on BM25, for one candidate whose slow kernel had
-// the bottleneck class `slow_bottleneck` and that teaches `techniques` (exposed for tests).
+// the bottleneck class `slow_bottleneck`, that teaches `techniques` and whose fast kernel
+// `reached_production` (exposed for tests).
 double non_text_score(const RetrievalQuery& query, const PairRecord& pair,
                       const std::string& slow_bottleneck = "unknown",
-                      const std::vector<std::string>& techniques = {});
+                      const std::vector<std::string>& techniques = {},
+                      bool reached_production = false);
 
 // Whether two bottleneck classes are the same known class ("" and "unknown" match nothing).
 bool same_bottleneck(const std::string& a, const std::string& b);

@@ -109,7 +109,8 @@ struct DaemonConfig {
   struct Search {
     std::optional<int64_t> beam_width, plans_per_iteration, max_repairs, memory_examples,
         plateau_candidates, tuner_max_configs, warm_start_kernels, plateau_plans;
-    std::optional<double> sol_threshold_percent, exploration;
+    std::optional<double> sol_threshold_percent, exploration, sol_score_threshold;
+    std::string score;  // "auto", "sol_score" or "sol_percent" (common/score_basis.h); "": unset
   } search;
   // Noticing a model that stalls (src/orchestrator/stall_detector.h has the defaults).
   struct Stall {

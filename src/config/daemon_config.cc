@@ -2,6 +2,7 @@
 // a member in DaemonConfig; unknown keys are rejected automatically.
 #include <algorithm>
 
+#include "common/score_basis.h"
 #include "common/strings.h"
 #include "src/config/config_sections.h"
 
@@ -75,7 +76,14 @@ DaemonConfig read_daemon_section(JsonReader& reader, const json* section) {
   search.integer("plateau_plans", d.search.plateau_plans, Bound::kPositive);
   search.number("exploration", d.search.exploration, Bound::kNonNegative);
   search.number("sol_threshold_percent", d.search.sol_threshold_percent, Bound::kPositive);
+  search.choice("score", d.search.score, score_basis_names());
+  search.number("sol_score_threshold", d.search.sol_score_threshold, Bound::kPositive);
   search.finish();
+  if (d.search.sol_score_threshold && *d.search.sol_score_threshold > 1) {
+    reader.error(
+        "$.daemon.search.sol_score_threshold",
+        "must be at most 1 (S is 1 at the speed of light, 0.5 at the production baseline)");
+  }
 
   ObjectReader stall(reader, r.object("stall"), "$.daemon.stall");
   stall.integer("window", d.stall.window, Bound::kPositive);

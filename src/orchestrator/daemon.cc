@@ -113,6 +113,9 @@ void apply_config(const DaemonConfig& d, RunOptions& options) {
   set(s.exploration, d.search.exploration);
   set(options.llm_concurrency, d.llm_concurrency);
   set(s.sol_threshold_percent, d.search.sol_threshold_percent);
+  set(s.sol_score_threshold, d.search.sol_score_threshold);
+  // The config reader accepted only the names parse_score_basis knows.
+  if (auto basis = parse_score_basis(d.search.score)) s.score = *basis;
   set(options.max_in_flight, d.max_in_flight);
   options.keep_prompts = d.keep_prompts;
   set(options.drain_seconds, d.drain_s);
@@ -154,6 +157,10 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
                                 "cost more than this per hour",
                                 cxxopts::value<double>())(
       "candidates-per-task", "kernels judged per task at most", cxxopts::value<int64_t>())(
+      "score",
+      "what task weights and stopping read: auto (S against the production baseline where one "
+      "was measured on this GPU model, else %SOL), sol_score or sol_percent",
+      cxxopts::value<std::string>())(
       "gpus", "GPU indices, e.g. 0,1 (default: the config's, else every visible GPU)",
       cxxopts::value<std::string>())("config", "config file", cxxopts::value<std::string>())(
       "db", "memory database (default: the config's)", cxxopts::value<std::string>())(
@@ -199,6 +206,14 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
         gpus.push_back(gpu);
       }
       inv.gpus = gpus;
+    }
+    if (args.count("score")) {
+      std::string name = args["score"].as<std::string>();
+      inv.score = parse_score_basis(name);
+      if (!inv.score) {
+        throw cxxopts::exceptions::exception("--score: '" + name + "' is not one of " +
+                                             join(score_basis_names(), ", "));
+      }
     }
     if (args.count("config")) inv.config = args["config"].as<std::string>();
     if (args.count("db")) inv.db = args["db"].as<std::string>();
@@ -389,6 +404,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   }
   if (invocation.max_usd_per_task) options.budgets.max_usd_per_task = invocation.max_usd_per_task;
   if (invocation.max_usd_per_hour) options.budgets.max_usd_per_hour = invocation.max_usd_per_hour;
+  if (invocation.score) options.search.score = *invocation.score;
 
   // Default GPUs: every one this machine has for local workers (GPU 0 where there are none:
   // the test evaluator needs no GPU), GPU 0 for a worker command template.
@@ -524,6 +540,10 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
                              : "no LLM configured: the built-in tuner works alone");
   }
   if (!gpus_note.empty()) spdlog::info("{}", gpus_note);
+  // The effective basis (--score wins over the file), which the per-task lines then apply.
+  spdlog::info("search: score {}, sol_score_threshold {:.2f}, sol_threshold_percent {:.0f}",
+               score_basis_name(options.search.score), options.search.sol_score_threshold,
+               options.search.sol_threshold_percent);
   if (!evaluator) {
     std::vector<std::unique_ptr<Evaluator>> members;
     for (size_t i = 0; i < sandboxes->size(); ++i) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/score_basis.h"
 #include "sandbox/evaluator.h"
 #include "src/config/config.h"
 
@@ -28,6 +29,7 @@ struct DaemonInvocation {
   std::optional<double> max_usd_per_task;
   std::optional<double> max_usd_per_hour;
   std::optional<std::vector<int>> gpus;
+  std::optional<ScoreBasis> score;  // --score: what task weights and stopping read
   std::optional<std::filesystem::path> config;
   std::optional<std::filesystem::path> db;
   bool resume = false;

@@ -205,6 +205,7 @@ bool Orchestrator::launch_next_job() {
     PhaseChange change;
     std::optional<JobKind> next = task.next_job(now, llm_now, change);
     log_change(task, change);
+    if (auto note = task.take_score_note()) spdlog::info("[{}] {}", task.spec.name, *note);
     if (!next) continue;
     double score = task.fair_score();
     if (!chosen || score < chosen_score) {

@@ -7,9 +7,11 @@
 // Work is a set of jobs (a baseline, a tuner configuration, a planner call, a coder's plan) run
 // on threads of their own, at most max_in_flight at once: with more jobs than GPUs, the GPUs are
 // kept busy while other jobs wait on the model. The next job goes to the task with the least
-// work done per unit of weight, weight = (1 - best %SOL) x priority, so tasks far from speed of
-// light get more of the night; a task stops at the %SOL threshold, on a plateau or at its
-// candidate budget, and its share goes to the others.
+// work done per unit of weight, weight = log(1 / S) x priority where S is the SOL score of the
+// task's best kernel against the best production baseline measured on this GPU model, or
+// log(100 / best %SOL) x priority where there is none (SearchSettings::score), so tasks far from
+// what users run and from speed of light get more of the night; a task stops at the S (or %SOL)
+// threshold, on a plateau or at its candidate budget, and its share goes to the others.
 //
 // A model that stalls (repeats, cut-off answers, refusals, the same plans again) is noticed per
 // task and for the model as a whole (stall_control.cc): the task backs off, then is parked with
@@ -127,6 +129,9 @@ class Orchestrator {
   void record_pair(TaskState& task, const VerifiedKernel& parent, const VerifiedKernel& kernel,
                    const std::string& mechanical_lesson);
   agents::WorkContext work_context(const TaskState& task, const VerifiedKernel& current) const;
+  // Reads the task's best production baseline on this run's GPU model into its search and says
+  // in the log what its weight and stopping rule are judged by. Requires mutex_ and gpu_.
+  void load_production_baseline(TaskState& task);
   // Queues the task's warm start (the best kernels of earlier runs on this GPU model). Requires
   // mutex_.
   void queue_warm_start(TaskState& task);

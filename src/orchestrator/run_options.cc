@@ -32,6 +32,8 @@ json RunOptions::to_json() const {
             {"max_repairs", s.max_repairs},
             {"memory_examples", s.memory_examples},
             {"sol_threshold_percent", s.sol_threshold_percent},
+            {"score", score_basis_name(s.score)},
+            {"sol_score_threshold", s.sol_score_threshold},
             {"plateau_candidates", s.plateau_candidates},
             {"tuner_max_configs", s.tuner_max_configs}}}};
 }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "memory_store/production_baselines.h"
 #include "sandbox/judging_spec.h"
 
 namespace kopt::orchestrator {
@@ -220,6 +221,15 @@ Result<std::vector<WarmKernel>> RunRecorder::warm_start_kernels(const std::strin
     out.push_back(std::move(k));
   }
   return out;
+}
+
+Result<std::optional<ProductionReference>> RunRecorder::best_production_baseline(
+    const std::string& task, const std::string& gpu_model) {
+  std::lock_guard lock(mutex_);
+  auto best = memory::best_production_baseline(store_.database(), task, gpu_model);
+  if (!best) return make_error(best.error());
+  if (!*best) return std::optional<ProductionReference>{};
+  return std::optional<ProductionReference>{ProductionReference{(*best)->name, (*best)->median_us}};
 }
 
 Result<std::vector<PastEvaluation>> RunRecorder::history(const std::string& task) {

@@ -75,6 +75,10 @@ class RunRecorder final : public LlmCallSink {
   // earlier runs, best first, at most `limit`: a warm start for this run.
   Result<std::vector<WarmKernel>> warm_start_kernels(const std::string& task,
                                                      const std::string& gpu_model, int limit);
+  // The fastest production baseline measured for `task` on `gpu_model`
+  // (memory_store/production_baselines.h); nothing when none was measured.
+  Result<std::optional<ProductionReference>> best_production_baseline(const std::string& task,
+                                                                      const std::string& gpu_model);
   // Plans and transcripts (memory_store/plan_store.h), tagged with this run. Failures are logged,
   // never the caller's problem: a lost transcript must not stop the search.
   std::optional<int64_t> add_plan(memory::PlanRecord plan);

@@ -113,7 +113,7 @@ agents::WorkContext Orchestrator::work_context(const TaskState& task,
   context.task.contract =
       task_contract(task.spec, gpu, task.baseline ? task.baseline->sol_us : current.sol_us);
   context.current.source = current.source;
-  context.current.measurements = measurements_of(current);
+  context.current.measurements = measurements_of(current, task.production);
   size_t first = task.tried_plans.size() > 12 ? task.tried_plans.size() - 12 : 0;
   context.tried_plans.assign(task.tried_plans.begin() + static_cast<ptrdiff_t>(first),
                              task.tried_plans.end());
@@ -221,12 +221,39 @@ void Orchestrator::run_baseline(TaskState& task) {
   task.best_sol_percent = k.sol_percent;
   task.phase = TaskState::Phase::kSearching;
   task.add_tune_target(k);
+  load_production_baseline(task);
   queue_warm_start(task);
   spdlog::info("[{}] baseline: {:.2f} us, {:.1f}% of speed of light ({:.2f} us){}", task.spec.name,
                k.median_us, k.sol_percent, k.sol_us,
                task.tune_queue.empty()
                    ? ""
                    : fmt::format("; {} tuner configurations queued", task.tune_queue.size()));
+}
+
+void Orchestrator::load_production_baseline(TaskState& task) {
+  if (!gpu_) return;
+  auto best = deps_.recorder->best_production_baseline(task.spec.name, gpu_->model);
+  if (!best) {
+    spdlog::warn("[{}] production baselines: {}", task.spec.name, best.error());
+  } else {
+    task.production = *best;
+  }
+  const SearchSettings& s = options_.search;
+  if (s.score == ScoreBasis::kSolPercent) return;  // as before production baselines: no news
+  if (task.production) {
+    spdlog::info("[{}] judged by S against {} ({:.2f} us on {}): done at S {:.2f}", task.spec.name,
+                 task.production->name, task.production->median_us, gpu_->model,
+                 s.sol_score_threshold);
+  } else {
+    spdlog::info(
+        "[{}] judged by {}: no production baseline measured on {} (kopt baselines "
+        "measures them)",
+        task.spec.name,
+        s.score == ScoreBasis::kAuto
+            ? fmt::format("%SOL (done at {:.0f}%)", s.sol_threshold_percent)
+            : fmt::format("S against baseline.cu (done at S {:.2f})", s.sol_score_threshold),
+        gpu_->model);
+  }
 }
 
 void Orchestrator::queue_warm_start(TaskState& task) {
@@ -588,6 +615,7 @@ void Orchestrator::restore_task(TaskState& task) {
         gpu.arch = arch_from_cc(gpu.cc);
         gpu_ = gpu;
       }
+      load_production_baseline(task);
       continue;
     }
     CandidateOutcome outcome;

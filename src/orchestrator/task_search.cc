@@ -35,8 +35,32 @@ double TaskSearch::weight() const {
   // task with the most to gain gets about five times the share, not 1.8 times as with 1 - SOL.
   // Unknown (no baseline yet) counts as 1% SOL; a task near speed of light keeps a little weight
   // so that it is never starved while its plateau and threshold decide when it stops.
-  double sol = std::clamp(best_sol_percent > 0 ? best_sol_percent : 1.0, 1.0, 100.0);
-  return std::max(0.02, std::log(100.0 / sol)) * std::max(0.01, spec.priority);
+  double gain = 0;
+  if (TaskScore now = score(); now.uses_s) {
+    // log(1 / S) = log(1 + (T_k - T_SOL) / (T_b - T_SOL)) has the form of log(100 / %SOL) =
+    // log(1 + (T_k - T_SOL) / T_SOL), the gap measured against the reference's own instead of
+    // the bound's: the two agree for a reference at 50% SOL, so tasks judged either way share a
+    // night on one scale. S under 0.01 counts as 0.01, as %SOL under 1% counts as 1%.
+    gain = std::log(1.0 / std::clamp(now.s, 0.01, 1.0));
+  } else {
+    double sol = std::clamp(best_sol_percent > 0 ? best_sol_percent : 1.0, 1.0, 100.0);
+    gain = std::log(100.0 / sol);
+  }
+  return std::max(0.02, gain) * std::max(0.01, spec.priority);
+}
+
+TaskScore TaskSearch::score() const {
+  return task_score(limits.search.score, best_sol_percent, baseline ? baseline->sol_us : 0,
+                    baseline ? baseline->median_us : 0, production);
+}
+
+std::optional<std::string> TaskSearch::take_score_note() {
+  if (score_fallback_said) return std::nullopt;
+  TaskScore now = score();
+  if (now.fallback.empty()) return std::nullopt;
+  score_fallback_said = true;
+  return fmt::format("S cannot be computed ({}): weights and stopping use %SOL (threshold {:.0f}%)",
+                     now.fallback, limits.search.sol_threshold_percent);
 }
 
 double TaskSearch::fair_score() const {
@@ -98,7 +122,19 @@ bool TaskSearch::update_phase(PhaseChange& change) {
     return false;
   };
   const SearchSettings& s = limits.search;
-  if (best_sol_percent >= s.sol_threshold_percent) {
+  if (TaskScore now = score(); now.uses_s) {
+    if (now.s >= s.sol_score_threshold) {
+      return finish(fmt::format("reached S {:.2f} against {} (threshold {:.2f})", now.s,
+                                now.reference, s.sol_score_threshold));
+    }
+    // Near the bound, a task still slower than what users run goes on (its plateau ends it);
+    // one at least as fast has little left to gain.
+    if (best_sol_percent >= s.sol_threshold_percent && now.s >= 0.5) {
+      return finish(
+          fmt::format("reached {:.1f}% of speed of light, as fast as {} or faster (S {:.2f})",
+                      best_sol_percent, now.reference, now.s));
+    }
+  } else if (best_sol_percent >= s.sol_threshold_percent) {
     return finish(fmt::format("reached {:.1f}% of speed of light", best_sol_percent));
   }
   if (limits.candidates_per_task && candidates >= *limits.candidates_per_task) {

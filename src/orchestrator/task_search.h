@@ -26,6 +26,7 @@
 #include "src/orchestrator/progress.h"
 #include "src/orchestrator/run_options.h"
 #include "src/orchestrator/stall_detector.h"
+#include "src/orchestrator/task_score.h"
 #include "src/orchestrator/tuner.h"
 
 namespace kopt::orchestrator {
@@ -133,6 +134,10 @@ class TaskSearch {
   double best_speedup = 0;  // the best ever verified (the beam may have moved on)
   double best_sol_percent = 0;
   double best_us = 0;
+  // The best production baseline measured for the task on this run's GPU model (the orchestrator
+  // reads it from the memory once the GPU is known); S is measured against it (task_score.h).
+  std::optional<ProductionReference> production;
+  bool score_fallback_said = false;  // take_score_note() said why S is not used
 
   // Warm start: the best kernels of earlier runs on this GPU model, judged again by this run's
   // verifier and task spec before they count; plans wait until they are in the beam.
@@ -180,14 +185,20 @@ class TaskSearch {
   bool finished() const {
     return phase == Phase::kDone || phase == Phase::kFailed || phase == Phase::kParked;
   }
-  // How much the task can still gain, log(100 / best %SOL), times its priority.
+  // How much the task can still gain, log(100 / best %SOL) or log(1 / S) as score() says,
+  // times its priority.
   double weight() const;
+  // What the weight and the stopping rule read now (SearchSettings::score, task_score.h).
+  TaskScore score() const;
+  // Once per task: why S cannot be used although the settings ask for it, for the run log.
+  std::optional<std::string> take_score_note();
   // The fair-share score, dollars of work per unit of weight: the lowest gets the next job.
   double fair_score() const;
   TaskProgress progress() const;
 
   // ---- the rules ----
-  // Marks the task done when its threshold, candidate budget or plateau says so, and parks it
+  // Marks the task done when its threshold (sol_score_threshold where score() uses S, else
+  // sol_threshold_percent), candidate budget or plateau says so, and parks it
   // when its LLM budget is spent. Returns whether it may start new work; `change` says what
   // changed.
   bool update_phase(PhaseChange& change);

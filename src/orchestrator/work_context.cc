@@ -51,7 +51,8 @@ agents::TaskBrief make_brief(const TaskSpec& task, const GpuIdentity& gpu, doubl
   return brief;
 }
 
-agents::Measurements measurements_of(const VerifiedKernel& kernel) {
+agents::Measurements measurements_of(const VerifiedKernel& kernel,
+                                     const std::optional<ProductionReference>& production) {
   agents::Measurements m;
   m.median_us = kernel.median_us;
   m.noise = kernel.noise;
@@ -59,6 +60,10 @@ agents::Measurements measurements_of(const VerifiedKernel& kernel) {
   m.speedup = kernel.speedup;
   m.sol_us = kernel.sol_us;
   m.sol_percent = kernel.sol_percent;
+  if (production) {
+    m.production_name = production->name;
+    m.production_us = production->median_us;
+  }
   if (kernel.resources) {
     m.registers = kernel.resources->registers;
     m.local_bytes = kernel.resources->local_bytes;
@@ -97,6 +102,11 @@ void add_memory_examples(const std::vector<memory::RetrievedPair>& pairs, RunRec
       if (std::find(example.tags.begin(), example.tags.end(), technique) == example.tags.end()) {
         example.tags.push_back(technique);
       }
+    }
+    if (retrieved.reached_production()) {
+      example.reached_production = fmt::format(
+          "its result ({:.2f} us) is as fast as {} ({:.2f} us) or faster on {}", retrieved.fast_us,
+          retrieved.production_name, retrieved.production_us, pair.gpu_model);
     }
     auto slow = recorder.kernel(pair.slow_kernel_id);
     auto fast = recorder.kernel(pair.fast_kernel_id);

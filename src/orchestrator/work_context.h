@@ -2,9 +2,11 @@
 // agents are told (agents/agent_context.h): plain text and numbers, nothing of CUPTI or SQLite.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "agents/agent_context.h"
+#include "common/sol_score.h"
 #include "memory_store/retrieval.h"
 #include "src/orchestrator/beam.h"
 #include "src/orchestrator/run_recorder.h"
@@ -13,11 +15,16 @@
 namespace kopt::orchestrator {
 
 agents::TaskBrief make_brief(const TaskSpec& task, const GpuIdentity& gpu, double sol_us);
-agents::Measurements measurements_of(const VerifiedKernel& kernel);
+// `production`: the task's best production baseline on this GPU model, named to the model as the
+// target to beat (none: not said).
+agents::Measurements measurements_of(
+    const VerifiedKernel& kernel,
+    const std::optional<ProductionReference>& production = std::nullopt);
 // One line per beam member other than `current`: "kernel 12 (coder): 1.84x, 71% SOL".
 std::vector<std::string> beam_lines(const Beam& beam, int64_t current);
 
-// Examples and warnings for a prompt from retrieved pairs, each with the diff of its kernels.
+// Examples and warnings for a prompt from retrieved pairs, each with the diff of its kernels and,
+// where its faster kernel reached its task's best production baseline, that fact.
 void add_memory_examples(const std::vector<memory::RetrievedPair>& pairs, RunRecorder& recorder,
                          agents::WorkContext& context);
 

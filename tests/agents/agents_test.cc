@@ -264,6 +264,37 @@ TEST(AgentContext, MeasurementsDescribeTimeSolResourcesAndSpills) {
   std::string text = describe_measurements(m);
   EXPECT_NE(text.find("50.0% of it (headroom 2.00x)"), std::string::npos) << text;
   EXPECT_NE(text.find("(spills!)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("production"), std::string::npos) << "none measured: nothing said";
+}
+
+// The target the model must beat: the production baseline's name and time, the kernel's speed
+// against it and S (0.5 at parity).
+TEST(AgentContext, MeasurementsNameTheProductionBaselineAndS) {
+  Measurements m;
+  m.median_us = 20;
+  m.baseline_us = 100;
+  m.sol_us = 10;
+  m.sol_percent = 50;
+  m.production_name = "cublaslt_autotuned";
+  m.production_us = 15;
+  std::string text = describe_measurements(m);
+  EXPECT_NE(text.find("production baseline to beat: cublaslt_autotuned at 15.00 us"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("0.750x its speed (slower)"), std::string::npos) << text;
+  // S = 1 / (1 + (20 - 10) / (15 - 10)) = 1/3.
+  EXPECT_NE(text.find("SOL score S = 0.33 against cublaslt_autotuned"), std::string::npos) << text;
+  m.sol_us = 0;  // no bound: the target is still named, S is not
+  text = describe_measurements(m);
+  EXPECT_NE(text.find("cublaslt_autotuned at 15.00 us"), std::string::npos) << text;
+  EXPECT_EQ(text.find("SOL score"), std::string::npos) << text;
+
+  MemoryExample example;
+  example.speedup = 1.8;
+  example.task = "transpose";
+  example.reached_production = "its result (40.00 us) is as fast as torch_compile (45.00 us)";
+  EXPECT_NE(describe_examples({example}, "").find("Reached production speed: its result (40.00"),
+            std::string::npos);
 }
 
 }  // namespace

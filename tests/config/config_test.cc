@@ -258,6 +258,34 @@ TEST(ConfigTest, BadStallAndSpendSettingsAreErrors) {
   }
 }
 
+// What the task weights and stopping read (common/score_basis.h): read when valid, and a wrong
+// name or a threshold outside (0, 1] named with the file and its JSON path.
+TEST(ConfigTest, ScoreSettingsLoadAndBadOnesNameFileAndPath) {
+  auto config = parse(R"({"daemon": {"search": {"score": "sol_score", "sol_score_threshold": 0.75,
+                                                 "sol_threshold_percent": 85}}})");
+  ASSERT_TRUE(config.ok()) << config.error();
+  EXPECT_EQ(config->daemon.search.score, "sol_score");
+  EXPECT_EQ(config->daemon.search.sol_score_threshold, 0.75);
+  auto unset = parse(R"({"daemon": {"search": {}}})");
+  ASSERT_TRUE(unset.ok()) << unset.error();
+  EXPECT_EQ(unset->daemon.search.score, "") << "unset: the search's default (auto) applies";
+  EXPECT_FALSE(unset->daemon.search.sol_score_threshold.has_value());
+
+  std::string e =
+      error_of(R"({"daemon": {"search": {"score": "sol_scor", "sol_score_threshold": 1.5}}})");
+  for (const char* expected :
+       {"/etc/kopt/test.json", "$.daemon.search.score: unknown value 'sol_scor'",
+        "expected one of auto, sol_score, sol_percent", "did you mean 'sol_score'",
+        "$.daemon.search.sol_score_threshold: must be at most 1"}) {
+    EXPECT_NE(e.find(expected), std::string::npos) << expected << "\n" << e;
+  }
+  e = error_of(R"({"daemon": {"search": {"score": 1, "sol_score_threshold": 0}}})");
+  for (const char* expected :
+       {"$.daemon.search.score", "$.daemon.search.sol_score_threshold: must be positive"}) {
+    EXPECT_NE(e.find(expected), std::string::npos) << expected << "\n" << e;
+  }
+}
+
 TEST(ConfigTest, AllErrorsAreReportedInOnePass) {
   std::string e = error_of(R"({"format": 1, "databse": {}, "llm": {"providers": {
       "p": {"type": "openai", "timeout_s": -1}}, "agents": {}},

@@ -227,9 +227,15 @@ TEST_F(CliScripts, FlagErrorsNameTheFlag) {
   EXPECT_TRUE(contains(level.stderr_text, "--log-level: 'foo' is not a level (trace, debug, "
                                           "info, warn, error)"))
       << describe(level);
+  auto score = kopt({"run", "--score", "sol"});
+  EXPECT_EQ(score.exit_code, 2) << describe(score);
+  EXPECT_TRUE(
+      contains(score.stderr_text, "--score: 'sol' is not one of auto, sol_score, sol_percent"))
+      << describe(score);
   auto help = kopt({"run", "--help"});
   EXPECT_EQ(help.exit_code, 0) << describe(help);
   EXPECT_TRUE(contains(help.stdout_text, "--tasks")) << describe(help);
+  EXPECT_TRUE(contains(help.stdout_text, "--score")) << describe(help);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "memory_store/memory_store.h"
+#include "memory_store/production_baselines.h"
 #include "sandbox/profile_bottleneck.h"
 #include "tests/memory_store/test_support.h"
 
@@ -383,6 +384,79 @@ TEST_F(RetrievalTest, AProfiledQueryOverUnprofiledPairsScoresAsBefore) {
     EXPECT_EQ(after[i].pair.id, before[i].pair.id);
     EXPECT_EQ(after[i].score, before[i].score);
   }
+}
+
+// Two lineages alike in every term but one: the second's fast kernel reached the speed of the
+// best production baseline measured for the task on the pair's GPU model (a real SQLite file
+// with production_baselines rows, as `kopt baselines` writes them).
+TEST(RetrievalProductionTest, APairThatReachedProductionSpeedRanksFirst) {
+  const std::string h100 = "NVIDIA H100 80GB HBM3";
+  TempDir dir;
+  MemoryStore s = open_store(dir / "m.db");
+  add_task(s, "transpose", {"transpose", "memory-bound", "fp32"});
+  int64_t slow_a = add_kernel(s, "transpose", kernel_source("transpose", "tiled alpha"));
+  int64_t fast_a = add_kernel(s, "transpose", kernel_source("transpose", "padded alpha"), slow_a);
+  int64_t slow_b = add_kernel(s, "transpose", kernel_source("transpose", "tiled omega"));
+  int64_t fast_b = add_kernel(s, "transpose", kernel_source("transpose", "padded omega"), slow_b);
+  int64_t pair_a = add_pair(s, "transpose", slow_a, fast_a, 1.8, "padded tiles", {"transpose"});
+  int64_t pair_b = add_pair(s, "transpose", slow_b, fast_b, 1.8, "padded tiles", {"transpose"});
+  auto evaluate = [&](int64_t kernel, double us, const std::string& verdict) {
+    EvaluationRecord e;
+    e.kernel_id = kernel;
+    e.task = "transpose";
+    e.gpu.model = h100;
+    e.verdict = verdict;
+    e.median_us = us;
+    ASSERT_TRUE(s.add_evaluation(e).ok());
+  };
+  evaluate(fast_a, 50, "ok");
+  evaluate(fast_b, 60, "ok");
+  evaluate(fast_b, 40, "ok");         // the newest verified time counts
+  evaluate(fast_a, 30, "incorrect");  // a wrong kernel's time counts for nothing
+  auto production = [&](const std::string& gpu, const std::string& name, double us) {
+    ProductionBaselineRecord r;
+    r.task = "transpose";
+    r.gpu_model = gpu;
+    r.name = name;
+    r.median_us = us;
+    ASSERT_TRUE(add_production_baseline(s.database(), r).ok());
+  };
+  RetrievalQuery q;
+  q.task = "transpose";
+  q.family_tags = {"transpose"};
+  q.kernel_source = "tiled";
+  q.k = 2;
+  auto retrieve = [&] {
+    auto result = s.retrieve(q);
+    EXPECT_TRUE(result.ok()) << result.error();
+    EXPECT_EQ(result ? result->size() : 0, 2u);
+    return result && result->size() == 2 ? *result : std::vector<RetrievedPair>(2);
+  };
+
+  // Nothing measured on this GPU model (only on another): a tie, the lower id first.
+  production("NVIDIA A100-SXM4-80GB", "torch_compile", 45);
+  auto before = retrieve();
+  EXPECT_EQ(before[0].pair.id, pair_a);
+  EXPECT_DOUBLE_EQ(before[0].score, before[1].score);
+  EXPECT_EQ(before[1].production_name, "");
+  EXPECT_DOUBLE_EQ(before[1].fast_us, 40);
+
+  // torch.compile at 45 us on the H100: kernel b (40 us) reached it, kernel a (50 us) did not.
+  production(h100, "torch_compile", 45);
+  auto after = retrieve();
+  EXPECT_EQ(after[0].pair.id, pair_b);
+  EXPECT_TRUE(after[0].reached_production());
+  EXPECT_EQ(after[0].production_name, "torch_compile");
+  EXPECT_FALSE(after[1].reached_production());
+  EXPECT_NEAR(after[0].score - after[1].score, 0.3, 1e-9);
+
+  // cuBLASLt measured faster still (35 us): the best production baseline is the bar, and
+  // neither reached it.
+  production(h100, "cublaslt_autotuned", 35);
+  auto stricter = retrieve();
+  EXPECT_EQ(stricter[0].pair.id, pair_a);
+  EXPECT_EQ(stricter[0].production_name, "cublaslt_autotuned");
+  EXPECT_DOUBLE_EQ(stricter[0].score, stricter[1].score);
 }
 
 TEST(RetrievalScoringTest, TheBottleneckTermNeedsTwoEqualKnownClasses) {

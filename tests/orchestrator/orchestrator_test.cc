@@ -10,6 +10,7 @@
 #include "agents/prompt_library.h"
 #include "common/files.h"
 #include "common/sha256.h"
+#include "memory_store/production_baselines.h"
 #include "sandbox/profile_bottleneck.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "tests/agents/scripted_llm.h"
@@ -606,6 +607,49 @@ TEST_F(OrchestratorTest, WithoutProfilingTheRunGoesOnAndSaysSoOnce) {
   size_t first = text.find(note);
   ASSERT_NE(first, std::string::npos) << text;
   EXPECT_EQ(text.find(note, first + 1), std::string::npos) << text;
+}
+
+// A production baseline measured for axpy on the fake GPU model: torch.compile at 1000 us, slow
+// beside baseline.cu's 110 us and the 50 us bound.
+void add_slow_production_baseline(memory::MemoryStore& store) {
+  memory::ProductionBaselineRecord row;
+  row.task = "axpy";
+  row.gpu_model = "Fake H100 80GB HBM3";
+  row.name = "torch_compile";
+  row.median_us = 1000;
+  ASSERT_TRUE(memory::add_production_baseline(store.database(), row).ok());
+}
+
+// With it S decides: baseline.cu alone is at S 0.94, so the task is done before the tuner
+// starts, and the log says what the task is judged by.
+TEST_F(OrchestratorTest, AProductionBaselineLetsTheSolScoreStopTheTask) {
+  add_slow_production_baseline(*store_);
+  FakeEvaluator evaluator;
+  kopt::testing::LogCapture log;
+  Orchestrator orchestrator(options({"axpy"}, false), deps(evaluator));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_EQ(outcome->progress.tasks.at(0).note,
+            "reached S 0.94 against torch_compile (threshold 0.90)");
+  EXPECT_EQ(evaluator.evaluations(), 1);
+  EXPECT_NE(log.text().find("[axpy] judged by S against torch_compile (1000.00 us on Fake H100 "
+                            "80GB HBM3): done at S 0.90"),
+            std::string::npos)
+      << log.text();
+}
+
+// Judged by %SOL (45% SOL), the same task runs its tuner as before production baselines existed.
+TEST_F(OrchestratorTest, ByPercentOfSolAProductionBaselineChangesNothing) {
+  add_slow_production_baseline(*store_);
+  FakeEvaluator evaluator;
+  RunOptions by_sol = options({"axpy"}, false);
+  by_sol.search.score = ScoreBasis::kSolPercent;
+  Orchestrator orchestrator(by_sol, deps(evaluator));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->progress.tasks.at(0).note, "every tunable configuration tried");
+  EXPECT_EQ(evaluator.evaluations(), 4);
 }
 
 }  // namespace

@@ -251,5 +251,122 @@ TEST(TaskSearch, FairShareFavoursTasksFarFromSpeedOfLight) {
   EXPECT_LT(far.fair_score(), near.fair_score());
 }
 
+// ---- the SOL score S (task_score.h) ----
+
+// A task whose baseline.cu runs 100 us against a 10 us speed-of-light bound, with its best at
+// `best_sol` % SOL, and (when `production_us` > 0) cuBLASLt measured on this GPU model.
+TaskSearch scored_search(double best_sol, double production_us, SearchSettings settings = {}) {
+  TaskSearch s = make_search(/*llm=*/true, settings);
+  VerifiedKernel baseline;
+  baseline.median_us = 100;
+  baseline.sol_us = 10;
+  baseline.sol_percent = 10;
+  s.baseline = baseline;
+  s.phase = TaskSearch::Phase::kSearching;
+  s.best_sol_percent = best_sol;
+  if (production_us > 0) s.production = ProductionReference{"cublaslt_autotuned", production_us};
+  return s;
+}
+
+TEST(TaskScore, WeightIsLogOfOneOverSAgainstTheProductionBaseline) {
+  // The best kernel at 20% SOL runs 50 us; cuBLASLt 30 us: S = 1 / (1 + 40 / 20) = 1/3.
+  TaskSearch s = scored_search(20, 30);
+  TaskScore score = s.score();
+  ASSERT_TRUE(score.uses_s) << score.fallback;
+  EXPECT_NEAR(score.s, 1.0 / 3, 1e-9);
+  EXPECT_EQ(score.reference, "cublaslt_autotuned");
+  EXPECT_NEAR(s.weight(), std::log(3.0), 1e-9);
+  s.spec.priority = 2;
+  EXPECT_NEAR(s.weight(), 2 * std::log(3.0), 1e-9);
+
+  // The same task judged by %SOL, asked for or (auto) for want of a production baseline.
+  SearchSettings by_sol;
+  by_sol.score = ScoreBasis::kSolPercent;
+  EXPECT_NEAR(scored_search(20, 30, by_sol).weight(), std::log(5.0), 1e-9);
+  TaskSearch unmeasured = scored_search(20, 0);
+  EXPECT_FALSE(unmeasured.score().uses_s);
+  EXPECT_EQ(unmeasured.score().fallback, "") << "auto without a production baseline is the rule";
+  EXPECT_NEAR(unmeasured.weight(), std::log(5.0), 1e-9);
+  EXPECT_FALSE(unmeasured.take_score_note().has_value());
+
+  // sol_score without a production baseline: baseline.cu is the reference, as standing() does.
+  SearchSettings by_s;
+  by_s.score = ScoreBasis::kSolScore;
+  TaskSearch against_baseline = scored_search(20, 0, by_s);
+  ASSERT_TRUE(against_baseline.score().uses_s);
+  EXPECT_EQ(against_baseline.score().reference, "baseline.cu");
+  EXPECT_NEAR(against_baseline.score().s, 1 / (1 + 40.0 / 90), 1e-9);
+}
+
+TEST(TaskScore, TheNightGoesToTheTaskFurthestBehindProduction) {
+  // Both at 20% SOL: behind a strong cuBLASLt (12 us, S 0.05) the task weighs far more than
+  // next to a weak reference (500 us, S 0.92), which %SOL alone could not tell apart.
+  TaskSearch behind = scored_search(20, 12);
+  TaskSearch ahead = scored_search(20, 500);
+  EXPECT_GT(behind.weight(), 10 * ahead.weight());
+  EXPECT_LT(behind.fair_score(), ahead.fair_score());
+}
+
+TEST(TaskScore, DoneAtTheSThresholdNotAtThePercentOfSol) {
+  PhaseChange change;
+  // 80% SOL (12.5 us) against 30 us: S 0.889 < 0.9; 82% SOL (12.2 us): S 0.901.
+  TaskSearch s = scored_search(80, 30);
+  EXPECT_TRUE(s.update_phase(change));
+  EXPECT_FALSE(change);
+  s.best_sol_percent = 82;
+  EXPECT_FALSE(s.update_phase(change));
+  EXPECT_EQ(s.phase, TaskSearch::Phase::kDone);
+  EXPECT_NE(s.note.find("S 0.90 against cublaslt_autotuned"), std::string::npos) << s.note;
+  // %SOL alone would go on to 90%.
+  SearchSettings by_sol;
+  by_sol.score = ScoreBasis::kSolPercent;
+  TaskSearch percent = scored_search(82, 30, by_sol);
+  EXPECT_TRUE(percent.update_phase(change));
+  // A lower threshold: 0.5 is parity with cuBLASLt (30 us = 33% SOL).
+  SearchSettings parity;
+  parity.sol_score_threshold = 0.5;
+  EXPECT_TRUE(scored_search(32, 30, parity).update_phase(change));
+  EXPECT_FALSE(scored_search(34, 30, parity).update_phase(change));
+}
+
+TEST(TaskScore, NearTheBoundATaskSlowerThanProductionGoesOn) {
+  PhaseChange change;
+  // cuBLASLt at 10.5 us (95% SOL). At 91% SOL (10.99 us) the kernel is slower (S 0.34): %SOL
+  // would stop it, S does not. At 96% SOL (10.42 us) it is faster (S 0.55): done.
+  TaskSearch s = scored_search(91, 10.5);
+  EXPECT_TRUE(s.update_phase(change));
+  s.best_sol_percent = 96;
+  EXPECT_FALSE(s.update_phase(change));
+  EXPECT_NE(s.note.find("as fast as cublaslt_autotuned or faster"), std::string::npos) << s.note;
+}
+
+TEST(TaskScore, WithoutSTheTaskFallsBackToPercentOfSolAndSaysSoOnce) {
+  PhaseChange change;
+  // No bound (the task declares neither flops nor bytes): %SOL rules, said once.
+  TaskSearch unbounded = scored_search(0, 30);
+  unbounded.baseline->sol_us = 0;
+  EXPECT_FALSE(unbounded.score().uses_s);
+  EXPECT_EQ(unbounded.score().fallback, "no speed-of-light bound");
+  auto note = unbounded.take_score_note();
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("S cannot be computed (no speed-of-light bound)"), std::string::npos);
+  EXPECT_NE(note->find("%SOL"), std::string::npos);
+  EXPECT_FALSE(unbounded.take_score_note().has_value()) << "said once, not at every job";
+  EXPECT_NEAR(unbounded.weight(), std::log(100.0), 1e-9);
+
+  // A kernel faster than the bound: suspicious, S refuses; %SOL decides (and here stops it).
+  TaskSearch faster = scored_search(120, 30);
+  EXPECT_FALSE(faster.score().uses_s);
+  EXPECT_NE(faster.score().fallback.find("suspicious"), std::string::npos);
+  EXPECT_FALSE(faster.update_phase(change));
+  EXPECT_NE(faster.note.find("120.0% of speed of light"), std::string::npos) << faster.note;
+
+  // Nothing timed yet: nothing to say.
+  TaskSearch fresh = make_search(true);
+  fresh.production = ProductionReference{"torch_eager", 30};
+  EXPECT_FALSE(fresh.score().uses_s);
+  EXPECT_FALSE(fresh.take_score_note().has_value());
+}
+
 }  // namespace
 }  // namespace kopt::orchestrator
