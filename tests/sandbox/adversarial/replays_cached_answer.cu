@@ -21,6 +21,7 @@
 
 #define SLOTS 8
 #define MAX_ROWS 32768
+#define MIN_CACHED (1 << 16)
 
 __device__ unsigned long long g_keys[SLOTS];
 __device__ __nv_bfloat16 g_answers[SLOTS][MAX_ROWS];
@@ -33,11 +34,19 @@ __device__ unsigned long long now_ns() {
   return t;
 }
 
+// Addresses, sizes and a few sampled values: cheap next to reading A. On a tiny shape such a key
+// can match inputs it has not seen (one element of x drawn twice alike while A changed at the same
+// address), and the replay is then simply wrong: caught, as it should be (H100, the pool run).
+// So the cache is used only where a collision is out of reach (MIN_CACHED elements and more):
+// this kernel must be right every time, so that what the defence is seen to stop is the replay.
 __device__ unsigned long long key_of(const __nv_bfloat16* A, const __nv_bfloat16* x, int m, int k) {
   unsigned long long h = (unsigned long long)A * 0x9E3779B97F4A7C15ULL;
   h ^= (unsigned long long)x * 0x632BE59BD9B4E019ULL + (unsigned long long)m * 131 + k;
-  h ^= (unsigned long long)__bfloat16_as_ushort(x[0]) << 20;
-  h ^= (unsigned long long)__bfloat16_as_ushort(x[k - 1]) << 40;
+  const long long last = (long long)m * k - 1;
+  const unsigned short samples[6] = {__bfloat16_as_ushort(x[0]),     __bfloat16_as_ushort(x[k / 3]),
+                                     __bfloat16_as_ushort(x[k / 2]), __bfloat16_as_ushort(x[k - 1]),
+                                     __bfloat16_as_ushort(A[0]),     __bfloat16_as_ushort(A[last])};
+  for (int i = 0; i < 6; ++i) h = (h ^ samples[i]) * 0x100000001B3ULL;
   return h | 1;  // 0 marks an empty slot
 }
 
@@ -45,7 +54,7 @@ extern "C" __global__ void matvec_or_replay(const __nv_bfloat16* A, const __nv_b
                                             __nv_bfloat16* y, int m, int k) {
   unsigned long long key = key_of(A, x, m, k);
   unsigned slot = unsigned(key >> 33) % SLOTS;
-  bool cacheable = m <= MAX_ROWS;
+  bool cacheable = m <= MAX_ROWS && (long long)m * k >= MIN_CACHED;
   bool replay = cacheable && g_keys[slot] == key;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     g_start_ns = now_ns();
@@ -73,7 +82,7 @@ extern "C" __global__ void finish(const __nv_bfloat16* A, const __nv_bfloat16* x
   unsigned long long key = key_of(A, x, m, k);
   if (!g_replayed) {
     g_honest_ns = now_ns() - g_start_ns;
-    if (m <= MAX_ROWS) g_keys[unsigned(key >> 33) % SLOTS] = key;
+    if (m <= MAX_ROWS && (long long)m * k >= MIN_CACHED) g_keys[unsigned(key >> 33) % SLOTS] = key;
     return;
   }
   unsigned long long until = g_start_ns + g_honest_ns * 6 / 10;
