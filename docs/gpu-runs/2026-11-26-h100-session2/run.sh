@@ -31,7 +31,7 @@ case " ${PART:-tests} " in *" realworld "*)
   grep "not measured" "$out/realworld_baselines.txt" "$out/gemm_cublaslt.txt" | cut -c1-250 ;;
 esac
 case " ${PART:-tests} " in *" quality "*)
-  step 480 bench/run.sh quality "$out/q" --worker build/bin/kopt-sandbox --sweep --check-do-bench --budget-s 900 > "$out/quality.txt" 2>&1
+  step ${QUALITY_LIMIT:-470} bench/run.sh quality "$out/q" --worker build/bin/kopt-sandbox --sweep --check-do-bench --budget-s 900 > "$out/quality.txt" 2>&1
   tail -30 "$out/quality.txt" ;;
 esac
 nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv,noheader
