@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -176,11 +177,17 @@ TEST(SanitizerRequest, KeepsTheSmallSweepShapesAndOnlyVerifiesOnce) {
 class SanitizerRunner : public ::testing::Test {
  protected:
   void SetUp() override {
-    report_ = std::filesystem::path(::testing::TempDir()) / "recorded_racecheck.txt";
+    // One file per test process: ctest runs these tests as concurrent processes, and a shared
+    // path let one's SetUp truncate the report while another's fake tool was copying it (CI).
+    report_ = std::filesystem::path(::testing::TempDir()) /
+              ("recorded_racecheck." + std::to_string(::getpid()) + ".txt");
     std::ofstream(report_) << kRacecheck;
     ::setenv("KOPT_FAKE_SANITIZER_REPORT", report_.c_str(), 1);
   }
-  void TearDown() override { ::unsetenv("KOPT_FAKE_SANITIZER_FINDS"); }
+  void TearDown() override {
+    ::unsetenv("KOPT_FAKE_SANITIZER_FINDS");
+    std::filesystem::remove(report_);
+  }
 
   SanitizerOutcome run(const std::string& candidate_source) {
     EvalRequest request = transpose_request();
