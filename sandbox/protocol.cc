@@ -288,6 +288,14 @@ json to_json(const EvalRequest& request) {
   return j;
 }
 
+Result<EvalOptions> eval_options_from_json(const json& j, const std::string& path) {
+  JsonReader r("sandbox request");
+  if (!j.is_object()) return make_error("sandbox request: " + path + ": expected an object");
+  EvalOptions options = options_from_json(r, j, path);
+  if (!r.ok()) return make_error(r.message());
+  return options;
+}
+
 Result<EvalRequest> eval_request_from_json(const json& j) {
   JsonReader r("sandbox request");
   if (!j.is_object()) return make_error("sandbox request: $: expected an object");

@@ -155,6 +155,10 @@ nlohmann::json to_json(const EvalRequest& request);
 // Also accepts a whole "evaluate" request line (the envelope keys v, id and op are skipped);
 // any other unknown key is an error. Missing options keep their defaults.
 Result<EvalRequest> eval_request_from_json(const nlohmann::json& j);
+// The "options" object alone, for other requests that time (sandbox/worker/cublaslt_baseline.h):
+// missing keys keep their defaults; unknown keys and bad values are errors naming `path`.
+Result<EvalOptions> eval_options_from_json(const nlohmann::json& j,
+                                           const std::string& path = "$.options");
 // Non-finite numbers (a NaN left in an output) travel as the strings "nan", "inf", "-inf",
 // because JSON has no literal for them.
 nlohmann::json to_json(const EvalResult& result);

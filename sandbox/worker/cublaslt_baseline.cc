@@ -7,6 +7,7 @@
 
 #include "sandbox/task_baselines.h"
 #include "sandbox/timing_stats.h"
+#include "sandbox/worker/cold_l2.h"
 #include "sandbox/worker/cublaslt_library.h"
 #include "sandbox/worker/cupti_timer.h"
 #include "sandbox/worker/gpu_quiet_check.h"
@@ -137,17 +138,12 @@ class Matmul {
 };
 
 // One measurement's state: the task's inputs and reference outputs at the timed shape, the
-// output and workspace buffers, the flush buffer and a stream CUPTI knows.
+// output and workspace buffers, the cold-L2 flush and a stream CUPTI knows.
 class CublasLtRun {
  public:
   CublasLtRun(Device& device, SupportKernels& support, const TaskSpec& task,
               const CublasLtMapping& mapping, const CublasLt& lib)
       : device_(device), support_(support), task_(task), mapping_(mapping), matmul_(lib) {}
-  ~CublasLtRun() {
-    if (stream_) device_.driver().cuStreamDestroy(stream_);
-  }
-  CublasLtRun(const CublasLtRun&) = delete;
-  CublasLtRun& operator=(const CublasLtRun&) = delete;
 
   Status prepare(const LoadedKernel& reference, uint64_t seed) {
     sizes_ = task_.bind({});
@@ -166,12 +162,11 @@ class CublasLtRun {
     auto workspace = allocate(device_, kWorkspaceBytes);
     if (!workspace) return make_error(workspace.error());
     workspace_ = std::move(*workspace);
-    flush_bytes_ = std::max<size_t>(size_t(device_.info().l2_bytes) * 2, size_t(128) << 20);
-    auto flush = allocate(device_, flush_bytes_);
+    auto flush = ColdL2::create(device_);
     if (!flush) return make_error(flush.error());
-    flush_ = std::move(*flush);
-    device_.driver().cuStreamCreate(&stream_, CU_STREAM_DEFAULT);
-    auto id = CuptiKernelTimer::stream_id(device_.context(), stream_);
+    cold_l2_.emplace(std::move(*flush));
+    stream_.emplace(device_);
+    auto id = CuptiKernelTimer::stream_id(device_.context(), stream_->get());
     if (!id) return make_error(id.error());
     stream_id_ = *id;
     CUdeviceptr bias = mapping_.bias.empty() ? 0 : set_->inputs.at(mapping_.bias).ptr;
@@ -238,22 +233,17 @@ class CublasLtRun {
     const BufferMap& in = set_->inputs;
     // cuBLAS's A is the task's b, its B the task's a (sandbox/task_baselines.h).
     return matmul_.run(algo, in.at(mapping_.b).ptr, in.at(mapping_.a).ptr, out_->ref().ptr,
-                       workspace_.ptr(), stream_);
+                       workspace_.ptr(), stream_->get());
   }
-  // A cold L2 as the timing loop makes it (timing_loop.cc, run_sample), then the call.
+  // A cold L2 as candidates get it (cold_l2.h), then the call.
   Status sample(const cublasLtMatmulHeuristicResult_t& algo, unsigned flush_value) {
     CudaFailure failure;
-    if (!device_.check(device_.driver().cuCtxResetPersistingL2Cache(),
-                       "cuCtxResetPersistingL2Cache", &failure) ||
-        !device_.check(device_.driver().cuMemsetD32Async(flush_.ptr(), flush_value,
-                                                         flush_bytes_ / 4, stream_),
-                       "cuMemsetD32Async(L2 flush)", &failure))
-      return make_error(failure.message);
+    if (!cold_l2_->queue(stream_->get(), flush_value, &failure)) return make_error(failure.message);
     return launch(algo);
   }
   Status synchronize() {
     CudaFailure failure;
-    if (!device_.check(device_.driver().cuStreamSynchronize(stream_), "cuStreamSynchronize",
+    if (!device_.check(device_.driver().cuStreamSynchronize(stream_->get()), "cuStreamSynchronize",
                        &failure))
       return make_error(failure.message);
     return ok_status();
@@ -276,23 +266,11 @@ class CublasLtRun {
   std::unique_ptr<InputSet> set_;
   const TensorSpec* out_spec_ = nullptr;
   std::optional<GuardedBuffer> out_;
-  DeviceMemory workspace_, flush_;
-  size_t flush_bytes_ = 0;
-  CUstream stream_ = nullptr;
+  DeviceMemory workspace_;
+  std::optional<ColdL2> cold_l2_;
+  std::optional<Stream> stream_;
   uint32_t stream_id_ = 0;
 };
-
-EvalOptions timing_options(const json& request) {
-  EvalOptions options;
-  json o = request.value("options", json::object());
-  options.min_samples = o.value("min_samples", options.min_samples);
-  options.max_noise = o.value("max_noise", options.max_noise);
-  options.max_gpu_seconds = o.value("max_gpu_seconds", options.max_gpu_seconds);
-  options.max_wall_seconds = o.value("max_wall_seconds", options.max_wall_seconds);
-  options.check_gpu_quiet = o.value("check_gpu_quiet", options.check_gpu_quiet);
-  options.probe_tolerance = o.value("probe_tolerance", options.probe_tolerance);
-  return options;
-}
 
 json row(const std::string& name, const TimingSummary& t, size_t kernels, std::string detail,
          const std::string& shape, const CublasLt& lib) {
@@ -319,7 +297,12 @@ Result<json> measure_cublaslt(Device& device, SupportKernels& support, const jso
   if (!lib) return make_error(lib.error());
   auto reference = build_trusted_kernel(device, request.at("reference"), *task);
   if (!reference) return make_error("reference: " + reference.error());
-  EvalOptions options = timing_options(request);
+  EvalOptions options;
+  if (request.contains("options")) {
+    auto parsed = eval_options_from_json(request["options"]);
+    if (!parsed) return make_error(parsed.error());
+    options = *parsed;
+  }
 
   CublasLtRun run(device, support, *task, *declared.cublaslt, **lib);
   if (auto s = run.prepare(*reference, request.value("seed", uint64_t(12345))); !s)

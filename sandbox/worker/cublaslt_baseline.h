@@ -17,8 +17,8 @@
 namespace kopt::worker {
 
 // Request: {"task_json", "reference": {source, origin}, "seed", "autotune": N (default 16),
-//           "options": {min_samples, max_noise, max_gpu_seconds, max_wall_seconds,
-//                       check_gpu_quiet, probe_tolerance}}.
+//           "options": an evaluation's options (sandbox/protocol.h; the stopping rule's and the
+//                      busy-GPU check's are the ones used)}.
 // Response: {"rows": [{"name", "median_us", "noise", "min_us", "samples", "kernels", "detail",
 //            "shape", "library_versions"}], "device", "gpu_check", "rejected": [...]}
 // or an error (no mapping, no cuBLASLt, a wrong mapping, a busy GPU: "gpu_busy: ...").

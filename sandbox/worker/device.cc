@@ -93,6 +93,14 @@ Result<DeviceMemory> allocate(Device& device, size_t bytes) {
   return DeviceMemory(&device.driver(), ptr, bytes);
 }
 
+Stream::Stream(Device& device) : device_(device) {
+  device.driver().cuStreamCreate(&stream_, CU_STREAM_DEFAULT);
+}
+
+Stream::~Stream() {
+  if (stream_) device_.driver().cuStreamDestroy(stream_);
+}
+
 Module& Module::operator=(Module&& o) noexcept {
   if (this != &o) {
     if (module_ && driver_) driver_->cuModuleUnload(module_);

@@ -91,6 +91,20 @@ class DeviceMemory {
 
 Result<DeviceMemory> allocate(Device& device, size_t bytes);
 
+// A stream of the worker's context, destroyed with its owner.
+class Stream {
+ public:
+  explicit Stream(Device& device);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  CUstream get() const { return stream_; }
+
+ private:
+  Device& device_;
+  CUstream stream_ = nullptr;
+};
+
 // A loaded CUBIN, unloaded on destruction.
 class Module {
  public:

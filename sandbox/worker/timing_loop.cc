@@ -9,6 +9,7 @@
 #include "sandbox/own_gpu_processes.h"
 #include "sandbox/timing_stats.h"
 #include "sandbox/worker/candidate_buffers.h"
+#include "sandbox/worker/cold_l2.h"
 #include "sandbox/worker/cupti_timer.h"
 
 namespace kopt::worker {
@@ -19,24 +20,6 @@ constexpr int kBatch = 10;  // samples between CUPTI flushes and stopping decisi
 // then a pattern verification never uses (finite -1.7e38 for f32/bf16, NaN for f16), so a kernel
 // that works only on outputs holding verification's poison skips some samples and is caught.
 constexpr unsigned char kTimingPoison[2] = {0xFF, 0xFE};
-
-// A stream owned for the duration of the loop.
-class Stream {
- public:
-  explicit Stream(Device& device) : device_(device) {
-    device.driver().cuStreamCreate(&stream_, CU_STREAM_DEFAULT);
-  }
-  ~Stream() {
-    if (stream_) device_.driver().cuStreamDestroy(stream_);
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  CUstream get() const { return stream_; }
-
- private:
-  Device& device_;
-  CUstream stream_ = nullptr;
-};
 
 // A verdict on the candidate ends the loop early; errors (the task's or the worker's) are errors.
 using Step = Result<std::optional<TimedOutcome>>;
@@ -139,10 +122,9 @@ class TimedRun {
         set.baseline = std::make_unique<CandidateBuffers>(std::move(*base));
       }
     }
-    flush_bytes_ = std::max<size_t>(size_t(device_.info().l2_bytes) * 2, size_t(128) << 20);
-    auto flush = allocate(device_, flush_bytes_);
+    auto flush = ColdL2::create(device_);
     if (!flush) return make_error(flush.error());
-    flush_ = std::move(*flush);
+    cold_l2_.emplace(std::move(*flush));
     cand_stream_ = std::make_unique<Stream>(device_);
     base_stream_ = std::make_unique<Stream>(device_);
     auto cand_id = CuptiKernelTimer::stream_id(device_.context(), cand_stream_->get());
@@ -265,21 +247,13 @@ class TimedRun {
     return set.baseline->bindings(set.candidate.get());
   }
 
-  // A cold L2 (a memset of twice its size), then the plan; the poison before it is queued by the
-  // caller. Memsets are no kernels to CUPTI, so neither enters the sample's span. Lines a kernel
-  // loaded with an evict_last hint partly survive such a memset (measured on Hopper:
-  // bench/results/h200-2026-11-26-l2-residency/), so persisting lines are made normal first.
+  // A cold L2 (cold_l2.h), then the plan; the poison before it is queued by the caller.
   std::optional<PlanFailure> run_sample(const LoadedKernel& kernel, const ResolvedPlan& plan,
                                         const BufferMap& buffers, CUstream stream,
                                         unsigned flush_value, const RunLimit& limit,
                                         double* seconds = nullptr) {
     CudaFailure failure;
-    if (!device_.check(device_.driver().cuCtxResetPersistingL2Cache(),
-                       "cuCtxResetPersistingL2Cache", &failure))
-      return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
-    if (!device_.check(
-            device_.driver().cuMemsetD32Async(flush_.ptr(), flush_value, flush_bytes_ / 4, stream),
-            "cuMemsetD32Async(L2 flush)", &failure))
+    if (!cold_l2_->queue(stream, flush_value, &failure))
       return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
     return run_plan(device_, kernel, plan, buffers, task_, stream, limit, seconds);
   }
@@ -432,8 +406,7 @@ class TimedRun {
   std::optional<ResolvedPlan> bp_;
   std::vector<BufferSet> sets_;
   std::vector<std::unique_ptr<InputSet>> own_;  // sets made here when the pool keeps none
-  DeviceMemory flush_;
-  size_t flush_bytes_ = 0;
+  std::optional<ColdL2> cold_l2_;
   std::unique_ptr<Stream> cand_stream_, base_stream_;
   uint32_t cand_id_ = 0, base_id_ = 0;
   double trusted_seconds_ = 0;  // the slowest trusted run at this shape: the hang limit's basis

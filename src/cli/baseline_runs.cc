@@ -27,6 +27,30 @@ std::filesystem::path default_torch_helper() {
   return std::filesystem::path(KOPT_SOURCE_DIR) / "scripts" / "torch_baselines.py";
 }
 
+namespace {
+
+// One measured row (the helper's or the worker's, the same fields) as the memory stores it, for
+// `task` on the GPU `device` describes; nothing when it names no baseline or no positive time.
+std::optional<memory::ProductionBaselineRecord> record_of(const json& row, const json& device,
+                                                          const TaskSpec& task) {
+  memory::ProductionBaselineRecord r;
+  r.task = task.name;
+  r.name = row.value("name", "");
+  r.median_us = row.value("median_us", 0.0);
+  if (r.name.empty() || !(r.median_us > 0)) return std::nullopt;
+  r.noise = row.value("noise", 0.0);
+  r.samples = row.value("samples", int64_t{0});
+  r.gpu_model = device.value("name", "");
+  r.device_json = device.dump();
+  r.library_versions_json = row.value("library_versions", json::object()).dump();
+  r.spec_sha256 = task.spec_hash;
+  r.shape = row.value("shape", "");
+  r.detail = row.value("detail", "");
+  return r;
+}
+
+}  // namespace
+
 BaselineRunReport parse_helper_output(const std::string& stdout_text,
                                       const std::vector<TaskSpec>& tasks) {
   BaselineRunReport report;
@@ -49,25 +73,13 @@ BaselineRunReport parse_helper_output(const std::string& stdout_text,
     for (const auto& t : tasks) {
       if (t.name == task_name) task = &t;
     }
-    double median = j.value("median_us", 0.0);
-    if (!task || name.empty() || !(median > 0)) {
+    auto r = task ? record_of(j, j.value("device", json::object()), *task) : std::nullopt;
+    if (!r) {
       report.problems.push_back("the helper printed an unusable row: " + line.substr(0, 120));
       continue;
     }
-    memory::ProductionBaselineRecord r;
-    r.task = task_name;
-    r.name = name;
-    r.median_us = median;
-    r.noise = j.value("noise", 0.0);
-    r.samples = j.value("samples", int64_t{0});
-    json device = j.value("device", json::object());
-    r.gpu_model = device.value("name", "");
-    r.device_json = device.dump();
-    r.library_versions_json = j.value("library_versions", json::object()).dump();
-    r.spec_sha256 = task->spec_hash;
-    r.shape = j.value("shape", "");
-    r.detail = j.value("detail", "") + (j.contains("op") ? " (" + j.value("op", "") + ")" : "");
-    report.stored.push_back(std::move(r));
+    if (j.contains("op")) r->detail += " (" + j.value("op", "") + ")";
+    report.stored.push_back(std::move(*r));
   }
   return report;
 }
@@ -76,24 +88,13 @@ BaselineRunReport parse_cublaslt_answer(const json& result, const TaskSpec& task
   BaselineRunReport report;
   json device = result.value("device", json::object());
   for (const auto& row : result.value("rows", json::array())) {
-    memory::ProductionBaselineRecord r;
-    r.task = task.name;
-    r.name = row.value("name", "");
-    r.median_us = row.value("median_us", 0.0);
-    if (r.name.empty() || !(r.median_us > 0)) {
+    auto r = record_of(row, device, task);
+    if (!r) {
       report.problems.push_back(task.name + ": the worker sent an unusable cuBLASLt row: " +
                                 row.dump().substr(0, 120));
       continue;
     }
-    r.noise = row.value("noise", 0.0);
-    r.samples = row.value("samples", int64_t{0});
-    r.gpu_model = device.value("name", "");
-    r.device_json = device.dump();
-    r.library_versions_json = row.value("library_versions", json::object()).dump();
-    r.spec_sha256 = task.spec_hash;
-    r.shape = row.value("shape", "");
-    r.detail = row.value("detail", "");
-    report.stored.push_back(std::move(r));
+    report.stored.push_back(std::move(*r));
   }
   return report;
 }

@@ -147,6 +147,22 @@ TEST(Protocol, RequestRejectsNonsenseOptions) {
   EXPECT_FALSE(eval_request_from_json(json::array()).ok());
 }
 
+// The options object alone (another timing request's, e.g. "cublaslt"): defaults where keys are
+// missing, and the same checks as an evaluation's, with the path given.
+TEST(Protocol, OptionsAloneKeepDefaultsAndNameTheirErrors) {
+  auto options = eval_options_from_json(nlohmann::json{{"min_samples", 20}});
+  ASSERT_TRUE(options) << options.error();
+  EXPECT_EQ(options->min_samples, 20);
+  EXPECT_DOUBLE_EQ(options->max_noise, EvalOptions{}.max_noise);
+  auto unknown = eval_options_from_json(nlohmann::json{{"min_sampels", 20}});
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().find("$.options"), std::string::npos) << unknown.error();
+  auto bad = eval_options_from_json(nlohmann::json{{"min_samples", 0}});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("$.options.min_samples"), std::string::npos) << bad.error();
+  EXPECT_FALSE(eval_options_from_json(nlohmann::json::array()));
+}
+
 TEST(Protocol, ResultRoundTripsEveryFieldIncludingNaN) {
   EvalResult in = full_result();
   json wire = over_the_wire(to_json(in));
