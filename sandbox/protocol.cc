@@ -113,6 +113,10 @@ json options_to_json(const EvalOptions& o) {
           {"baseline_drift", o.baseline_drift},
           {"stress", o.stress},
           {"draws", o.draws},
+          {"thresholds", o.thresholds},
+          {"families", o.families},
+          {"wide", o.wide},
+          {"vary_constants", o.vary_constants},
           {"profile", o.profile},
           {"profile_below_us", o.profile_below_us}};
 }
@@ -146,7 +150,11 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "fresh_baseline_samples",
                 "baseline_drift",
                 "stress",
-                "draws"});
+                "draws",
+                "thresholds",
+                "families",
+                "wide",
+                "vary_constants"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -183,6 +191,10 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   if (!(options.baseline_drift >= 0)) r.error(path + ".baseline_drift", "must not be negative");
   read_into(r, o, path, "stress", options.stress);
   read_into(r, o, path, "draws", options.draws);
+  read_into(r, o, path, "thresholds", options.thresholds);
+  read_into(r, o, path, "families", options.families);
+  read_into(r, o, path, "wide", options.wide);
+  read_into(r, o, path, "vary_constants", options.vary_constants);
   read_into(r, o, path, "profile", options.profile);
   read_into(r, o, path, "profile_below_us", options.profile_below_us);
   if (options.profile != "" && options.profile != "cupti" && options.profile != "bracket")

@@ -84,6 +84,15 @@ struct EvalOptions {
   // The task's drawn shapes (task.json `draws`), after the stress rounds: off only to measure
   // their cost or to show what they catch (tasks/README.md, "Drawn shapes").
   bool draws = true;
+  // Shapes at the candidate's own integer literals and tunables, either side of each
+  // (sandbox/source_thresholds.h); input families chosen by each input's role
+  // (sandbox/input_families.h); the task's round past 2^31 elements where the GPU's memory
+  // holds it (`wide`); the task's constants drawn from their declared ranges on the drawn
+  // shapes. Off only to measure their cost or to show what they catch (tasks/README.md).
+  bool thresholds = true;
+  bool families = true;
+  bool wide = true;
+  bool vary_constants = true;
   // Hardware counters of a verified candidate at the timed shape, outside the timed samples
   // (sandbox/worker/profile_pass.h): "" none; "cupti" kopt's own pass through CUPTI's range
   // profiler; "bracket" one run between cuProfilerStart/Stop for an outside profiler (ncu

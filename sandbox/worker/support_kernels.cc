@@ -80,6 +80,7 @@ std::vector<std::string> SupportKernels::kernel_names() {
       names.push_back("fill_normal<" + ty + ">");
       names.push_back("fill_uniform<" + ty + ">");
       names.push_back("plant_maxima<" + ty + ">");
+      names.push_back("plant_rows<" + ty + ">");
     }
   }
   return names;
@@ -179,6 +180,18 @@ Status SupportKernels::fill(CUdeviceptr data, DType dtype, int64_t n, const Init
   void* args[] = {&data, &count, &seed, &row, &spacing, &top};
   return launch("plant_maxima<" + std::string(type_name(dtype)) + ">", grid_for(*device_, count),
                 256, args, false);
+}
+
+Status SupportKernels::plant_rows(CUdeviceptr data, DType dtype, int64_t n,
+                                  const RowPattern& pattern, int64_t row, uint64_t seed) {
+  if (n == 0 || !dtype_is_float(dtype)) return ok_status();
+  uint64_t count = static_cast<uint64_t>(n);
+  uint64_t row_length = uint64_t(std::max<int64_t>(1, row));
+  int kind = static_cast<int>(pattern.kind);
+  double value = pattern.value, share = pattern.share;
+  void* args[] = {&data, &count, &seed, &row_length, &kind, &value, &share};
+  return launch("plant_rows<" + std::string(type_name(dtype)) + ">", grid_for(*device_, count), 256,
+                args, false);
 }
 
 Status SupportKernels::fill_sorted(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,

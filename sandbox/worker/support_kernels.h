@@ -60,6 +60,9 @@ class SupportKernels {
   // Fills a tensor's elements from its init distribution, on the GPU.
   Status fill(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
               const FillBounds& bounds, uint64_t seed);
+  // Plants an input family's row pattern over a fill (sandbox/input_families.h); float only.
+  Status plant_rows(CUdeviceptr data, DType dtype, int64_t n, const RowPattern& pattern,
+                    int64_t row, uint64_t seed);
   // `expected_masked`: `expected` holds values masked by mask() (the reference's kept outputs).
   Result<CompareStats> compare(CUdeviceptr actual, CUdeviceptr expected, DType dtype, int64_t n,
                                double atol, double rtol, bool expected_masked = false);

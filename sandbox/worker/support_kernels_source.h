@@ -113,6 +113,34 @@ __global__ void plant_maxima(T* out, u64 n, u64 seed, u64 row, u64 spacing, doub
   }
 }
 
+// Input families' row patterns (sandbox/input_families.h), over a fill, rows of `row` elements;
+// a row is chosen when its hash falls below `share`. kind 0: chosen rows scaled by `value` (0:
+// zero rows, 1e-4: tiny rows); 1: chosen rows get `value` at about one position in 64 past their
+// first 32 (and always one there), the rest normal; 2: a few channels (columns; share of them, at
+// least one) hold +-value in every row, the sign fixed per channel, as massive activations do.
+template <typename T>
+__global__ void plant_rows(T* out, u64 n, u64 seed, u64 row, int kind, double value, double share) {
+  u64 forced_channel = mix64(seed ^ 0x510e527fade682d1ULL) % row;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    u64 r = i / row, c = i % row;
+    if (kind == 2) {
+      u64 h = mix64(seed ^ 0x9b05688c2b3e6c1fULL ^ (c * 0xd1b54a32d192ed03ULL));
+      if (c == forced_channel || unit(h) <= share) out[i] = from_double<T>((h & 1) ? -value : value);
+      continue;
+    }
+    bool chosen = unit(mix64(seed ^ 0x1f83d9abfb41bd6bULL ^ (r * 0xa0761d6478bd642fULL))) <= share;
+    if (!chosen) continue;
+    if (kind == 0) {
+      out[i] = from_double<T>(to_double<T>(out[i]) * value);
+    } else if (c >= 32 || row <= 32) {
+      u64 span = row > 32 ? row - 32 : row;
+      u64 forced = (row > 32 ? 32 : 0) + mix64(seed ^ (r * 0x9e3779b97f4a7c15ULL)) % span;
+      if (c == forced || unit(mix64(seed ^ 0x5be0cd19137e2179ULL ^ (i * 0xd1b54a32d192ed03ULL))) <= 1.0 / 64)
+        out[i] = from_double<T>(value);
+    }
+  }
+}
+
 struct Stats {
   u64 failed, non_finite, expected_non_finite, actual_nonzero, expected_unlike_zero;
   u64 worst;  // (error bits << 32) | index low bits, for atomicMax; see compare()
