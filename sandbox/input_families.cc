@@ -57,7 +57,9 @@ FamilyRound with_pattern(const std::string& family, const TensorSpec& t, RowPatt
 void float_families(const TensorSpec& t, std::vector<FamilyRound>& out) {
   const double limit = family_limit_value(t.dtype);
   const double scale = init_scale(t.init);
-  const double grow = limit / scale;
+  // Outputs may grow with the square of the inputs (a product of two activations, a square):
+  // the tolerance's absolute parts grow so, too.
+  const double grow = (limit / scale) * (limit / scale);
   using Kind = RowPattern::Kind;
   out.push_back(with_pattern("outlier_channels", t, Kind::kOutlierChannels, limit, 0.01, grow));
   out.push_back(with_pattern("outlier_rows", t, Kind::kOutlierRows, limit, 0.125, grow));

@@ -25,9 +25,10 @@ struct FamilyRound {
   std::string family;  // one of input_family_names()
   std::string input;   // the input it changes
   StressRound round;   // named "family <family> in <input>"
-  // Values grow by this factor over the input's own scale (outliers, values near the dtype's
-  // limits): the tolerance's absolute parts (atol, max_error) are scaled by it, since a correct
-  // kernel's rounding grows with its outputs. 1 for families that keep the scale.
+  // Values grow by a factor F over the input's own scale (outliers, values near the dtype's
+  // limits), and outputs up to F^2 (a product of two activations, a square): the tolerance's
+  // absolute parts (atol, max_error) are scaled by F^2, since a correct kernel's rounding grows
+  // with its outputs (NaN, Inf and rtol still judge). 1 for families that keep the scale.
   double tolerance_scale = 1;
 };
 

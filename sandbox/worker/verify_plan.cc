@@ -7,6 +7,7 @@
 
 #include "sandbox/input_families.h"
 #include "sandbox/source_thresholds.h"
+#include "sandbox/stress_bounds.h"
 #include "sandbox/worker/evaluation.h"
 
 namespace kopt::worker {
@@ -60,8 +61,16 @@ void add_stress(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
     for (size_t i = 0; i < shapes.size(); ++i)
       plan.steps.push_back({"stress", shapes[i], 1, base + 7919 * (i + 1), &task.stress[r]});
     if (drawn.empty()) continue;
-    plan.steps.push_back(
-        {"drawn", drawn[r % drawn.size()], 1, base + 611953, &task.stress[r], nullptr, false});
+    // Within the round's own shapes where it has them (its tolerance was sized there); a drawn
+    // shape that no longer keeps the draw's constraints once cut down is left out.
+    ShapeBinding sizes = clamp_to_round(task, task.stress[r], drawn[r % drawn.size()]);
+    bool valid = true;
+    for (const auto& c : task.draws.constraints) {
+      auto holds = constraint_holds(c, sizes);
+      valid = valid && holds && *holds;
+    }
+    if (!valid) continue;
+    plan.steps.push_back({"drawn", sizes, 1, base + 611953, &task.stress[r], nullptr, false});
     ++plan.drawn_stress;
   }
 }

@@ -13,7 +13,7 @@
 */
 extern "C" __global__ void axpy_folded(const float* x, const float* y, float* out, int n, float alpha) {
   int i = blockIdx.x * BLOCK + threadIdx.x;
-#ifdef READ_ALPHA
+#if READ_ALPHA
   float a = alpha;
 #else
   float a = 1.75f;  // the model's alpha

@@ -29,7 +29,7 @@ extern "C" __global__ void softmax_probed(const float* x, float* out, int rows, 
   extern __shared__ float partial[];
   const float* row = x + (long long)blockIdx.x * cols;
   float* out_row = out + (long long)blockIdx.x * cols;
-#ifdef PROBE_WHOLE_ROW
+#if PROBE_WHOLE_ROW
   // The decision is made on the whole row: a max pass, but no subtraction where it is small.
   float probe = 0.0f;
   for (int c = threadIdx.x; c < cols; c += BLOCK) probe = fmaxf(probe, fabsf(row[c]));
