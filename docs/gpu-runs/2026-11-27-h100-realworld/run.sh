@@ -24,13 +24,8 @@ case " ${PART:-all} " in *" check "*|*" all "*)
     tail -12 "$OUT/tasks_check.txt" | cut -c1-260
   else  # the worker's check_task request: the GPU half of kopt tasks check
     for t in ${CHECK_TASKS:-paged_decode_attention causal_prefill_gqa fused_moe w4a16_gemm fp8_block_gemm}; do
-      python3 $d/check_task.py tasks_realworld/$t | step ${CLIMIT_EACH:-40} build/bin/kopt-sandbox --device 0 > "$OUT/check_$t.jsonl" 2>&1
-      python3 -c "import json,sys
-for l in open(sys.argv[1]):
-    l=l.strip()
-    if l.startswith('{'):
-        j=json.loads(l); r=j.get('result',j); print(sys.argv[2], 'findings', json.dumps(r.get('findings'))[:300], 'baseline', r.get('baseline_verdict'), (r.get('baseline_detail') or j.get('error') or '')[:300])
-    elif l.startswith('['): print(l)" "$OUT/check_$t.jsonl" $t
+      step ${CLIMIT_EACH:-40} python3 $d/check_task.py tasks_realworld/$t build/bin/kopt-sandbox > "$OUT/check_$t.txt" 2>&1
+      tail -n +2 "$OUT/check_$t.txt" | cut -c1-400
     done
   fi ;;
 esac
