@@ -229,6 +229,7 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   task.holdout = read_shape_list(reader, root, "$", "holdout", task.sizes, false);
   task.stress = read_stress_rounds(reader, root, task.inputs, task.sizes, task.format);
   task.draws = read_draw_spec(reader, root, task.sizes, task.format);
+  check_task_structured(reader, task);  // sandbox/structured_init.h
 
   if (const json* tol = reader.typed_field(root, "$", "tolerance", json::value_t::object, true)) {
     reader.check_keys(*tol, "$.tolerance", kToleranceKeys);
@@ -274,6 +275,7 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
             reader.error(path, "input '" + t.name + "': " + key + " '" + *length +
                                    "' must be a positive length here");
         }
+        check_structured_at_shape(reader, task, t, round, s, path);
       }
     };
     for (const auto& [key, list] : {std::pair{"shapes", &task.shapes}, {"holdout", &task.holdout}})

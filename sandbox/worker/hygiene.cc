@@ -78,10 +78,13 @@ Result<std::vector<std::string>> shape_problems(Device& device, SupportKernels& 
   }
   for (size_t i = 0; i < task.inputs.size(); ++i) {
     // Refill one input with new values and keep the others: some output must change.
-    BufferMap one = {{task.inputs[i].name, inputs[task.inputs[i].name]}};
+    // Inputs whose structure follows this one (a block table of these lengths) are redrawn
+    // with it, so the inputs stay consistent (sandbox/structured_init.h).
     TaskSpec only = task;
     only.inputs = {task.inputs[i]};
-    if (auto s = fill_inputs(support, only, sizes, one, seed ^ 0xabcdef12345ULL); !s)
+    for (const auto& name : structured_dependents(task, task.inputs[i].name))
+      only.inputs.push_back(*task.find_tensor(name));
+    if (auto s = fill_inputs(support, only, sizes, inputs, seed ^ 0xabcdef12345ULL); !s)
       return make_error(s.error());
     if (auto f = run_plan(device, reference, plan, all, task, device.stream()))
       return make_error("the reference failed: " + f->detail);

@@ -56,6 +56,7 @@ class SupportKernels {
   static Result<SupportKernels> load(Device& device, const std::string& arch);
   // Every kernel load() asks NVRTC for (also what the CPU test compiles).
   static std::vector<std::string> kernel_names();
+  Device& device() const { return *device_; }
 
   // Fills a tensor's elements from its init distribution, on the GPU.
   Status fill(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,

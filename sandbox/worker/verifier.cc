@@ -1,4 +1,5 @@
 #include "sandbox/worker/verifier.h"
+#include "sandbox/worker/structured_fill.h"
 
 #include <algorithm>
 #include <chrono>
@@ -142,11 +143,16 @@ Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBin
       if (!v || *v < 1) return make_error("input '" + t.name + "': bad row structure length");
       *target = *v;
     }
-    if (auto s = support.fill(b.ptr, t.dtype, b.elements, init, bounds,
-                              seed * 0x2545F4914F6CDD1DULL + (++stream) * 0x9E3779B97F4A7C15ULL);
-        !s)
-      return make_error("filling input '" + t.name + "': " + s.error());
+    uint64_t input_seed = seed * 0x2545F4914F6CDD1DULL + (++stream) * 0x9E3779B97F4A7C15ULL;
+    if (!is_structured_dist(init.dist))
+      if (auto s = support.fill(b.ptr, t.dtype, b.elements, init, bounds, input_seed); !s)
+        return make_error("filling input '" + t.name + "': " + s.error());
     if (auto s = plant_pattern(support, t, sizes, b, stress, seed + stream); !s) return s;
+    // Index tensors and planted values (sandbox/worker/structured_fill.h), after the plain draw.
+    if (needs_structured_fill(init))
+      if (auto s = fill_structured(support.device(), task, sizes, inputs, t, init, b, input_seed);
+          !s)
+        return make_error("filling input '" + t.name + "': " + s.error());
   }
   return ok_status();
 }

@@ -1,5 +1,6 @@
 #include "src/cli/baseline_runs.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -145,7 +146,10 @@ BaselineRunReport measure_torch_rows(const std::vector<TaskSpec>& tasks,
   size_t torch_tasks = 0;
   for (const auto& t : tasks) {
     auto declared = task_baselines(t.raw_json);
-    if (declared.wants("torch_eager") || declared.wants("torch_compile")) {
+    // Every name but cublaslt is the PyTorch helper's (the libraries: scripts/library_baselines.py).
+    bool helper_rows = std::any_of(declared.names.begin(), declared.names.end(),
+                                   [](const std::string& n) { return n != "cublaslt"; });
+    if (helper_rows) {
       argv.push_back(t.dir.string());
       ++torch_tasks;
     }
