@@ -3,17 +3,17 @@
 #include <nvrtc.h>
 
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
 #include "common/files.h"
-#include "common/strings.h"
 #include "common/scrub_secrets.h"
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "sandbox/cubin_state.h"
 #include "sandbox/device_code_rules.h"
 #include "sandbox/include_policy.h"
@@ -158,8 +158,7 @@ std::optional<std::string> gate_refusal(const CompileRequest& request,
 }
 
 bool is_caret_line(const std::string& line) {
-  return line.find('^') != std::string::npos &&
-         line.find_first_not_of(" \t^") == std::string::npos;
+  return line.find('^') != std::string::npos && line.find_first_not_of(" \t^") == std::string::npos;
 }
 
 // NVRTC's log as the candidate may see it: the -pch notice dropped (noise), the program's name
@@ -257,10 +256,9 @@ Result<CompileOutput> run_nvrtc(const CompileRequest& request, const ToolkitHead
     header_texts.push_back(headers.contents[i]->c_str());
   }
   nvrtcProgram raw = nullptr;
-  nvrtcResult rc =
-      nvrtcCreateProgram(&raw, request.source.c_str(), kProgramName,
-                         static_cast<int>(header_names.size()), header_texts.data(),
-                         header_names.data());
+  nvrtcResult rc = nvrtcCreateProgram(&raw, request.source.c_str(), kProgramName,
+                                      static_cast<int>(header_names.size()), header_texts.data(),
+                                      header_names.data());
   if (rc != NVRTC_SUCCESS) return nvrtc_error("nvrtcCreateProgram", rc);
   NvrtcProgram program(raw);
   // Name expressions let NVRTC tell us the symbol of each kernel, extern "C" or not.
@@ -306,8 +304,8 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
   auto out = run_nvrtc(request, *headers);
   if (!out) return out;
   out->key = key;
-  out->millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count();
+  out->millis =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (cache) cache->store(*out);
   return out;
 }

@@ -7,17 +7,18 @@
 // the log; the same attack through NVRTC with the old search paths does open it, so the watch
 // would see a bypass.
 #include <gtest/gtest.h>
-#include <algorithm>
 #include <nvrtc.h>
 #include <poll.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
+
+#include "common/strings.h"
 #include "sandbox/compiler.h"
 #include "sandbox/confined/confined_compile.h"
 #include "sandbox/include_policy.h"
 #include "sandbox/toolkit_headers.h"
-#include "common/strings.h"
 #include "tests/foundation/test_support.h"
 
 namespace kopt {
@@ -105,8 +106,8 @@ class IncludeBypass : public ::testing::Test {
 TEST_F(IncludeBypass, TheAttackOpensTheFileThroughSearchPaths) {
   OpenWatch watch(canary_);
   ASSERT_TRUE(watch.ready());
-  std::string source = "#define cuda " + relative_canary() + ">\n#include <" + kThrustHeader +
-                       ">\n" + kKernel;
+  std::string source =
+      "#define cuda " + relative_canary() + ">\n#include <" + kThrustHeader + ">\n" + kKernel;
   nvrtcProgram program = nullptr;
   ASSERT_EQ(nvrtcCreateProgram(&program, source.c_str(), "candidate.cu", 0, nullptr, nullptr),
             NVRTC_SUCCESS);
@@ -145,14 +146,13 @@ TEST_F(IncludeBypass, EveryWordOfThePathIsRefused) {
                             word);
   }
   // #undef, and a define after the include (a later include of the same header reads it).
-  expect_refused_unopened(request_for(std::string("#include <") + kThrustHeader +
-                                      ">\n#undef cuda\n" + kKernel),
-                          "cuda");
+  expect_refused_unopened(
+      request_for(std::string("#include <") + kThrustHeader + ">\n#undef cuda\n" + kKernel),
+      "cuda");
 }
 
 TEST_F(IncludeBypass, TunableOfThatNameIsRefused) {
-  CompileRequest request =
-      request_for(std::string("#include <") + kThrustHeader + ">\n" + kKernel);
+  CompileRequest request = request_for(std::string("#include <") + kThrustHeader + ">\n" + kKernel);
   request.defines["cuda"] = 1;
   expect_refused_unopened(request, "cuda");
 }
