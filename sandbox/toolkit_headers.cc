@@ -273,6 +273,7 @@ class HeaderCache {
     }();
     for (const auto& folder : search) {
       std::error_code ec;
+      if (!fs::exists(folder / name, ec)) continue;  // one stat before the realpath walk
       fs::path real = fs::canonical(folder / name, ec);
       if (ec || !fs::is_regular_file(real, ec)) continue;
       bool inside = std::any_of(roots.begin(), roots.end(), [&](const fs::path& root) {
