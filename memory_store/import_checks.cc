@@ -44,6 +44,30 @@ void check_tunables(JsonReader& reader, const std::string& path, const std::stri
 
 const std::string kTaskRule(kTaskNameRule);
 
+// Names the export writes into C++ and Python (tensors, sizes, constants): a keyword there
+// (`lambda`, `class`) once made kopt_torch.py and the CMake build fail after import.
+void check_code_names(JsonReader& reader, const nlohmann::json& spec) {
+  auto check = [&](const std::string& path, const std::string& name) {
+    if (is_reserved_code_name(name))
+      reader.error("$.spec_json: " + path,
+                   "'" + one_line_text(name) + "' " + std::string(kReservedCodeNameRule));
+  };
+  for (const char* key : {"inputs", "outputs"}) {
+    if (!spec.contains(key) || !spec[key].is_array()) continue;
+    for (size_t i = 0; i < spec[key].size(); ++i) {
+      const auto& tensor = spec[key][i];
+      if (tensor.is_object() && tensor.contains("name") && tensor["name"].is_string())
+        check(std::string("$.") + key + "[" + std::to_string(i) + "].name",
+              tensor["name"].get<std::string>());
+    }
+  }
+  for (const char* key : {"sizes", "constants"}) {
+    if (!spec.contains(key) || !spec[key].is_object()) continue;
+    for (const auto& [name, value] : spec[key].items())
+      check(std::string("$.") + key + "." + name, name);
+  }
+}
+
 }  // namespace
 
 void check_imported_task(JsonReader& reader, const TaskRecord& task) {
@@ -56,6 +80,8 @@ void check_imported_task(JsonReader& reader, const TaskRecord& task) {
   } else if (spec.contains("name") &&
              !(spec["name"].is_string() && spec["name"].get<std::string>() == task.name)) {
     reader.error("$.spec_json", "its \"name\" differs from $.name");
+  } else {
+    check_code_names(reader, spec);
   }
 }
 

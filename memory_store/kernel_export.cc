@@ -221,6 +221,17 @@ std::string stale_export(const ExportOptions& options, const memory::TaskRecord&
   return memory::stale_judgment(e, current, options.verifier_version);
 }
 
+// The sha256 of the CUBIN the worker judged, as the evaluation recorded it ("" when the row
+// predates the record or the JSON is not an object: then the export ships a deterministic
+// recompile, as before).
+std::string verified_image_sha256(const std::string& resources_json) {
+  auto resources = json::parse(resources_json, nullptr, false);
+  if (!resources.is_object() || !resources.contains("image_sha256") ||
+      !resources["image_sha256"].is_string())
+    return "";
+  return resources["image_sha256"].get<std::string>();
+}
+
 }  // namespace
 
 bool is_safe_file_stem(const std::string& name) {
@@ -343,6 +354,7 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
                        (*kernel)->sha256 + ", see manifest.json";
     input.reference_source = find_reference_source(options.tasks_root, task.name, task.spec_hash);
     input.compute_capability = e.gpu.compute_capability;
+    input.verified_cubin_sha256 = verified_image_sha256(e.resources_json);
     if (options.vet) {
       std::string why = options.vet(task.spec_json, input.reference_source.value_or(""),
                                     (*kernel)->source);

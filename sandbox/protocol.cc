@@ -335,6 +335,7 @@ json to_json(const EvalResult& result) {
             {"compile_log", result.compile_log},
             {"compile_ms", number_to_json(result.compile_ms)},
             {"compile_cache_hit", result.compile_cache_hit},
+            {"image_sha256", result.image_sha256},
             {"speedup", number_to_json(result.speedup)},
             {"sol_us", number_to_json(result.sol_us)},
             {"sol_percent", number_to_json(result.sol_percent)},
@@ -363,7 +364,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
                         "resources",         "speedup",       "sol_us",         "sol_percent",
                         "verify_ms",         "time_ms",       "total_ms",       "device",
                         "gpu_check",         "verify_phases", "timing_facts",   "profile",
-                        "profile_note"});
+                        "profile_note",      "image_sha256"});
   if (auto name = r.string_field(j, "$", "verdict", true)) {
     if (auto verdict = parse_verdict(*name)) {
       result.verdict = *verdict;
@@ -375,6 +376,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   read_into(r, j, "$", "compile_log", result.compile_log);
   read_into(r, j, "$", "compile_ms", result.compile_ms);
   read_into(r, j, "$", "compile_cache_hit", result.compile_cache_hit);
+  read_into(r, j, "$", "image_sha256", result.image_sha256);
   result.mismatch = optional_object<Mismatch>(r, j, "$", "mismatch", mismatch_from_json);
   result.candidate_time =
       optional_object<TimingSummary>(r, j, "$", "candidate_time", timing_from_json);

@@ -143,6 +143,7 @@ struct EvalResult {
   std::string compile_log;
   double compile_ms = 0;
   bool compile_cache_hit = false;
+  std::string image_sha256;  // of the CUBIN that was loaded and judged ("" before it compiled)
   std::optional<Mismatch> mismatch;
   std::optional<TimingSummary> candidate_time;
   std::optional<TimingSummary> baseline_time;

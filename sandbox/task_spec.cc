@@ -71,6 +71,8 @@ std::vector<TensorSpec> read_tensors(JsonReader& reader, const json& root, const
     t.name = reader.string_field(item, path, "name", true).value_or("");
     if (!t.name.empty() && !is_identifier_name(t.name))
       reader.error(path + ".name", "'" + t.name + "' is not an identifier");
+    else if (is_reserved_code_name(t.name))
+      reader.error(path + ".name", "'" + t.name + "' " + std::string(kReservedCodeNameRule));
     std::string dtype = reader.string_field(item, path, "dtype", true).value_or("f32");
     if (auto d = parse_dtype(dtype)) {
       t.dtype = *d;
@@ -187,6 +189,8 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   if (const json* sizes = reader.typed_field(root, "$", "sizes", json::value_t::object, true)) {
     for (const auto& [name, value] : sizes->items()) {
       if (!is_identifier_name(name)) reader.error("$.sizes." + name, "not an identifier");
+      if (is_identifier_name(name) && is_reserved_code_name(name))
+        reader.error("$.sizes." + name, "'" + name + "' " + std::string(kReservedCodeNameRule));
       if (!value.is_number_integer() || value.get<int64_t>() < 1) {
         reader.error("$.sizes." + name, "expected a positive integer default");
         continue;
@@ -197,6 +201,8 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   if (const json* c = reader.typed_field(root, "$", "constants", json::value_t::object, false)) {
     for (const auto& [name, value] : c->items()) {
       if (!is_identifier_name(name)) reader.error("$.constants." + name, "not an identifier");
+      if (is_identifier_name(name) && is_reserved_code_name(name))
+        reader.error("$.constants." + name, "'" + name + "' " + std::string(kReservedCodeNameRule));
       if (task.sizes.count(name)) reader.error("$.constants." + name, "also declared as a size");
       if (!value.is_number()) {
         reader.error("$.constants." + name, "expected a number");

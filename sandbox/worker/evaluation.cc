@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/files.h"
+#include "common/sha256.h"
 #include "sandbox/compiler.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/worker/gpu_quiet_check.h"
@@ -134,6 +135,8 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   result.compile_ms = ms_since(compile_started);
   result.compile_log = candidate.output.log;
   result.compile_cache_hit = candidate.output.cache_hit;
+  // What `kopt export` must ship: the bytes loaded here are the bytes judged.
+  if (!candidate.output.cubin.empty()) result.image_sha256 = sha256_hex(candidate.output.cubin);
   if (candidate.failure) {
     apply_failure(result, *candidate.failure);
     result.total_ms = ms_since(started);

@@ -6,6 +6,7 @@
 
 #include "common/files.h"
 #include "sandbox/compiler.h"
+#include "sandbox/confined/landlock.h"
 #include "sandbox/cuda_driver.h"
 #include "sandbox/nvml.h"
 #include "src/cli/command.h"
@@ -162,6 +163,12 @@ int run_doctor(int argc, char** argv) {
     report.lacking("database", db.error());
   }
   report.found("compile cache", (cache_directory() / "compile").string());
+  if (std::string why = landlock_unavailable_reason(); why.empty()) {
+    report.found("compile confinement", "Landlock (NVRTC reads only the toolkit and libraries)");
+  } else {
+    std::printf("  WARNING  %-22s %s: %s\n", "compile confinement", why.c_str(),
+                kUnconfinedCompileWarning);
+  }
   check_llm(report, args->count("config")
                         ? std::optional<std::filesystem::path>((*args)["config"].as<std::string>())
                         : std::nullopt);

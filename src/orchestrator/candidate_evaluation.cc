@@ -164,7 +164,10 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
   evaluation.baseline_us = baseline_us;
   evaluation.speedup = result->verdict == Verdict::kOk ? speedup : 0;
   evaluation.sol_percent = result->verdict == Verdict::kOk ? result->sol_percent : 0;
-  evaluation.resources_json = resources_json(result->resources).dump();
+  json resources = resources_json(result->resources);
+  // The sha256 of the CUBIN the worker judged: `kopt export` refuses to ship other bytes.
+  if (!result->image_sha256.empty()) resources["image_sha256"] = result->image_sha256;
+  evaluation.resources_json = resources.dump();
   if (result->profile) evaluation.profile_json = to_json(*result->profile).dump();
   record(input, outcome, evaluation);
 
