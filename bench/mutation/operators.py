@@ -170,25 +170,44 @@ def _with_include(text, header):
     return text[:at] + "#include <%s>\n" % header + text[at:]
 
 
+_ROUNDING = {
+    "float": [("__half", "cuda_fp16.h", "__half2float(__float2half(%s))"),
+              ("__nv_bfloat16", "cuda_bf16.h", "__bfloat162float(__float2bfloat16(%s))")],
+    "double": [("float", None, "(double)(float)(%s)")],
+}
+
+
 def narrow_accumulator(k):
-    """An accumulator in a narrower type: float -> __half or __nv_bfloat16, double -> float."""
+    """An accumulator kept in a narrower type: every update of one float accumulator rounded
+    through __half or __nv_bfloat16, of a double through float (`acc += v` -> `acc =
+    __half2float(__float2half(acc + (v)))`). Rounding each update, rather than retyping the
+    variable, is what an fp16 accumulator does, and it compiles wherever the original does."""
     out = []
     for match in k.body_matches(r"\b(float|double)\s+(\w+)\s*(\[[^\]]*\])?\s*[=;]"):
         kind, name = match.group(1), match.group(2)
         body = k.body_of(match.start())
-        later = k.code[match.end():body[1]]
-        updated = (re.search(r"\b%s\s*(\[[^\]]*\])?\s*[-+*]=" % name, later) or
-                   re.search(r"\b%s\s*(\[[^\]]*\])?\s*=\s*(fmaxf|fminf|max|min)?\s*\(?\s*%s\b"
-                             % (name, name), later))
-        if not updated:
-            continue
-        targets = [("float", None)] if kind == "double" else [("__half", "cuda_fp16.h"),
-                                                                ("__nv_bfloat16", "cuda_bf16.h")]
-        for new, header in targets:
-            text = k.edit(match.start(1), match.end(1), new)
+        updates = []
+        pattern = r"(?<![.\w])%s\s*(\[[^\]]*\])?\s*([-+*/]?)=(?!=)" % name
+        for update in re.finditer(pattern, k.code[match.end():body[1]]):
+            at = match.end() + update.start()
+            rhs = match.end() + update.end()
+            end = k.statement_end(rhs)
+            if end < 0:
+                continue
+            updates.append((at, match.end() + update.end(), end - 1, update.group(1) or "",
+                            update.group(2)))
+        if not any(u[4] or re.search(r"\b%s\b" % name, k.code[u[1]:u[2]]) for u in updates):
+            continue  # never accumulated: `float v = x[i];` is no accumulator
+        for narrow, header, rounding in _ROUNDING[kind]:
+            text = k.text
+            for at, rhs, end, index, op in reversed(updates):
+                value = k.text[rhs:end].strip()
+                full = "%s%s %s (%s)" % (name, index, op, value) if op else value
+                text = text[:at] + "%s%s = %s" % (name, index, rounding % full) + text[end:]
             if header:
                 text = _with_include(text, header)
-            out.append((k.site(match.start(), "%s %s -> %s %s" % (kind, name, new, name)), text))
+            out.append((k.site(match.start(), "%s %s accumulated in %s" % (kind, name, narrow)),
+                        text))
     return out
 
 
@@ -266,13 +285,20 @@ def _is_bound(cond):
     return re.search(r"[<>]", re.sub(r"<<|>>|->", "", cond))
 
 
+def _names_bound(k, cond):
+    """The condition compares against a bound: a size or constant parameter, a tunable, a
+    #define, or a thread index (a max selection `v > best ? v : best` is no bound check)."""
+    bounds = set(k.scalar_names()) | k.tunables | k.defines
+    return "threadIdx" in cond or bool(set(re.findall(r"[A-Za-z_]\w*", cond)) & bounds)
+
+
 def drop_guard(k):
     """A bound check removed: `if (i >= n) return;`, `if (i < n) stmt;`, `i < n ? v : 0`."""
     out = []
     for match in k.body_matches(r"\bif\s*\("):
         close = kt.matching(k.code, match.end() - 1)
         cond = k.code[match.end():close]
-        if not _is_bound(cond):
+        if not _is_bound(cond) or not _names_bound(k, cond):
             continue
         rest = k.code[close + 1:]
         ret = re.match(r"\s*return\s*;", rest)
@@ -290,7 +316,7 @@ def drop_guard(k):
                     k.edit(match.start(), close + 1, "")))
     for match in k.body_matches(r"([\w.\[\]+* ]+?(<=|>=|<|>)[\w.\[\]()+* ]+?)\?"):
         cond = match.group(1)
-        if not _is_bound(cond) or "(" in cond and ")" not in cond:
+        if not _is_bound(cond) or not _names_bound(k, cond) or "(" in cond and ")" not in cond:
             continue
         start = match.start(1) + len(cond) - len(cond.lstrip())
         # The true branch runs to the ':' at depth 0; the false branch to the expression's end.

@@ -110,8 +110,15 @@ def test_operators():
     expect_change("literal_shift", "#define LANES 256", "#define LANES 257")
     expect_change("literal_shift", "c < LANES", "c < (LANES + 1)")
     expect_change("narrow_index", "const float* row = x + (long long)", "x + (int)blockIdx.x")
-    expect_change("narrow_accumulator", "float sum = 0.0f;", "__half sum = 0.0f;")
-    expect_change("narrow_accumulator", "float sum = 0.0f;", "__nv_bfloat16 sum = 0.0f;")
+    # An accumulator narrowed: every update of `sum` (and only of `sum`) rounds through fp16.
+    narrowed = [changed_lines(SAMPLE, t) for _, t in mutants_of("narrow_accumulator")]
+    assert ([l for l in narrowed if l[1] == [
+        "#include <cuda_fp16.h>",
+        "for (int q = threadIdx.x; q < quads; q += BLOCK) sum = __half2float(__float2half("
+        "sum + (expf(row[4 * q] - m))));",
+        "for (int c = quads * 4 + threadIdx.x; c < cols; c += BLOCK) sum = __half2float("
+        "__float2half(sum + (expf(row[c] - m))));"]]), narrowed
+    assert not any("inv" in " ".join(a) for _, a in narrowed), "inv is no accumulator"
     expect_change("drop_term", "float inv = alpha / (sum + eps);", "float inv = alpha / (sum );")
     expect_change("drop_term", "* inv + bias[c];", "* inv ;")
     expect_change("drop_sync", "__syncthreads();", "")
