@@ -187,6 +187,9 @@ def main():
     parser.add_argument("--no-gate", action="store_true",
                         help="no host compile gate (no kopt binary): the worker compiles, and "
                              "its compile_error verdicts are the stillborn mutants")
+    parser.add_argument("--resummarize", action="store_true",
+                        help="rewrite OUT_DIR's mutation.json/.md from its verdicts with the "
+                             "current equivalent.json (no GPU; keeps the run's device and date)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     args = parser.parse_args()
     started = time.monotonic()
@@ -202,8 +205,11 @@ def main():
         print("%d mutants of %d sources over %d tasks" % (
             len(mutants), len(originals), len({m["task"] for m in mutants})))
         return
-    write_files(out, items)
     equivalent = sources.load_equivalent(EQUIVALENT)
+    if args.resummarize:
+        resummarize(args, out, tasks, originals, mutants, equivalent)
+        return
+    write_files(out, items)
 
     kopt = args.kopt or str(pathlib.Path(args.worker).resolve().parent / "kopt")
     cache = pathlib.Path(args.cache) if args.cache else benchlib.fresh_dir("kopt-mutation-cache-")
@@ -242,6 +248,23 @@ def main():
     benchlib.write_results(out, "mutation", summary, markdown(summary))
 
 
+def resummarize(args, out, tasks, originals, mutants, equivalent):
+    """The summary of an earlier run (its verdicts, compile gate and environment) with the
+    current equivalent.json: reviewing survivors needs no GPU."""
+    before = json.loads((out / "mutation.json").read_text())
+    compiled_path = out / "mutation-compile.json"
+    done = read_done(out / RESULTS)
+    if compiled_path.exists():
+        compiled = json.loads(compiled_path.read_text())
+    else:  # a --no-gate run: the worker's compile_error verdicts are the stillborn ones
+        compiled = {i["id"]: {"verdict": "compiled"} for i in originals + mutants}
+    args.per_operator, args.seed = before["options"]["per_operator"], before["options"]["seed"]
+    summary = summarize(args, tasks, originals, mutants, compiled, done, equivalent,
+                        before["cost"], env=before["environment"])
+    summary["options"] = before["options"]
+    benchlib.write_results(out, "mutation", summary, markdown(summary))
+
+
 # ---------------------------------------------------------------------------- the summary
 
 def _tally(rows):
@@ -255,8 +278,8 @@ def _tally(rows):
             "mutation_score": round(killed / scored, 4) if scored else None}
 
 
-def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost):
-    env = benchlib.gpu_environment()
+def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost, env=None):
+    env = env or benchlib.gpu_environment()
     rows = []
     for m in mutants:
         record = done.get(m["id"])
