@@ -212,6 +212,9 @@ def main():
     write_files(out, items)
 
     kopt = args.kopt or str(pathlib.Path(args.worker).resolve().parent / "kopt")
+    if not args.no_gate and not os.access(kopt, os.X_OK):
+        log("no kopt at %s: the worker compiles each file itself (--no-gate)" % kopt)
+        args.no_gate = True
     cache = pathlib.Path(args.cache) if args.cache else benchlib.fresh_dir("kopt-mutation-cache-")
     arch = args.arch or "sm_90a"
     gate_s = 0.0
