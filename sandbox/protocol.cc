@@ -114,7 +114,8 @@ json options_to_json(const EvalOptions& o) {
           {"stress", o.stress},
           {"draws", o.draws},
           {"profile", o.profile},
-          {"profile_below_us", o.profile_below_us}};
+          {"profile_below_us", o.profile_below_us},
+          {"verify_budget_seconds", o.verify_budget_seconds}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
@@ -146,7 +147,8 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "fresh_baseline_samples",
                 "baseline_drift",
                 "stress",
-                "draws"});
+                "draws",
+                "verify_budget_seconds"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -185,6 +187,9 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   read_into(r, o, path, "draws", options.draws);
   read_into(r, o, path, "profile", options.profile);
   read_into(r, o, path, "profile_below_us", options.profile_below_us);
+  read_into(r, o, path, "verify_budget_seconds", options.verify_budget_seconds);
+  if (!(options.verify_budget_seconds >= 0))
+    r.error(path + ".verify_budget_seconds", "must not be negative");
   if (options.profile != "" && options.profile != "cupti" && options.profile != "bracket")
     r.error(path + ".profile", "expected \"\", \"cupti\" or \"bracket\"");
   if (options.pool_sets < 1) r.error(path + ".pool_sets", "must be at least 1");
