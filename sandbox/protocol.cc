@@ -118,7 +118,8 @@ json options_to_json(const EvalOptions& o) {
           {"wide", o.wide},
           {"vary_constants", o.vary_constants},
           {"profile", o.profile},
-          {"profile_below_us", o.profile_below_us}};
+          {"profile_below_us", o.profile_below_us},
+          {"verify_budget_seconds", o.verify_budget_seconds}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
@@ -154,7 +155,8 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "thresholds",
                 "families",
                 "wide",
-                "vary_constants"});
+                "vary_constants",
+                "verify_budget_seconds"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -197,6 +199,9 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   read_into(r, o, path, "vary_constants", options.vary_constants);
   read_into(r, o, path, "profile", options.profile);
   read_into(r, o, path, "profile_below_us", options.profile_below_us);
+  read_into(r, o, path, "verify_budget_seconds", options.verify_budget_seconds);
+  if (!(options.verify_budget_seconds >= 0))
+    r.error(path + ".verify_budget_seconds", "must not be negative");
   if (options.profile != "" && options.profile != "cupti" && options.profile != "bracket")
     r.error(path + ".profile", "expected \"\", \"cupti\" or \"bracket\"");
   if (options.pool_sets < 1) r.error(path + ".pool_sets", "must be at least 1");

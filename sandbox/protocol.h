@@ -100,6 +100,10 @@ struct EvalOptions {
   std::string profile;
   // With "cupti": only a candidate whose median is below this (a new best of its task); 0: any.
   double profile_below_us = 0;
+  // Verification starts no new shape after this many seconds of it (0: no limit); the shapes left
+  // out are counted in the verdict's detail. The sanitizer's runs are bounded so, by time rather
+  // than by shape size (sandbox/sanitizer_runner.h).
+  double verify_budget_seconds = 0;
 };
 
 struct EvalRequest {

@@ -98,6 +98,12 @@ std::string kernel_key(const std::string& task_json, const KernelSource& kernel)
   return key;
 }
 
+// Whether verification, begun at `started`, has spent its time budget (if it has one).
+bool over_budget(const EvalOptions& options, Clock::time_point started) {
+  return options.verify_budget_seconds > 0 &&
+         ms_since(started) > 1000.0 * options.verify_budget_seconds;
+}
+
 void apply_failure(EvalResult& result, const PlanFailure& failure) {
   result.verdict = failure.verdict;
   result.detail = failure.detail;
@@ -162,7 +168,10 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
                                 plan_inputs(device, *candidate.kernel, request.candidate.tunables));
   if (!plan) return make_error(plan.error());
   std::map<int, int> shapes_by_rounds;  // for the detail line: how many shapes got how many rounds
+  size_t steps_run = 0;
   for (const auto& step : plan->steps) {
+    if (over_budget(request.options, verify_started)) break;
+    ++steps_run;
     // The kept sets made during this evaluation may have taken the memory the plan counted on.
     if (step.phase == "wide") {
       if (auto skip = wide_round_skipped(*task, free_device_bytes(device))) {
@@ -207,9 +216,17 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
       result.sol_us = speed_of_light_us(double(*flops), double(*bytes), *peaks, task->peak);
   }
 
+  // Shapes a time budget left out are said in every ok verdict's detail.
+  const std::string budget_note =
+      steps_run < plan->steps.size()
+          ? "; the verification budget of " +
+                std::to_string(int64_t(request.options.verify_budget_seconds)) +
+                " s stopped it after " + std::to_string(steps_run) + " of " +
+                std::to_string(plan->steps.size()) + " shapes"
+          : "";
   if (!request.options.time) {
     result.verdict = Verdict::kOk;
-    result.detail = "verified (not timed)";
+    result.detail = "verified (not timed)" + budget_note;
     if (!request.options.profile.empty())
       profile_candidate(device, support, *task, *reference.kernel, *candidate.kernel, timed_shape,
                         request.options, seed ^ 0x2545f491ULL, result);
@@ -280,7 +297,7 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   for (auto it = shapes_by_rounds.rbegin(); it != shapes_by_rounds.rend(); ++it)
     rounds_text += std::string(rounds_text.empty() ? "" : ", ") + std::to_string(it->first) +
                    (it->first == 1 ? " round x " : " rounds x ") + std::to_string(it->second);
-  result.detail += " (" + rounds_text + ")";
+  result.detail += " (" + rounds_text + ")" + budget_note;
   result.detail += coverage_text(*task, request.options, *plan);
   if (timed->baseline_from_history)
     result.detail += "; baseline: " + std::to_string(timed->fresh_baseline_samples) +

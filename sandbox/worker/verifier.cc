@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <vector>
 
 #include "sandbox/worker/candidate_buffers.h"
+#include "sandbox/worker/memory_patterns.h"
 
 namespace kopt::worker {
 namespace {
@@ -28,7 +30,7 @@ Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
   std::vector<GuardRegion> regions;
   for (const auto* b : buffers) {
     GuardZones z = b->guard_zones();
-    regions.push_back({z.head, z.head_bytes, z.tail, z.tail_bytes, kGuardPattern});
+    regions.push_back({z.base, z.head_bytes, z.tail_start, z.end, z.seed});
   }
   auto scanned = support.scan_guards(regions);
   if (!scanned) return make_error(scanned.error());
@@ -162,11 +164,16 @@ std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
                                     const TaskSpec& task, CUstream stream, const RunLimit& limit,
                                     double* elapsed_seconds) {
   CudaFailure failure;
+  // Scratch the plan did not ask to be zeroed holds NaN bytes on every other run and a random
+  // far-from-zero byte on the others (memory_patterns.h): reading it before writing fails, and
+  // its fill is no state to rely on.
+  static uint64_t runs = 0;
+  static std::mt19937_64 random{std::random_device{}()};
+  const unsigned char fill = scratch_fill_byte(runs++, random());
   for (const auto& s : plan.scratch) {
-    // Scratch the plan did not ask to be zeroed holds NaN bytes: reading it before writing fails.
     const BufferRef& b = buffers.at(s.name);
     if (b.bytes() &&
-        !device.check(device.driver().cuMemsetD8Async(b.ptr, s.zero ? 0 : 0xFF, b.bytes(), stream),
+        !device.check(device.driver().cuMemsetD8Async(b.ptr, s.zero ? 0 : fill, b.bytes(), stream),
                       "cuMemsetD8Async(scratch)", &failure))
       return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
   }
@@ -309,13 +316,17 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
     ++phases_.rounds;
     if (stress) ++phases_.stress_rounds;
     RunLimit limit = candidate_run_limit(options_, set->reference_seconds, "the reference");
-    if (auto s = buffers->load(*set); !s) return make_error(s.error());
+    if (auto s = buffers->load(*set, support_); !s) return make_error(s.error());
     const BufferMap cand_buffers = buffers->bindings();
 
     for (int run = 0; run < 2; ++run) {
-      if (auto s = buffers->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun, device_.stream());
-          !s)
-        return make_error(s.error());
+      // After the first round, the first run starts from the previous round's verified answer
+      // (right for other inputs: a stale answer) instead of NaN bytes.
+      auto poisoned =
+          run == 0 && round > 0
+              ? buffers->poison_with(first_run, device_.stream())
+              : buffers->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun, device_.stream());
+      if (!poisoned) return make_error(poisoned.error());
       phases_.checks_ms += lap();
       double seconds = 0;
       auto failure =

@@ -10,6 +10,7 @@
 #include "sandbox/evaluator.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/kernel_file_check.h"
+#include "sandbox/sanitizer_runner.h"
 #include "sandbox/task_catalog.h"
 #include "sandbox/task_spec.h"
 #include "src/cli/command.h"
@@ -95,6 +96,40 @@ Result<KernelSource> kernel_source(const std::filesystem::path& path) {
   return KernelSource{*text, path.string(), {}};
 }
 
+// `kopt eval --sanitize`: the kernel under compute-sanitizer's tools after its evaluation
+// (sandbox/sanitizer_runner.h), unless it never ran on the GPU. A finding turns an ok verdict
+// into `sanitizer`; other verdicts stand, with the finding beside them.
+SanitizerOutcome sanitize_after(EvalResult& result, const EvalRequest& request,
+                                const SandboxOptions& worker) {
+  switch (result.verdict) {
+    case Verdict::kCompileError:
+    case Verdict::kInvalidPlan:
+    case Verdict::kGpuBusy:
+      return {.note =
+                  "not sanitized: the kernel did not run (" + verdict_name(result.verdict) + ")"};
+    default:
+      break;
+  }
+  SanitizerOutcome outcome = run_sanitizers(request, worker);
+  if (outcome.finding && result.verdict == Verdict::kOk) {
+    EvalResult found = sanitizer_verdict(*outcome.finding);
+    result.verdict = found.verdict;
+    result.detail = found.detail;
+  }
+  return outcome;
+}
+
+nlohmann::json sanitizer_json(const SanitizerOutcome& s) {
+  nlohmann::json out = {{"ran", s.ran}, {"note", s.note}, {"seconds", s.seconds}};
+  if (s.finding) out["finding"] = s.finding->describe();
+  return out;
+}
+
+void print_sanitizer(const SanitizerOutcome& s) {
+  std::printf("%-10s %s\n", "sanitizer", s.note.c_str());
+  if (s.finding) std::printf("%-10s %s\n", "", s.finding->describe().c_str());
+}
+
 }  // namespace
 
 int run_eval(int argc, char** argv) {
@@ -114,7 +149,11 @@ int run_eval(int argc, char** argv) {
       "profile", "hardware counters of the kernel at the timed shape (CUPTI range profiler)")(
       "profile-bracket",
       "run the kernel once at the timed shape between cuProfilerStart/Stop, for "
-      "`ncu --profile-from-start off` (set KOPT_SANDBOX_UNDER_PROFILER=1 and --no-time)");
+      "`ncu --profile-from-start off` (set KOPT_SANDBOX_UNDER_PROFILER=1 and --no-time)")(
+      "sanitize",
+      "afterwards run the kernel under compute-sanitizer's memcheck, racecheck, synccheck and "
+      "initcheck at every shape class (timed shape, holdouts, sweep, stress, drawn), each tool "
+      "within a time budget; a finding makes an ok verdict `sanitizer`");
   add_sandbox_flags(options);
   options.parse_positional({"task", "kernel"});
   options.positional_help("TASK [KERNEL.cu]");
@@ -132,6 +171,8 @@ int run_eval(int argc, char** argv) {
                 "kopt eval: --profile needs the GPU part of the evaluation; it cannot go with "
                 "--compile-only");
   }
+  if (args->count("sanitize") && args->count("compile-only"))
+    return fail(2, "kopt eval: --sanitize runs the kernel on the GPU; not with --compile-only");
   if ((*args)["rounds"].as<int>() < 1) return fail(2, "kopt eval: --rounds must be at least 1");
   if ((*args)["device"].as<int>() < 0) return fail(2, "kopt eval: --device must be 0 or more");
   std::filesystem::path root = args->count("tasks")
@@ -220,13 +261,20 @@ int run_eval(int argc, char** argv) {
   auto result = evaluator.evaluate(request);
   // No verdict at all: no GPU, no worker binary, a worker of another version.
   if (!result) return fail(3, "kopt eval: " + result.error());
+  std::optional<SanitizerOutcome> sanitized;
+  if (args->count("sanitize")) {
+    evaluator.shutdown();  // the tools' worker gets the GPU and its memory alone
+    sanitized = sanitize_after(*result, request, sandbox_options_from(*args));
+  }
   if (json_out) {
     nlohmann::json out = to_json(*result);
     out["kernel"] = kernel_path.string();
     out["task"] = task->name;
+    if (sanitized) out["sanitizer"] = sanitizer_json(*sanitized);
     std::cout << out.dump(2) << "\n";
   } else {
     print_result(*result, kernel_path.string());
+    if (sanitized) print_sanitizer(*sanitized);
   }
   if (result->verdict == Verdict::kGpuBusy) {
     std::cerr << "kopt eval: WARNING: no time was taken because the GPU is shared or throttled: "
