@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_limits.h"
 #include "common/text_escape.h"
+#include "common/utf8.h"
 #include "sandbox/compiler.h"
 #include "sandbox/device_code_rules.h"
 #include "sandbox/kernel_file.h"
@@ -22,7 +24,7 @@ void check_name(JsonReader& reader, const std::string& path, const std::string& 
                 NameRule rule, std::string_view why) {
   if (!value.empty() && !rule(value))
     reader.error(path,
-                 "'" + one_line_text(value.substr(0, 200)) + "' is refused: " + std::string(why));
+                 "'" + one_line_text(clip_utf8(value, 200)) + "' is refused: " + std::string(why));
 }
 
 void check_sha(JsonReader& reader, const std::string& path, const std::string& sha) {
@@ -31,7 +33,7 @@ void check_sha(JsonReader& reader, const std::string& path, const std::string& s
 
 // Tunable names become -DNAME=VALUE for the compiler.
 void check_tunables(JsonReader& reader, const std::string& path, const std::string& text) {
-  auto tunables = nlohmann::json::parse(text, nullptr, false);
+  auto tunables = parse_json_bounded(text);
   if (tunables.is_discarded() || !tunables.is_object()) {
     reader.error(path, "expected an object of tunable values");
     return;
@@ -74,7 +76,7 @@ void check_imported_task(JsonReader& reader, const TaskRecord& task) {
   check_name(reader, "$.name", task.name, is_task_name, kTaskRule);
   // The spec is the task.json the kernels were measured against; its free text is escaped by
   // each writer that uses it, but its name must be the entry's.
-  auto spec = nlohmann::json::parse(task.spec_json, nullptr, false);
+  auto spec = parse_json_bounded(task.spec_json);
   if (spec.is_discarded() || !spec.is_object()) {
     reader.error("$.spec_json", "expected a task.json object");
   } else if (spec.contains("name") &&

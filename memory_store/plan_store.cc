@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
+#include "common/utf8.h"
 #include "memory_store/memory_store.h"
 
 namespace kopt::memory {
@@ -12,14 +14,14 @@ namespace {
 std::string capped(const std::string& text, bool& cut) {
   if (text.size() <= kMaxTranscriptChars) return text;
   cut = true;
-  size_t head = kMaxTranscriptChars * 2 / 3, tail = kMaxTranscriptChars - head;
-  return text.substr(0, head) + "\n[... " + std::to_string(text.size() - head - tail) +
-         " characters cut ...]\n" + text.substr(text.size() - tail);
+  return clip_utf8_middle(text, kMaxTranscriptChars,
+                          "\n[... about " + std::to_string(text.size() - kMaxTranscriptChars) +
+                              " characters cut ...]\n");
 }
 
 std::vector<int64_t> ids_from_json(const std::string& text) {
   std::vector<int64_t> ids;
-  auto j = nlohmann::json::parse(text, nullptr, false);
+  auto j = parse_json_bounded(text);
   if (!j.is_array()) return ids;
   for (const auto& v : j) {
     if (v.is_number_integer()) ids.push_back(v.get<int64_t>());

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/json_limits.h"
 #include "common/json_reader.h"
 
 namespace kopt {
@@ -435,7 +436,7 @@ std::string encode_line(const json& message) {
 }
 
 Result<Message> parse_message(const std::string& line) {
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json j = parse_json_bounded(line);
   if (j.is_discarded()) return make_error("not JSON");
   if (!j.is_object()) return make_error("not a JSON object");
   if (!j.contains("v") || !j.at("v").is_number_integer()) {

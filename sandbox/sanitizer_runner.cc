@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/strings.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
@@ -93,7 +94,7 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
                                       double verify_budget_seconds) {
   auto task = parse_task(request.task_json, "task.json");
   if (!task) return make_error(task.error());
-  json raw = json::parse(request.task_json, nullptr, false);
+  json raw = parse_json_bounded(request.task_json);
   if (!raw.is_object()) return make_error("task.json is not a JSON object");
   EvalRequest reduced = request;
   EvalOptions& o = reduced.options;

@@ -7,6 +7,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/text_escape.h"
+#include "common/utf8.h"
 #include "sandbox/task_catalog.h"
 #include "src/cli/baseline_runs.h"
 #include "src/cli/command.h"
@@ -38,9 +40,10 @@ void print_rows(const std::vector<memory::ProductionBaselineRecord>& rows) {
   std::printf("%-18s %-20s %12s %7s %7s  %-24s %s\n", "task", "baseline", "median us", "noise",
               "samples", "gpu", "measured");
   for (const auto& r : rows) {
-    std::printf("%-18s %-20s %12.2f %6.2f%% %7lld  %-24s %s\n", r.task.substr(0, 18).c_str(),
-                r.name.c_str(), r.median_us, r.noise * 100, static_cast<long long>(r.samples),
-                r.gpu_model.substr(0, 24).c_str(), r.created_at.c_str());
+    std::printf("%-18s %-20s %12.2f %6.2f%% %7lld  %-24s %s\n",
+                std::string(utf8_prefix(r.task, 18)).c_str(), r.name.c_str(), r.median_us,
+                r.noise * 100, static_cast<long long>(r.samples),
+                terminal_text(utf8_prefix(r.gpu_model, 24)).c_str(), r.created_at.c_str());
   }
 }
 

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/json_limits.h"
+#include "common/text_escape.h"
 #include "sandbox/compiler.h"
 #include "sandbox/confined/confined_compile.h"
 #include "sandbox/evaluator.h"
@@ -39,17 +41,21 @@ void print_result(const EvalResult& r, const std::string& kernel) {
       r.device.is_object() && r.device.contains("name") && r.device["name"].is_string()
           ? r.device["name"].get<std::string>()
           : "the GPU";
-  std::printf("%-10s %s on %s\n", "kernel", kernel.c_str(), device.c_str());
+  // The compile log, the detail and the device name can carry the candidate's own text
+  // (#error, a printf): shown with visible escapes, never as terminal control sequences.
+  std::printf("%-10s %s on %s\n", "kernel", terminal_text(kernel).c_str(),
+              terminal_text(device).c_str());
   std::printf("%-10s %s\n", "verdict", verdict_name(r.verdict).c_str());
-  if (!r.detail.empty()) std::printf("%-10s %s\n", "detail", r.detail.c_str());
+  if (!r.detail.empty()) std::printf("%-10s %s\n", "detail", terminal_text(r.detail).c_str());
   if (r.mismatch) {
     const Mismatch& m = *r.mismatch;
     std::printf("%-10s %s[%lld] at %s (%s, round %d): got %.9g, expected %.9g\n", "mismatch",
-                m.output.c_str(), static_cast<long long>(m.index), m.shape.c_str(), m.phase.c_str(),
-                m.round, m.actual, m.expected);
+                terminal_text(m.output).c_str(), static_cast<long long>(m.index),
+                terminal_text(m.shape).c_str(), terminal_text(m.phase).c_str(), m.round, m.actual,
+                m.expected);
   }
   if (r.verdict == Verdict::kCompileError && !r.compile_log.empty()) {
-    std::printf("%s\n", r.compile_log.c_str());
+    std::printf("%s\n", terminal_block_text(r.compile_log).c_str());
   }
   if (r.candidate_time) print_timing("candidate", *r.candidate_time);
   if (r.baseline_time) print_timing("baseline", *r.baseline_time);
@@ -72,7 +78,7 @@ void print_result(const EvalResult& r, const std::string& kernel) {
     const KernelProfile& p = *r.profile;
     std::printf("%-10s %d kernel(s), %.2f us under the profiler, %d replay passes, %.0f ms\n",
                 "profile", p.kernels, p.duration_us, p.passes, p.profile_ms);
-    std::printf("%-10s %s\n", "", describe_profile(p).c_str());
+    std::printf("%-10s %s\n", "", terminal_text(describe_profile(p)).c_str());
     std::printf(
         "%-10s DRAM read %.0f B, write %.0f B; %.0f warp instructions; %.0f shared "
         "wavefronts, %.0f bank conflicts\n",
@@ -80,11 +86,13 @@ void print_result(const EvalResult& r, const std::string& kernel) {
         p.bank_conflicts);
     std::printf("%-10s", "stalls");
     for (size_t i = 0; i < p.stalls.size(); ++i)
-      std::printf("%s %s %.1f%%", i ? "," : "", stall_display_name(p.stalls[i].reason).c_str(),
+      std::printf("%s %s %.1f%%", i ? "," : "",
+                  terminal_text(stall_display_name(p.stalls[i].reason)).c_str(),
                   p.stalls[i].percent);
     std::printf("\n");
   }
-  if (!r.profile_note.empty()) std::printf("%-10s %s\n", "profile", r.profile_note.c_str());
+  if (!r.profile_note.empty())
+    std::printf("%-10s %s\n", "profile", terminal_text(r.profile_note).c_str());
   std::printf("%-10s compile %.0f ms%s, verify %.0f ms, time %.0f ms, total %.0f ms\n", "latency",
               r.compile_ms, r.compile_cache_hit ? " (cached)" : "", r.verify_ms, r.time_ms,
               r.total_ms);
@@ -192,15 +200,15 @@ int run_eval(int argc, char** argv) {
   // shape where it cannot launch, with the GPU held for nothing.
   if (auto plan = check_plan_variants(*file, *task); !plan) {
     if (json_out) {
-      std::cout << nlohmann::json{{"verdict", verdict_name(Verdict::kInvalidPlan)},
-                                  {"detail", plan.error()},
-                                  {"kernel", kernel_path.string()},
-                                  {"task", task->name}}
-                       .dump(2)
+      std::cout << dump_json(nlohmann::json{{"verdict", verdict_name(Verdict::kInvalidPlan)},
+                                            {"detail", plan.error()},
+                                            {"kernel", kernel_path.string()},
+                                            {"task", task->name}},
+                             2)
                 << "\n";
     } else {
       std::cout << "verdict: " << verdict_name(Verdict::kInvalidPlan) << "\n"
-                << plan.error() << "\n";
+                << terminal_block_text(plan.error()) << "\n";
     }
     return 1;
   }
@@ -212,22 +220,23 @@ int run_eval(int argc, char** argv) {
   if (!compiled) return fail(1, "kopt eval: " + compiled.error());
   if (!compiled->ok) {
     if (json_out) {
-      std::cout << nlohmann::json{{"verdict", "compile_error"}, {"log", compiled->log}}.dump(2)
+      std::cout << dump_json(nlohmann::json{{"verdict", "compile_error"}, {"log", compiled->log}},
+                             2)
                 << "\n";
     } else {
-      std::cout << "verdict: compile_error\n" << compiled->log << "\n";
+      std::cout << "verdict: compile_error\n" << terminal_block_text(compiled->log) << "\n";
     }
     return 1;
   }
   if (args->count("compile-only")) {
     if (json_out) {
-      std::cout << nlohmann::json{{"verdict", "compiled"},
-                                  {"arch", arch},
-                                  {"cubin_bytes", compiled->cubin.size()},
-                                  {"compile_ms", compiled->millis},
-                                  {"cache_hit", compiled->cache_hit},
-                                  {"log", compiled->log}}
-                       .dump(2)
+      std::cout << dump_json(nlohmann::json{{"verdict", "compiled"},
+                                            {"arch", arch},
+                                            {"cubin_bytes", compiled->cubin.size()},
+                                            {"compile_ms", compiled->millis},
+                                            {"cache_hit", compiled->cache_hit},
+                                            {"log", compiled->log}},
+                             2)
                 << "\n";
     } else {
       std::printf("compiled %s for %s: %zu bytes of CUBIN, %.1f ms%s\n", kernel_path.c_str(),
@@ -271,14 +280,14 @@ int run_eval(int argc, char** argv) {
     out["kernel"] = kernel_path.string();
     out["task"] = task->name;
     if (sanitized) out["sanitizer"] = sanitizer_json(*sanitized);
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json(out, 2) << "\n";
   } else {
     print_result(*result, kernel_path.string());
     if (sanitized) print_sanitizer(*sanitized);
   }
   if (result->verdict == Verdict::kGpuBusy) {
     std::cerr << "kopt eval: WARNING: no time was taken because the GPU is shared or throttled: "
-              << result->detail << "\n"
+              << terminal_text(result->detail) << "\n"
               << "kopt eval: `kopt doctor` lists what runs on each GPU\n";
     return 4;
   }

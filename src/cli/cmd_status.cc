@@ -6,13 +6,16 @@
 #include <cstdio>
 #include <iostream>
 
+#include "common/json_limits.h"
 #include "common/sol_score.h"
+#include "common/text_escape.h"
+#include "common/utf8.h"
 #include "memory_store/memory_store.h"
 #include "memory_store/production_baselines.h"
 #include "src/cli/command.h"
 #include "src/cli/memory_options.h"
-#include "src/cli/status_counts.h"
 #include "src/cli/options.h"
+#include "src/cli/status_counts.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "src/orchestrator/progress.h"
@@ -113,13 +116,12 @@ int run_status(int argc, char** argv) {
       Standing s = task_standing(store->database(), progress.gpu, t);
       out["tasks"][i]["standing"] = standing_json(s);
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json(out, 2) << "\n";
     return 0;
   }
   std::cout << "run " << progress.run_id << " (" << progress.mode << " mode"
-            << (progress.gpu.empty() ? "" : ", " + progress.gpu) << "), last update "
-            << updated_at << (alive ? ", daemon pid " + std::to_string(progress.pid) : "")
-            << "\n";
+            << (progress.gpu.empty() ? "" : ", " + terminal_text(progress.gpu)) << "), last update "
+            << updated_at << (alive ? ", daemon pid " + std::to_string(progress.pid) : "") << "\n";
   for (const std::string& line : orchestrator::render_progress(progress)) {
     std::cout << line << "\n";
   }
@@ -131,7 +133,7 @@ int run_status(int argc, char** argv) {
       header = true;
     }
     Standing s = task_standing(store->database(), progress.gpu, t);
-    std::printf("%-18s %8.2fx  %-28s %6.1f  %s\n", t.name.substr(0, 18).c_str(),
+    std::printf("%-18s %8.2fx  %-28s %6.1f  %s\n", std::string(utf8_prefix(t.name, 18)).c_str(),
                 s.speedup_vs_baseline, format_production_speedup(s).c_str(), s.sol_percent,
                 format_score(s).c_str());
   }

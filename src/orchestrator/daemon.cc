@@ -12,6 +12,7 @@
 
 #include "agents/prompt_library.h"
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/option_errors.h"
 #include "common/strings.h"
 #include "memory_store/memory_store.h"
@@ -386,7 +387,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
       return 2;
     }
     resume_id = (*last)->id;
-    auto saved = nlohmann::json::parse((*last)->config_json, nullptr, false);
+    auto saved = parse_json_bounded((*last)->config_json);
     if (saved.is_object() && saved.contains("options")) {
       // Budgets from the command line and the config win over the saved ones.
       if (invocation.hours) options.budgets.hours = invocation.hours;
@@ -519,7 +520,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
     run_id = *resume_id;
   } else {
     nlohmann::json extra = {{"config", describe(*config)}, {"gpus", gpus}};
-    auto id = recorder.start_run(run_record_json(options, extra).dump());
+    auto id = recorder.start_run(dump_json(run_record_json(options, extra)));
     if (!id) {
       std::cerr << "kopt run: cannot record the run: " << id.error() << "\n";
       return 1;

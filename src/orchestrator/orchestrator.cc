@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "sandbox/kernel_file.h"
@@ -335,7 +336,7 @@ void Orchestrator::publish_progress(bool force) {
   row.run_id = p.run_id;
   row.pid = p.pid;
   row.active_seconds = p.elapsed_seconds;
-  row.status_json = p.to_json().dump();
+  row.status_json = dump_json(p.to_json());
   if (auto s = deps_.recorder->write_status(row); !s) spdlog::warn("status: {}", s.error());
   if (deps_.on_progress) deps_.on_progress(p);
 }
@@ -356,7 +357,7 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
     spdlog::info("resuming run {} ({} of work and ${:.2f} of LLM spend so far)", *resume_run_id,
                  format_duration(elapsed_before_), cost_before_);
   } else if (recorder.run_id() == 0) {
-    auto id = recorder.start_run(run_record_json(options_).dump());
+    auto id = recorder.start_run(dump_json(run_record_json(options_)));
     if (!id) return make_error("cannot start a run: " + id.error());
   }
   if (!resuming) spdlog::info("run {} started", recorder.run_id());

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "common/text_escape.h"
+#include "common/utf8.h"
+
 namespace kopt::orchestrator {
 
 using nlohmann::json;
@@ -105,9 +108,10 @@ std::string tokens_text(int64_t tokens) {
   return std::to_string(tokens);
 }
 
-std::string fit(std::string line, size_t width) {
-  if (line.size() > width) line.resize(width);
-  return line;
+// A line for a terminal: a task's note can hold model or endpoint text, shown with visible
+// escapes (no cursor moves, no OSC sequences), cut on a character.
+std::string fit(const std::string& line, size_t width) {
+  return std::string(utf8_prefix(terminal_text(line), width));
 }
 
 }  // namespace
@@ -128,7 +132,7 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
     if (t.repeats > 0) state += fmt::format(" ({} repeats)", t.repeats);
     if (!t.note.empty()) state += ": " + t.note;
     lines.push_back(
-        fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  {}", t.name.substr(0, 18),
+        fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  {}", utf8_prefix(t.name, 18),
                         speedup, sol, t.candidates, t.failures, tokens_text(t.tokens),
                         fmt::format("${:.2f}", t.cost_usd), state),
             width));

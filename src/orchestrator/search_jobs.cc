@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/json_limits.h"
 #include "common/sha256.h"
 #include "common/strings.h"
+#include "common/utf8.h"
 #include "memory_store/line_diff.h"
 #include "memory_store/techniques.h"
 #include "sandbox/kernel_file.h"
@@ -22,7 +24,7 @@ namespace {
 
 std::string first_line(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
-  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+  return clip_utf8(line, 200);
 }
 
 std::string arch_from_cc(const std::string& cc) {
@@ -45,7 +47,7 @@ VerifiedKernel verified_from_history(const PastEvaluation& p) {
   k.speedup = e.speedup > 0 ? e.speedup : 1.0;
   k.sol_percent = e.sol_percent;
   k.sol_us = e.sol_percent / 100.0 * e.median_us;
-  auto r = nlohmann::json::parse(e.resources_json, nullptr, false);
+  auto r = parse_json_bounded(e.resources_json);
   if (r.is_object() && r.contains("registers")) {
     KernelResources res;
     res.registers = r.value("registers", 0);
@@ -60,7 +62,7 @@ VerifiedKernel verified_from_history(const PastEvaluation& p) {
 
 TunableConfig config_from_json(const std::string& text) {
   TunableConfig config;
-  auto j = nlohmann::json::parse(text, nullptr, false);
+  auto j = parse_json_bounded(text);
   if (!j.is_object()) return config;
   for (const auto& [name, value] : j.items()) {
     if (value.is_number_integer()) config[name] = value.get<int64_t>();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/utf8.h"
 #include "memory_store/techniques.h"
 #include "sandbox/kernel_file.h"
 #include "src/orchestrator/candidate_evaluation.h"
@@ -16,7 +17,7 @@ namespace {
 
 std::string first_line(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
-  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+  return clip_utf8(line, 200);
 }
 
 }  // namespace
