@@ -15,6 +15,15 @@ std::string origin_of(const memory::KernelRecord& kernel) {
   return kernel.origin.model.empty() ? kernel.origin.agent : kernel.origin.model;
 }
 
+// A table cell: a line-start list marker ("31.2%") means nothing inside a cell, so a leading
+// number keeps its point unescaped; everything else is escaped as model or imported text.
+std::string markdown_cell(const std::string& cell) {
+  size_t digits = cell.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string::npos || cell[digits] != '.')
+    return markdown_text(cell);
+  return cell.substr(0, digits + 1) + markdown_text(cell.substr(digits + 1));
+}
+
 // Each task's best kernel's hardware counters beside its baseline's, where they were profiled;
 // nothing when no profile is stored.
 std::string where_time_goes(const ReportData& data) {
@@ -23,7 +32,7 @@ std::string where_time_goes(const ReportData& data) {
     // The cells come from a stored profile, which may be imported: a stall reason can carry
     // markdown (a tracking-pixel image) or a '|' that breaks the table.
     std::vector<std::string> cells;
-    for (const auto& cell : r.cells) cells.push_back(markdown_text(cell));
+    for (const auto& cell : r.cells) cells.push_back(markdown_cell(cell));
     rows += "| " + markdown_text(r.task) + " | " + markdown_text(r.kernel) + " | " +
             join(cells, " | ") + " |\n";
   }
