@@ -165,7 +165,8 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
       row["standing"] = standing ? standing_json(*standing) : json();
       out.push_back(row);
     }
-    std::cout << dump_json(out, 2) << "\n";
+    std::cout << out.dump(2, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace)
+              << "\n";
     return 0;
   }
   if (pairs->empty()) {
@@ -213,7 +214,8 @@ int search(MemoryStore& store, const cxxopts::ParseResult& args,
                      {"text", h.text},
                      {"speedup", h.speedup}});
     }
-    std::cout << dump_json(out, 2) << "\n";
+    std::cout << out.dump(2, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace)
+              << "\n";
     return 0;
   }
   if (hits->empty()) std::cout << "nothing matches\n";

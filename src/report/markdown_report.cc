@@ -19,8 +19,7 @@ std::string origin_of(const memory::KernelRecord& kernel) {
 // number keeps its point unescaped; everything else is escaped as model or imported text.
 std::string markdown_cell(const std::string& cell) {
   size_t digits = cell.find_first_not_of("0123456789");
-  if (digits == 0 || digits == std::string::npos || cell[digits] != '.')
-    return markdown_text(cell);
+  if (digits == 0 || digits == std::string::npos || cell[digits] != '.') return markdown_text(cell);
   return cell.substr(0, digits + 1) + markdown_text(cell.substr(digits + 1));
 }
 

@@ -127,9 +127,10 @@ class HostileEndpointTest : public ::testing::Test {
         << "exit " << daemon->exit_code << "\n"
         << daemon->stderr_text.substr(daemon->stderr_text.size() -
                                       std::min<size_t>(daemon->stderr_text.size(), 3000));
-    EXPECT_EQ(kopt::testing::query_count(
-                  db(), "SELECT count(*) FROM runs WHERE status IN ('finished', 'failed')"),
-              1);
+    EXPECT_EQ(
+        kopt::testing::query_count(
+            db(), "SELECT count(*) FROM runs WHERE status IN ('finished', 'failed', 'budget')"),
+        1);
     return *daemon;
   }
 
@@ -229,15 +230,15 @@ TEST_F(HostileEndpointTest, Latin1ErrorBodies) {
       "e par le proxy \xab\xa0"
       "d\xe9sol\xe9\xa0\xbb</html>";
   for (int i = 0; i < 5; ++i) server_->enqueue(bad);
+  // The daemon survives them (no SIGABRT); five failed calls in a row may end the night by the
+  // stall rule, so no later call is required.
   auto daemon = run_daemon();
-  EXPECT_GT(server_->request_count(), 5u);
+  EXPECT_GE(server_->request_count(), 5u);
   EXPECT_EQ(kopt::testing::query_count(db(),
                                        "SELECT count(*) FROM llm_calls WHERE status = "
                                        "'bad_request' AND error LIKE '%Requ%'"),
             5)
       << daemon.stderr_text.substr(0, 3000);
-  EXPECT_GT(kopt::testing::query_count(db(), "SELECT count(*) FROM llm_calls WHERE status = 'ok'"),
-            0);
 }
 
 // Cause 3: `[[[...]]]` 100,000 deep as every agent's answer (SIGSEGV in the extraction once).
