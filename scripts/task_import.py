@@ -69,6 +69,8 @@ def derive(torch, problem, name, log):
                for n, t in zip(out_names, outs)]
     sizes, fixed, dims = sizes_mod.derive_sizes(inputs, outputs, params,
                                                 matmul=numerics.is_matmul_like(ops))
+    if fixed:
+        log("sizes the parameters fix (never swept): %s" % ", ".join(sorted(fixed)))
     for t in inputs:
         t["init"] = spec_mod.symbolic_bound(t["init"], sizes)
         wider = spec_mod.signed(t["init"])
@@ -133,6 +135,12 @@ def derive(torch, problem, name, log):
     task = spec_mod.assemble(name, description, family, sizes, tensors, outputs,
                              lambda t: sizes_mod.shape_exprs(t, dims), shapes, holdout, stress,
                              tol, flops, numerics.peak(ops, dtypes))
+    # One max_error for the sweep and every stress round: sized to the largest outputs.
+    covered = numerics.cover_magnitudes(task["tolerance"], stress_maxima(torch, problem, task))
+    if covered != task["tolerance"]:
+        log("max_error %g -> %g: the stress rounds' outputs are larger than the example's"
+            % (task["tolerance"]["max_error"], covered["max_error"]))
+        task["tolerance"] = covered
     torch_op = render(name, problem.path.name, problem.init_inputs, problem.function,
                       problem.data_names, problem.param_keys, problem.param_names)
     return task, torch_op
@@ -158,7 +166,11 @@ def _degenerate(torch, problem, data, outs, names, redraw):
             j = i - len(d)
             if not p[j].is_floating_point():
                 continue  # a counter buffer (BatchNorm's num_batches_tracked)
-            p[j] = torch.randn_like(p[j]) * (p[j].double().std() if p[j].numel() > 1 else 1)
+            # A zero-initialised bias redrawn at its own spread would be zeros again.
+            v = p[j].double()
+            scale = numerics.redraw_scale(float(v.std()) if v.numel() > 1 else 0.0,
+                                          float(v.abs().mean()))
+            p[j] = torch.randn_like(p[j]) * scale
         again = problem.call(d, p)
         if all(torch.equal(a, b) for a, b in zip(again, outs)):
             return "the outputs do not depend on input '%s' there" % name
@@ -231,6 +243,36 @@ def validate_reference(torch, task, folder, reference, log):
     return problems
 
 
+def stress_maxima(torch, problem, task):
+    """The largest finite |output| the module gives on each stress round (and its mirror) at the
+    sweep shapes under SMALL_SHAPE_BYTES (where kopt runs the rounds), inputs drawn as task.json
+    says: what one max_error must cover."""
+    from taskimport.validate import make_inputs
+
+    rounds = list(task.get("stress", []))
+    rounds += [t for t in (numerics.mirrored(r) for r in rounds) if t]
+    tensors = task["inputs"] + task["outputs"]
+    maxima = []
+    for seed, rnd in enumerate(rounds, start=901):
+        for overrides in task["shapes"]:
+            bindings = dict(task["sizes"])
+            bindings.update(overrides)
+            if sweep.tensor_bytes(tensors, lambda t: t["shape"], bindings) > SMALL_SHAPE_BYTES:
+                continue
+            try:
+                drawn = make_inputs(torch, task, bindings, rnd["inputs"], seed)
+                outs = problem.call([drawn[n] for n in problem.data_names],
+                                    [drawn[n] for n in problem.param_names])
+            except Exception:  # the validation names the shape where the module fails
+                continue
+            for o in outs:
+                if o.is_floating_point():
+                    finite = o[torch.isfinite(o)]
+                    if finite.numel():
+                        maxima.append(float(finite.abs().max()))
+    return maxima
+
+
 def stage(torch, path, out, name, function, log):
     """Derives the task and writes module.py, torch_op.py and the unvalidated task.json."""
     problem = Problem(torch, path, function)
@@ -274,14 +316,18 @@ def kernelbench(torch, files, references, out_root, log):
             if references and (pathlib.Path(references) / (p.stem + ".cu")).exists():
                 task = import_one(torch, p, pathlib.Path(out_root) / (".import-" + name), name,
                                   pathlib.Path(references) / (p.stem + ".cu"), None, log)
-                print("imported  %s -> %s (%d sweep shapes, %d holdouts, %d stress rounds)" % (
-                    p.name, name, len(task["shapes"]), len(task.get("holdout", [])),
-                    len(task.get("stress", []))))
+                # Not final: kopt's own checks come next and say "imported" or "cannot import".
+                log("%s validated against its module as %s (%d sweep shapes, %d holdouts, %d "
+                    "stress rounds); kopt's checks next" % (
+                        p.name, name, len(task["shapes"]), len(task.get("holdout", [])),
+                        len(task.get("stress", []))))
             else:
                 problem = Problem(torch, p)
-                task, _ = derive(torch, problem, name, lambda _: None)
-                print("importable %s -> %s (sizes %s; no reference given: nothing written)" % (
-                    p.name, name, task["sizes"]))
+                task, _ = derive(torch, problem, name, log)
+                print("importable %s -> %s (sizes %s; sweep %s; "
+                      "stress %s; tolerance %s; no reference given: nothing written)" % (
+                          p.name, name, task["sizes"], task["shapes"], [r["name"] for r in task.get("stress", [])],
+                          task["tolerance"]))
         except NotImportable as e:
             failures += 1
             print("cannot import %s: %s" % (p.name, e))

@@ -33,11 +33,12 @@ def load_file(path):
     return module
 
 
-def dtype_name(torch, t):
+def dtype_name(torch, t, what="a tensor"):
+    """The task format's dtype of `t`; a refusal names the tensor (`what`: "input 'mask'")."""
     name = str(t.dtype).replace("torch.", "")
     if name not in TORCH_DTYPES:
-        raise NotImportable("a tensor of dtype %s (the task format has %s)"
-                            % (name, ", ".join(TORCH_DTYPES)))
+        raise NotImportable("%s is of dtype %s (the task format has %s)"
+                            % (what, name, ", ".join(TORCH_DTYPES)))
     return TORCH_DTYPES[name]
 
 
@@ -95,8 +96,10 @@ class Problem:
         self.param_keys = [k for k, _ in named]
         self.param_names = [identifier(k, taken) for k in self.param_keys]
         self.param_values = [v.detach() for _, v in named]
-        for t in self.example + self.param_values:
-            dtype_name(torch, t)
+        for name, t in zip(self.data_names, self.example):
+            dtype_name(torch, t, "input '%s'" % name)
+        for name, t in zip(self.param_keys, self.param_values):
+            dtype_name(torch, t, "parameter '%s'" % name)
 
     def call(self, data, params):
         torch = self.torch
@@ -110,6 +113,7 @@ class Problem:
         for i, o in enumerate(outs):
             if not isinstance(o, torch.Tensor):
                 raise NotImportable("output %d is %s, not a tensor" % (i, type(o).__name__))
+            dtype_name(torch, o, "output %d" % i)
         return outs
 
     def check_deterministic(self):

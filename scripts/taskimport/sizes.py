@@ -32,48 +32,84 @@ def _axis_name(rank, axis, param=False):
     return "d%d" % axis
 
 
-def _matmul_names(inputs):
-    """A[m, k] @ B[k, n] (or B as nn.Linear's [n, k]): names m, k, n for its dimensions."""
-    two_d = [t for t in inputs if len(t["shape"]) == 2]
-    if len(two_d) < 2:
+def _matmul_layout(inputs):
+    """A[(b,) m, k] @ B[(b,) k, n] (or B as nn.Linear's [n, k]): the size name of each axis of A
+    and B, {(tensor, axis): name}, or {} when the first two inputs are not such a pair. Named by
+    position, not by value, so a square matmul still has m, k and n apart."""
+    mats = [t for t in inputs if len(t["shape"]) in (2, 3)][:2]
+    if len(mats) < 2 or len(mats[0]["shape"]) != len(mats[1]["shape"]):
         return {}
-    (m, k), (b0, b1) = two_d[0]["shape"], two_d[1]["shape"]
+    a, b = mats
+    lead = ["b"] if len(a["shape"]) == 3 else []
+    if lead and a["shape"][0] != b["shape"][0]:
+        return {}
+    m, k = a["shape"][-2:]
+    b0, b1 = b["shape"][-2:]
     if k == b0:
-        names = {m: "m", k: "k", b1: "n"}
+        b_names = lead + ["k", "n"]
     elif k == b1:
-        names = {m: "m", k: "k", b0: "n"}
+        b_names = lead + ["n", "k"]
     else:
         return {}
-    return names if len(names) == 3 else {}
+    layout = {(a["name"], axis): name for axis, name in enumerate(lead + ["m", "k"])}
+    layout.update({(b["name"], axis): name for axis, name in enumerate(b_names)})
+    return layout
+
+
+def _tied_axis(tensor, axis, earlier, dims, is_param):
+    """The size of an earlier tensor's axis that this axis is the same as by position: an
+    earlier tensor of the identical shape (q, k and v of an attention, x and y of an add: the
+    same axis, whatever values happen to be equal elsewhere), or for a parameter an input whose
+    trailing axes it matches (LayerNorm's weight over the normalized dims, a bias over the last
+    one), as broadcasting aligns them."""
+    shape = list(tensor["shape"])
+    for other in earlier:
+        if list(other["shape"]) == shape:
+            return dims[(other["name"], axis)]
+    if is_param:
+        for other in earlier:
+            o = list(other["shape"])
+            if len(o) > len(shape) and o[len(o) - len(shape):] == shape:
+                return dims[(other["name"], len(o) - len(shape) + axis)]
+    return None
 
 
 def derive_sizes(inputs, outputs, params=(), matmul=False):
     """-> (sizes {name: value}, fixed {names}, dims {(tensor, axis): name}).
 
-    inputs/outputs/params: [{"name", "shape": [int]}]. A value seen on an earlier tensor is that
-    tensor's size; a value repeated within one tensor ([8192, 8192]) is a size per axis (the
-    sweep then varies them apart). An output of the same shape as an input takes that input's
-    sizes axis by axis; other output axes match by value, and those that match nothing are left
-    out of `dims` (fit_output_shapes expresses them later)."""
+    inputs/outputs/params: [{"name", "shape": [int]}]. An axis is the same size as an earlier
+    tensor's when position says so (_tied_axis; a matmul's operands by _matmul_layout), else
+    when an earlier tensor has its value; a value repeated within one tensor ([8192, 8192]) is a
+    size per axis (the sweep then varies them apart). An output of the same shape as an input
+    takes that input's sizes axis by axis; other output axes match by value, and those that
+    match nothing are left out of `dims` (fit_output_shapes expresses them later). Every size a
+    parameter's shape uses is fixed: the module was built for it."""
     sizes, by_value, dims = {}, {}, {}
-    preferred = _matmul_names(inputs) if matmul else {}
+    layout = _matmul_layout(inputs) if matmul else {}
     param_names = {t["name"] for t in params}
+    earlier = []
     for tensor in list(inputs) + list(params):
         rank = len(tensor["shape"])
+        is_param = tensor["name"] in param_names
         mine = set()  # sizes this tensor introduced
         for axis, value in enumerate(tensor["shape"]):
-            if value not in by_value or by_value[value] in mine:
-                base = preferred.get(value) if value not in by_value else None
-                base = base or _axis_name(rank, axis, tensor["name"] in param_names)
+            name = layout.get((tensor["name"], axis))
+            if name is not None and sizes.get(name, value) != value:
+                name = None
+            if name is None:
+                name = _tied_axis(tensor, axis, earlier, dims, is_param)
+            if name is None and value in by_value and by_value[value] not in mine:
+                name = by_value[value]
+            if name is None:
+                base = _axis_name(rank, axis, is_param)
                 name, i = base, 2
                 while name in sizes:
                     name, i = "%s%d" % (base, i), i + 1
-                sizes[name] = value
-                by_value.setdefault(value, name)
                 mine.add(name)
-                dims[(tensor["name"], axis)] = name
-            else:
-                dims[(tensor["name"], axis)] = by_value[value]
+            sizes.setdefault(name, value)
+            by_value.setdefault(value, name)
+            dims[(tensor["name"], axis)] = name
+        earlier.append(tensor)
     for tensor in outputs:
         twin = next((t for t in inputs if list(t["shape"]) == list(tensor["shape"])), None)
         for axis, value in enumerate(tensor["shape"]):

@@ -7,6 +7,9 @@ tail); the module's own size (the timed shape, `{}`); and a larger one within a 
 
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "e4m3": 1}
 EDGES = (1, 7, 36, 160)
+# What each edge is about, as the step that keeps it: 1 a lone element (then any odd size), 7 not a
+# multiple of 4, 36 a multiple of 4 but not of 32, 160 of 32 but not of 128.
+EDGE_STEPS = {1: 2, 7: 4, 36: 32, 160: 128}
 LARGE_BYTES = 1 << 30     # the larger sweep shape holds at most this much
 HOLDOUT_BYTES = 1 << 30   # or a quarter more than the example's shape, if that is larger
 
@@ -29,6 +32,17 @@ def tensor_bytes(tensors, dims_of, sizes):
     return total
 
 
+def stand_ins(edge, limit):
+    """Sizes that keep what `edge` is about, for a module that refuses the edge itself (a pool of
+    kernel 4 on 1 element): edge + step * 2^i, below `limit`, smallest first."""
+    step = EDGE_STEPS.get(edge, 2)
+    out, i = [], 0
+    while edge + step * (1 << i) < limit:
+        out.append(edge + step * (1 << i))
+        i += 1
+    return out
+
+
 def _bind(defaults, overrides):
     b = dict(defaults)
     b.update(overrides)
@@ -41,19 +55,23 @@ def propose_shapes(sizes, fixed, innermost, nbytes, valid=lambda b: True):
     sizes: defaults; fixed: names never changed; innermost: the size the kernels vectorize over
     (the last axis of the first input), kept at the edge value while the others shrink when a
     shape would be too large; nbytes(bindings) -> bytes; valid(bindings) -> whether the module
-    accepts it (shapes it refuses are dropped)."""
+    accepts it (an edge shape it refuses is replaced by a stand-in that keeps its tail, others are
+    dropped)."""
     free = [s for s in sizes if s not in fixed]
     sweep, holdout = [], []
 
     def add(into, overrides, budget=None):
+        """False only when the module refuses the shape."""
         overrides = {k: v for k, v in overrides.items() if v != sizes[k]}
         b = _bind(sizes, overrides)
         if any(v < 1 for v in b.values()) or overrides in sweep + holdout:
-            return
+            return True
         if budget is not None and nbytes(b) > budget:
-            return
-        if valid(b):
-            into.append(overrides)
+            return True
+        if not valid(b):
+            return False
+        into.append(overrides)
+        return True
 
     if not free:
         return [{}], []
@@ -66,7 +84,13 @@ def propose_shapes(sizes, fixed, innermost, nbytes, valid=lambda b: True):
                 shape = {s: (v if s == innermost else min(small, v)) for s, v in shape.items()}
             if nbytes(_bind(sizes, shape)) <= max(default_bytes, 1 << 20):
                 break
-        add(sweep, shape)
+        if add(sweep, shape):
+            continue
+        # Refused: the same shape with the edge's sizes at a stand-in that keeps its tail.
+        for value in stand_ins(edge, max(sizes[s] for s in free)):
+            if add(sweep, {s: (min(value, sizes[s]) if v == min(edge, sizes[s]) else v)
+                           for s, v in shape.items()}):
+                break
     add(sweep, {})
     # Larger: the innermost free size (else the first) doubled plus one, within the budget.
     grow = innermost if innermost in free else free[0]
