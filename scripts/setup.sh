@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything a fresh Debian 12 machine needs before kopt runs: the missing Debian packages,
 # a configured build folder, and an incremental build. Safe to run again: it only does what is
-# missing. Used by ./kopt, ./test.sh and .ci/run.
+# missing. Used by ./kopt, ./test.sh and .ci/run. KOPT_SETUP_TARGETS (./kopt sets it) builds only
+# those targets; without it, everything (the tests too).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${KOPT_BUILD_DIR:-$here/build}"
@@ -27,4 +28,6 @@ fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROOT="$cuda" >&2
 fi
-cmake --build "$build" -j "$(nproc)" >&2
+targets=()
+for t in ${KOPT_SETUP_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$(nproc)" "${targets[@]}" >&2
