@@ -71,7 +71,7 @@ int run_baselines(int argc, char** argv) {
   bool list = args->count("list") > 0;
   auto store = open_memory(*args, list ? MemoryAccess::kRead : MemoryAccess::kWriteOrCreate,
                            "kopt baselines");
-  if (!store) return 1;
+  if (!store) return memory_open_exit_code();
   if (list) {
     auto rows = memory::all_production_baselines(store->database());
     if (!rows) {

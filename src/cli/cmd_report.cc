@@ -63,7 +63,8 @@ int run_report(int argc, char** argv) {
   }
   auto db = database_path(*args);
   auto store = open_memory(*args, MemoryAccess::kRead, "kopt report");
-  if (!db || !store) return 1;
+  if (!db) return 1;
+  if (!store) return memory_open_exit_code();
   // Parsed here, not by cxxopts: its integer parser trips GCC 12's -Werror=restrict.
   report::ReportScope scope;
   scope.verifier_version = kVerifierVersion;

@@ -3,13 +3,14 @@
 // shell rather than in the daemon's log.
 #include <iostream>
 
+#include "memory_store/database_check.h"
 #include "memory_store/memory_store.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_catalog.h"
 #include "sandbox/task_spec.h"
 #include "src/cli/command.h"
-#include "src/cli/options.h"
 #include "src/cli/memory_options.h"
+#include "src/cli/options.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/daemon_tables.h"
 
@@ -52,10 +53,11 @@ int run_submit(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path& db_path = *db;
+  if (!database_file_readable(db_path, "kopt submit")) return memory::kExitUnreadableDatabase;
   auto store = memory::MemoryStore::open(db_path);
   if (!store) {
     std::cerr << "kopt submit: " << store.error() << "\n";
-    return 2;
+    return memory::kExitUnreadableDatabase;
   }
   auto id = orchestrator::submit_task(store->database(), dir->string());
   if (!id) {

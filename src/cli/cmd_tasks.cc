@@ -1,6 +1,7 @@
 // kopt tasks list | check [--compile-only] | new | import
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
@@ -94,6 +95,28 @@ nlohmann::json task_check_json(const TaskCheck& check) {
           {"checks", items}};
 }
 
+// Two folders whose task.json give one name: the daemon takes the first and refuses the other,
+// so the check fails both, each naming the other folder.
+void flag_duplicate_names(std::vector<TaskCheck>& checks) {
+  std::map<std::string, std::vector<size_t>> by_name;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    if (auto spec = load_task(checks[i].dir)) by_name[spec->name].push_back(i);
+  }
+  for (const auto& [name, indices] : by_name) {
+    if (indices.size() < 2) continue;
+    for (size_t i : indices) {
+      std::vector<std::string> others;
+      for (size_t j : indices) {
+        if (j != i) others.push_back(checks[j].dir.string());
+      }
+      checks[i].items.push_back({"task.json", false,
+                                 "the task name \"" + name + "\" is also given by " +
+                                     join(others, ", ") +
+                                     " (one run takes one task of a name: rename one)"});
+    }
+  }
+}
+
 int check_tasks(const std::filesystem::path& root, const std::vector<std::string>& names,
                 bool compile_only, bool as_json, const std::string& arch_option,
                 const SandboxOptions& worker) {
@@ -128,6 +151,7 @@ int check_tasks(const std::filesystem::path& root, const std::vector<std::string
     std::sort(checks.begin(), checks.end(),
               [](const TaskCheck& a, const TaskCheck& b) { return a.dir < b.dir; });
   }
+  flag_duplicate_names(checks);
   int failed_tasks = 0;
   std::vector<std::filesystem::path> sound;
   nlohmann::json tasks_json = nlohmann::json::array();

@@ -43,8 +43,8 @@ nlohmann::json to_json(const memory::TranscriptRecord& t, bool texts) {
 }  // namespace
 
 int memory_calls(memory::MemoryStore& store, const cxxopts::ParseResult& args) {
-  auto calls =
-      memory::list_transcripts(store.database(), std::nullopt, args["limit"].as<int64_t>());
+  auto calls = memory::list_transcripts(store.database(), std::nullopt, args["limit"].as<int64_t>(),
+                                        args.count("task") ? args["task"].as<std::string>() : "");
   if (!calls) {
     std::cerr << "kopt memory calls: " << calls.error() << "\n";
     return 1;

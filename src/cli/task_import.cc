@@ -5,8 +5,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <optional>
 #include <iostream>
+#include <optional>
 
 #include "common/files.h"
 #include "common/subprocess.h"
@@ -210,16 +210,24 @@ int import_tasks(const ImportRequest& r) {
   for (const auto& entry : std::filesystem::directory_iterator(r.tasks_root, ec)) {
     std::string staged = entry.path().filename().string();
     if (staged.rfind(".import-", 0) != 0 || !entry.is_directory()) continue;
-    std::filesystem::path target = r.tasks_root / staged.substr(8);
-    if (std::filesystem::exists(target) || !staged_task_sound(entry.path(), r.arch)) {
-      std::cerr << "kopt tasks import: " << staged.substr(8) << " not added"
-                << (std::filesystem::exists(target) ? " (the folder exists)" : "") << "\n";
+    // One final line per problem: the helper said "cannot import" for those it refused; these
+    // get "imported" or "cannot import" here, after kopt's own checks.
+    std::string name = staged.substr(8);
+    std::filesystem::path target = r.tasks_root / name;
+    std::string problems = std::filesystem::exists(target)
+                               ? target.string() + " exists\n"
+                               : staged_task_problems(entry.path(), r.arch);
+    if (problems.empty()) {
+      std::filesystem::rename(entry.path(), target, ec);
+      if (ec) problems = "moving it to " + target.string() + ": " + ec.message() + "\n";
+    }
+    if (!problems.empty()) {
+      std::printf("cannot import %s: %s", name.c_str(), problems.c_str());
       std::filesystem::remove_all(entry.path(), ec);
       code = 1;
       continue;
     }
-    std::filesystem::rename(entry.path(), target, ec);
-    std::printf("wrote %s\n", target.c_str());
+    std::printf("imported %s -> %s\n", name.c_str(), target.c_str());
   }
   return code;
 }

@@ -14,6 +14,7 @@
 #include "common/files.h"
 #include "common/option_errors.h"
 #include "common/strings.h"
+#include "memory_store/database_check.h"
 #include "memory_store/memory_store.h"
 #include "sandbox/cuda_driver.h"
 #include "sandbox/evaluator_pool.h"
@@ -23,6 +24,7 @@
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/live_display.h"
 #include "src/orchestrator/orchestrator.h"
+#include "src/orchestrator/resume_plan.h"
 #include "src/orchestrator/run_logging.h"
 #include "src/orchestrator/slurm_workers.h"
 
@@ -343,6 +345,12 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   if (auto real = std::filesystem::weakly_canonical(db_path, canonical_error); !canonical_error) {
     db_path = real;
   }
+  // A folder, a file that is not SQLite or a damaged database: refused before any lock file or
+  // database is made, and never written.
+  if (auto readable = memory::check_database_file(db_path, /*thorough=*/true); !readable) {
+    std::cerr << "kopt run: " << readable.error() << "\n";
+    return memory::kExitUnreadableDatabase;
+  }
   NewDatabaseCleanup cleanup(db_path);
   auto lock = DaemonLock::acquire(db_path);
   if (!lock) {
@@ -353,7 +361,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   auto store = memory::MemoryStore::open(db_path);
   if (!store) {
     std::cerr << "kopt run: " << store.error() << "\n";
-    return 2;
+    return memory::kExitUnreadableDatabase;
   }
   RunRecorder recorder(*store);
 
@@ -369,6 +377,14 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
       return 2;
     }
     resume_id = (*last)->id;
+    auto waiting = waiting_submissions(store->database());
+    ResumePlan plan = plan_resume(**last, !invocation.tasks.empty(),
+                                  waiting ? *waiting : std::vector<Submission>{});
+    if (plan.nothing_to_resume) {
+      std::cout << plan.message;
+      return 0;
+    }
+    std::cerr << plan.message;
     auto saved = nlohmann::json::parse((*last)->config_json, nullptr, false);
     if (saved.is_object() && saved.contains("options")) {
       // Budgets from the command line and the config win over the saved ones.

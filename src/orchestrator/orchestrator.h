@@ -98,6 +98,11 @@ class Orchestrator {
   Status add_task(const std::filesystem::path& dir, bool restore);
   void restore_task(TaskState& task);
   void take_submissions();
+  // Remembers a task folder the run could not take and logs why (resume_phases.cc).
+  void refuse_task(const std::string& dir, const std::string& reason);
+  // After a resume: a task that was done, failed or parked when the run last published its
+  // state stays so; only unfinished work goes on (resume_phases.cc). Requires mutex_ unheld.
+  void keep_finished_phases(const RunProgress& before);
 
   // ---- the loop (orchestrator.cc) ----
   bool launch_next_job();  // false when no task has launchable work
@@ -177,7 +182,8 @@ class Orchestrator {
   std::string alarm_;       // the spend-rate alarm while it holds; ""
   double cost_before_ = 0;  // LLM spend of the run before a resume
   int64_t tokens_before_ = 0;
-  double elapsed_before_ = 0;  // active seconds of the run before a resume
+  double elapsed_before_ = 0;         // active seconds of the run before a resume
+  std::vector<RefusedTask> refused_;  // task folders this run could not take
   Clock::time_point started_;
   Clock::time_point last_status_write_{};
   Clock::time_point last_submission_poll_{};
