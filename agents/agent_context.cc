@@ -4,6 +4,7 @@
 
 #include "common/sol_score.h"
 #include "common/strings.h"
+#include "common/utf8.h"
 
 namespace kopt::agents {
 
@@ -95,12 +96,10 @@ std::map<std::string, std::string> work_values(const WorkContext& context) {
 }
 
 std::string shorten(const std::string& text, size_t max_chars) {
-  if (text.size() <= max_chars) return text;
-  size_t head = max_chars * 2 / 3;
-  size_t tail = max_chars - head;
-  return text.substr(0, head) +
-         fmt::format("\n[... {} characters left out ...]\n", text.size() - head - tail) +
-         text.substr(text.size() - tail);
+  if (text.size() <= max_chars) return valid_utf8(text);
+  return clip_utf8_middle(
+      text, max_chars,
+      fmt::format("\n[... about {} characters left out ...]\n", text.size() - max_chars));
 }
 
 }  // namespace kopt::agents

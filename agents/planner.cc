@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_set>
 
 #include "common/strings.h"
+#include "common/utf8.h"
 #include "src/llm/extract.h"
 
 namespace kopt::agents {
@@ -21,6 +23,13 @@ std::string plan_key(const std::string& title) {
 }
 
 namespace {
+
+// A planner is asked for a handful of plans; a longer list is a hostile or broken answer, and
+// only its start is read (the caller keeps `count` of them anyway).
+constexpr size_t kMaxPlansRead = 64;
+// A title is a line in a table; the detail is what the coder reads.
+constexpr size_t kMaxTitleBytes = 60;
+constexpr size_t kMaxDetailBytes = 4000;
 
 std::string text_member(const json& object, std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
@@ -45,24 +54,25 @@ Result<std::vector<Plan>> parse_plans(const std::string& reply) {
   }
   if (!list->is_array()) return make_error("planner: expected a list of plans");
   std::vector<Plan> plans;
-  std::vector<std::string> keys;
+  // A set, not a list searched per plan: 60,000 one-word plans once cost 34 s here.
+  std::unordered_set<std::string> keys;
+  size_t read = 0;
   for (const json& item : *list) {
+    if (++read > kMaxPlansRead) break;
     Plan plan;
     if (item.is_string()) {
       plan.detail = trim(item.get<std::string>());
-      plan.title = plan.detail.substr(0, std::min<size_t>(plan.detail.size(), 60));
     } else if (item.is_object()) {
       plan.title = text_member(item, {"title", "name"});
       plan.detail = text_member(item, {"detail", "description", "plan", "changes"});
-      if (plan.title.empty())
-        plan.title = plan.detail.substr(0, std::min<size_t>(60, plan.detail.size()));
     } else {
       continue;
     }
+    // Cut on characters: a title cut inside a character once made json::dump throw.
+    plan.title = clip_utf8(plan.title.empty() ? plan.detail : plan.title, kMaxTitleBytes, "");
+    plan.detail = clip_utf8(plan.detail, kMaxDetailBytes);
     if (plan.title.empty() && plan.detail.empty()) continue;
-    std::string key = plan_key(plan.title);
-    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
-    keys.push_back(key);
+    if (!keys.insert(plan_key(plan.title)).second) continue;
     plans.push_back(std::move(plan));
   }
   if (plans.empty()) return make_error("planner: the answer held no usable plan");

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "common/strings.h"
+#include "common/utf8.h"
 #include "src/llm/extract.h"
 
 namespace kopt::agents {
@@ -57,9 +58,8 @@ Result<Lesson> parse_lesson(const std::string& reply) {
     lesson.summary = trim(reply);
   }
   if (lesson.summary.empty()) return make_error("summarizer: the answer held no lesson");
-  if (lesson.summary.size() > kMaxLessonChars) {
-    lesson.summary = lesson.summary.substr(0, kMaxLessonChars) + "...";
-  }
+  // Cut on characters: a lesson cut inside one once made every later export of the memory fail.
+  lesson.summary = clip_utf8(lesson.summary, kMaxLessonChars);
   return lesson;
 }
 

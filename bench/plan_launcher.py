@@ -11,6 +11,8 @@ import os
 import pathlib
 import re
 
+import structured_inputs  # beside this file: block tables, permutations, planted values
+
 CUDA_HOME = pathlib.Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
 DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32", "i64": "int64",
           "e4m3": "float8_e4m3fn"}
@@ -152,6 +154,10 @@ def make_inputs(torch, spec, sizes, device="cuda", seed=1234):
         dtype = getattr(torch, DTYPES[inp["dtype"]])
         init = inp.get("init", {"dist": "normal"})
         dist = init.get("dist", "normal")
+        made = structured_inputs.make(torch, inp, init, shape, sizes, inputs, gen, evaluate)
+        if made is not None:  # a block table or a permutation (structured_inputs.py)
+            inputs[inp["name"]] = made.to(dtype)
+            continue
         if dist == "randint":
             low, high = evaluate(init["low"], sizes), evaluate(init["high"], sizes)
             t = torch.randint(low, high, shape, generator=gen, device=device,
@@ -163,7 +169,8 @@ def make_inputs(torch, spec, sizes, device="cuda", seed=1234):
         else:
             t = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
             t = cast(torch, t * init.get("std", 1.0) + init.get("mean", 0.0), inp["dtype"])
-        inputs[inp["name"]] = t
+        inputs[inp["name"]] = structured_inputs.finish(torch, inp, init, t, sizes, inputs, gen,
+                                                       evaluate)
     return inputs
 
 

@@ -1,6 +1,8 @@
 #include "common/json_reader.h"
 
+#include "common/json_limits.h"
 #include "common/strings.h"
+#include "common/utf8.h"
 
 namespace kopt {
 
@@ -29,6 +31,13 @@ std::string json_type_name(json::value_t type) {
 }
 
 std::optional<json> JsonReader::parse(const std::string& text, int first_line) {
+  // A value nested past the limit would overflow the stack when copied or dumped later.
+  if (json_nesting_depth(text) > kMaxJsonDepth) {
+    errors_.push_back(origin_ + ":" + std::to_string(first_line) +
+                      ": invalid JSON: nested more than " + std::to_string(kMaxJsonDepth) +
+                      " levels deep");
+    return std::nullopt;
+  }
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
@@ -51,7 +60,7 @@ std::optional<json> JsonReader::parse(const std::string& text, int first_line) {
     // A number too large for a double (out_of_range.406) is bad input too, not a crash; its
     // text quotes the whole number, which may be huge.
     std::string what = e.what();
-    if (what.size() > 200) what = what.substr(0, 200) + "...";
+    what = clip_utf8(what, 200);
     errors_.push_back(origin_ + ":" + std::to_string(first_line) + ": invalid JSON: " + what);
     return std::nullopt;
   }

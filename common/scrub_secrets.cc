@@ -1,10 +1,16 @@
 #include "common/scrub_secrets.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
+
+extern char** environ;
 
 namespace kopt {
 
@@ -14,6 +20,9 @@ namespace {
 // echo prefixes ("sk-proj-abc...") as often as whole keys.
 constexpr size_t kRevealingRun = 12;
 constexpr size_t kShortestSecret = 8;
+// Matching across separators joins letters from neighbouring words: only keys this long (random
+// strings, in practice) are matched that way, so prose never matches by chance.
+constexpr size_t kShortestSplitSecret = 16;
 
 std::mutex& secrets_mutex() {
   static std::mutex m;
@@ -170,15 +179,85 @@ std::string scrub_secret_value(std::string_view text, std::string_view value) {
   return out;
 }
 
-std::string scrub_secrets(std::string_view text) {
+std::string scrub_split_secret_value(std::string_view text, std::string_view value) {
+  // Letters and digits only, on both sides: the key spelled with spaces, commas, quotes or
+  // newlines between its characters ('s','k','-',... in a template argument list, a key
+  // wrapped across lines) is the same run here.
+  std::string compact_value;
+  for (char c : value)
+    if (is_alnum(c)) compact_value += c;
+  if (compact_value.size() < kShortestSplitSecret) return std::string(text);
+  const size_t window = std::min(compact_value.size(), kRevealingRun);
+  std::unordered_set<std::string_view> pieces;
+  for (size_t k = 0; k + window <= compact_value.size(); ++k)
+    pieces.insert(std::string_view(compact_value).substr(k, window));
+  std::string compact;
+  std::vector<size_t> where;  // compact[i] is text[where[i]]
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!is_alnum(text[i])) continue;
+    compact += text[i];
+    where.push_back(i);
+  }
+  // Ranges of `text` (first, one past last) to redact, in order.
+  std::vector<std::pair<size_t, size_t>> ranges;
+  std::string_view view(compact);
+  for (size_t i = 0; i + window <= view.size();) {
+    if (!pieces.count(view.substr(i, window))) {
+      ++i;
+      continue;
+    }
+    size_t end = i + window;
+    while (end < view.size() && pieces.count(view.substr(end + 1 - window, window))) ++end;
+    ranges.emplace_back(where[i], where[end - 1] + 1);
+    i = end;
+  }
+  if (ranges.empty()) return std::string(text);
+  std::string out;
+  size_t at = 0;
+  for (const auto& [first, last] : ranges) {
+    out.append(text.substr(at, first - at));
+    out += kRedacted;
+    at = last;
+  }
+  out.append(text.substr(at));
+  return out;
+}
+
+bool is_secret_variable_name(std::string_view name) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}) {
+    if (upper.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+void register_environment_secrets() {
+  for (char** entry = environ; entry && *entry; ++entry) {
+    std::string_view text(*entry);
+    size_t equals = text.find('=');
+    if (equals == std::string_view::npos || !is_secret_variable_name(text.substr(0, equals)))
+      continue;
+    register_secret(text.substr(equals + 1));
+  }
+}
+
+std::string scrub_registered_secrets(std::string_view text) {
   std::vector<std::string> values;
   {
     std::lock_guard<std::mutex> lock(secrets_mutex());
     values = registered();
   }
   std::string out(text);
-  for (const auto& value : values) out = scrub_secret_value(out, value);
-  return scrub_key_shapes(out);
+  for (const auto& value : values) {
+    out = scrub_secret_value(out, value);
+    out = scrub_split_secret_value(out, value);
+  }
+  return out;
+}
+
+std::string scrub_secrets(std::string_view text) {
+  return scrub_key_shapes(scrub_registered_secrets(text));
 }
 
 }  // namespace kopt

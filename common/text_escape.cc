@@ -4,56 +4,11 @@
 #include <cstdio>
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace kopt {
 
 namespace {
-
-constexpr char32_t kReplacement = 0xFFFD;
-
-// The code points of `text`; a byte that does not start a valid, shortest UTF-8 sequence is
-// one U+FFFD.
-std::vector<char32_t> code_points(std::string_view text) {
-  std::vector<char32_t> out;
-  size_t i = 0;
-  while (i < text.size()) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    int length = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xE  ? 3
-                 : (c >> 3) == 0x1E ? 4
-                                    : 0;
-    char32_t cp = length == 1 ? c : length == 2 ? c & 0x1F : length == 3 ? c & 0x0F : c & 0x07;
-    bool valid = length > 0 && i + length <= text.size();
-    for (int k = 1; valid && k < length; ++k) {
-      unsigned char next = static_cast<unsigned char>(text[i + k]);
-      valid = (next & 0xC0) == 0x80;
-      cp = (cp << 6) | (next & 0x3F);
-    }
-    static constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    valid = valid && cp >= kMin[length] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    out.push_back(valid ? cp : kReplacement);
-    i += valid ? length : 1;
-  }
-  return out;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 // Characters that end or break a line somewhere (a terminal, an editor, Python's splitlines).
 bool is_control(char32_t cp) {
@@ -77,13 +32,13 @@ std::string hex_escape(const char* format, unsigned value) {
 
 std::string one_line_text(std::string_view text) {
   std::string out;
-  for (char32_t cp : code_points(text)) append_utf8(out, is_control(cp) ? U' ' : cp);
+  for (char32_t cp : utf8_code_points(text)) append_utf8(out, is_control(cp) ? U' ' : cp);
   return out;
 }
 
 std::string cmake_quoted(std::string_view text) {
   std::string out = "\"";
-  for (char32_t cp : code_points(text)) {
+  for (char32_t cp : utf8_code_points(text)) {
     switch (cp) {
       case '\\':
       case '"':
@@ -155,7 +110,7 @@ std::string cpp_comment_text(std::string_view text) {
 
 std::string python_string_literal(std::string_view text) {
   std::string out = "\"";
-  for (char32_t cp : code_points(text)) {
+  for (char32_t cp : utf8_code_points(text)) {
     if (cp == '\\' || cp == '"') {
       out += '\\';
       out += static_cast<char>(cp);
@@ -180,7 +135,7 @@ std::string python_string_literal(std::string_view text) {
 
 std::string markdown_text(std::string_view text) {
   std::string out;
-  std::vector<char32_t> points = code_points(text);
+  std::vector<char32_t> points = utf8_code_points(text);
   // At the start of a line "-", "=", "1." and "1)" open a list or underline a heading.
   size_t digits = 0;
   while (digits < points.size() && points[digits] >= '0' && points[digits] <= '9') ++digits;
@@ -220,12 +175,14 @@ bool is_bidi_control(char32_t cp) {
 
 }  // namespace
 
-std::string terminal_text(std::string_view text) {
+namespace {
+
+std::string terminal_escaped(std::string_view text, bool keep_newlines) {
   std::string out;
   out.reserve(text.size());
-  for (char32_t cp : code_points(text)) {
-    if (cp == '\t') {
-      out += '\t';
+  for (char32_t cp : utf8_code_points(text)) {
+    if (cp == '\t' || (cp == '\n' && keep_newlines)) {
+      out += static_cast<char>(cp);
     } else if (cp == '\n') {
       out += "\\n";
     } else if (cp == '\r') {
@@ -241,10 +198,16 @@ std::string terminal_text(std::string_view text) {
   return out;
 }
 
+}  // namespace
+
+std::string terminal_text(std::string_view text) { return terminal_escaped(text, false); }
+
+std::string terminal_block_text(std::string_view text) { return terminal_escaped(text, true); }
+
 std::string html_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (char32_t cp : code_points(text)) {
+  for (char32_t cp : utf8_code_points(text)) {
     switch (cp) {
       case '&':
         out += "&amp;";

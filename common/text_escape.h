@@ -47,6 +47,10 @@ std::string markdown_text(std::string_view text);
 // becomes U+FFFD. A tab stays a tab.
 std::string terminal_text(std::string_view text);
 
+// terminal_text() for text shown as a block of lines (a kernel, a diff, a prompt): the same,
+// except that a newline stays a newline.
+std::string terminal_block_text(std::string_view text);
+
 // HTML or SVG element content and quoted attribute values: & < > " ' as entities, control
 // characters other than tab and newline removed.
 std::string html_text(std::string_view text);

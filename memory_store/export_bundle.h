@@ -56,6 +56,7 @@ struct TaskFilesInput {
   std::string provenance;                       // one line for the headers
   std::optional<std::string> reference_source;  // the task's reference.cu, when found
   std::string compute_capability;               // of the GPU it was verified on: "9.0"
+  std::string verified_cubin_sha256;            // of the CUBIN judged ("" for an older evaluation)
 };
 
 // TASK.cu, its device code and launcher, TASK_api.h, TASK_api.cc, kopt_plan_TASK.py and, with a
@@ -97,7 +98,12 @@ Result<std::string> generate_python_plan(const TaskSpec& task, const KernelFile&
 // torch's name of a dtype ("float32", "bfloat16").
 const char* torch_dtype_name(DType dtype);
 
-// A plan expression over sizes as Python over the dict `s`: integer division stays integer.
+// A plan expression over sizes as Python over the dict `s`, every operation a _kopt_ helper of
+// python_plan_arithmetic(): C++'s truncating division and checked 64-bit overflow, as the
+// sandbox evaluated it (Python's // floors: -7 // 2 is -4 where the sandbox says -3).
 Result<std::string> expression_to_python(const std::string& expression);
+
+// The _kopt_add, _kopt_div, ... helpers every generated Python module defines.
+const char* python_plan_arithmetic();
 
 }  // namespace kopt::exporter

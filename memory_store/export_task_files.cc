@@ -34,9 +34,17 @@ struct ImageFiles {
 Result<ImageFiles> image_files(const KernelFile& file,
                                const std::map<std::string, int64_t>& tunables,
                                const std::string& compute_capability, const std::string& stem,
-                               const std::string& prefix, const std::string& source_name) {
+                               const std::string& prefix, const std::string& source_name,
+                               const std::string& verified_sha256 = "") {
   auto image = compile_device_image(file, tunables, compute_capability);
   if (!image) return make_error(source_name + ": " + image.error());
+  // What ships is what was judged: a CUBIN with other bytes (another NVRTC, another gate) is
+  // another kernel, whatever its source says.
+  if (!verified_sha256.empty() && sha256_hex(image->cubin) != verified_sha256)
+    return make_error(source_name + ": the device image compiled now (sha256 " +
+                      sha256_hex(image->cubin) + ", NVRTC " + image->nvrtc_version +
+                      ") is not the one that was verified (sha256 " + verified_sha256 +
+                      "); export with the kopt that verified it, or verify it again");
   ImageFiles out;
   out.files.push_back({stem + "_image.cc", generate_image_source(prefix, *image, source_name)});
   const std::string cubin_name = stem + ".cubin";
@@ -71,7 +79,7 @@ Result<std::vector<BundleFile>> generate_task_files(const TaskFilesInput& input,
   const std::string kernel_namespace = "kopt_" + cpp_identifier(name);
   std::vector<BundleFile> files;
   auto kernel_image = image_files(*input.kernel, input.tunables, input.compute_capability, name,
-                                  kernel_namespace, name + ".cu");
+                                  kernel_namespace, name + ".cu", input.verified_cubin_sha256);
   if (!kernel_image) return make_error(kernel_image.error());
   HeaderInput header;
   header.task = &task;

@@ -192,10 +192,10 @@ Result<std::vector<BundleFile>> generate_torch_files(const std::vector<BundleTas
     task_names << python_string(bt.spec.name) << ", ";
   }
   std::vector<BundleFile> files;
-  files.push_back({"kopt_torch.py", std::string(torch_module_head()) + "TASKS = {\n" + table.str() +
-                                        "}\n" + torch_module_body() + wrappers.str() +
-                                        "\n\n_OPS = [\n" + schemas.str() + "]\n" +
-                                        torch_module_tail()});
+  files.push_back({"kopt_torch.py", std::string(torch_module_head()) + python_plan_arithmetic() +
+                                        "\n\n" + "TASKS = {\n" + table.str() + "}\n" +
+                                        torch_module_body() + wrappers.str() + "\n\n_OPS = [\n" +
+                                        schemas.str() + "]\n" + torch_module_tail()});
   files.push_back({"test_kopt_kernels.py", std::string(pytest_head()) + "TASKS = [" +
                                                task_names.str() + "]\n" + pytest_body()});
   return files;

@@ -32,18 +32,6 @@ _CONTEXTS = {}
 _DRIVER = []
 
 
-def _ceil_div(a, b):
-    return -(-a // b)
-
-
-def _min(a, b):
-    return min(a, b)
-
-
-def _max(a, b):
-    return max(a, b)
-
-
 )py";
 }
 
@@ -132,7 +120,10 @@ def _argument(kind, value, sizes, buffers, constants):
     if kind == "buffer":
         return ctypes.c_void_p(buffers[value].data_ptr())
     if kind == "i32":
-        return ctypes.c_int32(value(sizes))
+        number = value(sizes)
+        if not -(1 << 31) <= number < (1 << 31):  # the sandbox refused it; ctypes would wrap
+            raise OverflowError("kopt plan: an i32 argument of %d does not fit" % number)
+        return ctypes.c_int32(number)
     if kind == "i64":
         return ctypes.c_int64(value(sizes))
     if kind == "f32":

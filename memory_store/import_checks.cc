@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_limits.h"
 #include "common/text_escape.h"
+#include "common/utf8.h"
 #include "sandbox/compiler.h"
 #include "sandbox/device_code_rules.h"
 #include "sandbox/kernel_file.h"
@@ -22,7 +24,7 @@ void check_name(JsonReader& reader, const std::string& path, const std::string& 
                 NameRule rule, std::string_view why) {
   if (!value.empty() && !rule(value))
     reader.error(path,
-                 "'" + one_line_text(value.substr(0, 200)) + "' is refused: " + std::string(why));
+                 "'" + one_line_text(clip_utf8(value, 200)) + "' is refused: " + std::string(why));
 }
 
 void check_sha(JsonReader& reader, const std::string& path, const std::string& sha) {
@@ -31,7 +33,7 @@ void check_sha(JsonReader& reader, const std::string& path, const std::string& s
 
 // Tunable names become -DNAME=VALUE for the compiler.
 void check_tunables(JsonReader& reader, const std::string& path, const std::string& text) {
-  auto tunables = nlohmann::json::parse(text, nullptr, false);
+  auto tunables = parse_json_bounded(text);
   if (tunables.is_discarded() || !tunables.is_object()) {
     reader.error(path, "expected an object of tunable values");
     return;
@@ -44,18 +46,44 @@ void check_tunables(JsonReader& reader, const std::string& path, const std::stri
 
 const std::string kTaskRule(kTaskNameRule);
 
+// Names the export writes into C++ and Python (tensors, sizes, constants): a keyword there
+// (`lambda`, `class`) once made kopt_torch.py and the CMake build fail after import.
+void check_code_names(JsonReader& reader, const nlohmann::json& spec) {
+  auto check = [&](const std::string& path, const std::string& name) {
+    if (is_reserved_code_name(name))
+      reader.error("$.spec_json: " + path,
+                   "'" + one_line_text(name) + "' " + std::string(kReservedCodeNameRule));
+  };
+  for (const char* key : {"inputs", "outputs"}) {
+    if (!spec.contains(key) || !spec[key].is_array()) continue;
+    for (size_t i = 0; i < spec[key].size(); ++i) {
+      const auto& tensor = spec[key][i];
+      if (tensor.is_object() && tensor.contains("name") && tensor["name"].is_string())
+        check(std::string("$.") + key + "[" + std::to_string(i) + "].name",
+              tensor["name"].get<std::string>());
+    }
+  }
+  for (const char* key : {"sizes", "constants"}) {
+    if (!spec.contains(key) || !spec[key].is_object()) continue;
+    for (const auto& [name, value] : spec[key].items())
+      check(std::string("$.") + key + "." + name, name);
+  }
+}
+
 }  // namespace
 
 void check_imported_task(JsonReader& reader, const TaskRecord& task) {
   check_name(reader, "$.name", task.name, is_task_name, kTaskRule);
   // The spec is the task.json the kernels were measured against; its free text is escaped by
   // each writer that uses it, but its name must be the entry's.
-  auto spec = nlohmann::json::parse(task.spec_json, nullptr, false);
+  auto spec = parse_json_bounded(task.spec_json);
   if (spec.is_discarded() || !spec.is_object()) {
     reader.error("$.spec_json", "expected a task.json object");
   } else if (spec.contains("name") &&
              !(spec["name"].is_string() && spec["name"].get<std::string>() == task.name)) {
     reader.error("$.spec_json", "its \"name\" differs from $.name");
+  } else {
+    check_code_names(reader, spec);
   }
 }
 

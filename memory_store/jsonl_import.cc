@@ -1,13 +1,19 @@
 // `kopt memory import --jsonl`: reads what export_jsonl wrote, strictly (unknown keys are errors
 // with a "did you mean"), and de-duplicates against the memory: tasks by name, kernels by content
 // hash, evaluations by their measured values, pairs by kernels and GPU (merged by add_pair).
+// Two passes: every line is parsed and checked (the kernel's plan and device-code gate, its
+// digest) with no lock held, then the checked entries are written in one transaction, so a
+// large or hostile file never holds the database's write lock for longer than its inserts.
+#include <functional>
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
 #include "common/json_reader.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "memory_store/import_checks.h"
 #include "memory_store/jsonl_io.h"
+#include "sandbox/kernel_file.h"
 
 namespace kopt::memory {
 
@@ -15,13 +21,23 @@ using nlohmann::json;
 
 namespace {
 
+// The most bytes an imported field may hold: a kernel source as the gate allows, a task spec or
+// an evaluation's detail as the daemon writes them, every other field (a name, a lesson, a
+// date) as a line of text. A field over its cap is an error naming its path, not a row that
+// makes every later prompt, export or listing slow.
+constexpr size_t kMaxFieldBytes = 4096;
+constexpr size_t kMaxDetailBytes = 64 * 1024;
+constexpr size_t kMaxBlobBytes = 64 * 1024;
+constexpr size_t kMaxSpecBytes = 256 * 1024;
+
 // Reads one line's fields; every problem lands in `reader`.
 class LineReader {
  public:
   LineReader(JsonReader& reader, const json& object) : reader_(reader), object_(object) {}
 
-  std::string text(const char* key, bool required = false) {
-    return reader_.string_field(object_, "$", key, required).value_or("");
+  std::string text(const char* key, bool required = false, size_t max_bytes = kMaxFieldBytes) {
+    std::string value = reader_.string_field(object_, "$", key, required).value_or("");
+    return capped(key, std::move(value), max_bytes);
   }
   double number(const char* key, bool required = false) {
     return reader_.number_field(object_, "$", key, required).value_or(0);
@@ -33,32 +49,55 @@ class LineReader {
   std::string blob(const char* key) {
     if (!object_.contains(key)) return "{}";
     const json& value = object_.at(key);
-    return value.is_string() ? value.get<std::string>() : value.dump();
+    return capped(key, value.is_string() ? value.get<std::string>() : dump_json(value),
+                  kMaxBlobBytes);
   }
-  std::vector<std::string> tags() { return reader_.string_list(object_, "$", "tags", false); }
+  std::vector<std::string> tags() {
+    auto tags = reader_.string_list(object_, "$", "tags", false);
+    if (tags.size() > 256) reader_.error("$.tags", "more than 256 tags");
+    for (auto& tag : tags) tag = capped("tags", std::move(tag), 200);
+    return tags;
+  }
   const json* object(const char* key) {
     return reader_.typed_field(object_, "$", key, json::value_t::object, false);
   }
 
  private:
+  std::string capped(const char* key, std::string value, size_t max_bytes) {
+    if (value.size() <= max_bytes) return value;
+    reader_.error(
+        std::string("$.") + key,
+        std::to_string(value.size()) + " bytes, over the limit of " + std::to_string(max_bytes));
+    return "";
+  }
+
   JsonReader& reader_;
   const json& object_;
 };
+
+// What a checked line does to the memory, run later inside the write transaction.
+using Write = std::function<Status()>;
 
 class Importer {
  public:
   Importer(MemoryStore& store, std::string origin) : store_(store), origin_(std::move(origin)) {}
 
-  Status line(const std::string& text, int number);
+  // Parses and checks one line (no database write); its write, or nothing for the header.
+  Result<Write> line(const std::string& text, int number);
   const ImportReport& report() const { return report_; }
   bool saw_header() const { return saw_header_; }
 
  private:
-  Status task(JsonReader& reader, const json& object);
-  Status kernel(JsonReader& reader, const json& object);
-  Status evaluation(JsonReader& reader, const json& object);
-  Status pair(JsonReader& reader, const json& object);
-  Result<int64_t> kernel_id(JsonReader& reader, const std::string& sha, const char* key);
+  Result<Write> task(JsonReader& reader, const json& object);
+  Result<Write> kernel(JsonReader& reader, const json& object);
+  Result<Write> evaluation(JsonReader& reader, const json& object);
+  Result<Write> pair(JsonReader& reader, const json& object);
+  // The id of the kernel `sha` names; an error naming the line (`where`) and `key` when it is
+  // neither in the memory nor written earlier in this import.
+  Result<int64_t> kernel_id(const std::string& where, const std::string& sha, const char* key);
+  Status write_evaluation(const std::string& where, const std::string& sha, EvaluationRecord& e);
+  Status write_pair(const std::string& where, const std::string& slow, const std::string& fast,
+                    PairRecord& p);
 
   MemoryStore& store_;
   std::string origin_;
@@ -66,9 +105,9 @@ class Importer {
   ImportReport report_;
 };
 
-Status fail(const JsonReader& reader) { return make_error(reader.message()); }
+Error fail(const JsonReader& reader) { return make_error(reader.message()); }
 
-Status Importer::line(const std::string& text, int number) {
+Result<Write> Importer::line(const std::string& text, int number) {
   JsonReader parser(origin_);
   auto object = parser.parse(text, number);
   if (!object) return fail(parser);
@@ -95,7 +134,8 @@ Status Importer::line(const std::string& text, int number) {
       reader.error("$.kind", "not a kopt memory export");
     }
     saw_header_ = true;
-    return reader.ok() ? ok_status() : fail(reader);
+    if (!reader.ok()) return fail(reader);
+    return Write([] { return ok_status(); });
   }
   if (*type == "task") return task(reader, *object);
   if (*type == "kernel") return kernel(reader, *object);
@@ -106,33 +146,37 @@ Status Importer::line(const std::string& text, int number) {
   return fail(reader);
 }
 
-Status Importer::task(JsonReader& reader, const json& object) {
+Result<Write> Importer::task(JsonReader& reader, const json& object) {
   reader.check_keys(object, "$", {"type", "name", "spec_hash", "tags", "spec_json", "updated_at"});
   LineReader in(reader, object);
   TaskRecord task;
   task.name = in.text("name", true);
   task.spec_hash = in.text("spec_hash", true);
   task.tags = in.tags();
-  task.spec_json = in.text("spec_json", true);
+  task.spec_json = in.text("spec_json", true, kMaxSpecBytes);
   task.updated_at = in.text("updated_at");
   check_imported_task(reader, task);
   if (!reader.ok()) return fail(reader);
-  auto existing = store_.find_task(task.name);
-  if (!existing) return make_error(existing.error());
-  // The memory's own spec of a task wins: it is the one its kernels were measured against.
-  if (*existing) {
-    ++report_.present.tasks;
+  return Write([this, task = std::move(task)]() -> Status {
+    auto existing = store_.find_task(task.name);
+    if (!existing) return make_error(existing.error());
+    // The memory's own spec of a task wins: it is the one its kernels were measured against.
+    if (*existing) {
+      ++report_.present.tasks;
+      return ok_status();
+    }
+    if (auto id = store_.upsert_task(task); !id) return make_error(id.error());
+    ++report_.added.tasks;
     return ok_status();
-  }
-  if (auto id = store_.upsert_task(task); !id) return make_error(id.error());
-  ++report_.added.tasks;
-  return ok_status();
+  });
 }
 
-Result<int64_t> Importer::kernel_id(JsonReader& reader, const std::string& sha, const char* key) {
+Result<int64_t> Importer::kernel_id(const std::string& where, const std::string& sha,
+                                    const char* key) {
   auto id = store_.find_kernel(sha);
   if (!id) return make_error(id.error());
   if (!*id) {
+    JsonReader reader(where);
     reader.error(std::string("$.") + key, "kernel " + sha.substr(0, 12) +
                                               " is neither in the memory nor earlier in the file");
     return make_error(reader.message());
@@ -140,14 +184,14 @@ Result<int64_t> Importer::kernel_id(JsonReader& reader, const std::string& sha, 
   return **id;
 }
 
-Status Importer::kernel(JsonReader& reader, const json& object) {
+Result<Write> Importer::kernel(JsonReader& reader, const json& object) {
   reader.check_keys(
       object, "$",
       {"type", "sha256", "task", "parent_sha256", "origin", "tunables", "created_at", "source"});
   LineReader in(reader, object);
   KernelRecord kernel;
   std::string sha = in.text("sha256", true);
-  kernel.source = in.text("source", true);
+  kernel.source = in.text("source", true, kMaxKernelSourceBytes);
   kernel.task = in.text("task", true);
   std::string parent = in.text("parent_sha256");
   kernel.tunables_json = in.blob("tunables");
@@ -165,23 +209,26 @@ Status Importer::kernel(JsonReader& reader, const json& object) {
     reader.error("$.sha256", "does not match the SHA-256 of the source (the file is damaged)");
   }
   if (!reader.ok()) return fail(reader);
-  if (auto existing = store_.find_kernel(sha); !existing || *existing) {
-    if (!existing) return make_error(existing.error());
-    ++report_.present.kernels;
+  return Write([this, where = reader.origin(), sha = std::move(sha), parent = std::move(parent),
+                kernel = std::move(kernel)]() mutable -> Status {
+    if (auto existing = store_.find_kernel(sha); !existing || *existing) {
+      if (!existing) return make_error(existing.error());
+      ++report_.present.kernels;
+      return ok_status();
+    }
+    if (!parent.empty()) {
+      auto parent_id = kernel_id(where, parent, "parent_sha256");
+      if (!parent_id) return make_error(parent_id.error());
+      kernel.parent_id = *parent_id;
+    }
+    auto id = store_.add_kernel(kernel);
+    if (!id) return make_error(where + ": " + id.error());
+    ++report_.added.kernels;
     return ok_status();
-  }
-  if (!parent.empty()) {
-    auto parent_id = kernel_id(reader, parent, "parent_sha256");
-    if (!parent_id) return make_error(parent_id.error());
-    kernel.parent_id = *parent_id;
-  }
-  auto id = store_.add_kernel(kernel);
-  if (!id) return make_error(reader.origin() + ": " + id.error());
-  ++report_.added.kernels;
-  return ok_status();
+  });
 }
 
-Status Importer::evaluation(JsonReader& reader, const json& object) {
+Result<Write> Importer::evaluation(JsonReader& reader, const json& object) {
   reader.check_keys(
       object, "$",
       {"type", "kernel_sha256", "task", "gpu", "verdict", "detail", "tunables", "median_us",
@@ -191,7 +238,7 @@ Status Importer::evaluation(JsonReader& reader, const json& object) {
   std::string sha = in.text("kernel_sha256", true);
   e.task = in.text("task", true);
   e.verdict = in.text("verdict", true);
-  e.detail = in.text("detail");
+  e.detail = in.text("detail", false, kMaxDetailBytes);
   e.tunables_json = in.blob("tunables");
   e.median_us = in.number("median_us");
   e.noise = in.number("noise");
@@ -212,7 +259,13 @@ Status Importer::evaluation(JsonReader& reader, const json& object) {
   }
   check_imported_evaluation(reader, e, sha);
   if (!reader.ok()) return fail(reader);
-  auto kid = kernel_id(reader, sha, "kernel_sha256");
+  return Write([this, where = reader.origin(), sha = std::move(sha),
+                e = std::move(e)]() mutable -> Status { return write_evaluation(where, sha, e); });
+}
+
+Status Importer::write_evaluation(const std::string& where, const std::string& sha,
+                                  EvaluationRecord& e) {
+  auto kid = kernel_id(where, sha, "kernel_sha256");
   if (!kid) return make_error(kid.error());
   e.kernel_id = *kid;
   auto duplicate = store_.database().cached(
@@ -230,12 +283,12 @@ Status Importer::evaluation(JsonReader& reader, const json& object) {
     return ok_status();
   }
   auto id = store_.add_evaluation(e);
-  if (!id) return make_error(reader.origin() + ": " + id.error());
+  if (!id) return make_error(where + ": " + id.error());
   ++report_.added.evaluations;
   return ok_status();
 }
 
-Status Importer::pair(JsonReader& reader, const json& object) {
+Result<Write> Importer::pair(JsonReader& reader, const json& object) {
   reader.check_keys(
       object, "$",
       {"type", "slow_sha256", "fast_sha256", "task", "speedup", "gpu_model", "gpu_arch", "summary",
@@ -255,9 +308,15 @@ Status Importer::pair(JsonReader& reader, const json& object) {
   p.created_at = in.text("created_at");
   check_imported_pair(reader, p, slow, fast);
   if (!reader.ok()) return fail(reader);
-  auto slow_id = kernel_id(reader, slow, "slow_sha256");
+  return Write([this, where = reader.origin(), slow = std::move(slow), fast = std::move(fast),
+                p = std::move(p)]() mutable -> Status { return write_pair(where, slow, fast, p); });
+}
+
+Status Importer::write_pair(const std::string& where, const std::string& slow,
+                            const std::string& fast, PairRecord& p) {
+  auto slow_id = kernel_id(where, slow, "slow_sha256");
   if (!slow_id) return make_error(slow_id.error());
-  auto fast_id = kernel_id(reader, fast, "fast_sha256");
+  auto fast_id = kernel_id(where, fast, "fast_sha256");
   if (!fast_id) return make_error(fast_id.error());
   p.slow_kernel_id = *slow_id;
   p.fast_kernel_id = *fast_id;
@@ -268,7 +327,7 @@ Status Importer::pair(JsonReader& reader, const json& object) {
   if (!found) return make_error(found.error());
   bool present = *found;
   auto id = store_.add_pair(p);
-  if (!id) return make_error(reader.origin() + ": " + id.error());
+  if (!id) return make_error(where + ": " + id.error());
   ++(present ? report_.present.pairs : report_.added.pairs);
   return ok_status();
 }
@@ -277,9 +336,8 @@ Status Importer::pair(JsonReader& reader, const json& object) {
 
 Result<ImportReport> import_jsonl(MemoryStore& store, const std::string& text,
                                   const std::string& origin) {
-  auto transaction = store.begin();
-  if (!transaction) return make_error(transaction.error());
   Importer importer(store, origin);
+  std::vector<Write> writes;
   size_t start = 0;
   int number = 0;
   while (start < text.size()) {
@@ -289,9 +347,16 @@ Result<ImportReport> import_jsonl(MemoryStore& store, const std::string& text,
     start = end + 1;
     ++number;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (auto s = importer.line(line, number); !s) return make_error(s.error());
+    auto write = importer.line(line, number);
+    if (!write) return make_error(write.error());
+    writes.push_back(std::move(*write));
   }
   if (!importer.saw_header()) return make_error(origin + ": empty file, not a kopt memory export");
+  // Only look-ups and inserts from here on: the lock is held for them alone.
+  auto transaction = store.begin();
+  if (!transaction) return make_error(transaction.error());
+  for (auto& write : writes)
+    if (auto s = write(); !s) return make_error(s.error());
   if (auto s = transaction->commit(); !s) return make_error(s.error());
   return importer.report();
 }

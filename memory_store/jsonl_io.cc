@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
 #include "common/scrub_secrets.h"
 #include "memory_store/row_readers.h"
 
@@ -13,7 +14,7 @@ namespace {
 
 // JSON text stored in a column, embedded as a value (an unparseable blob stays a string).
 json embedded(const std::string& text) {
-  auto value = json::parse(text, nullptr, false);
+  auto value = parse_json_bounded(text);
   return value.is_discarded() ? json(text) : value;
 }
 
@@ -42,18 +43,18 @@ Result<JsonlCounts> export_jsonl(MemoryStore& store, std::ostream& out) {
   } end_read{db};
 
   JsonlCounts counts;
-  out << json{{"type", "header"}, {"format", kJsonlFormatVersion}, {"kind", "kopt-memory"}}.dump()
+  out << dump_json(
+             json{{"type", "header"}, {"format", kJsonlFormatVersion}, {"kind", "kopt-memory"}})
       << "\n";
   auto s = for_each_row(
       db, "SELECT name, spec_hash, tags, spec_json, updated_at FROM tasks ORDER BY name",
       [&](const sql::Statement& row) {
-        out << json{{"type", "task"},
-                    {"name", row.column_text(0)},
-                    {"spec_hash", row.column_text(1)},
-                    {"tags", rows::tags_from_json(row.column_text(2))},
-                    {"spec_json", row.column_text(3)},
-                    {"updated_at", row.column_text(4)}}
-                   .dump()
+        out << dump_json(json{{"type", "task"},
+                              {"name", row.column_text(0)},
+                              {"spec_hash", row.column_text(1)},
+                              {"tags", rows::tags_from_json(row.column_text(2))},
+                              {"spec_json", row.column_text(3)},
+                              {"updated_at", row.column_text(4)}})
             << "\n";
         ++counts.tasks;
       });
@@ -66,19 +67,18 @@ Result<JsonlCounts> export_jsonl(MemoryStore& store, std::ostream& out) {
           "k.task_id LEFT JOIN kernels parent ON parent.id = k.parent_id ORDER BY k.id",
       [&](const sql::Statement& row) {
         KernelRecord k = rows::read_kernel(row);
-        out << json{{"type", "kernel"},
-                    {"sha256", k.sha256},
-                    {"task", k.task},
-                    {"parent_sha256", row.column_text(12)},
-                    {"origin",
-                     {{"agent", k.origin.agent},
-                      {"model", k.origin.model},
-                      {"prompt_template", k.origin.prompt_template},
-                      {"tuner", k.origin.tuner}}},
-                    {"tunables", embedded(k.tunables_json)},
-                    {"created_at", k.created_at},
-                    {"source", k.source}}
-                   .dump()
+        out << dump_json(json{{"type", "kernel"},
+                              {"sha256", k.sha256},
+                              {"task", k.task},
+                              {"parent_sha256", row.column_text(12)},
+                              {"origin",
+                               {{"agent", k.origin.agent},
+                                {"model", k.origin.model},
+                                {"prompt_template", k.origin.prompt_template},
+                                {"tuner", k.origin.tuner}}},
+                              {"tunables", embedded(k.tunables_json)},
+                              {"created_at", k.created_at},
+                              {"source", k.source}})
             << "\n";
         ++counts.kernels;
       });
@@ -89,26 +89,26 @@ Result<JsonlCounts> export_jsonl(MemoryStore& store, std::ostream& out) {
                        " JOIN kernels k ON k.id = e.kernel_id ORDER BY e.id",
                    [&](const sql::Statement& row) {
                      EvaluationRecord e = rows::read_evaluation(row);
-                     out << json{{"type", "evaluation"},
-                                 {"kernel_sha256", row.column_text(rows::kEvaluationColumnCount)},
-                                 {"task", e.task},
-                                 {"gpu",
-                                  {{"model", e.gpu.model},
-                                   {"compute_capability", e.gpu.compute_capability},
-                                   {"driver_version", e.gpu.driver_version},
-                                   {"cuda_version", e.gpu.cuda_version}}},
-                                 {"verdict", e.verdict},
-                                 {"detail", scrub_secrets(e.detail)},
-                                 {"tunables", embedded(e.tunables_json)},
-                                 {"median_us", e.median_us},
-                                 {"noise", e.noise},
-                                 {"baseline_us", e.baseline_us},
-                                 {"speedup", e.speedup},
-                                 {"sol_percent", e.sol_percent},
-                                 {"resources", embedded(e.resources_json)},
-                                 {"profile", embedded(e.profile_json)},
-                                 {"created_at", e.created_at}}
-                                .dump()
+                     out << dump_json(json{
+                                {"type", "evaluation"},
+                                {"kernel_sha256", row.column_text(rows::kEvaluationColumnCount)},
+                                {"task", e.task},
+                                {"gpu",
+                                 {{"model", e.gpu.model},
+                                  {"compute_capability", e.gpu.compute_capability},
+                                  {"driver_version", e.gpu.driver_version},
+                                  {"cuda_version", e.gpu.cuda_version}}},
+                                {"verdict", e.verdict},
+                                {"detail", scrub_secrets(e.detail)},
+                                {"tunables", embedded(e.tunables_json)},
+                                {"median_us", e.median_us},
+                                {"noise", e.noise},
+                                {"baseline_us", e.baseline_us},
+                                {"speedup", e.speedup},
+                                {"sol_percent", e.sol_percent},
+                                {"resources", embedded(e.resources_json)},
+                                {"profile", embedded(e.profile_json)},
+                                {"created_at", e.created_at}})
                          << "\n";
                      ++counts.evaluations;
                    });
@@ -120,19 +120,19 @@ Result<JsonlCounts> export_jsonl(MemoryStore& store, std::ostream& out) {
                        " JOIN kernels fast ON fast.id = p.fast_kernel_id ORDER BY p.id",
                    [&](const sql::Statement& row) {
                      PairRecord p = rows::read_pair(row);
-                     out << json{{"type", "pair"},
-                                 {"slow_sha256", row.column_text(rows::kPairColumnCount)},
-                                 {"fast_sha256", row.column_text(rows::kPairColumnCount + 1)},
-                                 {"task", p.task},
-                                 {"speedup", p.speedup},
-                                 {"gpu_model", p.gpu_model},
-                                 {"gpu_arch", p.gpu_arch},
-                                 {"summary", scrub_secrets(p.summary)},
-                                 {"tags", p.tags},
-                                 {"retrieved_count", p.retrieved_count},
-                                 {"improved_count", p.improved_count},
-                                 {"created_at", p.created_at}}
-                                .dump()
+                     out << dump_json(
+                                json{{"type", "pair"},
+                                     {"slow_sha256", row.column_text(rows::kPairColumnCount)},
+                                     {"fast_sha256", row.column_text(rows::kPairColumnCount + 1)},
+                                     {"task", p.task},
+                                     {"speedup", p.speedup},
+                                     {"gpu_model", p.gpu_model},
+                                     {"gpu_arch", p.gpu_arch},
+                                     {"summary", scrub_secrets(p.summary)},
+                                     {"tags", p.tags},
+                                     {"retrieved_count", p.retrieved_count},
+                                     {"improved_count", p.improved_count},
+                                     {"created_at", p.created_at}})
                          << "\n";
                      ++counts.pairs;
                    });

@@ -19,7 +19,6 @@ std::string pointer_type(DType dtype, bool is_const) {
   return (is_const ? "const " : "") + std::string(cpp_element_type(dtype)) + "*";
 }
 
-bool is_identifier_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 }  // namespace
@@ -71,42 +70,55 @@ std::string cpp_identifier(const std::string& name) {
   return out;
 }
 
-Result<std::string> rewrite_expression(const std::string& expression,
-                                       const ExpressionSpelling& spelling) {
-  // Parsing first means only well-formed expressions reach the token rewrite below.
+Result<std::string> expression_to_cpp(const std::string& expression) {
   auto parsed = Expr::parse(expression);
   if (!parsed) return make_error("expression '" + expression + "': " + parsed.error());
-  std::string out;
-  size_t i = 0;
-  while (i < expression.size()) {
-    char c = expression[i];
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      size_t start = i;
-      while (i < expression.size() && std::isdigit(static_cast<unsigned char>(expression[i]))) ++i;
-      out += expression.substr(start, i - start) + spelling.number_suffix;
-    } else if (is_identifier_start(c)) {
-      size_t start = i;
-      while (i < expression.size() && is_identifier_char(expression[i])) ++i;
-      std::string name = expression.substr(start, i - start);
-      bool function = name == "ceil_div" || name == "min" || name == "max";
-      out += function ? spelling.function_prefix + name : spelling.name(name);
-    } else {
-      if (c == '/') {
-        out += spelling.division;
-      } else if (!std::isspace(static_cast<unsigned char>(c))) {
-        out += c;
-      }
-      if (c == ',') out += ' ';
-      ++i;
-    }
-  }
-  return "(" + out + ")";
+  // In parentheses: callers write static_cast<size_t>EXPR.
+  return "(" +
+         parsed->to_calls(
+             "kopt_", [](int64_t n) { return std::to_string(n) + "LL"; },
+             [](const std::string& n) { return "static_cast<int64_t>(" + n + ")"; }) +
+         ")";
 }
 
-Result<std::string> expression_to_cpp(const std::string& expression) {
-  return rewrite_expression(expression, {"LL", "kopt_", "/", [](const std::string& n) {
-                                           return "static_cast<int64_t>(" + n + ")";
-                                         }});
+const char* cpp_plan_arithmetic() {
+  return R"cpp(// Plan arithmetic as kopt's sandbox computed it when it verified the kernel
+               // (sandbox/expr.h): 64-bit, division truncating toward zero, and an overflow or a
+               // division by zero marks the plan invalid (launch() returns cudaErrorInvalidValue)
+               // instead of launching with a wrapped size.
+               inline bool& kopt_plan_invalid() {
+                 thread_local bool invalid = false;
+                 return invalid;
+               }
+               inline int64_t kopt_fail() {
+                 kopt_plan_invalid() = true;
+                 return 0;
+               }
+               inline int64_t kopt_add(int64_t a, int64_t b) {
+                 int64_t r = 0;
+                 return __builtin_add_overflow(a, b, &r) ? kopt_fail() : r;
+               }
+               inline int64_t kopt_sub(int64_t a, int64_t b) {
+                 int64_t r = 0;
+                 return __builtin_sub_overflow(a, b, &r) ? kopt_fail() : r;
+               }
+               inline int64_t kopt_mul(int64_t a, int64_t b) {
+                 int64_t r = 0;
+                 return __builtin_mul_overflow(a, b, &r) ? kopt_fail() : r;
+               }
+               inline int64_t kopt_neg(int64_t a) { return a == INT64_MIN ? kopt_fail() : -a; }
+               inline int64_t kopt_div(int64_t a, int64_t b) {
+                 return b == 0 || (a == INT64_MIN && b == -1) ? kopt_fail() : a / b;
+               }
+               inline int64_t kopt_mod(int64_t a, int64_t b) {
+                 return b == 0 || (a == INT64_MIN && b == -1) ? kopt_fail() : a % b;
+               }
+               inline int64_t kopt_ceil_div(int64_t a, int64_t b) {
+                 return a < 0 || b <= 0 ? kopt_fail() : a / b + (a % b != 0);
+               }
+               inline int64_t kopt_min(int64_t a, int64_t b) { return a < b ? a : b; }
+               inline int64_t kopt_max(int64_t a, int64_t b) { return a > b ? a : b; }
+  )cpp";
 }
 
 Result<std::string> generate_launcher_header(const HeaderInput& input) {
@@ -143,9 +155,7 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
   }
   h << "\n";
   h << "namespace " << ns << " {\n\n";
-  h << "inline int64_t kopt_ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }\n"
-    << "inline int64_t kopt_min(int64_t a, int64_t b) { return a < b ? a : b; }\n"
-    << "inline int64_t kopt_max(int64_t a, int64_t b) { return a > b ? a : b; }\n\n";
+  h << cpp_plan_arithmetic() << "\n";
   if (!tunables.empty()) h << "// Tunable values the kernel was verified (and compiled) with.\n";
   for (const auto& [name, value] : tunables)
     h << "constexpr int64_t " << name << " = " << value << "LL;\n";
@@ -179,7 +189,7 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
     << "struct Workspace {\n  size_t offset[" << std::max<size_t>(kernel.scratch.size(), 1)
     << "] = {};\n  size_t bytes = 0;\n};\n\n"
     << "inline Workspace workspace_layout(" << size_params << ") {\n"
-    << unused_sizes << "  Workspace kopt_w;\n";
+    << unused_sizes << "  kopt_plan_invalid() = false;\n  Workspace kopt_w;\n";
   for (size_t i = 0; i < kernel.scratch.size(); ++i) {
     auto count = expression_to_cpp(kernel.scratch[i].count);
     if (!count) return make_error("scratch " + kernel.scratch[i].name + ": " + count.error());
@@ -187,7 +197,8 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
       << "  kopt_w.bytes += (static_cast<size_t>" << *count << " * "
       << dtype_size(kernel.scratch[i].dtype) << " + 255) / 256 * 256;\n";
   }
-  h << "  return kopt_w;\n}\n\n"
+  h << "  if (kopt_plan_invalid()) kopt_w.bytes = SIZE_MAX;  // no allocation can serve it\n"
+    << "  return kopt_w;\n}\n\n"
     << "// Bytes of device memory launch() needs as `kopt_workspace` (0: pass nullptr).\n"
     << "inline size_t workspace_bytes(" << size_params << ") {\n  return workspace_layout(";
   for (size_t i = 0; i < size_names.size(); ++i) h << (i ? ", " : "") << size_names[i];
@@ -198,11 +209,13 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
     << "inline cudaError_t launch(";
   for (const auto& p : params) h << p << ", ";
   h << "void* kopt_workspace = nullptr, cudaStream_t kopt_stream = 0) {\n"
-    << unused << "  if (image().status() != cudaSuccess) return image().status();\n";
+    << unused << "  if (image().status() != cudaSuccess) return image().status();\n"
+    << "  kopt_plan_invalid() = false;\n";
   if (!kernel.scratch.empty()) {
     h << "  const Workspace kopt_layout = workspace_layout(";
     for (size_t i = 0; i < size_names.size(); ++i) h << (i ? ", " : "") << size_names[i];
-    h << ");\n  if (kopt_workspace == nullptr) return cudaErrorInvalidValue;\n";
+    h << ");\n  if (kopt_plan_invalid() || kopt_workspace == nullptr) return "
+         "cudaErrorInvalidValue;\n";
     for (size_t i = 0; i < kernel.scratch.size(); ++i) {
       const auto& s = kernel.scratch[i];
       h << "  " << pointer_type(s.dtype, false) << " " << s.name << " = reinterpret_cast<"
@@ -248,6 +261,7 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
       << "      if (kopt_grid[kopt_d] <= 0 || kopt_grid[kopt_d] > 0x7fffffffLL ||\n"
       << "          kopt_block[kopt_d] <= 0 || kopt_block[kopt_d] > 1024) {\n"
       << "        return cudaErrorInvalidConfiguration;\n      }\n    }\n"
+      << "    if (kopt_plan_invalid()) return cudaErrorInvalidValue;\n"
       << "    if (kopt_shared < 0) return cudaErrorInvalidConfiguration;\n"
       << "    const void* kopt_kernel = image().kernel(" << index << ");\n"
       << "    if (kopt_shared > 48 * 1024) {  // above the default limit: ask for it\n"
@@ -267,9 +281,15 @@ Result<std::string> generate_launcher_header(const HeaderInput& input) {
         case ArgBinding::Kind::kInt64: {
           auto cpp = expression_to_cpp(arg.expression);
           if (!cpp) return make_error(launch.kernel + ": " + cpp.error());
-          h << "    " << (arg.kind == ArgBinding::Kind::kInt32 ? "int" : "long long") << " " << var
-            << " = static_cast<" << (arg.kind == ArgBinding::Kind::kInt32 ? "int" : "long long")
-            << ">" << *cpp << ";\n";
+          // An i32 that does not fit is the sandbox's invalid plan, never a wrapped value.
+          bool i32 = arg.kind == ArgBinding::Kind::kInt32;
+          h << "    const int64_t " << var << "_value = " << *cpp << ";\n"
+            << "    if (kopt_plan_invalid()"
+            << (i32 ? " || " + var + "_value < INT32_MIN || " + var + "_value > INT32_MAX"
+                    : std::string())
+            << ") return cudaErrorInvalidValue;\n"
+            << "    " << (i32 ? "int" : "long long") << " " << var << " = static_cast<"
+            << (i32 ? "int" : "long long") << ">(" << var << "_value);\n";
           break;
         }
         case ArgBinding::Kind::kFloat32:

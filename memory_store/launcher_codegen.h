@@ -55,20 +55,13 @@ bool task_uses_dtype(const TaskSpec& task, DType dtype);
 // The header text; an error when the plan uses something C++ cannot express here.
 Result<std::string> generate_launcher_header(const HeaderInput& input);
 
-// How rewrite_expression spells a plan expression's tokens in another language.
-struct ExpressionSpelling {
-  std::string number_suffix;    // after integer literals ("LL")
-  std::string function_prefix;  // before ceil_div, min, max ("kopt_")
-  std::string division;         // "/" (C++), "//" (Python: integer division)
-  std::function<std::string(const std::string&)> name;  // a size or tunable
-};
-// The expression token by token in `spelling`, in parentheses; an error when it does not parse.
-Result<std::string> rewrite_expression(const std::string& expression,
-                                       const ExpressionSpelling& spelling);
-
 // The C++ spelling of a plan expression: identifiers stay (sizes are launcher parameters,
-// tunables are macros), literals become 64-bit, functions get the kopt_ helpers.
+// tunables are constants), literals become 64-bit, every operation a kopt_ helper of
+// cpp_plan_arithmetic(), so the launcher computes what the sandbox computed.
 Result<std::string> expression_to_cpp(const std::string& expression);
+
+// The kopt_add, kopt_div, ... helpers (and kopt_plan_invalid()) every generated launcher defines.
+const char* cpp_plan_arithmetic();
 
 // `name` made into a C++ identifier ("layer-norm" -> "layer_norm").
 std::string cpp_identifier(const std::string& name);

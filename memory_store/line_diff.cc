@@ -16,23 +16,34 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-std::vector<DiffOp> diff_lines(const std::vector<std::string>& a,
-                               const std::vector<std::string>& b) {
-  // Myers: v[k] is the furthest x reached on diagonal k = x - y with d edits; the v of every
-  // round is kept so the path can be walked back from (n, m).
-  const long n = static_cast<long>(a.size()), m = static_cast<long>(b.size());
-  const long offset = n + m + 1;
+namespace {
+
+// Past this many edits a minimal script is not worth its cost: Myers keeps one row of O(d)
+// entries per edit, so d edits cost O(d^2) time and memory (a hostile answer of 100,000 short
+// lines once made the old copy-the-whole-row version run for minutes). Beyond it the changed
+// middle is shown as deleted and inserted whole, which is still a correct diff.
+constexpr long kMaxEdits = 2000;
+
+// Myers' shortest edit script of a[a0, a1) into b[b0, b1), appended to `ops` in order; false
+// (and `ops` untouched) when it needs more than kMaxEdits edits.
+bool myers(const std::vector<std::string>& a, long a0, long a1, const std::vector<std::string>& b,
+           long b0, long b1, std::vector<DiffOp>& ops) {
+  // v[k] is the furthest x reached on diagonal k = x - y; the part of v that round d read
+  // (diagonals -d-1 .. d+1) is kept so the path can be walked back from (n, m).
+  const long n = a1 - a0, m = b1 - b0;
+  const long max_d = std::min(n + m, kMaxEdits);
+  const long offset = max_d + 2;
   std::vector<long> v(2 * offset + 1, 0);
   std::vector<std::vector<long>> trace;
   bool done = n == 0 && m == 0;
-  for (long d = 0; d <= n + m && !done; ++d) {
-    trace.push_back(v);
+  for (long d = 0; d <= max_d && !done; ++d) {
+    trace.emplace_back(v.begin() + (offset - d - 1), v.begin() + (offset + d + 2));
     for (long k = -d; k <= d; k += 2) {
       long x = (k == -d || (k != d && v[offset + k - 1] < v[offset + k + 1]))
                    ? v[offset + k + 1]       // down: insert b[y]
                    : v[offset + k - 1] + 1;  // right: delete a[x]
       long y = x - k;
-      while (x < n && y < m && a[x] == b[y]) ++x, ++y;
+      while (x < n && y < m && a[a0 + x] == b[b0 + y]) ++x, ++y;
       v[offset + k] = x;
       if (x >= n && y >= m) {
         done = true;
@@ -40,30 +51,57 @@ std::vector<DiffOp> diff_lines(const std::vector<std::string>& a,
       }
     }
   }
-  std::vector<DiffOp> ops;
+  if (!done) return false;
+  std::vector<DiffOp> reversed;
   long x = n, y = m;
   for (long d = static_cast<long>(trace.size()) - 1; d >= 0; --d) {
-    const auto& prev = trace[d];
+    const auto& row = trace[d];  // row[i] is diagonal i - d - 1 before round d
+    auto prev = [&](long k) { return row[k + d + 1]; };
     long k = x - y;
-    long prev_k = (k == -d || (k != d && prev[offset + k - 1] < prev[offset + k + 1])) ? k + 1
-                                                                                    : k - 1;
-    long prev_x = prev[offset + prev_k];
+    long prev_k = (k == -d || (k != d && prev(k - 1) < prev(k + 1))) ? k + 1 : k - 1;
+    long prev_x = prev(prev_k);
     long prev_y = prev_x - prev_k;
     while (x > prev_x && y > prev_y) {
       --x, --y;
-      ops.push_back({DiffOp::Kind::kEqual, static_cast<size_t>(x), static_cast<size_t>(y)});
+      reversed.push_back(
+          {DiffOp::Kind::kEqual, static_cast<size_t>(a0 + x), static_cast<size_t>(b0 + y)});
     }
     if (d > 0) {
       if (x == prev_x) {
-        ops.push_back({DiffOp::Kind::kInsert, static_cast<size_t>(x), static_cast<size_t>(y - 1)});
+        reversed.push_back(
+            {DiffOp::Kind::kInsert, static_cast<size_t>(a0 + x), static_cast<size_t>(b0 + y - 1)});
       } else {
-        ops.push_back({DiffOp::Kind::kDelete, static_cast<size_t>(x - 1), static_cast<size_t>(y)});
+        reversed.push_back(
+            {DiffOp::Kind::kDelete, static_cast<size_t>(a0 + x - 1), static_cast<size_t>(b0 + y)});
       }
     }
     x = prev_x;
     y = prev_y;
   }
-  std::reverse(ops.begin(), ops.end());
+  ops.insert(ops.end(), reversed.rbegin(), reversed.rend());
+  return true;
+}
+
+}  // namespace
+
+std::vector<DiffOp> diff_lines(const std::vector<std::string>& a,
+                               const std::vector<std::string>& b) {
+  // The common start and end first (linear): most edits of a kernel are local.
+  size_t prefix = 0;
+  while (prefix < a.size() && prefix < b.size() && a[prefix] == b[prefix]) ++prefix;
+  size_t suffix = 0;
+  while (suffix < a.size() - prefix && suffix < b.size() - prefix &&
+         a[a.size() - 1 - suffix] == b[b.size() - 1 - suffix])
+    ++suffix;
+  std::vector<DiffOp> ops;
+  for (size_t i = 0; i < prefix; ++i) ops.push_back({DiffOp::Kind::kEqual, i, i});
+  const size_t a_end = a.size() - suffix, b_end = b.size() - suffix;
+  if (!myers(a, static_cast<long>(prefix), static_cast<long>(a_end), b, static_cast<long>(prefix),
+             static_cast<long>(b_end), ops)) {
+    for (size_t i = prefix; i < a_end; ++i) ops.push_back({DiffOp::Kind::kDelete, i, prefix});
+    for (size_t j = prefix; j < b_end; ++j) ops.push_back({DiffOp::Kind::kInsert, a_end, j});
+  }
+  for (size_t i = 0; i < suffix; ++i) ops.push_back({DiffOp::Kind::kEqual, a_end + i, b_end + i});
   return ops;
 }
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
+
 namespace kopt::memory::rows {
 
 PairRecord read_pair(const sql::Statement& row, int first) {
@@ -75,7 +77,7 @@ std::string tags_to_json(const std::vector<std::string>& tags) {
 
 std::vector<std::string> tags_from_json(const std::string& json) {
   std::vector<std::string> tags;
-  auto parsed = nlohmann::json::parse(json, nullptr, false);
+  auto parsed = parse_json_bounded(json);
   if (!parsed.is_array()) return tags;
   for (const auto& tag : parsed) {
     if (tag.is_string()) tags.push_back(tag.get<std::string>());

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/utf8.h"
+
 namespace kopt::sql {
 
 namespace {
@@ -250,7 +252,7 @@ Status Database::execute(std::string_view sql) {
   int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &error);
   if (rc != SQLITE_OK) {
     std::string message = "sqlite: " + std::string(error ? error : sqlite3_errstr(rc)) + " (" +
-                          sqlite3_errstr(rc) + ") in: " + text.substr(0, 200);
+                          sqlite3_errstr(rc) + ") in: " + clip_utf8(text, 200);
     sqlite3_free(error);
     return make_error(message);
   }

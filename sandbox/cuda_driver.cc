@@ -83,6 +83,7 @@ Result<CudaDriver> load_once() {
   KOPT_RESOLVE(cuMemsetD32Async);
   KOPT_RESOLVE_V2(cuMemcpyHtoDAsync);
   KOPT_RESOLVE_V2(cuMemcpyDtoHAsync);
+  KOPT_RESOLVE_V2(cuMemcpyDtoDAsync);
   KOPT_RESOLVE_V2(cuMemGetInfo);
   KOPT_RESOLVE(cuStreamCreate);
   KOPT_RESOLVE_V2(cuStreamDestroy);

@@ -44,6 +44,7 @@ struct CudaDriver {
   KOPT_CUDA_FN(cuMemsetD32Async);
   KOPT_CUDA_FN(cuMemcpyHtoDAsync);
   KOPT_CUDA_FN(cuMemcpyDtoHAsync);
+  KOPT_CUDA_FN(cuMemcpyDtoDAsync);
   KOPT_CUDA_FN(cuMemGetInfo);
   KOPT_CUDA_FN(cuStreamCreate);
   KOPT_CUDA_FN(cuStreamDestroy);

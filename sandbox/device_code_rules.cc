@@ -23,6 +23,15 @@ const std::map<std::string, std::string> kRefusedNames = {
     {"_Pragma", "_Pragma is refused (it can issue any pragma)"},
     {"__pragma", "__pragma is refused"},
     {"__declspec", "__declspec is refused"},
+    // The clock of the compile: a kernel verified today and exported (or recompiled) tomorrow
+    // would not be the same kernel. __FILE__, __LINE__ and __COUNTER__ stay: every compile
+    // names the program alike (sandbox/compiler.cc), so the same text expands alike.
+    {"__DATE__", "__DATE__ is refused: it changes with the day of the compile, so the kernel "
+                 "that runs would not be the kernel that was verified"},
+    {"__TIME__", "__TIME__ is refused: it changes with the time of the compile, so the kernel "
+                 "that runs would not be the kernel that was verified"},
+    {"__TIMESTAMP__", "__TIMESTAMP__ is refused: it changes with the time of the compile, so "
+                      "the kernel that runs would not be the kernel that was verified"},
 };
 // Attributes a kernel may carry; constructor, destructor, section, alias, ifunc, init_priority
 // and the rest of the host-facing ones are refused.

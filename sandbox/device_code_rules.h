@@ -5,6 +5,7 @@
 //    plan's tunables): __CUDACC_RTC__, __NVCC__, __CUDA_ARCH__, __CUDACC__, CUDART_VERSION and
 //    __has_include all differ between NVRTC and nvcc's host pass;
 //  - token pasting (##) and _Pragma, which build names the rules cannot see;
+//  - __DATE__, __TIME__, __TIMESTAMP__: a compile at another time would make another kernel;
 //  - host code: __host__ anywhere, a function defined at namespace scope without a literal
 //    __global__/__device__ (constexpr functions excepted: they never run on their own), a
 //    namespace-scope variable that is not __device__/__constant__/__shared__/__managed__ or

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/json_limits.h"
 #include "common/strings.h"
+#include "common/utf8.h"
 #include "sandbox/confined/child_environment.h"
 #include "sandbox/sanitizer_runner.h"
 #include "sandbox/slurm_queue.h"
@@ -29,7 +31,7 @@ std::chrono::milliseconds millis(double seconds) {
 
 // A line quoted in an error message: short, on one line.
 std::string excerpt(const std::string& line) {
-  std::string text = line.size() > 120 ? line.substr(0, 120) + "..." : line;
+  std::string text = clip_utf8(line, 120);
   for (char& c : text) {
     if (c == '\n' || c == '\r') c = ' ';
   }
@@ -238,7 +240,7 @@ std::string SandboxEvaluator::stderr_tail() const {
     }
   }
   std::string tail = join(kept, " | ");
-  if (tail.size() > 400) tail = "..." + tail.substr(tail.size() - 400);
+  if (tail.size() > 400) tail = "..." + std::string(utf8_suffix(tail, 400));
   return "; worker stderr: " + tail;
 }
 
@@ -346,7 +348,7 @@ Result<json> SandboxEvaluator::start_locked() {
     }
     if (trim(**line).empty()) continue;
     // The start-up failure line ("no NVIDIA driver") is honoured even without an envelope.
-    json raw = json::parse(**line, nullptr, false);
+    json raw = parse_json_bounded(**line);
     if (raw.is_object() && !bool_member(raw, "ok") && !string_member(raw, "error").empty()) {
       std::string reason = string_member(raw, "error");
       return fail(who + " cannot start: " + reason, reason);
@@ -474,10 +476,11 @@ Result<EvalResult> SandboxEvaluator::evaluate_locked(const EvalRequest& request)
   const json& body = answer->body;
   if (!bool_member(body, "ok")) {
     std::string error = string_member(body, "error");
-    return make_error(name() + " refused the request: " + (error.empty() ? body.dump() : error));
+    return make_error(name() +
+                      " refused the request: " + (error.empty() ? dump_json(body) : error));
   }
   if (!body.contains("result")) {
-    return make_error(name() + " answered without a result: " + excerpt(body.dump()));
+    return make_error(name() + " answered without a result: " + excerpt(dump_json(body)));
   }
   auto result = eval_result_from_json(body.at("result"));
   if (!result) return make_error(name() + " sent a result kopt cannot read: " + result.error());
@@ -493,7 +496,8 @@ Result<json> SandboxEvaluator::call(const std::string& op, json body, double tim
   if (answer->failure) return make_error(name() + ": " + op + ": " + answer->detail);
   if (!bool_member(answer->body, "ok")) {
     std::string error = string_member(answer->body, "error");
-    return make_error(name() + ": " + op + ": " + (error.empty() ? answer->body.dump() : error));
+    return make_error(name() + ": " + op + ": " +
+                      (error.empty() ? dump_json(answer->body) : error));
   }
   return std::move(answer->body);
 }

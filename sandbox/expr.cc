@@ -237,7 +237,35 @@ void collect_identifiers(const Node& node, std::set<std::string>& out) {
   for (const auto& child : node.children) collect_identifiers(*child, out);
 }
 
+std::string calls_of(const Node& node, const std::string& prefix,
+                     const std::function<std::string(int64_t)>& number,
+                     const std::function<std::string(const std::string&)>& name) {
+  switch (node.kind) {
+    case Node::Kind::kNumber:
+      return number(node.number);
+    case Node::Kind::kName:
+      return name(node.name);
+    case Node::Kind::kUnaryMinus:
+      return prefix + "neg(" + calls_of(*node.children[0], prefix, number, name) + ")";
+    case Node::Kind::kBinary:
+    case Node::Kind::kCall:
+      break;
+  }
+  static const std::map<std::string, std::string> kOps = {
+      {"+", "add"}, {"-", "sub"}, {"*", "mul"}, {"/", "div"}, {"%", "mod"}};
+  auto op = kOps.find(node.name);
+  return prefix + (op != kOps.end() ? op->second : node.name) + "(" +
+         calls_of(*node.children[0], prefix, number, name) + ", " +
+         calls_of(*node.children[1], prefix, number, name) + ")";
+}
+
 }  // namespace
+
+std::string Expr::to_calls(const std::string& prefix,
+                           const std::function<std::string(int64_t)>& number,
+                           const std::function<std::string(const std::string&)>& name) const {
+  return calls_of(*root_, prefix, number, name);
+}
 
 Result<Expr> Expr::parse(const std::string& text) {
   if (text.size() > kMaxExpressionLength)

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -31,6 +32,14 @@ class Expr {
 
   // Every identifier the expression refers to (functions excluded).
   std::set<std::string> identifiers() const;
+
+  // The expression as nested calls, for generated launchers (C++, Python) that must compute
+  // exactly what evaluate() computes: leaves through `number` and `name`, every operation as
+  // PREFIX + OP + "(" + operands + ")" with OP one of add, sub, mul, div, mod, neg, ceil_div,
+  // min, max, each defined by the generator with evaluate()'s semantics (truncating division,
+  // checked 64-bit overflow).
+  std::string to_calls(const std::string& prefix, const std::function<std::string(int64_t)>& number,
+                       const std::function<std::string(const std::string&)>& name) const;
 
   const std::string& text() const { return text_; }
 

@@ -141,7 +141,7 @@ std::string describe_init(const InitSpec& init) {
     text = "uniform " + number_text(init.low) + ".." + number_text(init.high);
   } else if (init.dist == "constant") {
     text = "constant " + number_text(init.value);
-  } else {
+  } else if (init.dist == "randint") {
     text = "integers " + init.int_low + ".." + init.int_high + "-1";
   }
   if (!init.repeat.empty()) text += ", equal runs of " + init.repeat;
@@ -149,6 +149,8 @@ std::string describe_init(const InitSpec& init) {
   if (!init.sorted.empty()) text += ", rows of " + init.row + " sorted " + init.sorted;
   if (!init.repeated_max.empty())
     text += ", the row maximum at every " + init.repeated_max + "th of " + init.row;
+  text += describe_structured(init);
+  if (text.rfind(", ", 0) == 0) text.erase(0, 2);
   return text;
 }
 
@@ -171,7 +173,9 @@ void check_expression(JsonReader& reader, const std::string& path, const std::st
 InitSpec read_init_object(JsonReader& reader, const json& node, const std::string& path,
                           DType dtype, const std::set<std::string>& symbols) {
   InitSpec init;
-  reader.check_keys(node, path, kInitKeys);
+  std::vector<std::string> keys = kInitKeys;
+  keys.insert(keys.end(), structured_init_keys().begin(), structured_init_keys().end());
+  reader.check_keys(node, path, keys);
   init.dist = reader.string_field(node, path, "dist", true).value_or("normal");
   if (init.dist == "normal") {
     init.mean = reader.number_field(node, path, "mean", false).value_or(0.0);
@@ -191,9 +195,11 @@ InitSpec read_init_object(JsonReader& reader, const json& node, const std::strin
         node.at("high").is_number_integer() &&
         node.at("low").get<int64_t>() >= node.at("high").get<int64_t>())
       reader.error(path, "low must be below high (high is exclusive)");
-  } else {
-    reader.error(path + ".dist", "unknown distribution '" + init.dist + "'" +
-                                     did_you_mean(init.dist, kDistributions));
+  } else if (!is_structured_dist(init.dist)) {
+    std::vector<std::string> known = kDistributions;
+    known.insert(known.end(), {"permutation", "pages"});
+    reader.error(path + ".dist",
+                 "unknown distribution '" + init.dist + "'" + did_you_mean(init.dist, known));
   }
   read_length(reader, node, path, "repeat", init.repeat, symbols);
   init.neg_inf = reader.number_field(node, path, "neg_inf", false).value_or(0.0);
@@ -201,10 +207,12 @@ InitSpec read_init_object(JsonReader& reader, const json& node, const std::strin
   read_length(reader, node, path, "row", init.row, symbols);
   read_length(reader, node, path, "repeated_max", init.repeated_max, symbols);
   check_structure(reader, init, path, dtype);
+  read_structured_init(reader, node, path, dtype, symbols, init);
   if (init.neg_inf < 0 || init.neg_inf >= 1)
     reader.error(path + ".neg_inf", "must be a share in [0, 1)");
   if (!dtype_is_float(dtype)) {
-    if (init.dist != "randint") reader.error(path, "integer inputs need \"dist\": \"randint\"");
+    if (init.dist != "randint" && !is_structured_dist(init.dist))
+      reader.error(path, "integer inputs need \"dist\": \"randint\", \"permutation\" or \"pages\"");
     if (init.neg_inf > 0) reader.error(path + ".neg_inf", "only float inputs can hold -inf");
   }
   if (dtype == DType::kE4M3) check_e4m3_range(reader, init, path);

@@ -10,6 +10,7 @@
 
 #include "common/json_reader.h"
 #include "sandbox/dtype.h"
+#include "sandbox/structured_init.h"
 
 namespace kopt {
 
@@ -33,6 +34,8 @@ struct InitSpec {
   std::string sorted;
   std::string row;
   std::string repeated_max;
+  // Structured index tensors and planted values (sandbox/structured_init.h, issue 33).
+  StructuredInit structured;
 
   // Whether this uses what task.json format 2 added (constant, repeat, neg_inf, float randint).
   bool needs_format_2(DType dtype) const;

@@ -3,12 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/sha256.h"
 
 namespace kopt {
 
 std::string judging_spec_sha256(const TaskSpec& task) {
-  auto parsed = nlohmann::json::parse(task.raw_json, nullptr, /*allow_exceptions=*/false);
+  auto parsed = parse_json_bounded(task.raw_json);
   // Which production baselines a task is compared with never changes a verdict: declaring them
   // must not make every kernel judged before read as judged under an older spec.
   if (parsed.is_object()) {

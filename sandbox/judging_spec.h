@@ -15,8 +15,10 @@ namespace kopt {
 // 1: the gate until 2026-11-24. 2: every timed sample poisoned and checked, candidates on copies
 // of kept input sets, the reference's kept outputs masked, integrity checksums keyed with a
 // per-worker secret, parameters checked against the plan, drawn shapes and mirrored stress rounds,
-// compute-sanitizer on each new best.
-inline constexpr int kVerifierVersion = 2;
+// compute-sanitizer on each new best. 3: shapes at the kernel's own thresholds, drawn shapes for
+// every task, input families by role, constants drawn from their ranges, the round past 2^31
+// elements (issue 32).
+inline constexpr int kVerifierVersion = 3;
 
 // sha256 over the task's canonical task.json (parsed and re-serialized: key order and white space
 // do not count) and its reference.cu's bytes: everything a verdict depends on besides the kernel

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/json_limits.h"
 #include "common/json_reader.h"
 
 namespace kopt {
@@ -135,7 +136,7 @@ Result<KernelProfile> kernel_profile_from_json(const json& j, const std::string&
 }
 
 std::optional<KernelProfile> stored_kernel_profile(const std::string& profile_json) {
-  auto j = json::parse(profile_json, nullptr, false);
+  auto j = parse_json_bounded(profile_json);
   if (j.is_discarded() || !j.is_object() || j.empty()) return std::nullopt;
   auto profile = kernel_profile_from_json(j);
   if (!profile) return std::nullopt;

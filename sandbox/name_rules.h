@@ -15,6 +15,15 @@ inline constexpr std::string_view kTaskNameRule =
 // A C identifier: tensors, sizes, constants, tunables and kernels.
 bool is_identifier_name(std::string_view name);
 
+// A name the export's generated code cannot carry as a parameter or variable (kopt_torch.py,
+// the C++ launcher, its CMake build): a C++ or Python keyword (lambda, class, None), a name
+// C++ reserves or the generated code uses (a leading '_', 'kopt_', int64_t, size_t, SIZE_MAX).
+bool is_reserved_code_name(std::string_view name);
+inline constexpr std::string_view kReservedCodeNameRule =
+    "is a keyword of C++ or Python, or a name the exported code uses (a leading '_', 'kopt_', "
+    "int64_t, size_t and the like): the export writes tensor, size and constant names into "
+    "both languages; rename it";
+
 // A GPU model as the driver reports it ("NVIDIA H100 80GB HBM3"): 1 to 128 characters of
 // letters, digits, space and . _ - ( ) / +, with no space at either end.
 bool is_gpu_name(std::string_view name);

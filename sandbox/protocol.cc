@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/json_limits.h"
 #include "common/json_reader.h"
 
 namespace kopt {
@@ -113,8 +114,13 @@ json options_to_json(const EvalOptions& o) {
           {"baseline_drift", o.baseline_drift},
           {"stress", o.stress},
           {"draws", o.draws},
+          {"thresholds", o.thresholds},
+          {"families", o.families},
+          {"wide", o.wide},
+          {"vary_constants", o.vary_constants},
           {"profile", o.profile},
-          {"profile_below_us", o.profile_below_us}};
+          {"profile_below_us", o.profile_below_us},
+          {"verify_budget_seconds", o.verify_budget_seconds}};
 }
 
 EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
@@ -146,7 +152,12 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
                 "fresh_baseline_samples",
                 "baseline_drift",
                 "stress",
-                "draws"});
+                "draws",
+                "thresholds",
+                "families",
+                "wide",
+                "vary_constants",
+                "verify_budget_seconds"});
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -183,8 +194,15 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   if (!(options.baseline_drift >= 0)) r.error(path + ".baseline_drift", "must not be negative");
   read_into(r, o, path, "stress", options.stress);
   read_into(r, o, path, "draws", options.draws);
+  read_into(r, o, path, "thresholds", options.thresholds);
+  read_into(r, o, path, "families", options.families);
+  read_into(r, o, path, "wide", options.wide);
+  read_into(r, o, path, "vary_constants", options.vary_constants);
   read_into(r, o, path, "profile", options.profile);
   read_into(r, o, path, "profile_below_us", options.profile_below_us);
+  read_into(r, o, path, "verify_budget_seconds", options.verify_budget_seconds);
+  if (!(options.verify_budget_seconds >= 0))
+    r.error(path + ".verify_budget_seconds", "must not be negative");
   if (options.profile != "" && options.profile != "cupti" && options.profile != "bracket")
     r.error(path + ".profile", "expected \"\", \"cupti\" or \"bracket\"");
   if (options.pool_sets < 1) r.error(path + ".pool_sets", "must be at least 1");
@@ -323,6 +341,7 @@ json to_json(const EvalResult& result) {
             {"compile_log", result.compile_log},
             {"compile_ms", number_to_json(result.compile_ms)},
             {"compile_cache_hit", result.compile_cache_hit},
+            {"image_sha256", result.image_sha256},
             {"speedup", number_to_json(result.speedup)},
             {"sol_us", number_to_json(result.sol_us)},
             {"sol_percent", number_to_json(result.sol_percent)},
@@ -351,7 +370,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
                         "resources",         "speedup",       "sol_us",         "sol_percent",
                         "verify_ms",         "time_ms",       "total_ms",       "device",
                         "gpu_check",         "verify_phases", "timing_facts",   "profile",
-                        "profile_note"});
+                        "profile_note",      "image_sha256"});
   if (auto name = r.string_field(j, "$", "verdict", true)) {
     if (auto verdict = parse_verdict(*name)) {
       result.verdict = *verdict;
@@ -363,6 +382,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   read_into(r, j, "$", "compile_log", result.compile_log);
   read_into(r, j, "$", "compile_ms", result.compile_ms);
   read_into(r, j, "$", "compile_cache_hit", result.compile_cache_hit);
+  read_into(r, j, "$", "image_sha256", result.image_sha256);
   result.mismatch = optional_object<Mismatch>(r, j, "$", "mismatch", mismatch_from_json);
   result.candidate_time =
       optional_object<TimingSummary>(r, j, "$", "candidate_time", timing_from_json);
@@ -416,7 +436,7 @@ std::string encode_line(const json& message) {
 }
 
 Result<Message> parse_message(const std::string& line) {
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json j = parse_json_bounded(line);
   if (j.is_discarded()) return make_error("not JSON");
   if (!j.is_object()) return make_error("not a JSON object");
   if (!j.contains("v") || !j.at("v").is_number_integer()) {

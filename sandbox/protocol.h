@@ -84,6 +84,15 @@ struct EvalOptions {
   // The task's drawn shapes (task.json `draws`), after the stress rounds: off only to measure
   // their cost or to show what they catch (tasks/README.md, "Drawn shapes").
   bool draws = true;
+  // Shapes at the candidate's own integer literals and tunables, either side of each
+  // (sandbox/source_thresholds.h); input families chosen by each input's role
+  // (sandbox/input_families.h); the task's round past 2^31 elements where the GPU's memory
+  // holds it (`wide`); the task's constants drawn from their declared ranges on the drawn
+  // shapes. Off only to measure their cost or to show what they catch (tasks/README.md).
+  bool thresholds = true;
+  bool families = true;
+  bool wide = true;
+  bool vary_constants = true;
   // Hardware counters of a verified candidate at the timed shape, outside the timed samples
   // (sandbox/worker/profile_pass.h): "" none; "cupti" kopt's own pass through CUPTI's range
   // profiler; "bracket" one run between cuProfilerStart/Stop for an outside profiler (ncu
@@ -91,6 +100,10 @@ struct EvalOptions {
   std::string profile;
   // With "cupti": only a candidate whose median is below this (a new best of its task); 0: any.
   double profile_below_us = 0;
+  // Verification starts no new shape after this many seconds of it (0: no limit); the shapes left
+  // out are counted in the verdict's detail. The sanitizer's runs are bounded so, by time rather
+  // than by shape size (sandbox/sanitizer_runner.h).
+  double verify_budget_seconds = 0;
 };
 
 struct EvalRequest {
@@ -134,6 +147,7 @@ struct EvalResult {
   std::string compile_log;
   double compile_ms = 0;
   bool compile_cache_hit = false;
+  std::string image_sha256;  // of the CUBIN that was loaded and judged ("" before it compiled)
   std::optional<Mismatch> mismatch;
   std::optional<TimingSummary> candidate_time;
   std::optional<TimingSummary> baseline_time;

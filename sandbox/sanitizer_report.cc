@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common/strings.h"
+#include "common/utf8.h"
 
 namespace kopt {
 namespace {
@@ -105,7 +106,7 @@ SanitizerFinding read_finding(const std::string& tool, const std::vector<std::st
     }
     if (!located) located = read_site(detail, finding);
   }
-  if (finding.kind.size() > 200) finding.kind = finding.kind.substr(0, 200) + "...";
+  finding.kind = clip_utf8(finding.kind, 200);
   return finding;
 }
 

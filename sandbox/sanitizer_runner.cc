@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <mutex>
 
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/strings.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
@@ -69,12 +71,47 @@ std::optional<std::string> find_compute_sanitizer() {
   return std::nullopt;
 }
 
-Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_shape_bytes) {
+namespace {
+
+// Every shape class verification knows, in the order the sanitizer runs them under its time
+// budget: the timed shape first, then the holdout shapes, then the sweep (the drawn and stress
+// shapes follow in the worker). Holdouts become sweep shapes so that they come before the sweep.
+json every_shape_class(const json& raw) {
+  json shapes = json::array({json::object()});
+  auto add = [&shapes](const json& list) {
+    if (!list.is_array()) return;
+    for (const auto& s : list)
+      if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
+  };
+  if (raw.contains("holdout")) add(raw["holdout"]);
+  if (raw.contains("shapes")) add(raw["shapes"]);
+  return shapes;
+}
+
+}  // namespace
+
+Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_shape_bytes,
+                                      double verify_budget_seconds) {
   auto task = parse_task(request.task_json, "task.json");
   if (!task) return make_error(task.error());
-  json raw = json::parse(request.task_json, nullptr, false);
+  json raw = parse_json_bounded(request.task_json);
   if (!raw.is_object()) return make_error("task.json is not a JSON object");
   EvalRequest reduced = request;
+  EvalOptions& o = reduced.options;
+  if (small_shape_bytes <= 0) {
+    raw["shapes"] = every_shape_class(raw);
+    raw["holdout"] = json::array();
+    reduced.task_json = raw.dump();
+    reduced.baseline.reset();
+    o.rounds = 1;
+    o.time = false;
+    o.check_holdout = false;  // they are among the shapes now
+    o.reuse_inputs = false;
+    o.check_gpu_quiet = false;
+    o.profile.clear();
+    o.verify_budget_seconds = verify_budget_seconds;
+    return reduced;
+  }
   if (raw.contains("shapes") && raw["shapes"].is_array() &&
       raw["shapes"].size() == task->shapes.size() && !task->shapes.empty()) {
     json kept = json::array();
@@ -87,7 +124,6 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
     reduced.task_json = raw.dump();
   }
   reduced.baseline.reset();
-  EvalOptions& o = reduced.options;
   o.rounds = 1;
   o.time = false;
   o.check_holdout = false;
@@ -121,7 +157,8 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
                    join(worker.command_prefix, " ") + ")";
     return outcome;
   }
-  auto reduced = sanitizer_request(request, options.small_shape_bytes);
+  auto reduced =
+      sanitizer_request(request, options.small_shape_bytes, options.verify_seconds_per_tool);
   if (!reduced) {
     outcome.note = "not sanitized: " + reduced.error();
     return outcome;
@@ -162,11 +199,15 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
     run.deadline_slack_seconds = 5;
     run.busy_retry_seconds = 0;
     run.exit_grace_seconds = 30;  // the tool writes its summary as the worker exits
-    std::string verdict;
+    std::string verdict, budget;
     {
       SandboxEvaluator evaluator(run);
       auto result = evaluator.evaluate(*reduced);
       verdict = result ? verdict_name(result->verdict) : "error: " + result.error();
+      // "...; the verification budget of 30 s stopped it after 3 of 9 shapes" -> "3 of 9 shapes"
+      const std::string mark = "stopped it after ";
+      if (result && result->detail.find(mark) != std::string::npos)
+        budget = result->detail.substr(result->detail.find(mark) + mark.size());
       evaluator.shutdown();
     }
     auto read = read_file(*report);
@@ -184,6 +225,7 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
     outcome.ran = true;
     std::string line = tool + " " + seconds_text(seconds);
     if (verdict != "ok") line += " (the run under it: " + verdict + ")";
+    if (!budget.empty()) line += " (within its budget: " + budget + ")";
     // racecheck writes no error summary when it finds nothing; no banner at all means no report.
     if (text.find("COMPUTE-SANITIZER") == std::string::npos) line += " (no report written)";
     spent.push_back(line);

@@ -1,7 +1,11 @@
 // compute-sanitizer on a candidate: the kernel runs once more, in a worker process of its own
-// started under each of the tools (memcheck, racecheck, synccheck, initcheck), at the task's small
-// sweep shapes with one round, no timing and no stress or holdout rounds, so that even racecheck
-// (tens of seconds at full sizes) stays within its bounded time. The worker runs without CUPTI
+// started under each of the tools (memcheck, racecheck, synccheck, initcheck), at every shape
+// class verification knows (the timed shape, the holdouts, the sweep, then the stress and drawn
+// rounds) with one round and no timing, bounded by a time budget per tool rather than by shape
+// size: bugs live at the large shapes (a write past a short guard only there, a race that needs
+// several tiles per block), where a byte limit never let the tools look. Verification's scratch
+// fill is initialised memory to initcheck; the run-to-run change of that fill (memory_patterns.h)
+// is what catches a kernel that relies on it. The worker runs without CUPTI
 // (--under-profiler): the sanitizer and CUPTI cannot both subscribe to the driver's callbacks.
 // A finding in one of the candidate's kernels is a `sanitizer` verdict; kopt's support kernels and
 // the task's reference run under the tools too, and what they trigger is ignored.
@@ -25,9 +29,12 @@ struct SanitizerOptions {
   // The longest one tool may take, its worker's start included; past it the tool is given up
   // (said in the note) and the next one runs.
   double seconds_per_tool = 120;
-  // Sweep shapes whose inputs and outputs hold at most this many bytes are run (at least the
-  // first shape always is).
-  int64_t small_shape_bytes = int64_t(64) << 20;
+  // Verification under one tool starts no new shape after this many seconds (the shape running
+  // then finishes, within seconds_per_tool); the shapes left out are said in the note.
+  double verify_seconds_per_tool = 30;
+  // 0: every shape class, under the time budget. Otherwise the old reduction: only the sweep
+  // shapes whose inputs and outputs hold at most this many bytes (at least the first).
+  int64_t small_shape_bytes = 0;
   // Where each tool's full report is kept (TOOL-kopt-sanitizer-XXXXXX.txt), to read past the
   // first finding; empty: reports are removed.
   std::string report_dir;
@@ -36,9 +43,12 @@ struct SanitizerOptions {
 // compute-sanitizer from PATH, else $CUDA_HOME/bin or /usr/local/cuda/bin; nullopt if none.
 std::optional<std::string> find_compute_sanitizer();
 
-// `request` reduced for the sanitizer: the task's small sweep shapes, one round, verification
-// only (no timing, holdout, stress, kept inputs, quiet-GPU check or profile).
-Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_shape_bytes);
+// `request` reduced for the sanitizer: one round, verification only (no timing, kept inputs,
+// quiet-GPU check or profile). With `small_shape_bytes` 0: every shape class, the timed shape and
+// the holdouts first, then the sweep, stress and drawn rounds, under `verify_budget_seconds`;
+// otherwise the task's sweep shapes up to that size alone (no holdout or stress).
+Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_shape_bytes,
+                                      double verify_budget_seconds = 0);
 
 // Runs the tools one after another on the GPU of `worker` (its kopt-sandbox path and device) and
 // stops at the first finding. Workers started through a launcher (srun, ssh) are not sanitized:

@@ -18,7 +18,7 @@ namespace {
 
 const std::vector<std::string> kDrawKeys = {"count", "max_bytes", "sizes", "variables",
                                             "constraints"};
-const std::vector<std::string> kRangeKeys = {"min", "max", "long"};
+const std::vector<std::string> kRangeKeys = {"min", "max", "long", "multiple"};
 // Two-character operators first, so that "<=" is not read as "<".
 const std::vector<std::string> kComparisons = {"==", "!=", "<=", ">=", "<", ">"};
 constexpr int kMaxCount = 16;
@@ -50,6 +50,14 @@ SizeRange read_range(JsonReader& reader, const json& node, const std::string& pa
   if (range.min < 1) reader.error(path + ".min", "must be at least 1");
   if (range.max < range.min) reader.error(path + ".max", "must be at least min");
   if (range.long_rows && range.max < 2) reader.error(path + ".long", "needs max >= 2");
+  range.multiple = reader.integer_field(node, path, "multiple", false).value_or(1);
+  if (range.multiple < 1) {
+    reader.error(path + ".multiple", "must be at least 1");
+  } else if (range.max / range.multiple < (range.min + range.multiple - 1) / range.multiple) {
+    reader.error(path + ".multiple", "no multiple of " + std::to_string(range.multiple) +
+                                         " lies in " + std::to_string(range.min) + ".." +
+                                         std::to_string(range.max));
+  }
   return range;
 }
 
@@ -66,6 +74,15 @@ std::optional<ShapeConstraint> parse_constraint(const std::string& text) {
 // residue `residue4` mod 4 and a random residue mod 128 with that low part, where the range is
 // wide enough to hold one.
 int64_t draw_value(const SizeRange& range, bool long_draw, int residue4, DrawRandom& random) {
+  if (range.multiple > 1) {
+    // Drawn as a count of multiples, so the residues mod 4 and 128 are those of the count (a
+    // tile count of each residue mod 4 still meets a kernel's partial last group of tiles).
+    SizeRange count = range;
+    count.min = (range.min + range.multiple - 1) / range.multiple;
+    count.max = range.max / range.multiple;
+    count.multiple = 1;
+    return draw_value(count, long_draw, residue4, random) * range.multiple;
+  }
   int64_t lo = range.min, hi = range.max;
   if (long_draw) lo = std::max(lo, hi / 2 + 1);
   double span = std::log(double(hi) + 1.0) - std::log(double(lo));

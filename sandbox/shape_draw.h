@@ -25,6 +25,7 @@ struct TaskSpec;
 struct SizeRange {
   int64_t min = 1, max = 1;
   bool long_rows = false;  // the first drawn shape takes this size from the top half of the range
+  int64_t multiple = 1;    // drawn values are multiples of this (a tile or group the task fixes)
 };
 
 // `left op right`, each side an expression over sizes and draw variables.
@@ -39,6 +40,9 @@ struct DrawSpec {
   std::map<std::string, SizeRange> variables;   // draw-only helpers (a GQA group ratio)
   std::map<std::string, std::string> computed;  // task sizes set by an expression (or a number)
   std::vector<ShapeConstraint> constraints;
+  // Derived from the listed shapes (shape_derive.h) because task.json declares no `draws`: how it
+  // was derived, for `kopt tasks check` to say.
+  std::string derived;
 };
 
 // Reads `$.draws` of `root` (absent: no draws); `sizes` are the task's, already read.

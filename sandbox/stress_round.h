@@ -20,12 +20,27 @@ namespace kopt {
 using ShapeBinding = std::map<std::string, int64_t>;
 struct TensorSpec;
 
+// A structure planted over an input's fill, row by row (`row`: an expression, the row length):
+// the input families' rounds (sandbox/input_families.h) use it; task.json has no key for it.
+struct RowPattern {
+  enum class Kind {
+    kScaleRows,       // a share of rows multiplied by `value` (0: zero rows, 1e-4: tiny rows)
+    kOutlierRows,     // a share of rows get `value` at a few positions past their first 32
+    kOutlierChannels  // a few columns (channels) hold +-`value` in every row
+  };
+  Kind kind = Kind::kScaleRows;
+  double value = 0;
+  double share = 0.125;
+  std::string row;
+};
+
 struct StressRound {
   std::string name;                        // given, or derived from the overrides ("std 40")
   std::map<std::string, InitSpec> inputs;  // init overrides of some inputs, by input name
   std::vector<ShapeBinding> shapes;        // overrides like the sweep's; empty: see stress_shapes
   std::string mirror_of;   // the round this one mirrors (generated, format 3), or ""
   std::string unmirrored;  // why the round has no mirrored twin (task.json's reason), or ""
+  std::map<std::string, RowPattern> patterns;  // planted over some inputs' fills, by input name
 };
 
 // The mirrored twin of `round` (every float override reflected through 0, named "mean -1000

@@ -79,7 +79,10 @@ CublasLtMapping read_mapping(JsonReader& reader, const nlohmann::json& node,
 }  // namespace
 
 const std::vector<std::string>& production_baseline_names() {
-  static const std::vector<std::string> names = {"cublaslt", "torch_eager", "torch_compile"};
+  // The libraries (issue 33) are timed by scripts/library_baselines.py when importable there.
+  static const std::vector<std::string> names = {"cublaslt",   "torch_eager", "torch_compile",
+                                                 "flashinfer", "vllm",        "deepgemm",
+                                                 "marlin",     "sdpa"};
   return names;
 }
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "sandbox/init_spec.h"
 #include "sandbox/shape_draw.h"
 #include "sandbox/stress_round.h"
+#include "sandbox/task_ranges.h"
 
 namespace kopt {
 
@@ -48,6 +50,11 @@ struct TaskSpec {
   std::vector<ShapeBinding> holdout;  // never shown to an LLM
   std::vector<StressRound> stress;    // extreme but valid inputs (tasks/README.md)
   DrawSpec draws;                     // shapes drawn per evaluation (sandbox/shape_draw.h)
+  // Values a kernel cannot anticipate (sandbox/task_ranges.h): constants' ranges, the round
+  // past 2^31 elements, the input families the task opts out of.
+  std::map<std::string, ConstantRange> constant_ranges;
+  std::optional<WideRound> wide_round;
+  FamilySkips family_skips;
   Tolerance tolerance;
   std::string flops;          // expression over sizes
   std::string bytes;          // expression over sizes
@@ -68,8 +75,9 @@ struct TaskSpec {
   const TensorSpec* find_tensor(const std::string& name) const;
 };
 
-// The shapes `round` runs on, bound: its own, else the sweep shapes whose inputs and outputs hold
-// at most `small_shape_bytes` (cheap to verify; the big shapes are for timing and scale).
+// The shapes `round` runs on, bound: its own, then the sweep shapes whose inputs and outputs hold
+// at most `small_shape_bytes` (cheap to verify; the big shapes are for timing and scale). The
+// worker adds a drawn shape (sandbox/worker/verify_plan.h).
 std::vector<ShapeBinding> stress_shapes(const TaskSpec& task, const StressRound& round,
                                         int64_t small_shape_bytes);
 

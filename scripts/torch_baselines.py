@@ -29,6 +29,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "bench"))
 
 import cublaslt_baselines  # noqa: E402  (beside this file)
+import library_baselines  # noqa: E402  (beside this file)
 import plan_launcher  # noqa: E402  (bench/, for the task's inputs)
 import torch_ops  # noqa: E402
 
@@ -214,6 +215,8 @@ def measure_task(torch, timer, task_dir, with_compile, check_do_bench, cublaslt=
             row = dict(common, name=kind, error="%s: %s" % (type(e).__name__,
                                                             (str(e).splitlines() or [""])[0]))
         results.append(row)
+    results += library_baselines.measure(torch, timer, task_dir, wanted, inputs, sizes, spec,
+                                         common)
     if cublaslt and "cublaslt" in wanted and "cublaslt" in spec:
         results += measure_cublaslt(torch, timer, spec, inputs, sizes, fn, args, common, results)
     del inputs, args, fn

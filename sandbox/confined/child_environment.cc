@@ -3,7 +3,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <cctype>
+
+#include "common/scrub_secrets.h"
 
 namespace kopt {
 namespace {
@@ -17,14 +18,7 @@ std::vector<std::string> without_secrets(std::vector<std::string> entries) {
 
 }  // namespace
 
-bool is_secret_name(const std::string& name) {
-  std::string upper = name;
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}) {
-    if (upper.find(word) != std::string::npos) return true;
-  }
-  return false;
-}
+bool is_secret_name(const std::string& name) { return is_secret_variable_name(name); }
 
 std::vector<std::string> worker_environment() {
   return without_secrets(environment_subset({

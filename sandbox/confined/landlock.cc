@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace kopt {
@@ -58,6 +59,14 @@ bool add_rule(int ruleset, const std::filesystem::path& path, uint64_t access) {
 }
 
 }  // namespace
+
+std::string landlock_unavailable_reason() {
+  if (const char* assume = std::getenv("KOPT_ASSUME_NO_LANDLOCK"); assume && *assume == '1')
+    return "Landlock unavailable: KOPT_ASSUME_NO_LANDLOCK=1";
+  long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) return std::string("Landlock unavailable: ") + std::strerror(errno);
+  return "";
+}
 
 std::string restrict_file_access(const FileAccessRules& rules) {
   long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);

@@ -20,4 +20,16 @@ struct FileAccessRules {
 // that do not exist are skipped.
 std::string restrict_file_access(const FileAccessRules& rules);
 
+// "" when this kernel has Landlock (the confined compiler will apply it), else why not. With
+// KOPT_ASSUME_NO_LANDLOCK=1 in the environment it answers as a kernel without Landlock would
+// (to see and test what kopt does on such a machine).
+std::string landlock_unavailable_reason();
+
+// The line `kopt run` and `kopt doctor` print where Landlock is missing.
+inline constexpr const char* kUnconfinedCompileWarning =
+    "the confined compiler runs WITHOUT Landlock on this kernel: a model-written kernel that got "
+    "past the include checks could make NVRTC read any file this user can read; kopt runs "
+    "model-written kernels here only with --allow-unconfined-compile (tuner-only runs need "
+    "nothing)";
+
 }  // namespace kopt

@@ -1,12 +1,41 @@
 #include "sandbox/worker/buffers.h"
 
+#include <random>
+
+#include "sandbox/worker/memory_patterns.h"
+
 namespace kopt::worker {
+namespace {
+
+GuardPainter& painter() {
+  static GuardPainter p;
+  return p;
+}
+
+// A new seed per armed buffer, from the random device: no two buffers' guards agree, and no run
+// of the worker repeats another's.
+uint64_t fresh_guard_seed() {
+  static std::mt19937_64 rng{(uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()};
+  return rng();
+}
+
+Status paint_on_host(Device& device, CUdeviceptr base, size_t bytes, uint64_t seed) {
+  std::vector<uint64_t> words((bytes + 7) / 8);
+  for (size_t w = 0; w < words.size(); ++w) words[w] = guard_word(seed, w);  // little-endian
+  CudaFailure failure;
+  if (!device.check(device.driver().cuMemcpyHtoD(base, words.data(), bytes), "cuMemcpyHtoD(guard)",
+                    &failure))
+    return make_error(failure.message);
+  return ok_status();
+}
+
+}  // namespace
+
+void set_guard_painter(GuardPainter p) { painter() = std::move(p); }
 
 Result<GuardedBuffer> GuardedBuffer::create(Device& device, DType dtype, int64_t elements) {
   size_t payload = size_t(elements) * dtype_size(dtype);
-  // Round the payload up so the trailing guard starts aligned; the slack belongs to the guard.
-  size_t padded = (payload + 255) / 256 * 256;
-  auto memory = allocate(device, padded + 2 * kGuardBytes);
+  auto memory = allocate(device, guarded_allocation_bytes(payload));
   if (!memory) return make_error(memory.error());
   GuardedBuffer b;
   b.device_ = &device;
@@ -18,42 +47,23 @@ Result<GuardedBuffer> GuardedBuffer::create(Device& device, DType dtype, int64_t
 }
 
 Status GuardedBuffer::arm_guards() {
-  const CudaDriver& d = device_->driver();
+  seed_ = fresh_guard_seed();
+  Status painted = make_error("no guard painter");
+  if (painter()) painted = painter()(memory_.ptr(), memory_.bytes(), seed_);
+  if (!painted) {
+    if (device_->context_lost()) return painted;
+    if (auto s = paint_on_host(*device_, memory_.ptr(), memory_.bytes(), seed_); !s) return s;
+  }
   CudaFailure failure;
-  if (!device_->check(
-          d.cuMemsetD8Async(memory_.ptr(), kGuardPattern, memory_.bytes(), device_->stream()),
-          "cuMemsetD8Async(guard)", &failure) ||
-      !device_->check(d.cuStreamSynchronize(device_->stream()), "cuStreamSynchronize", &failure))
+  if (!device_->check(device_->driver().cuStreamSynchronize(device_->stream()),
+                      "cuStreamSynchronize", &failure))
     return make_error(failure.message);
   return ok_status();
 }
 
-Result<std::string> GuardedBuffer::damaged_guard() {
-  size_t payload = size_t(elements_) * dtype_size(dtype_);
-  size_t tail_start = kGuardBytes + payload;
-  size_t tail_bytes = memory_.bytes() - tail_start;
-  std::vector<unsigned char> head(kGuardBytes), tail(tail_bytes);
-  const CudaDriver& d = device_->driver();
-  CudaFailure failure;
-  if (!device_->check(d.cuMemcpyDtoH(head.data(), memory_.ptr(), kGuardBytes), "cuMemcpyDtoH",
-                      &failure) ||
-      !device_->check(d.cuMemcpyDtoH(tail.data(), memory_.ptr() + tail_start, tail_bytes),
-                      "cuMemcpyDtoH", &failure))
-    return make_error(failure.message);
-  for (size_t i = 0; i < tail.size(); ++i) {
-    if (tail[i] != kGuardPattern)
-      return "a write " + std::to_string(i + 1) + " byte(s) past the end";
-  }
-  for (size_t i = head.size(); i-- > 0;) {
-    if (head[i] != kGuardPattern)
-      return "a write " + std::to_string(head.size() - i) + " bytes before the start";
-  }
-  return std::string();
-}
-
 GuardZones GuardedBuffer::guard_zones() const {
   size_t tail_start = kGuardBytes + size_t(elements_) * dtype_size(dtype_);
-  return {memory_.ptr(), kGuardBytes, memory_.ptr() + tail_start, memory_.bytes() - tail_start};
+  return {memory_.ptr(), kGuardBytes, tail_start, memory_.bytes(), seed_};
 }
 
 std::string describe_guard_damage(uint64_t head_distance, uint64_t tail_offset) {

@@ -49,9 +49,12 @@ Result<CandidateBuffers> CandidateBuffers::create(Device& device, const TaskSpec
   return c;
 }
 
-Status CandidateBuffers::load(const InputSet& set) {
-  for (const auto& [name, copy] : inputs_)
+Status CandidateBuffers::load(const InputSet& set, SupportKernels& support) {
+  for (const auto& [name, copy] : inputs_) {
     if (auto s = copy_buffer(*device_, set.inputs.at(name), copy); !s) return s;
+    if (set.inputs_masked)
+      if (auto s = support.mask(copy.ptr, copy.dtype, copy.elements); !s) return s;
+  }
   loaded_ = const_cast<InputSet*>(&set);  // the pool's set, discarded through it when damaged
   return ok_status();
 }
@@ -69,6 +72,18 @@ Status CandidateBuffers::poison(unsigned char pattern, CUstream stream) const {
     if (b.bytes() &&
         !device_->check(device_->driver().cuMemsetD8Async(b.ptr, pattern, b.bytes(), stream),
                         "cuMemsetD8Async(poison)", &failure))
+      return make_error(failure.message);
+  }
+  return ok_status();
+}
+
+Status CandidateBuffers::poison_with(const BufferMap& answers, CUstream stream) const {
+  CudaFailure failure;
+  for (const auto& [name, b] : outputs_) {
+    const BufferRef& from = answers.at(name);
+    if (b.bytes() &&
+        !device_->check(device_->driver().cuMemcpyDtoDAsync(b.ptr, from.ptr, b.bytes(), stream),
+                        "cuMemcpyDtoDAsync(stale answer)", &failure))
       return make_error(failure.message);
   }
   return ok_status();
@@ -120,7 +135,7 @@ Result<CheckOutcome> check_integrity(SupportKernels& support, const TaskSpec& ta
     for (size_t i = 0; i < task.inputs.size() + task.outputs.size(); ++i, ++at) {
       bool input = i < task.inputs.size();
       uint64_t want =
-          input ? set->input_checksums[i] : set->expected_checksums[i - task.inputs.size()];
+          input ? set->master_checksums[i] : set->expected_checksums[i - task.inputs.size()];
       if ((*sums)[at] == want || !damaged_set.empty()) continue;
       damaged_set =
           input ? "the kept copy of input '" + task.inputs[i].name + "'"

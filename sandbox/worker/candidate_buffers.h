@@ -33,8 +33,9 @@ class CandidateBuffers {
                                          const ShapeBinding& sizes, const ResolvedPlan* plan,
                                          bool with_inputs = true);
 
-  // Copies `set`'s inputs into this one's; the set is checked against them after each run.
-  Status load(const InputSet& set);
+  // Copies `set`'s inputs into this one's, unmasked (`support` holds the key); the set is
+  // checked against them after each run.
+  Status load(const InputSet& set, SupportKernels& support);
   InputSet* loaded() const { return loaded_; }
   const BufferMap& outputs() const { return outputs_; }
   // What a plan binds to: the input copies of `inputs_from` (this one by default), these
@@ -42,6 +43,9 @@ class CandidateBuffers {
   BufferMap bindings(const CandidateBuffers* inputs_from = nullptr) const;
   // Fills the outputs with `pattern` on `stream` (queued: in stream order with what follows).
   Status poison(unsigned char pattern, CUstream stream) const;
+  // Fills the outputs with `answers` (same names and sizes: the correct outputs for other inputs,
+  // a stale answer) on `stream`: a kernel that skips outputs which look finished fails.
+  Status poison_with(const BufferMap& answers, CUstream stream) const;
   // Keyed checksums of the outputs in the task's output order (one read-back).
   Result<std::vector<uint64_t>> output_hashes(SupportKernels& support, const TaskSpec& task) const;
   // Every buffer of this one, with its name: what the candidate could write.

@@ -154,6 +154,13 @@ class CublasLtRun {
     auto set = maker.allocate();
     if (!set) return make_error(set.error());
     if (auto s = maker.fill(**set, seed); !s) return s;
+    // cuBLASLt reads the set itself (a trusted library, no copies): its inputs plain again.
+    for (const auto& t : task_.inputs) {
+      const BufferRef& b = (*set)->inputs.at(t.name);
+      if (auto s = support_.mask(b.ptr, b.dtype, b.elements); !s) return s;
+    }
+    (*set)->inputs_masked = false;
+    (*set)->master_checksums = (*set)->input_checksums;
     set_ = std::move(*set);
     out_spec_ = task_.find_tensor(mapping_.out);
     auto out = GuardedBuffer::create(device_, out_spec_->dtype, call_.m * call_.n);

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/files.h"
+#include "common/sha256.h"
 #include "sandbox/compiler.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/worker/gpu_quiet_check.h"
@@ -14,6 +15,7 @@
 #include "sandbox/worker/speed_of_light.h"
 #include "sandbox/worker/timing_loop.h"
 #include "sandbox/worker/verifier.h"
+#include "sandbox/worker/verify_plan.h"
 
 namespace kopt::worker {
 namespace {
@@ -59,51 +61,32 @@ Compiled prepare(Device& device, const KernelSource& source, const TaskSpec& tas
   return c;
 }
 
-// One shape to verify, in order: the sweep, the stress rounds, the holdout.
-struct VerifyStep {
-  std::string phase;
-  ShapeBinding sizes;
-  int rounds = 1;
-  uint64_t seed = 0;
-  const StressRound* stress = nullptr;
-};
+// What the plan needs besides the task: the candidate's literals and the GPU's free memory.
+PlanInputs plan_inputs(Device& device, const LoadedKernel& candidate,
+                       const std::map<std::string, int64_t>& tunables) {
+  PlanInputs inputs;
+  inputs.candidate = &candidate.file();
+  inputs.tunables = tunables;
+  inputs.free_bytes = free_device_bytes(device);
+  return inputs;
+}
 
-Result<std::vector<VerifyStep>> verification_steps(const TaskSpec& task, const EvalOptions& options,
-                                                   uint64_t seed) {
-  std::vector<VerifyStep> steps;
-  for (size_t i = 0; i < task.shapes.size(); ++i) {
-    ShapeBinding sizes = task.bind(task.shapes[i]);
-    auto rounds = verification_rounds(options, task, sizes);
-    if (!rounds) return make_error(rounds.error());
-    steps.push_back({"sweep", sizes, *rounds, seed + 7919 * (i + 1)});
-  }
-  // After the sweep, so that a kernel wrong on every input fails there with a plain message;
-  // one round per shape: a numerical trap springs on the first set of extreme inputs.
-  if (options.stress) {
-    for (size_t r = 0; r < task.stress.size(); ++r) {
-      auto shapes = stress_shapes(task, task.stress[r], options.large_shape_bytes);
-      for (size_t i = 0; i < shapes.size(); ++i)
-        steps.push_back(
-            {"stress", shapes[i], 1, seed + 15485863 * (r + 1) + 7919 * (i + 1), &task.stress[r]});
-    }
-  }
-  // Shapes drawn from the task's ranges with the evaluation's seed: one round each, small
-  // (within draws.max_bytes) and never kept (a shape seldom comes back).
-  if (options.draws) {
-    auto drawn = draw_shapes(task, draw_seed(seed));
-    if (!drawn) return make_error("drawing shapes: " + drawn.error());
-    for (size_t i = 0; i < drawn->size(); ++i)
-      steps.push_back({"drawn", (*drawn)[i], 1, seed + 7919 * (i + 1) + 611953});
-  }
-  if (options.check_holdout) {
-    for (size_t i = 0; i < task.holdout.size(); ++i) {
-      ShapeBinding sizes = task.bind(task.holdout[i]);
-      auto rounds = verification_rounds(options, task, sizes);
-      if (!rounds) return make_error(rounds.error());
-      steps.push_back({"holdout", sizes, *rounds, seed + 7919 * (i + 1) + 104729});
-    }
-  }
-  return steps;
+// "+ 3 stress rounds + 9 input families + 4 drawn shapes + 8 threshold shapes": what the
+// verification covered besides the sweep and the holdout.
+std::string coverage_text(const TaskSpec& task, const EvalOptions& options,
+                          const VerifyPlan& plan) {
+  std::string text;
+  if (options.stress && !task.stress.empty())
+    text += " + " + std::to_string(task.stress.size()) + " stress rounds";
+  if (plan.family_rounds > 0)
+    text += " + " + std::to_string(plan.family_rounds) + " input family rounds";
+  if (options.draws && task.draws.count > 0)
+    text += " + " + std::to_string(task.draws.count) + " drawn shapes";
+  if (plan.threshold_shapes > 0)
+    text += " + " + std::to_string(plan.threshold_shapes) + " shapes at the kernel's thresholds";
+  if (plan.wide) text += " + the round past 2^31 elements";
+  for (const auto& note : plan.notes) text += "; " + note;
+  return text;
 }
 
 // One kernel of one task, as a key of what the worker keeps across evaluations: the task, the
@@ -115,12 +98,24 @@ std::string kernel_key(const std::string& task_json, const KernelSource& kernel)
   return key;
 }
 
+// Whether verification, begun at `started`, has spent its time budget (if it has one).
+bool over_budget(const EvalOptions& options, Clock::time_point started) {
+  return options.verify_budget_seconds > 0 &&
+         ms_since(started) > 1000.0 * options.verify_budget_seconds;
+}
+
 void apply_failure(EvalResult& result, const PlanFailure& failure) {
   result.verdict = failure.verdict;
   result.detail = failure.detail;
 }
 
 }  // namespace
+
+int64_t free_device_bytes(Device& device) {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (device.driver().cuMemGetInfo(&free_bytes, &total_bytes) != CUDA_SUCCESS) return 0;
+  return int64_t(free_bytes);
+}
 
 Result<int> verification_rounds(const EvalOptions& options, const TaskSpec& task,
                                 const ShapeBinding& sizes) {
@@ -146,6 +141,8 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   result.compile_ms = ms_since(compile_started);
   result.compile_log = candidate.output.log;
   result.compile_cache_hit = candidate.output.cache_hit;
+  // What `kopt export` must ship: the bytes loaded here are the bytes judged.
+  if (!candidate.output.cubin.empty()) result.image_sha256 = sha256_hex(candidate.output.cubin);
   if (candidate.failure) {
     apply_failure(result, *candidate.failure);
     result.total_ms = ms_since(started);
@@ -167,12 +164,25 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   // (an explicit seed) gets inputs from its seed alone.
   if (!request.options.reuse_inputs || request.options.seed != 0) pool = nullptr;
   std::string pool_key = kernel_key(request.task_json, request.reference);
-  auto steps = verification_steps(*task, request.options, seed);
-  if (!steps) return make_error(steps.error());
+  auto plan = plan_verification(*task, request.options, seed,
+                                plan_inputs(device, *candidate.kernel, request.candidate.tunables));
+  if (!plan) return make_error(plan.error());
   std::map<int, int> shapes_by_rounds;  // for the detail line: how many shapes got how many rounds
-  for (const auto& step : *steps) {
+  size_t steps_run = 0;
+  for (const auto& step : plan->steps) {
+    if (over_budget(request.options, verify_started)) break;
+    ++steps_run;
+    // The kept sets made during this evaluation may have taken the memory the plan counted on.
+    if (step.phase == "wide") {
+      if (auto skip = wide_round_skipped(*task, free_device_bytes(device))) {
+        plan->notes.push_back(*skip);
+        plan->wide = false;
+        continue;
+      }
+    }
     if (step.phase != "stress") ++shapes_by_rounds[step.rounds];
-    verifier.use_pool(step.phase == "drawn" ? nullptr : pool, pool_key);
+    verifier.use_pool(step.pooled ? pool : nullptr, pool_key);
+    verifier.use_task_variant(step.variant);
     auto outcome =
         verifier.verify_shape(step.sizes, step.rounds, step.seed, step.phase, step.stress);
     if (!outcome) return make_error(outcome.error());
@@ -186,6 +196,7 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
       return result;
     }
   }
+  verifier.use_task_variant(nullptr);
   result.verify_ms = ms_since(verify_started);
   result.verify_phases = verifier.phases().to_json();
 
@@ -205,9 +216,17 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
       result.sol_us = speed_of_light_us(double(*flops), double(*bytes), *peaks, task->peak);
   }
 
+  // Shapes a time budget left out are said in every ok verdict's detail.
+  const std::string budget_note =
+      steps_run < plan->steps.size()
+          ? "; the verification budget of " +
+                std::to_string(int64_t(request.options.verify_budget_seconds)) +
+                " s stopped it after " + std::to_string(steps_run) + " of " +
+                std::to_string(plan->steps.size()) + " shapes"
+          : "";
   if (!request.options.time) {
     result.verdict = Verdict::kOk;
-    result.detail = "verified (not timed)";
+    result.detail = "verified (not timed)" + budget_note;
     if (!request.options.profile.empty())
       profile_candidate(device, support, *task, *reference.kernel, *candidate.kernel, timed_shape,
                         request.options, seed ^ 0x2545f491ULL, result);
@@ -278,11 +297,8 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
   for (auto it = shapes_by_rounds.rbegin(); it != shapes_by_rounds.rend(); ++it)
     rounds_text += std::string(rounds_text.empty() ? "" : ", ") + std::to_string(it->first) +
                    (it->first == 1 ? " round x " : " rounds x ") + std::to_string(it->second);
-  result.detail += " (" + rounds_text + ")";
-  if (request.options.stress && !task->stress.empty())
-    result.detail += " + " + std::to_string(task->stress.size()) + " stress rounds";
-  if (request.options.draws && task->draws.count > 0)
-    result.detail += " + " + std::to_string(task->draws.count) + " drawn shapes";
+  result.detail += " (" + rounds_text + ")" + budget_note;
+  result.detail += coverage_text(*task, request.options, *plan);
   if (timed->baseline_from_history)
     result.detail += "; baseline: " + std::to_string(timed->fresh_baseline_samples) +
                      " fresh samples agreed with earlier ones";

@@ -16,6 +16,10 @@ namespace kopt::worker {
 Result<int> verification_rounds(const EvalOptions& options, const TaskSpec& task,
                                 const ShapeBinding& sizes);
 
+// The device's free memory in bytes (0 when the driver cannot say): what the round past 2^31
+// elements needs (sandbox/worker/verify_plan.h).
+int64_t free_device_bytes(Device& device);
+
 // Errors are for broken requests (a task that does not parse); every property of the candidate
 // is a verdict in the result. After a sticky CUDA error, device.context_lost() is true.
 // `pool` (optional) keeps input sets and the reference's outputs across evaluations, `baselines`

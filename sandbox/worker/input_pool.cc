@@ -43,7 +43,8 @@ Result<std::unique_ptr<InputSet>> InputSetMaker::allocate() const {
       auto b = GuardedBuffer::create(device_, t.dtype, *n);
       if (!b) return make_error(b.error());
       (*map)[t.name] = b->ref();
-      set->bytes += b->ref().bytes();
+      set->bytes += b->allocated_bytes();
+      set->payload_bytes += b->ref().bytes();
       set->storage.push_back(std::move(*b));
     }
   }
@@ -56,7 +57,9 @@ Status InputSetMaker::fill(InputSet& set, uint64_t seed, VerifyPhases* phases) c
   if (auto s = fill_inputs(support_, task_, sizes_, set.inputs, seed, stress_); !s) return s;
   auto inputs = checksums_of(support_, task_.inputs, set.inputs);
   if (!inputs) return make_error(inputs.error());
-  set.input_checksums = std::move(*inputs);
+  set.input_checksums = *inputs;
+  set.master_checksums = std::move(*inputs);
+  set.inputs_masked = false;  // refilled: plain until the reference has run
   if (phases) phases->inputs_ms += ms_since(started);
 
   started = std::chrono::steady_clock::now();
@@ -88,6 +91,16 @@ Status InputSetMaker::fill(InputSet& set, uint64_t seed, VerifyPhases* phases) c
   auto expected = checksums_of(support_, task_.outputs, set.expected);
   if (!expected) return make_error(expected.error());
   set.expected_checksums = std::move(*expected);
+  // The masters too (a kernel that found them could answer the timing sets in advance); a
+  // candidate's copies are unmasked (CandidateBuffers::load).
+  for (const auto& t : task_.inputs) {
+    const BufferRef& b = set.inputs.at(t.name);
+    if (auto s = support_.mask(b.ptr, b.dtype, b.elements); !s) return s;
+  }
+  set.inputs_masked = true;
+  auto masters = checksums_of(support_, task_.inputs, set.inputs);
+  if (!masters) return make_error(masters.error());
+  set.master_checksums = std::move(*masters);
   if (phases) phases->reference_ms += ms_since(started);
   set.make_seconds = ms_since(began) * 1e-3;
   return ok_status();
@@ -105,7 +118,7 @@ Result<std::string> changed_part(SupportKernels& support, const TaskSpec& task,
   auto sums = support.checksums(regions);
   if (!sums) return make_error(sums.error());
   for (size_t i = 0; i < task.inputs.size(); ++i)
-    if ((*sums)[i] != set.input_checksums[i]) return "input '" + task.inputs[i].name + "'";
+    if ((*sums)[i] != set.master_checksums[i]) return "input '" + task.inputs[i].name + "'";
   for (size_t i = 0; i < task.outputs.size(); ++i)
     if ((*sums)[task.inputs.size() + i] != set.expected_checksums[i])
       return "the reference's output '" + task.outputs[i].name + "'";
@@ -165,7 +178,7 @@ Result<std::vector<InputSet*>> InputPool::draw(const std::string& key, int count
     if (!made) return make_error(made.error());
     chosen.push_back(made->get());
     // Judged on the first set: the others of the key cost the same to make.
-    double gib = double((*made)->bytes) / double(size_t(1) << 30);
+    double gib = double((*made)->payload_bytes) / double(size_t(1) << 30);
     if (entry.sets.empty() && gib > 0 && (*made)->make_seconds * 1e3 / gib < kMinMakeMsPerGiB) {
       entry.declined = true;
     }

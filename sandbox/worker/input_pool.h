@@ -15,8 +15,10 @@
 //   a set is used and after a candidate ran on it: a write into either is caught (out_of_bounds,
 //   or modified_input for the candidate's copies) and the set is thrown away, so no later
 //   evaluation is judged against it;
-// - the reference's outputs are kept masked with a keystream of the worker's secret: a kernel
-//   that finds them in memory reads noise;
+// - the reference's outputs and the set's inputs are kept masked with a keyed PRF of the
+//   worker's secret (keyed_mask.h): a kernel that finds them in memory reads noise, so it can
+//   neither read an answer nor compute, while verified, the answers of the sets timing will use;
+//   candidates get unmasked copies of the inputs;
 // - timing draws from sets of its own, never those verification used in the same evaluation, so
 //   a kernel that memoizes outputs while verified cannot replay them, right and fast, when timed;
 //   a re-verification of a suspicious speedup uses fresh sets from new seeds;
@@ -47,13 +49,16 @@ struct VerifyPhases;
 // One input set and the reference's outputs on it.
 struct InputSet {
   std::vector<GuardedBuffer> storage;  // the inputs, then the reference's outputs
-  BufferMap inputs;    // the masters: candidates run on copies (candidate_buffers.h)
-  BufferMap expected;  // masked with the worker's secret (SupportKernels::mask)
-  std::vector<uint64_t> input_checksums;     // keyed, in the task's input order
+  BufferMap inputs;            // the masters: candidates run on copies (candidate_buffers.h)
+  BufferMap expected;          // masked with the worker's secret (SupportKernels::mask)
+  bool inputs_masked = false;  // the masters too, once the reference has run on them
+  std::vector<uint64_t> input_checksums;     // keyed, of the plain inputs, in the task's order
+  std::vector<uint64_t> master_checksums;    // keyed, of the masters as kept (masked or not)
   std::vector<uint64_t> expected_checksums;  // in the task's output order
   double reference_seconds = 0;              // the reference's run on it: a hang limit's basis
   double make_seconds = 0;  // inputs, checksums and the reference: what keeping saves
-  size_t bytes = 0;
+  size_t bytes = 0;          // allocated: whole granules (buffers.h), what the budget counts
+  size_t payload_bytes = 0;  // the tensors alone: what the make cost is weighed against
 };
 
 // Makes input sets of one task at one shape: allocation, inputs from a seed, the reference run

@@ -9,6 +9,7 @@
 #include "common/files.h"
 #include "sandbox/compiler.h"
 #include "sandbox/e4m3.h"
+#include "sandbox/worker/buffers.h"
 #include "sandbox/worker/support_kernels_source.h"
 
 namespace kopt::worker {
@@ -18,14 +19,6 @@ struct DeviceStats {
   uint64_t failed, non_finite, expected_non_finite, actual_nonzero, expected_unlike_zero, worst,
       worst_index;
 };
-
-// The host's twin of the support source's mix64, for unmasking one element read back.
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // The unsigned type of an element's size, as xor_mask<W> is instantiated.
 const char* word_name(DType dtype) {
@@ -67,6 +60,7 @@ std::vector<std::string> SupportKernels::kernel_names() {
                                     "fma_peak",
                                     "copy_peak",
                                     "guard_scan",
+                                    "guard_fill",
                                     "xor_mask<unsigned char>",
                                     "xor_mask<unsigned short>",
                                     "xor_mask<unsigned int>",
@@ -80,6 +74,7 @@ std::vector<std::string> SupportKernels::kernel_names() {
       names.push_back("fill_normal<" + ty + ">");
       names.push_back("fill_uniform<" + ty + ">");
       names.push_back("plant_maxima<" + ty + ">");
+      names.push_back("plant_rows<" + ty + ">");
     }
   }
   return names;
@@ -123,8 +118,29 @@ Result<SupportKernels> SupportKernels::load(Device& device, const std::string& a
   if (!probe) return make_error(probe.error());
   k.probe_ = std::move(*probe);
   std::random_device random;  // /dev/urandom
-  for (uint64_t* key : {&k.checksum_key_, &k.mask_key_})
+  for (uint64_t* key : {&k.checksum_key_, &k.mask_key_.k0, &k.mask_key_.k1})
     *key = (uint64_t(random()) << 32) ^ uint64_t(random());
+  // Guarded buffers made from here on are painted by guard_fill; the painter holds the module
+  // weakly, so a buffer outliving these kernels falls back to the host's copy of the pattern.
+  std::weak_ptr<Module> held_module = k.module_;
+  CUfunction fill = k.functions_.at("guard_fill");
+  Device* dev = &device;
+  set_guard_painter([held_module, fill, dev](CUdeviceptr base, size_t bytes,
+                                             uint64_t seed) -> Status {
+    auto held = held_module.lock();
+    if (!held) return make_error("the support kernels are unloaded");
+    if (bytes % 8 != 0) return make_error("a guarded allocation of odd size");
+    uint64_t words = bytes / 8;
+    void* args[] = {&base, &words, &seed};
+    unsigned grid =
+        unsigned(std::clamp<uint64_t>((words + 255) / 256, 1, uint64_t(dev->info().sm_count) * 8));
+    CudaFailure launch_failure;
+    if (!dev->check(dev->driver().cuLaunchKernel(fill, grid, 1, 1, 256, 1, 1, 0, dev->stream(),
+                                                 args, nullptr),
+                    "cuLaunchKernel(guard_fill)", &launch_failure))
+      return make_error(launch_failure.message);
+    return ok_status();
+  });
   return k;
 }
 
@@ -179,6 +195,18 @@ Status SupportKernels::fill(CUdeviceptr data, DType dtype, int64_t n, const Init
   void* args[] = {&data, &count, &seed, &row, &spacing, &top};
   return launch("plant_maxima<" + std::string(type_name(dtype)) + ">", grid_for(*device_, count),
                 256, args, false);
+}
+
+Status SupportKernels::plant_rows(CUdeviceptr data, DType dtype, int64_t n,
+                                  const RowPattern& pattern, int64_t row, uint64_t seed) {
+  if (n == 0 || !dtype_is_float(dtype)) return ok_status();
+  uint64_t count = static_cast<uint64_t>(n);
+  uint64_t row_length = uint64_t(std::max<int64_t>(1, row));
+  int kind = static_cast<int>(pattern.kind);
+  double value = pattern.value, share = pattern.share;
+  void* args[] = {&data, &count, &seed, &row_length, &kind, &value, &share};
+  return launch("plant_rows<" + std::string(type_name(dtype)) + ">", grid_for(*device_, count), 256,
+                args, false);
 }
 
 Status SupportKernels::fill_sorted(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
@@ -239,9 +267,9 @@ Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr exp
                       "cuMemsetD8Async", &failure))
     return make_error(failure.message);
   uint64_t count = static_cast<uint64_t>(n);
-  uint64_t key = mask_key_;
+  uint64_t k0 = mask_key_.k0, k1 = mask_key_.k1;
   int masked = expected_masked ? 1 : 0;
-  void* args[] = {&actual, &expected, &count, &atol, &rtol, &key, &masked, &stats};
+  void* args[] = {&actual, &expected, &count, &atol, &rtol, &k0, &k1, &masked, &stats};
   if (auto s = launch(std::string("compare<") + type_name(dtype) + ">", grid_for(*device_, count),
                       256, args, false);
       !s)
@@ -264,8 +292,8 @@ Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr exp
 
 Status SupportKernels::mask(CUdeviceptr data, DType dtype, int64_t n) {
   if (n == 0) return ok_status();
-  uint64_t count = uint64_t(n), key = mask_key_;
-  void* args[] = {&data, &count, &key};
+  uint64_t count = uint64_t(n), k0 = mask_key_.k0, k1 = mask_key_.k1;
+  void* args[] = {&data, &count, &k0, &k1};
   return launch(std::string("xor_mask<") + word_name(dtype) + ">", grid_for(*device_, count), 256,
                 args, false);
 }
@@ -320,14 +348,11 @@ Result<std::vector<GuardDamage>> SupportKernels::scan_guards(
       return make_error(failure.message);
     // One launch per buffer, one read-back for all of them: no sync per buffer.
     for (size_t i = 0; i < count; ++i) {
-      const GuardRegion& r = regions[first + i];
+      GuardRegion r = regions[first + i];
       CUdeviceptr out = guard_results_.ptr() + 2 * i * sizeof(uint64_t);
-      uint64_t head_bytes = r.head_bytes, tail_bytes = r.tail_bytes;
-      unsigned char pattern = r.pattern;
-      CUdeviceptr head = r.head, tail = r.tail;
-      void* args[] = {&head, &head_bytes, &tail, &tail_bytes, &pattern, &out};
-      unsigned blocks =
-          unsigned(std::min<uint64_t>(64, (std::max(head_bytes, tail_bytes) + 255) / 256));
+      void* args[] = {&r.base, &r.head_bytes, &r.tail_start, &r.end, &r.seed, &out};
+      uint64_t words = std::max(r.head_bytes, r.end - r.tail_start) / 8;
+      unsigned blocks = unsigned(std::min<uint64_t>(128, (words + 255) / 256));
       if (!device_->check(d.cuLaunchKernel(it->second, std::max(1u, blocks), 1, 1, 256, 1, 1, 0,
                                            device_->stream(), args, nullptr),
                           "cuLaunchKernel(guard_scan)", &failure))
@@ -441,7 +466,7 @@ Result<double> SupportKernels::read_element(CUdeviceptr data, DType dtype, int64
                       "cuMemcpyDtoH", &failure))
     return make_error(failure.message);
   if (masked) {  // xor_mask's keystream, little-endian like the device
-    uint64_t word = mix64(mask_key_ ^ mix64(uint64_t(index)));
+    uint64_t word = mask_bits(mask_key_, uint64_t(index), size);
     for (size_t b = 0; b < size; ++b) raw[b] ^= static_cast<unsigned char>(word >> (8 * b));
   }
   switch (dtype) {

@@ -13,6 +13,7 @@
 #include "sandbox/dtype.h"
 #include "sandbox/task_spec.h"
 #include "sandbox/worker/device.h"
+#include "sandbox/worker/keyed_mask.h"
 
 namespace kopt::worker {
 
@@ -27,13 +28,14 @@ struct CompareStats {
   int64_t worst_index = -1;  // an element with the largest error (or the first non-finite)
 };
 
-// The two guard zones around one buffer's payload, and the byte pattern they must still hold.
+// The two guard zones of one buffer's allocation (buffers.h's GuardZones): [base, base +
+// head_bytes) and [base + tail_start, base + end), which must still hold the pattern of `seed`.
 struct GuardRegion {
-  CUdeviceptr head = 0;
+  CUdeviceptr base = 0;
   uint64_t head_bytes = 0;
-  CUdeviceptr tail = 0;
-  uint64_t tail_bytes = 0;
-  unsigned char pattern = 0;
+  uint64_t tail_start = 0;
+  uint64_t end = 0;
+  uint64_t seed = 0;
 };
 
 // What a guard scan found: 0 for an intact zone.
@@ -56,16 +58,20 @@ class SupportKernels {
   static Result<SupportKernels> load(Device& device, const std::string& arch);
   // Every kernel load() asks NVRTC for (also what the CPU test compiles).
   static std::vector<std::string> kernel_names();
+  Device& device() const { return *device_; }
 
   // Fills a tensor's elements from its init distribution, on the GPU.
   Status fill(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
               const FillBounds& bounds, uint64_t seed);
+  // Plants an input family's row pattern over a fill (sandbox/input_families.h); float only.
+  Status plant_rows(CUdeviceptr data, DType dtype, int64_t n, const RowPattern& pattern,
+                    int64_t row, uint64_t seed);
   // `expected_masked`: `expected` holds values masked by mask() (the reference's kept outputs).
   Result<CompareStats> compare(CUdeviceptr actual, CUdeviceptr expected, DType dtype, int64_t n,
                                double atol, double rtol, bool expected_masked = false);
   // Masks (or unmasks: the same XOR) `n` elements in place with a keystream of the worker's
-  // secret: the reference's outputs are kept masked so a candidate that finds them in memory
-  // reads noise.
+  // secret (a PRF, keyed_mask.h): the reference's outputs are kept masked so a candidate that
+  // finds them in memory reads noise, and one value it knows does not unmask the rest.
   Status mask(CUdeviceptr data, DType dtype, int64_t n);
   // Keyed, position-sensitive 64-bit checksum of `bytes` bytes (a multiple of 4 is not required):
   // the key is the worker's secret, so a change plus a compensating word does not go unseen.
@@ -110,7 +116,8 @@ class SupportKernels {
   DeviceMemory guard_results_;
   // The worker's secrets, drawn from the random device at load and never written to the GPU's
   // memory (they reach it only as launch parameters).
-  uint64_t checksum_key_ = 0, mask_key_ = 0;
+  uint64_t checksum_key_ = 0;
+  MaskKey mask_key_;
 };
 
 }  // namespace kopt::worker

@@ -16,8 +16,34 @@ __device__ __forceinline__ u64 mix64(u64 x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-// Element i's mask (see xor_mask below).
-__device__ __forceinline__ u64 mask_word(u64 key, u64 i) { return mix64(key ^ mix64(i)); }
+// The mask keystream: SipHash-2-4 of word index w under the key (k0, k1), the twin of
+// keyed_mask.cc (see keyed_mask.h for why a PRF and not a keyless mix).
+__device__ __forceinline__ u64 rotl64(u64 x, int b) { return (x << b) | (x >> (64 - b)); }
+#define KOPT_SIPROUND                                                       \
+  do {                                                                      \
+    v0 += v1; v1 = rotl64(v1, 13) ^ v0; v0 = rotl64(v0, 32);                \
+    v2 += v3; v3 = rotl64(v3, 16) ^ v2;                                     \
+    v0 += v3; v3 = rotl64(v3, 21) ^ v0;                                     \
+    v2 += v1; v1 = rotl64(v1, 17) ^ v2; v2 = rotl64(v2, 32);                \
+  } while (0)
+__device__ __forceinline__ u64 sip_word(u64 k0, u64 k1, u64 w) {
+  u64 v0 = k0 ^ 0x736f6d6570736575ULL, v1 = k1 ^ 0x646f72616e646f6dULL;
+  u64 v2 = k0 ^ 0x6c7967656e657261ULL, v3 = k1 ^ 0x7465646279746573ULL;
+  const u64 tail = 8ULL << 56;
+  v3 ^= w; KOPT_SIPROUND; KOPT_SIPROUND; v0 ^= w;
+  v3 ^= tail; KOPT_SIPROUND; KOPT_SIPROUND; v0 ^= tail;
+  v2 ^= 0xff;
+  KOPT_SIPROUND; KOPT_SIPROUND; KOPT_SIPROUND; KOPT_SIPROUND;
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+// The mask of element i of `size` bytes, in its low bits: word (i*size)/8, byte (i*size)%8.
+__device__ __forceinline__ u64 mask_bits(u64 k0, u64 k1, u64 i, u64 size) {
+  u64 byte = i * size;
+  u64 word = sip_word(k0, k1, byte / 8);
+  return size >= 8 ? word : word >> (8 * (byte % 8));
+}
+// Word w of a guard pattern (memory_patterns.h's guard_word).
+__device__ __forceinline__ u64 guard_word(u64 seed, u64 w) { return mix64(seed ^ (w * 0x9e3779b97f4a7c15ULL)); }
 __device__ __forceinline__ u64 warp_sum(u64 v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
   return v;
@@ -113,6 +139,34 @@ __global__ void plant_maxima(T* out, u64 n, u64 seed, u64 row, u64 spacing, doub
   }
 }
 
+// Input families' row patterns (sandbox/input_families.h), over a fill, rows of `row` elements;
+// a row is chosen when its hash falls below `share`. kind 0: chosen rows scaled by `value` (0:
+// zero rows, 1e-4: tiny rows); 1: chosen rows get `value` at about one position in 64 past their
+// first 32 (and always one there), the rest normal; 2: a few channels (columns; share of them, at
+// least one) hold +-value in every row, the sign fixed per channel, as massive activations do.
+template <typename T>
+__global__ void plant_rows(T* out, u64 n, u64 seed, u64 row, int kind, double value, double share) {
+  u64 forced_channel = mix64(seed ^ 0x510e527fade682d1ULL) % row;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    u64 r = i / row, c = i % row;
+    if (kind == 2) {
+      u64 h = mix64(seed ^ 0x9b05688c2b3e6c1fULL ^ (c * 0xd1b54a32d192ed03ULL));
+      if (c == forced_channel || unit(h) <= share) out[i] = from_double<T>((h & 1) ? -value : value);
+      continue;
+    }
+    bool chosen = unit(mix64(seed ^ 0x1f83d9abfb41bd6bULL ^ (r * 0xa0761d6478bd642fULL))) <= share;
+    if (!chosen) continue;
+    if (kind == 0) {
+      out[i] = from_double<T>(to_double<T>(out[i]) * value);
+    } else if (c >= 32 || row <= 32) {
+      u64 span = row > 32 ? row - 32 : row;
+      u64 forced = (row > 32 ? 32 : 0) + mix64(seed ^ (r * 0x9e3779b97f4a7c15ULL)) % span;
+      if (c == forced || unit(mix64(seed ^ 0x5be0cd19137e2179ULL ^ (i * 0xd1b54a32d192ed03ULL))) <= 1.0 / 64)
+        out[i] = from_double<T>(value);
+    }
+  }
+}
+
 struct Stats {
   u64 failed, non_finite, expected_non_finite, actual_nonzero, expected_unlike_zero;
   u64 worst;  // (error bits << 32) | index low bits, for atomicMax; see compare()
@@ -120,11 +174,11 @@ struct Stats {
 };
 
 template <typename T, typename W>
-__device__ __forceinline__ T unmasked(const T* expected, u64 i, u64 key, int masked) {
+__device__ __forceinline__ T unmasked(const T* expected, u64 i, u64 k0, u64 k1, int masked) {
   T v = expected[i];
   if (masked) {
     W bits = *(const W*)&v;
-    bits ^= (W)mask_word(key, i);
+    bits ^= (W)mask_bits(k0, k1, i, sizeof(W));
     v = *(const T*)&bits;
   }
   return v;
@@ -139,13 +193,13 @@ template <> struct bits_of<long long> { typedef u64 type; };
 
 // `masked`: `expected` holds masked values (see xor_mask) under `key`.
 template <typename T>
-__global__ void compare(const T* actual, const T* expected, u64 n, double atol, double rtol, u64 mask_key, int masked, Stats* s) {
+__global__ void compare(const T* actual, const T* expected, u64 n, double atol, double rtol, u64 k0, u64 k1, int masked, Stats* s) {
   u64 failed = 0, non_finite = 0, exp_non_finite = 0, act_nz = 0, exp_nz = 0;
   float worst_err = -1.0f;
   u64 worst_i = 0;
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
     double a = to_double<T>(actual[i]);
-    double e = to_double<T>(unmasked<T, typename bits_of<T>::type>(expected, i, mask_key, masked));
+    double e = to_double<T>(unmasked<T, typename bits_of<T>::type>(expected, i, k0, k1, masked));
     bool a_finite = isfinite(a), e_finite = isfinite(e);
     float err;
     if (!e_finite) {
@@ -217,20 +271,42 @@ __global__ void checksum(const unsigned char* data, u64 bytes, u64 key, u64* out
 // candidate that finds them in memory reads noise. The same call unmasks (an involution);
 // compare() unmasks on the fly. W is the unsigned type of the element's size.
 template <typename W>
-__global__ void xor_mask(W* data, u64 n, u64 key) {
+__global__ void xor_mask(W* data, u64 n, u64 k0, u64 k1) {
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-    data[i] ^= (W)mask_word(key, i);
+    data[i] ^= (W)mask_bits(k0, k1, i, sizeof(W));
 }
 
-// Guard zones of one buffer: out[0] = 1 + the highest damaged index of the head zone (the write
-// nearest the buffer's start), out[1] = 1 + the lowest damaged index of the tail zone; 0: intact.
-__global__ void guard_scan(const unsigned char* head, u64 head_bytes, const unsigned char* tail,
-                           u64 tail_bytes, unsigned char pattern, u64* out) {
+// A guarded allocation's pattern (memory_patterns.h): `base` is 8-byte aligned and `bytes` a
+// multiple of 8 (whole granules).
+__global__ void guard_fill(u64* base, u64 words, u64 seed) {
+  for (u64 w = blockIdx.x * (u64)blockDim.x + threadIdx.x; w < words; w += (u64)gridDim.x * blockDim.x)
+    base[w] = guard_word(seed, w);
+}
+
+// The bytes of word w of a guarded allocation in [lo, hi) that differ from the pattern, as a
+// byte mask (bit b: byte b of the word).
+__device__ __forceinline__ unsigned damaged_bytes(const u64* base, u64 w, u64 lo, u64 hi, u64 seed) {
+  u64 diff = base[w] ^ guard_word(seed, w);
+  unsigned mask = 0;
+  for (int b = 0; b < 8; ++b) {
+    u64 at = w * 8 + b;
+    if (at >= lo && at < hi && ((diff >> (8 * b)) & 0xff)) mask |= 1u << b;
+  }
+  return mask;
+}
+// Guard zones of one buffer, [0, head_bytes) and [tail_start, end) of its allocation: out[0] = 1 +
+// the highest damaged offset of the head zone (the write nearest the buffer's start), out[1] = 1 +
+// the lowest damaged offset of the tail zone counted from tail_start; 0: intact. Word-wise.
+__global__ void guard_scan(const u64* base, u64 head_bytes, u64 tail_start, u64 end, u64 seed, u64* out) {
   u64 stride = (u64)gridDim.x * blockDim.x;
-  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < head_bytes; i += stride)
-    if (head[i] != pattern) atomicMax(&out[0], i + 1);
-  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < tail_bytes; i += stride)
-    if (tail[i] != pattern) atomicMin(&out[1], i + 1);
+  for (u64 w = blockIdx.x * (u64)blockDim.x + threadIdx.x; w < (head_bytes + 7) / 8; w += stride) {
+    unsigned m = damaged_bytes(base, w, 0, head_bytes, seed);
+    if (m) atomicMax(&out[0], w * 8 + (31 - __clz(m)) + 1);
+  }
+  for (u64 w = tail_start / 8 + blockIdx.x * (u64)blockDim.x + threadIdx.x; w < (end + 7) / 8; w += stride) {
+    unsigned m = damaged_bytes(base, w, tail_start, end, seed);
+    if (m) atomicMin(&out[1], w * 8 + (__ffs(m) - 1) - tail_start + 1);
+  }
 }
 
 __global__ void clock_probe(double* mhz) {

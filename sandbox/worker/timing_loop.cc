@@ -11,14 +11,17 @@
 #include "sandbox/worker/candidate_buffers.h"
 #include "sandbox/worker/cold_l2.h"
 #include "sandbox/worker/cupti_timer.h"
+#include "sandbox/worker/memory_patterns.h"
 
 namespace kopt::worker {
 namespace {
 
 constexpr int kBatch = 10;  // samples between CUPTI flushes and stopping decisions
-// Poison before each timed sample, in turn per visit of a buffer set: NaN for every float type,
-// then a pattern verification never uses (finite -1.7e38 for f32/bf16, NaN for f16), so a kernel
-// that works only on outputs holding verification's poison skips some samples and is caught.
+// Poison before each timed sample, in turn per visit of a buffer set (memory_patterns.h): NaN for
+// every float type, a pattern verification never uses (finite -1.7e38 for f32/bf16, NaN for f16),
+// then the previous sample's set's checked outputs (right for other inputs), so a kernel that
+// works only on outputs holding verification's poison, or skips outputs that look finished,
+// leaves a wrong answer in some samples and is caught.
 constexpr unsigned char kTimingPoison[2] = {0xFF, 0xFE};
 
 // A verdict on the candidate ends the loop early; errors (the task's or the worker's) are errors.
@@ -115,7 +118,7 @@ class TimedRun {
       auto cand = CandidateBuffers::create(device_, task_, sizes_, &cp_);
       if (!cand) return make_error("timing buffers: " + cand.error());
       set.candidate = std::make_unique<CandidateBuffers>(std::move(*cand));
-      if (auto s = set.candidate->load(*set.data); !s) return make_error(s.error());
+      if (auto s = set.candidate->load(*set.data, support_); !s) return make_error(s.error());
       if (bp_) {
         auto base = CandidateBuffers::create(device_, task_, sizes_, &*bp_, false);
         if (!base) return make_error("timing buffers: " + base.error());
@@ -264,8 +267,7 @@ class TimedRun {
     BufferSet& set = sets_[size_t(taken_) % sets_.size()];
     int visit = taken_ / int(sets_.size());
     if (auto s = load_fresh_module(); !s) return make_error(s.error());
-    if (auto s = set.candidate->poison(kTimingPoison[visit % 2], cand_stream_->get()); !s)
-      return make_error(s.error());
+    if (auto s = poison_sample(set, visit); !s) return make_error(s.error());
     if (auto f = run_sample(sampled_candidate(), cp_, set.candidate->bindings(),
                             cand_stream_->get(), unsigned(taken_), cand_limit_))
       return verdict(f->verdict, f->detail + " (while timing" + at_timed_shape_ + ")");
@@ -280,6 +282,17 @@ class TimedRun {
     auto mhz = support_.probe_clock_mhz();
     clock_mhz_.push_back(mhz ? *mhz : 0.0);
     return go_on();
+  }
+
+  // The poison of a visit of `set` (memory_patterns.h's timing_poison). The stale answer is the
+  // outputs of the set sampled just before, checked already (a set's first visit is never stale).
+  Status poison_sample(BufferSet& set, int visit) {
+    TimingPoison p = timing_poison(visit, int(sets_.size()));
+    if (p.kind == TimingPoisonKind::kBytes)
+      return set.candidate->poison(p.byte, cand_stream_->get());
+    const BufferSet& before = sets_[size_t(taken_ + int(sets_.size()) - 1) % sets_.size()];
+    ++outcome_.stale_poisoned;
+    return set.candidate->poison_with(before.candidate->outputs(), cand_stream_->get());
   }
 
   // A candidate whose module holds __device__ data runs every sample in a module loaded afresh
@@ -305,6 +318,7 @@ class TimedRun {
   // What this sample wrote: the first sample on a set in full, later ones by keyed hash, and in
   // full again where the hash differs (a correct kernel need not be bitwise repeatable).
   Step check_sample_outputs(BufferSet& set, const std::string& which) {
+    if (auto end = check_sample_guards(set, which); !end || *end) return end;
     auto hashes = set.candidate->output_hashes(support_, task_);
     if (!hashes) return make_error(hashes.error());
     if (set.first_hashes && *hashes == *set.first_hashes) {
@@ -326,6 +340,23 @@ class TimedRun {
           o->mismatch);
     }
     if (!set.first_hashes) set.first_hashes = std::move(*hashes);
+    return go_on();
+  }
+
+  // The guard zones of what this sample could write, after every sample: state kept in them
+  // between samples (then put back before the end of timing) is caught at the sample that left it.
+  // One scan launch per buffer and one read-back (see the evaluation's timing facts for the cost).
+  Step check_sample_guards(BufferSet& set, const std::string& which) {
+    std::vector<const GuardedBuffer*> guarded;
+    for (const auto& b : set.candidate->storage()) guarded.push_back(&b);
+    auto damage = damaged_guards(support_, guarded);
+    if (!damage) return make_error(damage.error());
+    ++outcome_.guard_checks;
+    for (size_t g = 0; g < guarded.size(); ++g)
+      if (!(*damage)[g].empty())
+        return verdict(Verdict::kOutOfBounds, (*damage)[g] + " of buffer '" +
+                                                  set.candidate->names()[g] + "' in " + which +
+                                                  at_timed_shape_);
     return go_on();
   }
 
@@ -430,7 +461,9 @@ nlohmann::json TimedOutcome::facts() const {
           {"baseline_from_history", baseline_from_history},
           {"hashed_samples", hashed_samples},
           {"full_checks", full_checks},
-          {"fresh_modules", fresh_modules}};
+          {"fresh_modules", fresh_modules},
+          {"guard_checks", guard_checks},
+          {"stale_poisoned", stale_poisoned}};
 }
 
 Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const LoadedKernel* baseline,

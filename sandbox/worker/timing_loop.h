@@ -5,7 +5,8 @@
 // drift cancels in the ratio.
 //
 // Every timed sample is honest: the candidate's outputs are poisoned before each sample (two
-// patterns in turn, neither verification's order), outside the timed span, and what each sample
+// patterns and a stale answer in turn, memory_patterns.h), outside the timed span, its guard
+// zones are scanned after it, and what each sample
 // wrote is checked after it: the first sample on a buffer set against the reference under the
 // task's tolerance, every later one by a keyed hash of its outputs that must equal that first
 // sample's, else (a kernel with atomics need not be bitwise repeatable) against the reference
@@ -36,6 +37,8 @@ struct TimedOutcome {
   int hashed_samples = 0;  // samples whose outputs matched their set's first by keyed hash
   int full_checks = 0;     // samples compared against the reference under the tolerance
   int fresh_modules = 0;   // samples run in a module loaded afresh (it holds __device__ data)
+  int guard_checks = 0;    // samples after which the candidate's guard zones were scanned
+  int stale_poisoned = 0;  // samples whose outputs started as another set's answer
   nlohmann::json facts() const;
 };
 

@@ -1,12 +1,15 @@
 #include "sandbox/worker/verifier.h"
+#include "sandbox/worker/structured_fill.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <vector>
 
 #include "sandbox/worker/candidate_buffers.h"
+#include "sandbox/worker/memory_patterns.h"
 
 namespace kopt::worker {
 namespace {
@@ -27,7 +30,7 @@ Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
   std::vector<GuardRegion> regions;
   for (const auto* b : buffers) {
     GuardZones z = b->guard_zones();
-    regions.push_back({z.head, z.head_bytes, z.tail, z.tail_bytes, kGuardPattern});
+    regions.push_back({z.base, z.head_bytes, z.tail_start, z.end, z.seed});
   }
   auto scanned = support.scan_guards(regions);
   if (!scanned) return make_error(scanned.error());
@@ -83,13 +86,16 @@ std::string describe_stress_failure(const TaskSpec& task, const StressRound& str
   }
   std::string inputs;
   for (const auto& [name, init] : stress.inputs)
-    inputs += (inputs.empty() ? "" : ", ") + name + ": " + describe_init(init);
+    inputs += (inputs.empty() ? "" : ", ") + name + ": " + describe_init(init) +
+              (stress.patterns.count(name) ? " with " + stress.name : "");
   return text + "; " + outcome.detail + "; the round's inputs: " + inputs +
          ". The kernel is right on well-scaled inputs but not on these extreme, valid ones: "
          "check its numerical stability";
 }
 
-bool shape_is_hidden(const std::string& phase) { return phase == "holdout" || phase == "drawn"; }
+bool shape_is_hidden(const std::string& phase) {
+  return phase == "holdout" || phase == "drawn" || phase == "threshold";
+}
 
 std::string describe_hidden_mismatch(const Mismatch& m, Verdict verdict) {
   return "'" + m.output + "' " +
@@ -98,6 +104,20 @@ std::string describe_hidden_mismatch(const Mismatch& m, Verdict verdict) {
          ": got " + format_number(m.actual) + " where " + format_number(m.expected) +
          " is expected";
 }
+
+namespace {
+// An input family's row pattern over the fill (sandbox/input_families.h), where the round has one.
+Status plant_pattern(SupportKernels& support, const TensorSpec& t, const ShapeBinding& sizes,
+                     const BufferRef& b, const StressRound* stress, uint64_t seed) {
+  if (!stress) return ok_status();
+  auto it = stress->patterns.find(t.name);
+  if (it == stress->patterns.end()) return ok_status();
+  auto row = evaluate_expression(it->second.row, sizes);
+  if (!row || *row < 1) return make_error("input '" + t.name + "': bad family row length");
+  return support.plant_rows(b.ptr, t.dtype, b.elements, it->second, *row,
+                            seed * 0x94d049bb133111ebULL ^ 0x6a09e667f3bcc909ULL);
+}
+}  // namespace
 
 Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBinding& sizes,
                    const BufferMap& inputs, uint64_t seed, const StressRound* stress) {
@@ -125,10 +145,16 @@ Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBin
       if (!v || *v < 1) return make_error("input '" + t.name + "': bad row structure length");
       *target = *v;
     }
-    if (auto s = support.fill(b.ptr, t.dtype, b.elements, init, bounds,
-                              seed * 0x2545F4914F6CDD1DULL + (++stream) * 0x9E3779B97F4A7C15ULL);
-        !s)
-      return make_error("filling input '" + t.name + "': " + s.error());
+    uint64_t input_seed = seed * 0x2545F4914F6CDD1DULL + (++stream) * 0x9E3779B97F4A7C15ULL;
+    if (!is_structured_dist(init.dist))
+      if (auto s = support.fill(b.ptr, t.dtype, b.elements, init, bounds, input_seed); !s)
+        return make_error("filling input '" + t.name + "': " + s.error());
+    if (auto s = plant_pattern(support, t, sizes, b, stress, seed + stream); !s) return s;
+    // Index tensors and planted values (sandbox/worker/structured_fill.h), after the plain draw.
+    if (needs_structured_fill(init))
+      if (auto s = fill_structured(support.device(), task, sizes, inputs, t, init, b, input_seed);
+          !s)
+        return make_error("filling input '" + t.name + "': " + s.error());
   }
   return ok_status();
 }
@@ -138,11 +164,16 @@ std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
                                     const TaskSpec& task, CUstream stream, const RunLimit& limit,
                                     double* elapsed_seconds) {
   CudaFailure failure;
+  // Scratch the plan did not ask to be zeroed holds NaN bytes on every other run and a random
+  // far-from-zero byte on the others (memory_patterns.h): reading it before writing fails, and
+  // its fill is no state to rely on.
+  static uint64_t runs = 0;
+  static std::mt19937_64 random{std::random_device{}()};
+  const unsigned char fill = scratch_fill_byte(runs++, random());
   for (const auto& s : plan.scratch) {
-    // Scratch the plan did not ask to be zeroed holds NaN bytes: reading it before writing fails.
     const BufferRef& b = buffers.at(s.name);
     if (b.bytes() &&
-        !device.check(device.driver().cuMemsetD8Async(b.ptr, s.zero ? 0 : 0xFF, b.bytes(), stream),
+        !device.check(device.driver().cuMemsetD8Async(b.ptr, s.zero ? 0 : fill, b.bytes(), stream),
                       "cuMemsetD8Async(scratch)", &failure))
       return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
   }
@@ -204,11 +235,13 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
   // A holdout's or a drawn shape's sizes never reach a verdict: the text goes to the model, which
   // would learn the shape to special-case (tasks/README.md, "Drawn shapes").
   const bool hidden = shape_is_hidden(phase);
+  // The step's variant of the task (drawn constants, an input family's tolerance), or the task.
+  const TaskSpec& task = step_task_ ? *step_task_ : task_;
   std::string shape_text = hidden ? "a " + phase + " shape" : describe_shape(sizes);
-  auto ref_plan = reference_.resolve(task_, sizes);
+  auto ref_plan = reference_.resolve(task, sizes);
   if (auto* f = std::get_if<PlanFailure>(&ref_plan))
     return make_error("reference plan at " + shape_text + ": " + f->detail);
-  auto cand_plan = candidate_.resolve(task_, sizes);
+  auto cand_plan = candidate_.resolve(task, sizes);
   if (auto* f = std::get_if<PlanFailure>(&cand_plan))
     return CheckOutcome{f->verdict, f->detail + " (at " + shape_text + ")", std::nullopt};
   const ResolvedPlan& cp = std::get<ResolvedPlan>(cand_plan);
@@ -223,7 +256,7 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
   };
   // The rounds' inputs and the reference's outputs on them: drawn from the pool, or one set of
   // this shape refilled from the request's seed every round.
-  InputSetMaker maker(device_, support_, task_, reference_, sizes, stress);
+  InputSetMaker maker(device_, support_, task, reference_, sizes, stress);
   double made_before = phases_.inputs_ms + phases_.reference_ms;
   auto drawn = draw_sets(pool_, pool_key_, maker, rounds, options_, &phases_);
   if (!drawn) return make_error(drawn.error());
@@ -242,11 +275,11 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
 
   // What the candidate runs on: copies of each round's inputs, its outputs and scratch
   // (candidate_buffers.h); and where its first run's outputs wait for the second's.
-  auto buffers = CandidateBuffers::create(device_, task_, sizes, &cp);
+  auto buffers = CandidateBuffers::create(device_, task, sizes, &cp);
   if (!buffers) return make_error(buffers.error());
   std::vector<GuardedBuffer> first_storage;
   BufferMap first_run;
-  if (auto s = allocate_tensors(device_, task_, task_.outputs, sizes, first_storage, first_run); !s)
+  if (auto s = allocate_tensors(device_, task, task.outputs, sizes, first_storage, first_run); !s)
     return make_error(s.error());
   phases_.setup_ms += lap();
 
@@ -260,7 +293,12 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
       o.mismatch->phase = phase;
       if (stress) o.mismatch->stress = stress->name;
     }
-    if (stress) o.detail = describe_stress_failure(task_, *stress, sizes, o);
+    if (stress && hidden) {
+      o.detail = verdict_name(o.verdict) + " on stress round '" + stress->name + "' (" +
+                 shape_text + "): " + o.detail;
+    } else if (stress) {
+      o.detail = describe_stress_failure(task, *stress, sizes, o);
+    }
     return o;
   };
 
@@ -278,36 +316,40 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
     ++phases_.rounds;
     if (stress) ++phases_.stress_rounds;
     RunLimit limit = candidate_run_limit(options_, set->reference_seconds, "the reference");
-    if (auto s = buffers->load(*set); !s) return make_error(s.error());
+    if (auto s = buffers->load(*set, support_); !s) return make_error(s.error());
     const BufferMap cand_buffers = buffers->bindings();
 
     for (int run = 0; run < 2; ++run) {
-      if (auto s = buffers->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun, device_.stream());
-          !s)
-        return make_error(s.error());
+      // After the first round, the first run starts from the previous round's verified answer
+      // (right for other inputs: a stale answer) instead of NaN bytes.
+      auto poisoned =
+          run == 0 && round > 0
+              ? buffers->poison_with(first_run, device_.stream())
+              : buffers->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun, device_.stream());
+      if (!poisoned) return make_error(poisoned.error());
       phases_.checks_ms += lap();
       double seconds = 0;
       auto failure =
-          run_plan(device_, candidate_, cp, cand_buffers, task_, device_.stream(), limit, &seconds);
+          run_plan(device_, candidate_, cp, cand_buffers, task, device_.stream(), limit, &seconds);
       phases_.candidate_ms += lap();
       double& slowest = candidate_seconds_[sizes];
       slowest = std::max(slowest, seconds);
       if (failure) return fail({failure->verdict, failure->detail, std::nullopt}, round);
       // Guard zones, the input copies, the kept set itself: checked before any comparison is
       // trusted (a damaged kept set is dropped there).
-      auto intact = check_integrity(support_, task_, {&*buffers}, pooled ? pool_ : nullptr);
+      auto intact = check_integrity(support_, task, {&*buffers}, pooled ? pool_ : nullptr);
       if (!intact) return make_error(intact.error());
       if (intact->verdict != Verdict::kOk) return fail(*intact, round);
       // A second run that disagrees with the reference, after a first that agreed, means the
       // result depends on something other than the inputs: stale memory, races.
-      auto o = check_outputs(support_, task_, buffers->outputs(), *set,
+      auto o = check_outputs(support_, task, buffers->outputs(), *set,
                              run == 0 ? Verdict::kIncorrect : Verdict::kNondeterministic);
       if (!o) return make_error(o.error());
       if (o->verdict != Verdict::kOk) {
         if (run == 1) o->detail = "second run on the same inputs differs: " + o->detail;
         return fail(*o, round);
       }
-      for (const auto& t : task_.outputs) {
+      for (const auto& t : task.outputs) {
         const BufferRef& actual = buffers->outputs().at(t.name);
         if (run == 0) {
           if (auto s = copy_buffer(device_, actual, first_run[t.name]); !s)
@@ -315,7 +357,7 @@ Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int round
           continue;
         }
         auto same =
-            check_output(support_, task_, t, actual, first_run[t.name], Verdict::kNondeterministic);
+            check_output(support_, task, t, actual, first_run[t.name], Verdict::kNondeterministic);
         if (!same) return make_error(same.error());
         if (same->verdict != Verdict::kOk) {
           same->detail = "two runs on the same inputs disagree: " + same->detail;

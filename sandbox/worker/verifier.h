@@ -50,7 +50,7 @@ Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
 
 // Whether a phase's shapes are kept from the model ("holdout", "drawn"): their verdicts name no
 // size, and a mismatch is told by its values alone (describe_hidden_mismatch).
-bool shape_is_hidden(const std::string& phase);
+bool shape_is_hidden(const std::string& phase);  // also "threshold" (sandbox/source_thresholds.h)
 std::string describe_hidden_mismatch(const Mismatch& m, Verdict verdict);
 
 // Fills every input of the task for one round, with `stress`'s overrides where given.
@@ -97,6 +97,9 @@ class Verifier {
     pool_ = pool;
     pool_key_ = std::move(key);
   }
+  // The next verify_shape calls judge against `variant` (the task with drawn constants or an
+  // input family's tolerance; it must outlive them), nullptr: the task itself.
+  void use_task_variant(const TaskSpec* variant) { step_task_ = variant; }
   // Errors mean the task or the worker is broken; the candidate's faults are verdicts. With
   // `stress`, the inputs get its overrides (kept sets of their own) and a failure names it.
   Result<CheckOutcome> verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
@@ -116,6 +119,7 @@ class Verifier {
   InputPool* pool_ = nullptr;
   std::string pool_key_;
   std::map<ShapeBinding, double> candidate_seconds_;
+  const TaskSpec* step_task_ = nullptr;
 };
 
 }  // namespace kopt::worker

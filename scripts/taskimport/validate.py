@@ -9,6 +9,8 @@ import math
 from taskimport.compare import describe, unravel, where_text
 from taskimport.sweep import evaluate
 
+import structured_inputs  # bench/: sys.path holds it wherever validate_reference runs
+
 FLOAT = ("f32", "f16", "bf16", "e4m3")
 TORCH = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32", "i64": "int64",
          "e4m3": "float8_e4m3fn"}
@@ -23,6 +25,10 @@ def make_inputs(torch, task, bindings, overrides, seed):
         init = dict(overrides.get(t["name"], t.get("init", {})))
         dtype = getattr(torch, TORCH[t["dtype"]])
         dist = init.get("dist", "normal")
+        made = structured_inputs.make(torch, t, init, shape, bindings, out, gen, evaluate)
+        if made is not None:  # a block table or a permutation (bench/structured_inputs.py)
+            out[t["name"]] = made.to(dtype)
+            continue
         if dist == "randint":
             lo, hi = evaluate(init["low"], bindings), evaluate(init["high"], bindings)
             x = torch.randint(lo, hi, shape, generator=gen, device="cuda", dtype=torch.int64)
@@ -36,6 +42,7 @@ def make_inputs(torch, task, bindings, overrides, seed):
             x = x * init.get("std", 1.0) + init.get("mean", 0.0)
         if t["dtype"] == "e4m3":
             x = x.clamp(-E4M3_MAX, E4M3_MAX)
+        x = structured_inputs.finish(torch, t, init, x, bindings, out, gen, evaluate)
         out[t["name"]] = x.to(dtype)
     return out
 

@@ -7,6 +7,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
+#include "common/text_escape.h"
+#include "common/utf8.h"
 #include "sandbox/task_catalog.h"
 #include "src/cli/baseline_runs.h"
 #include "src/cli/command.h"
@@ -38,9 +41,10 @@ void print_rows(const std::vector<memory::ProductionBaselineRecord>& rows) {
   std::printf("%-18s %-20s %12s %7s %7s  %-24s %s\n", "task", "baseline", "median us", "noise",
               "samples", "gpu", "measured");
   for (const auto& r : rows) {
-    std::printf("%-18s %-20s %12.2f %6.2f%% %7lld  %-24s %s\n", r.task.substr(0, 18).c_str(),
-                r.name.c_str(), r.median_us, r.noise * 100, static_cast<long long>(r.samples),
-                r.gpu_model.substr(0, 24).c_str(), r.created_at.c_str());
+    std::printf("%-18s %-20s %12.2f %6.2f%% %7lld  %-24s %s\n",
+                std::string(utf8_prefix(r.task, 18)).c_str(), r.name.c_str(), r.median_us,
+                r.noise * 100, static_cast<long long>(r.samples),
+                terminal_text(utf8_prefix(r.gpu_model, 24)).c_str(), r.created_at.c_str());
   }
 }
 
@@ -57,9 +61,9 @@ int run_baselines(int argc, char** argv) {
   options.add_options()("tasks", "the tasks folder", cxxopts::value<std::string>())(
       "names", "tasks (default: every task)", cxxopts::value<std::vector<std::string>>())(
       "list", "print the stored baselines, measure nothing")("json", "machine-readable output")(
-      "no-compile", "skip torch.compile")("no-torch",
-                                          "skip the PyTorch helper (cuBLASLt only)")("python", "the Python with PyTorch that runs the helper",
-                                          cxxopts::value<std::string>()->default_value("python3"))(
+      "no-compile", "skip torch.compile")("no-torch", "skip the PyTorch helper (cuBLASLt only)")(
+      "python", "the Python with PyTorch that runs the helper",
+      cxxopts::value<std::string>()->default_value("python3"))(
       "helper", "the timing helper (default: scripts/torch_baselines.py of kopt's source tree)",
       cxxopts::value<std::string>());
   add_sandbox_flags(options);
@@ -81,7 +85,7 @@ int run_baselines(int argc, char** argv) {
     if (args->count("json")) {
       json out = json::array();
       for (const auto& r : *rows) out.push_back(row_json(r));
-      std::cout << out.dump(2) << "\n";
+      std::cout << dump_json_ascii(out, 2) << "\n";
     } else if (rows->empty()) {
       std::cout << "no production baselines measured (kopt baselines TASK measures them)\n";
     } else {
@@ -125,7 +129,7 @@ int run_baselines(int argc, char** argv) {
   if (args->count("json")) {
     json out = {{"stored", json::array()}, {"problems", report.problems}};
     for (const auto& r : report.stored) out["stored"].push_back(row_json(r));
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
   } else {
     if (!report.stored.empty()) print_rows(report.stored);
     for (const auto& p : report.problems) std::printf("not measured: %s\n", p.c_str());

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_limits.h"
 #include "common/sol_score.h"
 #include "memory_store/database_check.h"
 #include "memory_store/production_baselines.h"
@@ -176,7 +177,7 @@ int run_compare(int argc, char** argv) {
       out["tasks"].push_back(
           {{"task", task}, {"a", side_json(*a, task)}, {"b", side_json(*b, task)}});
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
     return 0;
   }
   print_table(*a, *b, tasks);

@@ -6,9 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "sandbox/compiler.h"
+#include "sandbox/confined/landlock.h"
 #include "sandbox/cuda_driver.h"
 #include "sandbox/nvml.h"
 #include "sandbox/sanitizer_runner.h"
@@ -205,16 +207,21 @@ int run_doctor(int argc, char** argv) {
   }
   report.found("compile cache", (cache_directory() / "compile").string());
   check_optional_tools(report);
+  if (std::string why = landlock_unavailable_reason(); why.empty()) {
+    report.found("compile confinement", "Landlock (NVRTC reads only the toolkit and libraries)");
+  } else {
+    report.add("WARNING", "compile confinement", why + ": " + kUnconfinedCompileWarning);
+  }
   check_llm(report, args->count("config")
                         ? std::optional<std::filesystem::path>((*args)["config"].as<std::string>())
                         : std::nullopt);
   int exit_code = report.missing ? 1 : 0;
   if (report.json) {
-    std::cout << nlohmann::json{{"kopt", KOPT_VERSION},
-                                {"findings", report.findings},
-                                {"missing", report.missing},
-                                {"exit_code", exit_code}}
-                     .dump(2)
+    std::cout << dump_json_ascii(nlohmann::json{{"kopt", KOPT_VERSION},
+                                                {"findings", report.findings},
+                                                {"missing", report.missing},
+                                                {"exit_code", exit_code}},
+                                 2)
               << "\n";
     return exit_code;
   }

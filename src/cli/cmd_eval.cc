@@ -5,11 +5,14 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/json_limits.h"
+#include "common/text_escape.h"
 #include "sandbox/compiler.h"
 #include "sandbox/confined/confined_compile.h"
 #include "sandbox/evaluator.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/kernel_file_check.h"
+#include "sandbox/sanitizer_runner.h"
 #include "sandbox/task_catalog.h"
 #include "sandbox/task_spec.h"
 #include "src/cli/command.h"
@@ -39,17 +42,21 @@ void print_result(const EvalResult& r, const std::string& kernel) {
       r.device.is_object() && r.device.contains("name") && r.device["name"].is_string()
           ? r.device["name"].get<std::string>()
           : "the GPU";
-  std::printf("%-10s %s on %s\n", "kernel", kernel.c_str(), device.c_str());
+  // The compile log, the detail and the device name can carry the candidate's own text
+  // (#error, a printf): shown with visible escapes, never as terminal control sequences.
+  std::printf("%-10s %s on %s\n", "kernel", terminal_text(kernel).c_str(),
+              terminal_text(device).c_str());
   std::printf("%-10s %s\n", "verdict", verdict_name(r.verdict).c_str());
-  if (!r.detail.empty()) std::printf("%-10s %s\n", "detail", r.detail.c_str());
+  if (!r.detail.empty()) std::printf("%-10s %s\n", "detail", terminal_text(r.detail).c_str());
   if (r.mismatch) {
     const Mismatch& m = *r.mismatch;
     std::printf("%-10s %s[%lld] at %s (%s, round %d): got %.9g, expected %.9g\n", "mismatch",
-                m.output.c_str(), static_cast<long long>(m.index), m.shape.c_str(), m.phase.c_str(),
-                m.round, m.actual, m.expected);
+                terminal_text(m.output).c_str(), static_cast<long long>(m.index),
+                terminal_text(m.shape).c_str(), terminal_text(m.phase).c_str(), m.round, m.actual,
+                m.expected);
   }
   if (r.verdict == Verdict::kCompileError && !r.compile_log.empty()) {
-    std::printf("%s\n", r.compile_log.c_str());
+    std::printf("%s\n", terminal_block_text(r.compile_log).c_str());
   }
   if (r.candidate_time) print_timing("candidate", *r.candidate_time);
   if (r.baseline_time) print_timing("baseline", *r.baseline_time);
@@ -72,7 +79,7 @@ void print_result(const EvalResult& r, const std::string& kernel) {
     const KernelProfile& p = *r.profile;
     std::printf("%-10s %d kernel(s), %.2f us under the profiler, %d replay passes, %.0f ms\n",
                 "profile", p.kernels, p.duration_us, p.passes, p.profile_ms);
-    std::printf("%-10s %s\n", "", describe_profile(p).c_str());
+    std::printf("%-10s %s\n", "", terminal_text(describe_profile(p)).c_str());
     std::printf(
         "%-10s DRAM read %.0f B, write %.0f B; %.0f warp instructions; %.0f shared "
         "wavefronts, %.0f bank conflicts\n",
@@ -80,11 +87,13 @@ void print_result(const EvalResult& r, const std::string& kernel) {
         p.bank_conflicts);
     std::printf("%-10s", "stalls");
     for (size_t i = 0; i < p.stalls.size(); ++i)
-      std::printf("%s %s %.1f%%", i ? "," : "", stall_display_name(p.stalls[i].reason).c_str(),
+      std::printf("%s %s %.1f%%", i ? "," : "",
+                  terminal_text(stall_display_name(p.stalls[i].reason)).c_str(),
                   p.stalls[i].percent);
     std::printf("\n");
   }
-  if (!r.profile_note.empty()) std::printf("%-10s %s\n", "profile", r.profile_note.c_str());
+  if (!r.profile_note.empty())
+    std::printf("%-10s %s\n", "profile", terminal_text(r.profile_note).c_str());
   std::printf("%-10s compile %.0f ms%s, verify %.0f ms, time %.0f ms, total %.0f ms\n", "latency",
               r.compile_ms, r.compile_cache_hit ? " (cached)" : "", r.verify_ms, r.time_ms,
               r.total_ms);
@@ -94,6 +103,40 @@ Result<KernelSource> kernel_source(const std::filesystem::path& path) {
   auto text = read_file(path);
   if (!text) return make_error(text.error());
   return KernelSource{*text, path.string(), {}};
+}
+
+// `kopt eval --sanitize`: the kernel under compute-sanitizer's tools after its evaluation
+// (sandbox/sanitizer_runner.h), unless it never ran on the GPU. A finding turns an ok verdict
+// into `sanitizer`; other verdicts stand, with the finding beside them.
+SanitizerOutcome sanitize_after(EvalResult& result, const EvalRequest& request,
+                                const SandboxOptions& worker) {
+  switch (result.verdict) {
+    case Verdict::kCompileError:
+    case Verdict::kInvalidPlan:
+    case Verdict::kGpuBusy:
+      return {.note =
+                  "not sanitized: the kernel did not run (" + verdict_name(result.verdict) + ")"};
+    default:
+      break;
+  }
+  SanitizerOutcome outcome = run_sanitizers(request, worker);
+  if (outcome.finding && result.verdict == Verdict::kOk) {
+    EvalResult found = sanitizer_verdict(*outcome.finding);
+    result.verdict = found.verdict;
+    result.detail = found.detail;
+  }
+  return outcome;
+}
+
+nlohmann::json sanitizer_json(const SanitizerOutcome& s) {
+  nlohmann::json out = {{"ran", s.ran}, {"note", s.note}, {"seconds", s.seconds}};
+  if (s.finding) out["finding"] = s.finding->describe();
+  return out;
+}
+
+void print_sanitizer(const SanitizerOutcome& s) {
+  std::printf("%-10s %s\n", "sanitizer", s.note.c_str());
+  if (s.finding) std::printf("%-10s %s\n", "", s.finding->describe().c_str());
 }
 
 }  // namespace
@@ -116,7 +159,11 @@ int run_eval(int argc, char** argv) {
       "shapes", "then time it at every shape of the task's sweep: a table per shape")(
       "profile-bracket",
       "run the kernel once at the timed shape between cuProfilerStart/Stop, for "
-      "`ncu --profile-from-start off` (set KOPT_SANDBOX_UNDER_PROFILER=1 and --no-time)");
+      "`ncu --profile-from-start off` (set KOPT_SANDBOX_UNDER_PROFILER=1 and --no-time)")(
+      "sanitize",
+      "afterwards run the kernel under compute-sanitizer's memcheck, racecheck, synccheck and "
+      "initcheck at every shape class (timed shape, holdouts, sweep, stress, drawn), each tool "
+      "within a time budget; a finding makes an ok verdict `sanitizer`");
   add_sandbox_flags(options);
   options.parse_positional({"task", "kernel"});
   options.positional_help("TASK [KERNEL.cu]");
@@ -134,6 +181,8 @@ int run_eval(int argc, char** argv) {
                 "kopt eval: --profile needs the GPU part of the evaluation; it cannot go with "
                 "--compile-only");
   }
+  if (args->count("sanitize") && args->count("compile-only"))
+    return fail(2, "kopt eval: --sanitize runs the kernel on the GPU; not with --compile-only");
   if ((*args)["rounds"].as<int>() < 1) return fail(2, "kopt eval: --rounds must be at least 1");
   if (args->count("shapes") && (args->count("compile-only") || args->count("no-time"))) {
     return fail(2,
@@ -158,15 +207,15 @@ int run_eval(int argc, char** argv) {
   // shape where it cannot launch, with the GPU held for nothing.
   if (auto plan = check_plan_variants(*file, *task); !plan) {
     if (json_out) {
-      std::cout << nlohmann::json{{"verdict", verdict_name(Verdict::kInvalidPlan)},
-                                  {"detail", plan.error()},
-                                  {"kernel", kernel_path.string()},
-                                  {"task", task->name}}
-                       .dump(2)
+      std::cout << dump_json(nlohmann::json{{"verdict", verdict_name(Verdict::kInvalidPlan)},
+                                            {"detail", plan.error()},
+                                            {"kernel", kernel_path.string()},
+                                            {"task", task->name}},
+                             2)
                 << "\n";
     } else {
       std::cout << "verdict: " << verdict_name(Verdict::kInvalidPlan) << "\n"
-                << plan.error() << "\n";
+                << terminal_block_text(plan.error()) << "\n";
     }
     return 1;
   }
@@ -178,22 +227,23 @@ int run_eval(int argc, char** argv) {
   if (!compiled) return fail(1, "kopt eval: " + compiled.error());
   if (!compiled->ok) {
     if (json_out) {
-      std::cout << nlohmann::json{{"verdict", "compile_error"}, {"log", compiled->log}}.dump(2)
+      std::cout << dump_json(nlohmann::json{{"verdict", "compile_error"}, {"log", compiled->log}},
+                             2)
                 << "\n";
     } else {
-      std::cout << "verdict: compile_error\n" << compiled->log << "\n";
+      std::cout << "verdict: compile_error\n" << terminal_block_text(compiled->log) << "\n";
     }
     return 1;
   }
   if (args->count("compile-only")) {
     if (json_out) {
-      std::cout << nlohmann::json{{"verdict", "compiled"},
-                                  {"arch", arch},
-                                  {"cubin_bytes", compiled->cubin.size()},
-                                  {"compile_ms", compiled->millis},
-                                  {"cache_hit", compiled->cache_hit},
-                                  {"log", compiled->log}}
-                       .dump(2)
+      std::cout << dump_json(nlohmann::json{{"verdict", "compiled"},
+                                            {"arch", arch},
+                                            {"cubin_bytes", compiled->cubin.size()},
+                                            {"compile_ms", compiled->millis},
+                                            {"cache_hit", compiled->cache_hit},
+                                            {"log", compiled->log}},
+                             2)
                 << "\n";
     } else {
       std::printf("compiled %s for %s: %zu bytes of CUBIN, %.1f ms%s\n", kernel_path.c_str(),
@@ -233,19 +283,26 @@ int run_eval(int argc, char** argv) {
     if (!rows) return fail(3, "kopt eval --shapes: " + rows.error());
     per_shape = std::move(*rows);
   }
+  std::optional<SanitizerOutcome> sanitized;
+  if (args->count("sanitize")) {
+    evaluator.shutdown();  // the tools' worker gets the GPU and its memory alone
+    sanitized = sanitize_after(*result, request, sandbox_options_from(*args));
+  }
   if (json_out) {
     nlohmann::json out = to_json(*result);
     out["kernel"] = kernel_path.string();
     out["task"] = task->name;
     if (per_shape) out["shapes"] = shape_timings_json(*per_shape);
-    std::cout << out.dump(2) << "\n";
+    if (sanitized) out["sanitizer"] = sanitizer_json(*sanitized);
+    std::cout << dump_json_ascii(out, 2) << "\n";
   } else {
     print_result(*result, kernel_path.string());
     if (per_shape) print_shape_timings(*per_shape);
+    if (sanitized) print_sanitizer(*sanitized);
   }
   if (result->verdict == Verdict::kGpuBusy) {
     std::cerr << "kopt eval: WARNING: no time was taken because the GPU is shared or throttled: "
-              << result->detail << "\n"
+              << terminal_text(result->detail) << "\n"
               << "kopt eval: `kopt doctor` lists what runs on each GPU\n";
     return 4;
   }

@@ -58,15 +58,16 @@ int print_export_json(const exporter::ExportReport& report, const exporter::Expo
   }
   nlohmann::json written = nlohmann::json::array();
   for (const auto& w : report.written) written.push_back(w.string());
-  std::cout << nlohmann::json{{"out", options.out_dir.string()},
-                              {"kernels", kernels},
-                              {"skipped", report.skipped},
-                              {"refused_stale", report.refused_stale},
-                              {"written", written},
-                              {"commit", report.commit.empty() ? nlohmann::json()
-                                                               : nlohmann::json(report.commit)},
-                              {"exit_code", exit_code}}
-                   .dump(2)
+  std::cout << dump_json_ascii(
+                   nlohmann::json{{"out", options.out_dir.string()},
+                                  {"kernels", kernels},
+                                  {"skipped", report.skipped},
+                                  {"refused_stale", report.refused_stale},
+                                  {"written", written},
+                                  {"commit", report.commit.empty() ? nlohmann::json()
+                                                                   : nlohmann::json(report.commit)},
+                                  {"exit_code", exit_code}},
+                   2)
             << "\n";
   return exit_code;
 }
@@ -145,8 +146,7 @@ int run_export(int argc, char** argv) {
     std::cerr << "kopt export: refused " << refused << "\n";
   }
   if (report->kernels.empty()) {
-    std::cerr << "kopt export: no "
-              << (report->refused_stale.empty() ? "" : "currently ")
+    std::cerr << "kopt export: no " << (report->refused_stale.empty() ? "" : "currently ")
               << "verified kernel to export"
               << (export_options.gpu.empty() ? "" : " on " + export_options.gpu)
               << (report->skipped.empty() ? "" : " (see the skipped tasks above)") << "\n";

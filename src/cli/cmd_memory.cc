@@ -9,9 +9,11 @@
 #include <set>
 
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/sol_score.h"
 #include "common/strings.h"
 #include "common/text_escape.h"
+#include "common/utf8.h"
 #include "memory_store/database_check.h"
 #include "memory_store/jsonl_io.h"
 #include "memory_store/judging_staleness.h"
@@ -48,12 +50,15 @@ constexpr const char* kUsage =
     "  kopt memory prune [--dry-run] [--max-per-task N] [--max-per-family N] "
     "[--max-negatives-per-task N]";
 
+// A table cell: one line, every control character, C1 control and bidi override shown as a
+// visible escape (model and imported text: OSC 52 would write the clipboard), cut on a character.
 std::string shorten(const std::string& text, size_t width) {
   std::string flat = text;
   for (char& c : flat) {
     if (c == '\n' || c == '\t') c = ' ';
   }
-  return flat.size() <= width ? flat : flat.substr(0, width - 3) + "...";
+  flat = terminal_text(flat);
+  return flat.size() <= width ? flat : clip_utf8(flat, width - 3);
 }
 
 json pair_json(const PairRecord& p) {
@@ -180,7 +185,7 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
       row["standing"] = standing ? standing_json(*standing) : json();
       out.push_back(row);
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
     return 0;
   }
   if (pairs->empty()) {
@@ -199,11 +204,11 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
     if (!stale.empty()) notes.push_back("pair " + std::to_string(p.id) + ": " + stale);
     std::printf("%6lld  %-18s %7.2fx%s %-24s %-7s %5lld %5lld  %s\n", static_cast<long long>(p.id),
                 shorten(p.task, 18).c_str(), p.speedup, stale.empty() ? " " : "*",
-                shorten(p.gpu_model, 24).c_str(), p.gpu_arch.c_str(),
+                shorten(p.gpu_model, 24).c_str(), shorten(p.gpu_arch, 7).c_str(),
                 static_cast<long long>(p.retrieved_count), static_cast<long long>(p.improved_count),
                 shorten(p.summary, 60).c_str());
   }
-  for (const auto& note : notes) std::printf("* %s\n", note.c_str());
+  for (const auto& note : notes) std::printf("* %s\n", terminal_text(note).c_str());
   if (!notes.empty()) std::printf("  (%s)\n", memory::kRejudgeAdvice);
   print_task_bests(store, *pairs);
   return 0;
@@ -236,7 +241,7 @@ int search(MemoryStore& store, const cxxopts::ParseResult& args,
                      {"text", h.text},
                      {"speedup", h.speedup}});
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
     return 0;
   }
   if (hits->empty()) std::cout << "nothing matches\n";
@@ -246,7 +251,7 @@ int search(MemoryStore& store, const cxxopts::ParseResult& args,
                   shorten(h.task, 18).c_str(), h.speedup, shorten(h.text, 70).c_str());
     } else {
       std::printf("kernel %6lld  %-18s          %s\n", static_cast<long long>(h.id),
-                  shorten(h.task, 18).c_str(), h.text.c_str());
+                  shorten(h.task, 18).c_str(), terminal_text(h.text).c_str());
     }
   }
   return 0;
@@ -262,7 +267,7 @@ void print_profiles(MemoryStore& store, const PairRecord& p) {
     auto profile = stored_kernel_profile(*text);
     if (!profile) continue;
     std::printf("%s side: %.2f us under the profiler; %s\n", side, profile->duration_us,
-                describe_profile_and_bottleneck(*profile).c_str());
+                terminal_text(describe_profile_and_bottleneck(*profile)).c_str());
     any = true;
   }
   if (any) std::printf("\n");
@@ -318,13 +323,14 @@ int show(MemoryStore& store, const std::vector<std::string>& words) {
   // Pointers to the optionals, so the printing below reads as it did: (*slow)->source.
   const auto* slow = &shown->slow;
   const auto* fast = &shown->fast;
-  std::printf("pair %lld: %s, %.3fx %s on %s (%s)\n", static_cast<long long>(p.id), p.task.c_str(),
-              p.speedup, p.is_negative ? "(slower: a warning)" : "faster", p.gpu_model.c_str(),
-              p.gpu_arch.empty() ? "arch unknown" : p.gpu_arch.c_str());
-  std::printf("tags: %s\n", join(p.tags, ", ").c_str());
+  std::printf("pair %lld: %s, %.3fx %s on %s (%s)\n", static_cast<long long>(p.id),
+              terminal_text(p.task).c_str(), p.speedup,
+              p.is_negative ? "(slower: a warning)" : "faster", terminal_text(p.gpu_model).c_str(),
+              p.gpu_arch.empty() ? "arch unknown" : terminal_text(p.gpu_arch).c_str());
+  std::printf("tags: %s\n", terminal_text(join(p.tags, ", ")).c_str());
   std::printf("shown in prompts %lld times, helped %lld times; lineage %lld; recorded %s\n",
               static_cast<long long>(p.retrieved_count), static_cast<long long>(p.improved_count),
-              static_cast<long long>(p.lineage_root_id), p.created_at.c_str());
+              static_cast<long long>(p.lineage_root_id), terminal_text(p.created_at).c_str());
   std::printf("slow kernel %lld (%s), fast kernel %lld (%s)\n\n",
               static_cast<long long>(p.slow_kernel_id), (*slow)->sha256.substr(0, 12).c_str(),
               static_cast<long long>(p.fast_kernel_id), (*fast)->sha256.substr(0, 12).c_str());
@@ -333,7 +339,7 @@ int show(MemoryStore& store, const std::vector<std::string>& words) {
   std::string diff = memory::unified_diff((*slow)->source, (*fast)->source,
                                           "kernel " + std::to_string(p.slow_kernel_id) + " (slow)",
                                           "kernel " + std::to_string(p.fast_kernel_id) + " (fast)");
-  std::cout << (diff.empty() ? "(the sources are identical)\n" : diff);
+  std::cout << (diff.empty() ? "(the sources are identical)\n" : terminal_block_text(diff));
   return 0;
 }
 
@@ -352,7 +358,7 @@ int show_json(MemoryStore& store, const std::vector<std::string>& words) {
   out["diff"] = memory::unified_diff((*slow)->source, (*fast)->source,
                                      "kernel " + std::to_string(p.slow_kernel_id) + " (slow)",
                                      "kernel " + std::to_string(p.fast_kernel_id) + " (fast)");
-  std::cout << out.dump(2) << "\n";
+  std::cout << dump_json_ascii(out, 2) << "\n";
   return 0;
 }
 
@@ -375,16 +381,16 @@ int show_kernel(MemoryStore& store, const std::vector<std::string>& words,
   }
   const memory::KernelRecord& k = **kernel;
   if (args.count("json")) {
-    std::cout << json{{"id", k.id},
-                      {"task", k.task},
-                      {"sha256", k.sha256},
-                      {"parent", k.parent_id ? json(*k.parent_id) : json()},
-                      {"run", k.run_id ? json(*k.run_id) : json()},
-                      {"origin_agent", k.origin.agent},
-                      {"origin_model", k.origin.model},
-                      {"created_at", k.created_at},
-                      {"source", k.source}}
-                     .dump(2)
+    std::cout << dump_json_ascii(json{{"id", k.id},
+                                      {"task", k.task},
+                                      {"sha256", k.sha256},
+                                      {"parent", k.parent_id ? json(*k.parent_id) : json()},
+                                      {"run", k.run_id ? json(*k.run_id) : json()},
+                                      {"origin_agent", k.origin.agent},
+                                      {"origin_model", k.origin.model},
+                                      {"created_at", k.created_at},
+                                      {"source", k.source}},
+                                 2)
               << "\n";
     return 0;
   }
@@ -413,7 +419,7 @@ void print_counts(const char* title, const std::vector<std::pair<std::string, in
   std::printf("%s:\n", title);
   if (counts.empty()) std::printf("  (none)\n");
   for (const auto& [name, count] : counts) {
-    std::printf("  %-32s %lld\n", name.c_str(), static_cast<long long>(count));
+    std::printf("  %-32s %lld\n", terminal_text(name).c_str(), static_cast<long long>(count));
   }
 }
 
@@ -430,23 +436,24 @@ int stats(MemoryStore& store, const cxxopts::ParseResult& args) {
       for (const auto& [name, count] : counts) out[name] = count;
       return out;
     };
-    std::cout << json{{"database", store.database().path().string()},
-                      {"schema_version", s->schema_version},
-                      {"file_bytes", s->file_bytes},
-                      {"tasks", s->tasks},
-                      {"kernels", s->kernels},
-                      {"evaluations", s->evaluations},
-                      {"pairs", s->pairs},
-                      {"negative_pairs", s->negative_pairs},
-                      {"runs", s->runs},
-                      {"task", task.empty() ? json() : json(task)},
-                      // Calls are accounted per run: not counted for one task.
-                      {"llm_calls", s->llm_calls < 0 ? json() : json(s->llm_calls)},
-                      {"evaluations_by_task", pairs_to_json(s->evaluations_by_task)},
-                      {"pairs_by_task", pairs_to_json(s->pairs_by_task)},
-                      {"evaluations_by_verdict", pairs_to_json(s->evaluations_by_verdict)},
-                      {"evaluations_by_gpu", pairs_to_json(s->evaluations_by_gpu)}}
-                     .dump(2)
+    std::cout << dump_json(
+                     json{{"database", store.database().path().string()},
+                          {"schema_version", s->schema_version},
+                          {"file_bytes", s->file_bytes},
+                          {"tasks", s->tasks},
+                          {"kernels", s->kernels},
+                          {"evaluations", s->evaluations},
+                          {"pairs", s->pairs},
+                          {"negative_pairs", s->negative_pairs},
+                          {"runs", s->runs},
+                          {"task", task.empty() ? json() : json(task)},
+                          // Calls are accounted per run: not counted for one task.
+                          {"llm_calls", s->llm_calls < 0 ? json() : json(s->llm_calls)},
+                          {"evaluations_by_task", pairs_to_json(s->evaluations_by_task)},
+                          {"pairs_by_task", pairs_to_json(s->pairs_by_task)},
+                          {"evaluations_by_verdict", pairs_to_json(s->evaluations_by_verdict)},
+                          {"evaluations_by_gpu", pairs_to_json(s->evaluations_by_gpu)}},
+                     2)
               << "\n";
     return 0;
   }

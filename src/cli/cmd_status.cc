@@ -8,7 +8,10 @@
 #include <iostream>
 #include <thread>
 
+#include "common/json_limits.h"
 #include "common/sol_score.h"
+#include "common/text_escape.h"
+#include "common/utf8.h"
 #include "memory_store/database_check.h"
 #include "memory_store/memory_store.h"
 #include "memory_store/production_baselines.h"
@@ -79,14 +82,14 @@ void print_status_json(memory::MemoryStore& store, const orchestrator::RunProgre
     if (!(t.best_us > 0)) continue;
     out["tasks"][i]["standing"] = standing_json(task_standing(store.database(), progress.gpu, t));
   }
-  std::cout << out.dump(2) << "\n";
+  std::cout << dump_json_ascii(out, 2) << "\n";
 }
 
 void print_status_text(memory::MemoryStore& store, const orchestrator::RunProgress& progress,
                        const std::string& updated_at, bool alive) {
   std::cout << "run " << progress.run_id << " (" << progress.mode << " mode"
-            << (progress.gpu.empty() ? "" : ", " + progress.gpu) << "), last update " << updated_at
-            << (alive ? ", daemon pid " + std::to_string(progress.pid) : "") << "\n";
+            << (progress.gpu.empty() ? "" : ", " + terminal_text(progress.gpu)) << "), last update "
+            << updated_at << (alive ? ", daemon pid " + std::to_string(progress.pid) : "") << "\n";
   for (const std::string& line : orchestrator::render_progress(progress)) {
     std::cout << line << "\n";
   }
@@ -98,7 +101,7 @@ void print_status_text(memory::MemoryStore& store, const orchestrator::RunProgre
       header = true;
     }
     Standing s = task_standing(store.database(), progress.gpu, t);
-    std::printf("%-18s %8.2fx  %-28s %6.1f  %s\n", t.name.substr(0, 18).c_str(),
+    std::printf("%-18s %8.2fx  %-28s %6.1f  %s\n", std::string(utf8_prefix(t.name, 18)).c_str(),
                 s.speedup_vs_baseline, format_production_speedup(s).c_str(), s.sol_percent,
                 format_score(s).c_str());
   }

@@ -17,8 +17,9 @@
 namespace kopt::cli {
 
 int run_submit(int argc, char** argv) {
-  cxxopts::Options options("kopt submit", "add a task to the running daemon (or to the next "
-                                          "kopt run --resume)");
+  cxxopts::Options options("kopt submit",
+                           "add a task to the running daemon (or to the next "
+                           "kopt run --resume)");
   options.add_options()("task", "task folder or name", cxxopts::value<std::string>());
   add_database_option(options);
   options.parse_positional({"task"});
@@ -70,9 +71,8 @@ int run_submit(int argc, char** argv) {
               << (*holder > 0 ? " (pid " + std::to_string(*holder) + ")" : std::string())
               << "; it starts within seconds\n";
   } else {
-    std::cout << "queued " << task->name << " (" << dir->string()
-              << "); no daemon is running on " << db_path.string()
-              << ", the next kopt run takes it\n";
+    std::cout << "queued " << task->name << " (" << dir->string() << "); no daemon is running on "
+              << db_path.string() << ", the next kopt run takes it\n";
   }
   return 0;
 }

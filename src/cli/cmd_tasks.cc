@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/strings.h"
 #include "sandbox/task_catalog.h"
 #include "sandbox/task_scaffold.h"
@@ -49,7 +50,7 @@ int list_tasks(const std::filesystem::path& root, bool as_json) {
                   join(task->tags, ",").c_str());
     }
   }
-  if (as_json) std::cout << out.dump(2) << "\n";
+  if (as_json) std::cout << dump_json_ascii(out, 2) << "\n";
   if (!listing.error.empty()) {
     std::cerr << "kopt tasks: " << listing.error << "\n";
     return 1;
@@ -164,9 +165,8 @@ int check_tasks(const std::filesystem::path& root, const std::vector<std::string
     failed_tasks += check.ok() ? 0 : 1;
     if (check.ok()) sound.push_back(check.dir);
   }
-  nlohmann::json out = {{"arch", arch},
-                        {"tasks", tasks_json},
-                        {"failed_compile_checks", failed_tasks}};
+  nlohmann::json out = {
+      {"arch", arch}, {"tasks", tasks_json}, {"failed_compile_checks", failed_tasks}};
   if (!as_json) std::printf("%zu tasks, %d failed compile checks\n", checks.size(), failed_tasks);
   int code = failed_tasks ? 1 : 0;
   // The tasks that compiled still get their GPU checks: every problem in one pass.
@@ -176,7 +176,7 @@ int check_tasks(const std::filesystem::path& root, const std::vector<std::string
   }
   if (as_json) {
     out["exit_code"] = code;
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
   }
   return code;
 }
@@ -221,8 +221,8 @@ int run_tasks(int argc, char** argv) {
                            "tasks import --kernelbench FILE... [--references DIR]");
   options.add_options()("action", "list | check | new | import", cxxopts::value<std::string>())(
       "names", "tasks to check (import: problem files)",
-      cxxopts::value<std::vector<std::string>>())(
-      "tasks", "folder of task directories", cxxopts::value<std::string>())(
+      cxxopts::value<std::vector<std::string>>())("tasks", "folder of task directories",
+                                                  cxxopts::value<std::string>())(
       "compile-only", "parse, validate and compile only (no GPU needed)")(
       "arch", "target architecture when compiling (default: the GPU's, else sm_90a)",
       cxxopts::value<std::string>()->default_value(""))("json", "machine-readable output")(

@@ -4,22 +4,18 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
+#include "common/text_escape.h"
 #include "memory_store/plan_store.h"
 
 namespace kopt::cli {
 
 namespace {
 
-// Model text reaches a terminal: control characters other than newline and tab are shown as
-// '?' so an answer cannot move the cursor or retitle the window.
-std::string printable(const std::string& text) {
-  std::string out = text;
-  for (char& c : out) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) c = '?';
-  }
-  return out;
-}
+// Model text reaches a terminal: control characters other than newline and tab, C1 controls
+// and bidi overrides are shown as visible escapes (common/text_escape.h) so an answer cannot
+// move the cursor, retitle the window, write the clipboard or reorder what is shown.
+std::string printable(const std::string& text) { return terminal_block_text(text); }
 
 nlohmann::json to_json(const memory::TranscriptRecord& t, bool texts) {
   nlohmann::json j = {{"id", t.id},
@@ -52,7 +48,7 @@ int memory_calls(memory::MemoryStore& store, const cxxopts::ParseResult& args) {
   if (args.count("json")) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& t : *calls) out.push_back(to_json(t, false));
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
     return 0;
   }
   if (calls->empty()) {
@@ -91,13 +87,13 @@ int memory_call(memory::MemoryStore& store, const std::vector<std::string>& word
   }
   const memory::TranscriptRecord& t = **call;
   if (args.count("json")) {
-    std::cout << to_json(t, true).dump(2) << "\n";
+    std::cout << dump_json(to_json(t, true), 2) << "\n";
     return 0;
   }
   std::printf("call %lld: %s for %s (%s), %s, %s%s\n\n", static_cast<long long>(t.id),
               printable(t.agent).c_str(), printable(t.task).c_str(),
-              printable(t.template_file).c_str(), printable(t.status).c_str(), t.created_at.c_str(),
-              t.cut ? " (texts cut to their start and end)" : "");
+              printable(t.template_file).c_str(), printable(t.status).c_str(),
+              printable(t.created_at).c_str(), t.cut ? " (texts cut to their start and end)" : "");
   std::cout << "===== system =====\n"
             << printable(t.system) << "\n===== prompt =====\n"
             << printable(t.prompt) << "\n===== answer =====\n"

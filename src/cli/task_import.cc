@@ -26,7 +26,8 @@ namespace {
 // The helper script: $KOPT_SCRIPTS_DIR, else ./scripts (a checkout), else the source tree's.
 std::filesystem::path helper_script() {
   std::filesystem::path name = "task_import.py";
-  if (const char* v = std::getenv("KOPT_SCRIPTS_DIR"); v && *v) return std::filesystem::path(v) / name;
+  if (const char* v = std::getenv("KOPT_SCRIPTS_DIR"); v && *v)
+    return std::filesystem::path(v) / name;
   if (std::filesystem::exists(std::filesystem::path("scripts") / name))
     return std::filesystem::path("scripts") / name;
   return std::filesystem::path(KOPT_SOURCE_DIR) / "scripts" / name;
@@ -87,8 +88,7 @@ std::optional<LlmConfig> coder_model() {
   if (!config->llm || !config->llm->agents.count("coder")) {
     std::cerr << "kopt tasks import: no --reference, and no coder model is configured to draft "
                  "one ("
-              << (config->source.empty() ? std::string("no config file")
-                                         : config->source.string())
+              << (config->source.empty() ? std::string("no config file") : config->source.string())
               << "); give --reference FILE, a kernel file with its kopt:plan that computes the "
                  "module's outputs (it is validated against the module at every shape)\n";
     return std::nullopt;
@@ -179,9 +179,10 @@ int import_one(const ImportRequest& r) {
               << ": " << ec.message() << "\n";
     return 1;
   }
-  std::printf("wrote %s (task.json, reference.cu, baseline.cu = the reference, torch_op.py, "
-              "module.py)\nnext: kopt tasks check %s   (on a GPU)\n",
-              target.c_str(), name.c_str());
+  std::printf(
+      "wrote %s (task.json, reference.cu, baseline.cu = the reference, torch_op.py, "
+      "module.py)\nnext: kopt tasks check %s   (on a GPU)\n",
+      target.c_str(), name.c_str());
   return 0;
 }
 

@@ -72,7 +72,8 @@ Result<Config> parse_config(const std::string& text, const std::filesystem::path
 
   if (!reader.ok()) return make_error(reader.message());
   // The configured keys' values are secrets for every scrub in this process (common/
-  // scrub_secrets.h), whichever provider ends up used.
+  // scrub_secrets.h), whichever provider ends up used; so are secret-named environment values.
+  register_environment_secrets();
   if (config.llm) {
     for (const auto& [_, provider] : config.llm->providers) {
       const char* key = provider.api_key_env.empty() ? nullptr : std::getenv(provider.api_key_env.c_str());

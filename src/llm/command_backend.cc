@@ -3,8 +3,10 @@
 // "temperature", "max_tokens", "label"}, and writes the completion to stdout: the plain text, or
 // with "output": "json" an object {"text", "finish_reason", "usage": {"input_tokens",
 // "output_tokens"}}. A non-zero exit is a server error (retried); stderr's end is reported.
+#include "common/json_limits.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "common/utf8.h"
 #include "src/llm/provider_backend.h"
 
 namespace kopt {
@@ -17,7 +19,7 @@ constexpr int kCommandProtocolVersion = 1;
 
 std::string tail(const std::string& text, size_t n) {
   std::string t = trim(text);
-  return t.size() <= n ? t : "..." + t.substr(t.size() - n);
+  return t.size() <= n ? valid_utf8(t) : "..." + valid_utf8(utf8_suffix(t, n));
 }
 
 json request_json(const LlmRequest& request) {
@@ -39,7 +41,7 @@ json request_json(const LlmRequest& request) {
 
 AttemptResult parse_json_output(const std::string& out) {
   AttemptResult result;
-  json reply = json::parse(out, nullptr, /*allow_exceptions=*/false);
+  json reply = parse_json_bounded(out);
   if (!reply.is_object() || !reply.contains("text") || !reply["text"].is_string()) {
     result.status = LlmStatus::kMalformed;
     result.error = "the command's output is not {\"text\": ...}: " + tail(out, 300);
@@ -61,7 +63,7 @@ class CommandBackend : public ProviderBackend {
 
   AttemptResult attempt(const LlmRequest& request, const std::atomic<bool>&) override {
     AttemptResult result;
-    auto run = run_command(provider_.command, request_json(request).dump(), provider_.timeout);
+    auto run = run_command(provider_.command, dump_json(request_json(request)), provider_.timeout);
     if (!run) {
       // The program is missing or cannot be started: like an unknown model, retrying won't help.
       result.status = LlmStatus::kNotFound;

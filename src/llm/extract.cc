@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/json_limits.h"
 #include "common/strings.h"
 
 namespace kopt {
@@ -62,9 +63,9 @@ const CodeBlock* longest(const std::vector<const CodeBlock*>& blocks) {
 }
 
 // The end (one past) of the balanced value starting at text[start] ('{' or '['), skipping
-// brackets inside strings; npos when unbalanced.
+// brackets inside strings; npos when unbalanced or nested deeper than any value kopt parses.
 size_t balanced_end(std::string_view text, size_t start) {
-  int depth = 0;
+  size_t depth = 0;
   bool in_string = false;
   for (size_t i = start; i < text.size(); ++i) {
     char c = text[i];
@@ -77,9 +78,9 @@ size_t balanced_end(std::string_view text, size_t start) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
-      ++depth;
+      if (++depth > kMaxJsonDepth) return std::string_view::npos;
     } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
+      if (depth == 0 || --depth == 0) return i + 1;
     }
   }
   return std::string_view::npos;
@@ -108,10 +109,12 @@ std::string escape_raw_controls_in_strings(std::string_view text) {
   return out;
 }
 
+// Bounded in depth (json_limits.h): a `[[[...]]]` answer 100,000 deep parses, then overflows
+// the stack when the value is copied or dumped.
 std::optional<json> parse_structured(std::string_view text) {
-  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) {
-    value = json::parse(escape_raw_controls_in_strings(text), nullptr, false);
+  json value = parse_json_bounded(text);
+  if (value.is_discarded() && json_nesting_depth(text) <= kMaxJsonDepth) {
+    value = parse_json_bounded(escape_raw_controls_in_strings(text));
   }
   if (value.is_discarded() || !(value.is_object() || value.is_array())) return std::nullopt;
   return value;

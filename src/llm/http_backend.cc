@@ -1,5 +1,6 @@
 // openai and anthropic providers: a wire format over http_post, with HTTP statuses mapped to
 // the failure classes the retry loop understands.
+#include "common/json_limits.h"
 #include "src/llm/http_transport.h"
 #include "src/llm/provider_backend.h"
 
@@ -47,7 +48,7 @@ class HttpBackend : public ProviderBackend {
     HttpPost post;
     post.url = provider_.base_url + format_->path();
     post.headers = format_->headers(key_);
-    post.body = format_->body(request).dump();
+    post.body = dump_json(format_->body(request));  // never throws on a cut character
     post.connect_timeout = provider_.connect_timeout;
     post.timeout = provider_.timeout;
     post.max_response_bytes = max_response_bytes_;
@@ -67,7 +68,7 @@ class HttpBackend : public ProviderBackend {
       result.error = server_error_message(reply.body);
       return result;
     }
-    json body = json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+    json body = parse_json_bounded(reply.body);
     if (body.is_discarded()) {
       result.status = LlmStatus::kMalformed;
       result.error = "the response is not JSON: " + server_error_message(reply.body);

@@ -1,4 +1,5 @@
 // OpenAI chat completions: POST {base_url}/chat/completions with a Bearer key.
+#include "common/utf8.h"
 #include "src/llm/wire_format.h"
 
 namespace kopt {
@@ -16,7 +17,7 @@ bool no_text_reason(const json& message, AttemptResult& result) {
   if (!blank) return false;
   if (message.contains("refusal") && message["refusal"].is_string()) {
     result.status = LlmStatus::kRefused;
-    result.error = "the model refused: " + message["refusal"].get<std::string>().substr(0, 200);
+    result.error = "the model refused: " + clip_utf8(message["refusal"].get<std::string>(), 200);
     return true;
   }
   if (message.contains("tool_calls") && message["tool_calls"].is_array() &&

@@ -5,7 +5,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
 #include "common/strings.h"
+#include "common/utf8.h"
 #include "src/llm/http_transport.h"
 #include "src/llm/provider_backend.h"
 #include "src/llm/wire_format.h"
@@ -71,12 +73,15 @@ void probe_completion(const ProviderConfig& provider, const Secret& key, size_t 
   AttemptResult answer = backend->attempt(request, never_cancelled);
   result.http_status = answer.http_status;
   result.outcome = outcome_of(answer.status);
-  std::string error = key.scrub(answer.error);
+  std::string error = valid_utf8(key.scrub(answer.error));
   std::string http = answer.http_status ? "HTTP " + std::to_string(answer.http_status) + ": " : "";
   switch (result.outcome) {
     case ProbeOutcome::kOk:
-      result.detail += "answered a completion (" + std::string(llm_status_name(answer.status)) +
-                       ", " + std::to_string(answer.usage.output_tokens) + " tokens)";
+      result.detail +=
+          "answered a completion (" + std::string(llm_status_name(answer.status)) + ", " +
+          (answer.usage.output_tokens < 0 ? std::string("unreported")
+                                          : std::to_string(answer.usage.output_tokens)) +
+          " tokens)";
       break;
     case ProbeOutcome::kRefused:
       result.detail += error;  // "the model refused: <its text>"
@@ -135,7 +140,7 @@ bool probe_models_list(const ProviderConfig& provider, const Secret& key, size_t
   if (reply.outcome != HttpReply::Outcome::kResponse || reply.status < 200 || reply.status >= 300) {
     return true;  // no usable list (404 on servers without one): a completion decides
   }
-  json body = json::parse(reply.body, nullptr, /*allow_exceptions=*/false);
+  json body = parse_json_bounded(reply.body);
   if (!body.is_object() || !body.contains("data") || !body["data"].is_array()) return true;
   list.listed = true;
   for (const json& m : body["data"]) {

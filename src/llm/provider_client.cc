@@ -2,11 +2,40 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/scrub_secrets.h"
+#include "common/utf8.h"
+
 namespace kopt {
 
 namespace {
 
 double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
+
+// Whether the model produced this (and so it costs tokens), as opposed to a transport failure.
+bool answered(LlmStatus status) {
+  return status == LlmStatus::kOk || status == LlmStatus::kTruncated ||
+         status == LlmStatus::kEmpty || status == LlmStatus::kRefused ||
+         status == LlmStatus::kToolCall;
+}
+
+// The most input tokens a request can cost: no tokenizer makes more tokens than bytes, plus
+// room for the chat template's own tokens.
+int64_t input_token_bound(const LlmRequest& request) {
+  int64_t bytes = static_cast<int64_t>(request.system.size());
+  for (const auto& m : request.messages) bytes += static_cast<int64_t>(m.content.size());
+  return bytes + 4096;
+}
+
+// Everything the endpoint sent, made safe to keep: valid UTF-8 (json::dump throws on anything
+// else), without the user's keys (an endpoint that echoes the Authorization header into its
+// answer, whole or split), and token counts that cannot push a budget backwards.
+void make_attempt_safe(AttemptResult& r, const LlmRequest& request, const Secret& key) {
+  r.text = valid_utf8(scrub_registered_secrets(key.scrub(r.text)));
+  r.error = valid_utf8(scrub_registered_secrets(key.scrub(r.error)));
+  r.finish_reason = clip_utf8(r.finish_reason, 64);
+  r.usage = billed_usage(r.usage, answered(r.status), input_token_bound(request),
+                         request.max_tokens.value_or(4096));
+}
 
 }  // namespace
 
@@ -46,6 +75,20 @@ std::future<LlmResponse> ProviderClient::submit(LlmRequest request) {
   return future;
 }
 
+AttemptResult ProviderClient::attempt_once(const LlmRequest& request) {
+  AttemptResult r;
+  try {
+    r = backend_->attempt(request, cancellation_.flag());
+  } catch (const std::exception& e) {
+    // A bug or a hostile byte that still throws fails this call, not the daemon.
+    r = AttemptResult{};
+    r.status = LlmStatus::kMalformed;
+    r.error = std::string("internal error while calling the endpoint: ") + e.what();
+  }
+  make_attempt_safe(r, request, key_);
+  return r;
+}
+
 AttemptResult ProviderClient::run_attempts(const LlmRequest& request, int& attempts,
                                            LlmUsage& usage) {
   for (int attempt = 1;; ++attempt) {
@@ -55,8 +98,7 @@ AttemptResult ProviderClient::run_attempts(const LlmRequest& request, int& attem
     if (!cancellation_.sleep_until(pacer_.reserve())) return cancelled;
 
     attempts = attempt;
-    AttemptResult r = backend_->attempt(request, cancellation_.flag());
-    r.error = key_.scrub(r.error);
+    AttemptResult r = attempt_once(request);
     usage.input_tokens += r.usage.input_tokens;
     usage.output_tokens += r.usage.output_tokens;
     if (r.status == LlmStatus::kOk || !llm_status_retryable(r.status) ||
@@ -108,9 +150,8 @@ LlmResponse ProviderClient::complete(const LlmRequest& in) {
 
   AttemptResult last;
   LlmUsage usage;
-  if (concurrency_.acquire(cancellation_)) {
+  if (ConcurrencySlot slot(concurrency_, cancellation_); slot.held()) {
     last = run_attempts(request, response.attempts, usage);
-    concurrency_.release();
   } else {
     last.status = LlmStatus::kCancelled;
     last.error = "the LLM client was shut down";

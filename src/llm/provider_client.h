@@ -38,6 +38,8 @@ class ProviderClient : public LlmClient {
   int in_flight_peak() const { return concurrency_.in_flight_peak(); }
 
  private:
+  // One attempt, its result made safe (make_attempt_safe); an exception becomes a failed attempt.
+  AttemptResult attempt_once(const LlmRequest& request);
   // The attempts of one admitted call.
   AttemptResult run_attempts(const LlmRequest& request, int& attempts, LlmUsage& usage);
 

@@ -46,6 +46,27 @@ class ConcurrencyLimit {
   int peak_ = 0;
 };
 
+// One slot of a ConcurrencyLimit, given back when this owner goes, however the call ends: a
+// throw between acquire and release once leaked four slots and no LLM call was made again
+// that night.
+class ConcurrencySlot {
+ public:
+  // Waits for a slot; held() is false when `cancel` fired first.
+  ConcurrencySlot(ConcurrencyLimit& limit, const Cancellation& cancel)
+      : limit_(limit), held_(limit.acquire(cancel)) {}
+  ~ConcurrencySlot() {
+    if (held_) limit_.release();
+  }
+  ConcurrencySlot(const ConcurrencySlot&) = delete;
+  ConcurrencySlot& operator=(const ConcurrencySlot&) = delete;
+
+  bool held() const { return held_; }
+
+ private:
+  ConcurrencyLimit& limit_;
+  bool held_;
+};
+
 // Spaces request starts 60/rpm seconds apart (no bursts), so a server's per-minute limit is
 // never hit by kopt itself. rpm 0: no pacing.
 class RequestPacer {

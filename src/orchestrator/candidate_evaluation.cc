@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/json_limits.h"
+#include "common/utf8.h"
 #include "sandbox/confined/confined_compile.h"
 #include "sandbox/kernel_file.h"
 
@@ -15,7 +17,7 @@ namespace {
 std::string json_text(const json& object, const char* key) {
   if (!object.is_object() || !object.contains(key)) return "";
   const json& v = object.at(key);
-  return v.is_string() ? v.get<std::string>() : v.dump();
+  return v.is_string() ? v.get<std::string>() : dump_json(v);
 }
 
 json resources_json(const std::optional<KernelResources>& r) {
@@ -76,7 +78,7 @@ CandidateOutcome CandidateEvaluator::reject_locally(const CandidateInput& input,
   memory::EvaluationRecord evaluation;
   evaluation.gpu = {input.gpu->model, input.gpu->cc, input.gpu->driver, nvrtc_version()};
   evaluation.verdict = verdict_name(verdict);
-  evaluation.detail = detail.substr(0, 20000);
+  evaluation.detail = clip_utf8(detail, 20000, "");
   evaluation.tunables_json = input.tunables_json;
   record(input, outcome, evaluation);
   return outcome;
@@ -157,15 +159,18 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
   memory::EvaluationRecord evaluation;
   evaluation.gpu = {outcome.gpu->model, outcome.gpu->cc, outcome.gpu->driver, nvrtc_version()};
   evaluation.verdict = verdict_name(result->verdict);
-  evaluation.detail = outcome.detail.substr(0, 20000);
+  evaluation.detail = clip_utf8(outcome.detail, 20000, "");
   evaluation.tunables_json = input.tunables_json;
   evaluation.median_us = median;
   evaluation.noise = result->candidate_time ? result->candidate_time->noise : 0;
   evaluation.baseline_us = baseline_us;
   evaluation.speedup = result->verdict == Verdict::kOk ? speedup : 0;
   evaluation.sol_percent = result->verdict == Verdict::kOk ? result->sol_percent : 0;
-  evaluation.resources_json = resources_json(result->resources).dump();
-  if (result->profile) evaluation.profile_json = to_json(*result->profile).dump();
+  json resources = resources_json(result->resources);
+  // The sha256 of the CUBIN the worker judged: `kopt export` refuses to ship other bytes.
+  if (!result->image_sha256.empty()) resources["image_sha256"] = result->image_sha256;
+  evaluation.resources_json = dump_json(resources);
+  if (result->profile) evaluation.profile_json = dump_json(to_json(*result->profile));
   record(input, outcome, evaluation);
 
   if (result->verdict == Verdict::kOk && median > 0 && outcome.kernel_id > 0) {

@@ -12,10 +12,12 @@
 
 #include "agents/prompt_library.h"
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/option_errors.h"
 #include "common/strings.h"
 #include "memory_store/database_check.h"
 #include "memory_store/memory_store.h"
+#include "sandbox/confined/landlock.h"
 #include "sandbox/cuda_driver.h"
 #include "sandbox/evaluator_pool.h"
 #include "sandbox/task_catalog.h"
@@ -168,6 +170,8 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
       "db", "memory database (default: the config's)", cxxopts::value<std::string>())(
       "resume", "continue the last run of this database")(
       "tuner-only", "use the built-in tuner even when an LLM is configured")(
+      "allow-unconfined-compile",
+      "run model-written kernels even where the kernel has no Landlock to confine the compiler")(
       "no-display", "plain log lines even on a terminal")(
       "log-level", "trace, debug, info, warn or error",
       cxxopts::value<std::string>()->default_value("info"))("h,help", "show this help");
@@ -221,12 +225,13 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
     if (args.count("db")) inv.db = args["db"].as<std::string>();
     inv.resume = args.count("resume") > 0;
     inv.tuner_only = args.count("tuner-only") > 0;
+    inv.allow_unconfined_compile = args.count("allow-unconfined-compile") > 0;
     inv.no_display = args.count("no-display") > 0;
     inv.log_level = args["log-level"].as<std::string>();
     const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error"};
     if (std::find(levels.begin(), levels.end(), inv.log_level) == levels.end()) {
-      throw cxxopts::exceptions::exception("--log-level: '" + inv.log_level +
-                                           "' is not a level (" + join(levels, ", ") + ")");
+      throw cxxopts::exceptions::exception("--log-level: '" + inv.log_level + "' is not a level (" +
+                                           join(levels, ", ") + ")");
     }
     // Each budget named when it is meaningless: not a number, infinite, zero or negative.
     for (const auto& [flag, value, inclusive] :
@@ -288,6 +293,19 @@ class NewDatabaseCleanup {
   std::filesystem::path database_;
   bool armed_ = false;
 };
+
+// Model text compiles in the confined kopt-compile child, which Landlock locks out of every
+// file but the toolkit's where the kernel has it. Without Landlock the gate's checks are the only
+// wall: said at start-up, and model-written kernels run only with the user's consent.
+int refuse_unconfined_model_text(bool use_llm, const DaemonInvocation& invocation) {
+  std::string why = landlock_unavailable_reason();
+  if (why.empty()) return 0;
+  std::cerr << "kopt run: WARNING: " << why << ": " << kUnconfinedCompileWarning << "\n";
+  if (!use_llm || invocation.allow_unconfined_compile) return 0;
+  std::cerr << "kopt run: refusing to run model-written kernels without Landlock (pass "
+               "--allow-unconfined-compile to accept the risk, or --tuner-only)\n";
+  return 3;
+}
 
 }  // namespace
 
@@ -385,7 +403,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
       return 0;
     }
     std::cerr << plan.message;
-    auto saved = nlohmann::json::parse((*last)->config_json, nullptr, false);
+    auto saved = parse_json_bounded((*last)->config_json);
     if (saved.is_object() && saved.contains("options")) {
       // Budgets from the command line and the config win over the saved ones.
       if (invocation.hours) options.budgets.hours = invocation.hours;
@@ -457,6 +475,8 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   // Prompts and the LLM are checked before any work: a broken template or a missing key is an
   // error now, not at the first plan.
   options.use_llm = config->llm.has_value() && !invocation.tuner_only;
+  if (int refused = refuse_unconfined_model_text(options.use_llm, invocation); refused)
+    return refused;
   std::optional<agents::PromptLibrary> prompts;
   std::unique_ptr<LlmService> llm;
   if (options.use_llm) {
@@ -516,7 +536,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
     run_id = *resume_id;
   } else {
     nlohmann::json extra = {{"config", describe(*config)}, {"gpus", gpus}};
-    auto id = recorder.start_run(run_record_json(options, extra).dump());
+    auto id = recorder.start_run(dump_json(run_record_json(options, extra)));
     if (!id) {
       std::cerr << "kopt run: cannot record the run: " << id.error() << "\n";
       return 1;

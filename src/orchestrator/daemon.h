@@ -34,6 +34,7 @@ struct DaemonInvocation {
   std::optional<std::filesystem::path> db;
   bool resume = false;
   bool tuner_only = false;  // ignore a configured LLM
+  bool allow_unconfined_compile = false;  // run model text where the kernel has no Landlock
   bool no_display = false;
   std::string log_level = "info";
 };

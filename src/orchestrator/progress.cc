@@ -4,6 +4,9 @@
 
 #include <filesystem>
 
+#include "common/text_escape.h"
+#include "common/utf8.h"
+
 namespace kopt::orchestrator {
 
 using nlohmann::json;
@@ -116,19 +119,23 @@ std::string tokens_text(int64_t tokens) {
   return std::to_string(tokens);
 }
 
-std::string fit(std::string line, size_t width) { return fit_words(std::move(line), width); }
+// A line for a terminal: a task's note can hold model or endpoint text, shown with visible
+// escapes (no cursor moves, no OSC sequences), cut at a word and on a character.
+std::string fit(const std::string& line, size_t width) {
+  return fit_words(terminal_text(line), width);
+}
 
 }  // namespace
 
 std::string fit_words(std::string line, size_t width) {
   if (line.size() <= width) return line;
   const std::string mark = "...";
-  if (width <= mark.size()) return line.substr(0, width);
+  if (width <= mark.size()) return std::string(utf8_prefix(line, width));
   size_t keep = width - mark.size();
   // The last space at or before the cut, unless that leaves less than half the line.
   size_t space = line.rfind(' ', keep);
   if (space != std::string::npos && space >= keep / 2) keep = space;
-  line.resize(keep);
+  line = std::string(utf8_prefix(line, keep));
   while (!line.empty() &&
          (line.back() == ' ' || line.back() == ',' || line.back() == ';' || line.back() == ':')) {
     line.pop_back();
@@ -152,7 +159,7 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
     if (t.repeats > 0) state += fmt::format(" ({} repeats)", t.repeats);
     if (!t.note.empty()) state += ": " + t.note;
     lines.push_back(
-        fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  {}", t.name.substr(0, 18),
+        fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  {}", utf8_prefix(t.name, 18),
                         speedup, sol, t.candidates, t.failures, tokens_text(t.tokens),
                         fmt::format("${:.2f}", t.cost_usd), state),
             width));
@@ -167,7 +174,7 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
   }
   // Time left means something only while the run works; a run that stopped has none.
   bool active = p.state == "running" || p.state == "draining";
-  std::string left = !active                ? std::string()
+  std::string left = !active               ? std::string()
                      : p.time_left_seconds ? ", " + format_duration(*p.time_left_seconds) + " left"
                                            : std::string(", no time limit");
   std::string budget = p.max_usd ? fmt::format(" of ${:.2f}", *p.max_usd) : "";

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
+
 namespace kopt::orchestrator {
 
 namespace {
@@ -62,7 +64,10 @@ Result<std::string> with_default_tunables(const std::string& source, const Tunab
   size_t body = open + kPlanOpen.size();
   size_t close = source.find("*/", body);
   if (close == std::string::npos) return make_error("the kopt:plan block is not closed");
-  auto plan = nlohmann::ordered_json::parse(source.substr(body, close - body), nullptr, false);
+  std::string_view plan_text = std::string_view(source).substr(body, close - body);
+  if (json_nesting_depth(plan_text) > kMaxJsonDepth)
+    return make_error("the kopt:plan nests too deep");
+  auto plan = nlohmann::ordered_json::parse(plan_text, nullptr, false);
   if (plan.is_discarded() || !plan.is_object()) return make_error("the kopt:plan is not JSON");
   if (!plan.contains("tunables") || !plan["tunables"].is_object()) {
     return config.empty() ? Result<std::string>(source)

@@ -15,12 +15,26 @@ std::string origin_of(const memory::KernelRecord& kernel) {
   return kernel.origin.model.empty() ? kernel.origin.agent : kernel.origin.model;
 }
 
+// A table cell: a line-start list marker ("31.2%") means nothing inside a cell, so a leading
+// number keeps its point unescaped; everything else is escaped as model or imported text.
+std::string markdown_cell(const std::string& cell) {
+  size_t digits = cell.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string::npos || cell[digits] != '.') return markdown_text(cell);
+  return cell.substr(0, digits + 1) + markdown_text(cell.substr(digits + 1));
+}
+
 // Each task's best kernel's hardware counters beside its baseline's, where they were profiled;
 // nothing when no profile is stored.
 std::string where_time_goes(const ReportData& data) {
   std::string rows;
-  for (const auto& r : profile_rows(data))
-    rows += "| " + markdown_text(r.task) + " | " + r.kernel + " | " + join(r.cells, " | ") + " |\n";
+  for (const auto& r : profile_rows(data)) {
+    // The cells come from a stored profile, which may be imported: a stall reason can carry
+    // markdown (a tracking-pixel image) or a '|' that breaks the table.
+    std::vector<std::string> cells;
+    for (const auto& cell : r.cells) cells.push_back(markdown_cell(cell));
+    rows += "| " + markdown_text(r.task) + " | " + markdown_text(r.kernel) + " | " +
+            join(cells, " | ") + " |\n";
+  }
   if (rows.empty()) return "";
   return "\n### Where the time goes (hardware counters at the timed shape)\n\n| task | kernel | " +
          join(profile_headers(), " | ") +
@@ -64,7 +78,7 @@ std::string render_markdown(const ReportData& data) {
   for (const auto& t : data.tasks) {
     std::vector<std::string> failures;
     for (const auto& [verdict, count] : t.verdicts) {
-      if (verdict != "ok") failures.push_back(verdict + " " + std::to_string(count));
+      if (verdict != "ok") failures.push_back(markdown_text(verdict) + " " + std::to_string(count));
     }
     out += fmt::format(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_text(t.task),

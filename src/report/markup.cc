@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/utf8.h"
+
 namespace kopt::report {
 
 std::string fixed(double value, int digits) { return fmt::format("{:.{}f}", value, digits); }
@@ -27,7 +29,7 @@ std::string first_line(std::string_view text, size_t max_chars) {
   text = text.substr(start);
   std::string_view line = text.substr(0, text.find('\n'));
   if (line.size() <= max_chars) return std::string(line);
-  return std::string(line.substr(0, max_chars)) + "...";
+  return clip_utf8(line, max_chars);
 }
 
 double parse_utc_seconds(std::string_view iso) {

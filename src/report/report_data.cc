@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
 #include "memory_store/judging_staleness.h"
 #include "memory_store/line_diff.h"
 #include "memory_store/production_baselines.h"
@@ -210,7 +211,7 @@ void read_parked_tasks(memory::MemoryStore& store, int64_t run_id, ReportData& d
   auto text = db.query_text("SELECT status_json FROM daemon_status WHERE run_id = " +
                             std::to_string(run_id));
   if (!text) return;
-  auto status = nlohmann::json::parse(*text, nullptr, false);
+  auto status = parse_json_bounded(*text);
   if (!status.is_object() || !status.contains("tasks") || !status["tasks"].is_array()) return;
   for (const auto& t : status["tasks"]) {
     if (t.is_object() && t.value("state", "") == "parked") {

@@ -16,7 +16,7 @@ extern "C" __global__ void fp8_block_gemm_baseline(const __nv_fp8_e4m3* x, const
                                                    __nv_bfloat16* out, int m, int n, int k) {
   int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y;
   if (col >= n) return;
-  int blocks = k / 128;
+  int blocks = (k + 127) / 128;  // the last k block may be partial
   const __nv_fp8_e4m3* a = x + (long long)row * k;
   const __nv_fp8_e4m3* b = w + (long long)col * k;
   const float* sa = x_scale + (long long)row * blocks;
@@ -24,7 +24,7 @@ extern "C" __global__ void fp8_block_gemm_baseline(const __nv_fp8_e4m3* x, const
   float acc = 0.0f;
   for (int blk = 0; blk < blocks; ++blk) {
     float part = 0.0f;
-    for (int i = blk * 128; i < blk * 128 + 128; ++i) part += (float)a[i] * (float)b[i];
+    for (int i = blk * 128; i < min(k, blk * 128 + 128); ++i) part += (float)a[i] * (float)b[i];
     acc += part * sa[blk] * sb[blk];
   }
   out[(long long)row * n + col] = __float2bfloat16(acc);

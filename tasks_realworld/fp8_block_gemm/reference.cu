@@ -15,7 +15,7 @@ extern "C" __global__ void fp8_block_gemm_reference(const __nv_fp8_e4m3* x, cons
                                                     __nv_bfloat16* out, int m, int n, int k) {
   int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y;
   if (col >= n) return;
-  int blocks = k / 128;
+  int blocks = (k + 127) / 128;  // the last k block may be partial
   const __nv_fp8_e4m3* a = x + (long long)row * k;
   const __nv_fp8_e4m3* b = w + (long long)col * k;
   const float* sa = x_scale + (long long)row * blocks;

@@ -16,10 +16,11 @@ def composition(torch):
     def fn(x, x_scale, w, w_scale):
         wide = torch.float64 if x_scale.dtype == torch.float64 else torch.bfloat16
         n = w.shape[0]
-        xs = x_scale.to(wide).repeat_interleave(128, dim=1)        # [m, k]
-        ws = w_scale.to(wide).repeat_interleave(128, dim=0)[:n]     # [n, k / 128]
+        k = x.shape[1]
+        xs = x_scale.to(wide).repeat_interleave(128, dim=1)[:, :k]  # [m, k]
+        ws = w_scale.to(wide).repeat_interleave(128, dim=0)[:n]     # [n, ceil(k / 128)]
         a = x.to(wide) * xs
-        b = w.to(wide) * ws.repeat_interleave(128, dim=1)           # [n, k]
+        b = w.to(wide) * ws.repeat_interleave(128, dim=1)[:, :k]    # [n, k]
         return a @ b.t()
     fn.kopt_detail = "dequantize to bf16 + bf16 GEMM"
     return fn

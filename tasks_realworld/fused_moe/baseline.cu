@@ -10,9 +10,9 @@
   "launches": [
     {"kernel": "moe_route", "grid": ["ceil_div(tokens, 128)"], "block": [128],
      "args": ["router_logits", "chosen", "weight", "tokens", "experts", "top_k"]},
-    {"kernel": "moe_hidden", "grid": ["ceil_div(ffn, 8)", "tokens * top_k"], "block": [256],
+    {"kernel": "moe_hidden", "grid": ["tokens * top_k", "ceil_div(ffn, 8)"], "block": [256],
      "args": ["x", "w_gate_up", "chosen", "h", "top_k", "hidden", "ffn"]},
-    {"kernel": "moe_down", "grid": ["ceil_div(hidden, 8)", "tokens"], "block": [256],
+    {"kernel": "moe_down", "grid": ["tokens", "ceil_div(hidden, 8)"], "block": [256],
      "args": ["w_down", "chosen", "weight", "h", "out", "top_k", "hidden", "ffn"]}
   ]
 }
@@ -41,7 +41,7 @@ extern "C" __global__ void moe_route(const float* logits, int* chosen, float* we
 
 extern "C" __global__ void moe_hidden(const __nv_bfloat16* x, const __nv_bfloat16* w_gate_up,
                                       const int* chosen, float* h, int top_k, int hidden, int ffn) {
-  int j = blockIdx.x * 8 + threadIdx.x / 32, slot = blockIdx.y, lane = threadIdx.x % 32;
+  int j = blockIdx.y * 8 + threadIdx.x / 32, slot = blockIdx.x, lane = threadIdx.x % 32;
   if (j >= ffn) return;
   int t = slot / top_k, e = chosen[slot];
   const __nv_bfloat16* xr = x + (long long)t * hidden;
@@ -62,7 +62,7 @@ extern "C" __global__ void moe_hidden(const __nv_bfloat16* x, const __nv_bfloat1
 
 extern "C" __global__ void moe_down(const __nv_bfloat16* w_down, const int* chosen, const float* weight,
                                     const float* h, __nv_bfloat16* out, int top_k, int hidden, int ffn) {
-  int i = blockIdx.x * 8 + threadIdx.x / 32, t = blockIdx.y, lane = threadIdx.x % 32;
+  int i = blockIdx.y * 8 + threadIdx.x / 32, t = blockIdx.x, lane = threadIdx.x % 32;
   if (i >= hidden) return;
   float acc = 0.0f;
   for (int s = 0; s < top_k; ++s) {

@@ -1,6 +1,6 @@
 // Reference fused MoE, in three launches: (1) routing, one thread per token: the top_k logits
 // by repeated selection (ties to the smaller index), weights = softmax over the selected logits,
-// in double; (2) the experts' hidden layer, one warp per (token, slot, ffn row): the gate and up
+// in double; (2) the experts' hidden layer, one warp per (token, slot, ffn row) (tokens on the grid's x: past 65535 (token, slot) pairs): the gate and up
 // dot products over hidden in double, h = silu(gate) * up kept in double; (3) the down
 // projection, one warp per (token, output), summing p * w_down[e, i, :] . h over the slots in
 // double. Output rounded to bf16 once. Doubles live in 8-byte i64 scratch slots.
@@ -12,9 +12,9 @@
   "launches": [
     {"kernel": "moe_route_reference", "grid": ["ceil_div(tokens, 128)"], "block": [128],
      "args": ["router_logits", "chosen", "weight", "tokens", "experts", "top_k"]},
-    {"kernel": "moe_hidden_reference", "grid": ["ceil_div(ffn, 8)", "tokens * top_k"], "block": [256],
+    {"kernel": "moe_hidden_reference", "grid": ["tokens * top_k", "ceil_div(ffn, 8)"], "block": [256],
      "args": ["x", "w_gate_up", "chosen", "h", "top_k", "hidden", "ffn"]},
-    {"kernel": "moe_down_reference", "grid": ["ceil_div(hidden, 8)", "tokens"], "block": [256],
+    {"kernel": "moe_down_reference", "grid": ["tokens", "ceil_div(hidden, 8)"], "block": [256],
      "args": ["w_down", "chosen", "weight", "h", "out", "top_k", "hidden", "ffn"]}
   ]
 }
@@ -49,7 +49,7 @@ extern "C" __global__ void moe_route_reference(const float* logits, int* chosen,
 extern "C" __global__ void moe_hidden_reference(const __nv_bfloat16* x, const __nv_bfloat16* w_gate_up,
                                                 const int* chosen, long long* h_bits, int top_k,
                                                 int hidden, int ffn) {
-  int j = blockIdx.x * 8 + threadIdx.x / 32, slot = blockIdx.y, lane = threadIdx.x % 32;
+  int j = blockIdx.y * 8 + threadIdx.x / 32, slot = blockIdx.x, lane = threadIdx.x % 32;
   if (j >= ffn) return;
   int t = slot / top_k, e = chosen[slot];
   const __nv_bfloat16* xr = x + (long long)t * hidden;
@@ -70,7 +70,7 @@ extern "C" __global__ void moe_hidden_reference(const __nv_bfloat16* x, const __
 extern "C" __global__ void moe_down_reference(const __nv_bfloat16* w_down, const int* chosen,
                                               const long long* weight_bits, const long long* h_bits,
                                               __nv_bfloat16* out, int top_k, int hidden, int ffn) {
-  int i = blockIdx.x * 8 + threadIdx.x / 32, t = blockIdx.y, lane = threadIdx.x % 32;
+  int i = blockIdx.y * 8 + threadIdx.x / 32, t = blockIdx.x, lane = threadIdx.x % 32;
   if (i >= hidden) return;
   double acc = 0.0;
   for (int s = 0; s < top_k; ++s) {

@@ -1,57 +1,67 @@
-// Baseline paged decode attention: the reference's structure in fp32 (one block per query head
-// and sequence, scores in shared memory, max, exponentials, weighted values), what a competent
-// engineer writes first before splitting the sequence (flash decoding) or vectorising the loads.
+// Baseline paged decode attention: one block per (query head, sequence, query token), as the
+// reference, in fp32 with an online softmax in one pass over chunks of 128 visible tokens (the
+// chunk's scores in shared memory; the running max and sum rescale the accumulators). What a
+// competent engineer writes first, before splitting the sequence over blocks (flash decoding) or
+// vectorising the loads. Tokens past a sequence's length are never read (their slots hold NaN).
 /* kopt:plan
 {
-  "launches": [{"kernel": "paged_decode_baseline", "grid": ["q_heads", "batch"], "block": [128],
-                "shared_bytes": "(max_pages * page + d) * 4",
-                "args": ["q", "k_pages", "v_pages", "block_table", "seq_lens", "out", "q_heads",
-                         "kv_heads", "d", "page", "max_pages", "f32:scale"]}]
+  "launches": [{"kernel": "paged_decode_baseline", "grid": ["q_heads", "batch", "q_len"],
+                "block": [128], "shared_bytes": "(d + 128) * 4",
+                "args": ["q", "k_pages", "v_pages", "block_table", "seq_lens", "out", "q_len",
+                         "q_heads", "kv_heads", "d", "page", "max_pages", "f32:scale"]}]
 }
 */
 #include <cuda_bf16.h>
 
-__device__ float to_f(__nv_bfloat16 value) { return (float)__bfloat162float(value); }
+#define CHUNK 128
 
-extern "C" __global__ void paged_decode_baseline(const __nv_bfloat16* q, const __nv_bfloat16* k_pages,
-                                                  const __nv_bfloat16* v_pages, const int* block_table,
-                                                  const int* seq_lens, __nv_bfloat16* out, int q_heads,
-                                                  int kv_heads, int d, int page, int max_pages,
-                                                  float scale) {
+__device__ float to_f(__nv_bfloat16 value) { return __bfloat162float(value); }
+
+extern "C" __global__ void paged_decode_baseline(
+    const __nv_bfloat16* q, const __nv_bfloat16* k_pages, const __nv_bfloat16* v_pages,
+    const int* block_table, const int* seq_lens, __nv_bfloat16* out, int q_len, int q_heads,
+    int kv_heads, int d, int page, int max_pages, float scale) {
   extern __shared__ float shared[];
-  float* q_row = shared;       // [d]
-  float* weight = shared + d;  // [seq_len]: scores, then exp(score - max)
-  int h = blockIdx.x, b = blockIdx.y;
+  float* q_row = shared;      // [d]
+  float* score = shared + d;  // [CHUNK]
+  int h = blockIdx.x, b = blockIdx.y, i = blockIdx.z;
   int g = h / (q_heads / kv_heads);
-  int len = seq_lens[b];
-  long long q_offset = ((long long)b * q_heads + h) * d;
+  long long visible = (long long)seq_lens[b] - q_len + 1 + i;
+  long long q_offset = (((long long)b * q_len + i) * q_heads + h) * d;
   int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  // Element offset of token j's row (kv head g) in the page pool.
-  auto row = [&](int j) {
+  if (visible <= 0) {
+    for (int c = threadIdx.x; c < d; c += blockDim.x) out[q_offset + c] = __float2bfloat16(0.0f);
+    return;
+  }
+  auto row = [&](long long j) {
     long long p = block_table[(long long)b * max_pages + j / page];
     return ((p * page + j % page) * kv_heads + g) * (long long)d;
   };
-
   for (int c = threadIdx.x; c < d; c += blockDim.x) q_row[c] = to_f(q[q_offset + c]);
   __syncthreads();
-  for (int j = warp; j < len; j += warps) {
-    long long r = row(j);
-    float dot = 0.0;
-    for (int c = lane; c < d; c += 32) dot += q_row[c] * to_f(k_pages[r + c]);
-    for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-    if (lane == 0) weight[j] = dot * scale;
+  float max_score = -3.0e38f, sum = 0.0f, acc = 0.0f;
+  for (long long start = 0; start < visible; start += CHUNK) {
+    int n = (int)(visible - start < CHUNK ? visible - start : CHUNK);
+    for (int t = warp; t < n; t += warps) {
+      long long r = row(start + t);
+      float dot = 0.0f;
+      for (int c = lane; c < d; c += 32) dot += q_row[c] * to_f(k_pages[r + c]);
+      for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+      if (lane == 0) score[t] = dot * scale;
+    }
+    __syncthreads();
+    float chunk_max = max_score;
+    for (int t = 0; t < n; ++t) chunk_max = fmaxf(chunk_max, score[t]);
+    float rescale = __expf(max_score - chunk_max);
+    sum *= rescale;
+    acc *= rescale;
+    for (int t = 0; t < n; ++t) {
+      float w = __expf(score[t] - chunk_max);
+      sum += w;
+      if (threadIdx.x < d) acc += w * to_f(v_pages[row(start + t) + threadIdx.x]);
+    }
+    max_score = chunk_max;
+    __syncthreads();
   }
-  __syncthreads();
-  float max_score = weight[0];
-  for (int j = 1; j < len; ++j) max_score = weight[j] > max_score ? weight[j] : max_score;
-  __syncthreads();
-  for (int j = threadIdx.x; j < len; j += blockDim.x) weight[j] = exp(weight[j] - max_score);
-  __syncthreads();
-  float sum = 0.0;
-  for (int j = 0; j < len; ++j) sum += weight[j];
-  for (int c = threadIdx.x; c < d; c += blockDim.x) {
-    float acc = 0.0;
-    for (int j = 0; j < len; ++j) acc += weight[j] * to_f(v_pages[row(j) + c]);
-    out[q_offset + c] = __float2bfloat16(acc / sum);
-  }
+  if (threadIdx.x < d) out[q_offset + threadIdx.x] = __float2bfloat16(acc / sum);
 }

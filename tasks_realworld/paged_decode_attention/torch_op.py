@@ -1,26 +1,35 @@
 """PyTorch's composition for paged_decode_attention (what a PyTorch serving stack without a paged
-kernel does): gather each sequence's pages into a dense cache, mask past seq_lens, and call
-scaled_dot_product_attention with grouped-query heads. The production kernels (vLLM's
-paged_attention, FlashInfer's decode) are not PyTorch ops, so they are not timed here.
+kernel does): gather each sequence's pages into a dense cache, zero the slots past each query
+token's visible keys (they hold NaN: stale cache contents, and masked attention still multiplies
+them by probability 0), and call scaled_dot_product_attention with grouped-query heads and a
+causal mask among the q_len new tokens. A query token that sees no key (seq_lens 0) gets 0.
+The production kernels (vLLM's paged_attention, FlashInfer's BatchDecodeWithPagedKVCache) are not
+PyTorch ops and are not installed on kopt's GPU machine: the baseline is this composition.
 
 Contract: build(torch, inputs, sizes, constants) -> (fn, args), fn(*args) -> out."""
 
 
 def build(torch, inputs, sizes, constants):
     F = torch.nn.functional
-    page, max_pages = sizes["page"], sizes["max_pages"]
+    page, max_pages, q_len = sizes["page"], sizes["max_pages"], sizes["q_len"]
     group = sizes["q_heads"] // sizes["kv_heads"]
     table = inputs["block_table"].long()
+    lens = inputs["seq_lens"].long()
     positions = torch.arange(max_pages * page, device=table.device)
-    mask = positions[None, :] < inputs["seq_lens"].long()[:, None]  # [batch, ctx]
+    query = torch.arange(q_len, device=table.device)
+    visible = (lens[:, None] - q_len + 1 + query[None, :])  # [batch, q_len]
+    mask = positions[None, None, :] < visible[:, :, None]  # [batch, q_len, ctx]
+    readable = positions[None, :] < lens[:, None]  # [batch, ctx]: slots a sequence owns
 
     def fn(q, k_pages, v_pages):
-        def dense(pages):  # [batch, max_pages * page, kv_heads, d] -> [batch, kv_heads, ctx, d]
+        def dense(pages):  # [batch, ctx, kv_heads, d] -> [batch, q_heads, ctx, d], NaN slots zeroed
             x = pages[table].flatten(1, 2)
+            x = torch.where(readable[:, :, None, None], x, torch.zeros((), dtype=x.dtype, device=x.device))
             return x.transpose(1, 2).repeat_interleave(group, dim=1)
-        scores_mask = mask[:, None, None, :]
-        out = F.scaled_dot_product_attention(q[:, :, None, :], dense(k_pages), dense(v_pages),
-                                             attn_mask=scores_mask, scale=constants["scale"])
-        return out[:, :, 0, :]
+        out = F.scaled_dot_product_attention(q.transpose(1, 2), dense(k_pages), dense(v_pages),
+                                             attn_mask=mask[:, None, :, :], scale=constants["scale"])
+        out = out.transpose(1, 2)  # [batch, q_len, q_heads, d]
+        seen = (visible > 0)[:, :, None, None]
+        return torch.where(seen, out, torch.zeros((), dtype=out.dtype, device=out.device))
 
     return fn, (inputs["q"], inputs["k_pages"], inputs["v_pages"])

@@ -203,10 +203,17 @@ TEST(DrawnShapes, GroupRatiosThatAreNotPowersOfTwoInEveryEvaluation) {
   EXPECT_EQ(ratios.size(), 8u);  // 1..8 all drawn
 }
 
-TEST(DrawnShapes, AbsentDrawsDrawNothing) {
+TEST(DrawnShapes, AbsentDrawsAreDerivedAndOneValueEverywhereDrawsNothing) {
+  // Without `draws`, the listed shapes give the ranges (sandbox/shape_derive.h; more in
+  // tests/sandbox/gate_inputs_test.cc).
   json t = row_task();
   t.erase("draws");
   auto shapes = draw_shapes(parsed(t), 1);
+  ASSERT_TRUE(shapes.ok());
+  EXPECT_EQ(shapes->size(), 4u);
+  for (const auto& s : *shapes) EXPECT_LE(s.at("cols"), 2 * 32768);
+  t["shapes"] = json::array({json::object()});
+  shapes = draw_shapes(parsed(t), 1);
   ASSERT_TRUE(shapes.ok());
   EXPECT_TRUE(shapes->empty());
 }

@@ -83,7 +83,7 @@ TEST_F(LlmServiceTest, EveryCallIsRecordedWithTokensCostLatencyAndStatus) {
   FakeReply reply = FakeReply::completion("ok");
   reply.delay = std::chrono::milliseconds(30);
   reply.input_tokens = 1000;
-  reply.output_tokens = 2000;
+  reply.output_tokens = 1000;  // at most max_tokens: a larger count is charged at the bound
   server_->enqueue(reply);
   FakeReply limited = FakeReply::failure(FakeFault::kRateLimited);
   limited.retry_after_s = 0;
@@ -98,8 +98,8 @@ TEST_F(LlmServiceTest, EveryCallIsRecordedWithTokensCostLatencyAndStatus) {
   coder.label = "axpy/candidate-7";
   LlmResponse first = service->complete(coder);
   ASSERT_TRUE(first.ok()) << first.describe();
-  // 1000 * $2/M + 2000 * $8/M
-  EXPECT_NEAR(first.cost_usd, 0.018, 1e-12);
+  // 1000 * $2/M + 1000 * $8/M
+  EXPECT_NEAR(first.cost_usd, 0.010, 1e-12);
   LlmResponse retried = service->complete(LlmRequest::user("planner", "", "plan"));
   ASSERT_TRUE(retried.ok());
   EXPECT_EQ(retried.attempts, 2);
@@ -114,8 +114,8 @@ TEST_F(LlmServiceTest, EveryCallIsRecordedWithTokensCostLatencyAndStatus) {
   EXPECT_EQ(records[0].label, "axpy/candidate-7");
   EXPECT_EQ(records[0].status, LlmStatus::kOk);
   EXPECT_EQ(records[0].input_tokens, 1000);
-  EXPECT_EQ(records[0].output_tokens, 2000);
-  EXPECT_NEAR(records[0].cost_usd, 0.018, 1e-12);
+  EXPECT_EQ(records[0].output_tokens, 1000);
+  EXPECT_NEAR(records[0].cost_usd, 0.010, 1e-12);
   EXPECT_GE(records[0].latency, std::chrono::milliseconds(30));
   EXPECT_EQ(records[0].latency, first.latency);
   EXPECT_LE(records[0].started, std::chrono::system_clock::now());
@@ -127,8 +127,8 @@ TEST_F(LlmServiceTest, EveryCallIsRecordedWithTokensCostLatencyAndStatus) {
   EXPECT_EQ(totals.calls, 3);
   EXPECT_EQ(totals.failed_calls, 1);
   EXPECT_EQ(totals.input_tokens, 1500);
-  EXPECT_EQ(totals.output_tokens, 2000);
-  EXPECT_NEAR(totals.cost_usd, 0.019, 1e-12);
+  EXPECT_EQ(totals.output_tokens, 1000);
+  EXPECT_NEAR(totals.cost_usd, 0.011, 1e-12);
   EXPECT_EQ(service->totals_for_agent("planner").calls, 2);
   EXPECT_EQ(service->totals_for_agent("coder").calls, 1);
   EXPECT_EQ(service->totals_for_agent("summarizer").calls, 0);
@@ -136,15 +136,16 @@ TEST_F(LlmServiceTest, EveryCallIsRecordedWithTokensCostLatencyAndStatus) {
 
 TEST_F(LlmServiceTest, TruncatedCallsAreChargedModelsWithoutAPriceCostNothing) {
   FakeReply cut = FakeReply::failure(FakeFault::kLengthLimit);
-  cut.input_tokens = 1'000'000;
-  cut.output_tokens = 1'000'000;
+  // Within the bounds (prompt + 4096 in, max_tokens out): counts past them are charged there.
+  cut.input_tokens = 4'000;
+  cut.output_tokens = 1'000;
   server_->enqueue(cut);
   server_->enqueue(cut);
   llm_.agents["summarizer"].model = "local-model";
   auto service = make_service();
-  EXPECT_NEAR(service->complete(LlmRequest::user("coder", "", "x")).cost_usd, 10.0, 1e-9);
+  EXPECT_NEAR(service->complete(LlmRequest::user("coder", "", "x")).cost_usd, 0.016, 1e-9);
   EXPECT_EQ(service->complete(LlmRequest::user("summarizer", "", "x")).cost_usd, 0.0);
-  EXPECT_NEAR(service->totals().cost_usd, 10.0, 1e-9);
+  EXPECT_NEAR(service->totals().cost_usd, 0.016, 1e-9);
 }
 
 TEST_F(LlmServiceTest, SubmittedRequestsRunTogether) {

@@ -276,8 +276,10 @@ TEST_F(ExportTest, GitCommitOutsideARepositoryIsRefused) {
 TEST(LauncherCodegenTest, ExpressionsAndNames) {
   EXPECT_EQ(*exporter::expression_to_cpp("ceil_div(n, BLOCK)"),
             "(kopt_ceil_div(static_cast<int64_t>(n), static_cast<int64_t>(BLOCK)))");
+  // Every operation a checked helper with the sandbox's semantics (plan_semantics_test.cc).
   EXPECT_EQ(*exporter::expression_to_cpp("rows * 64 + max(a,2)"),
-            "(static_cast<int64_t>(rows)*64LL+kopt_max(static_cast<int64_t>(a), 2LL))");
+            "(kopt_add(kopt_mul(static_cast<int64_t>(rows), 64LL), "
+            "kopt_max(static_cast<int64_t>(a), 2LL)))");
   EXPECT_FALSE(exporter::expression_to_cpp("n +* 2").ok());
   EXPECT_EQ(exporter::cpp_identifier("layer-norm"), "layer_norm");
   EXPECT_EQ(exporter::cpp_identifier("3d"), "_3d");

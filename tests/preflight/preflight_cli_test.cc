@@ -190,5 +190,49 @@ TEST_F(PreflightCliTest, RunStartsWhenEveryModelAnswers) {
   EXPECT_EQ(requests[3].method, "POST");
 }
 
+// Where the kernel has no Landlock (KOPT_ASSUME_NO_LANDLOCK=1 makes kopt answer as on such a
+// kernel), the confined compiler cannot lock NVRTC out of the user's files: `kopt run` says so
+// and runs model-written kernels only with --allow-unconfined-compile; the tuner needs nothing;
+// `kopt doctor` warns (issue 34).
+TEST_F(PreflightCliTest, WithoutLandlockModelTextNeedsConsent) {
+  start_server();
+  ::setenv("KOPT_ASSUME_NO_LANDLOCK", "1", 1);
+  std::vector<std::string> args = {"--config",
+                                   config(server_->openai_base_url()).string(),
+                                   "--db",
+                                   db().string(),
+                                   "--tasks",
+                                   tasks_.string(),
+                                   "--no-display",
+                                   "--candidates-per-task",
+                                   "8"};
+  auto refused = run(args, KOPT_TEST_PREFLIGHT_DAEMON);
+  auto tuner_args = args;
+  tuner_args.push_back("--tuner-only");
+  auto tuner = run(tuner_args, KOPT_TEST_PREFLIGHT_DAEMON);
+  auto consent_args = args;
+  consent_args.push_back("--allow-unconfined-compile");
+  auto consented = run(consent_args, KOPT_TEST_PREFLIGHT_DAEMON);
+  auto doctor = run({"doctor"});
+  ::unsetenv("KOPT_ASSUME_NO_LANDLOCK");
+  EXPECT_EQ(refused.exit_code, 3) << refused.stderr_text;
+  EXPECT_TRUE(contains(refused.stderr_text, "WARNING: Landlock unavailable"))
+      << refused.stderr_text;
+  EXPECT_TRUE(
+      contains(refused.stderr_text, "refusing to run model-written kernels without Landlock"))
+      << refused.stderr_text;
+  EXPECT_EQ(tuner.exit_code, 0) << tuner.stderr_text;
+  EXPECT_TRUE(contains(tuner.stderr_text, "WARNING: Landlock unavailable")) << tuner.stderr_text;
+  EXPECT_EQ(consented.exit_code, 0) << consented.stderr_text;
+  EXPECT_TRUE(contains(consented.stderr_text, "WARNING: Landlock unavailable"))
+      << consented.stderr_text;
+  EXPECT_TRUE(contains(doctor.stdout_text, "WARNING  compile confinement")) << doctor.stdout_text;
+  // With Landlock present (this machine, when it has it) nothing is said and nothing refused.
+  auto plain = run({"doctor"});
+  if (!contains(plain.stdout_text, "WARNING  compile confinement")) {
+    EXPECT_TRUE(contains(plain.stdout_text, "ok       compile confinement")) << plain.stdout_text;
+  }
+}
+
 }  // namespace
 }  // namespace kopt::testing

@@ -150,7 +150,7 @@ TEST_F(HtmlReportTest, MarkdownSummaryForAPullRequest) {
   // No production baseline in this memory: S is against baseline.cu (400 us of 1 ms, bound 300).
   EXPECT_NE(md.find("| softmax | 8 | 4 | 1.00 ms | 400.0 us | 2.50x | none measured | 30.0% -> "
                     "75.0% | S 0.88 vs baseline.cu \\(no production baseline measured\\) | "
-                    "gpt-test | compile_error 1, incorrect 2, timeout 1 |"),
+                    "gpt-test | compile\\_error 1, incorrect 2, timeout 1 |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| rmsnorm | 1.80x | kernel"), std::string::npos) << md;

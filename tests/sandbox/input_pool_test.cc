@@ -26,6 +26,7 @@ struct Maker {
     return [this]() -> Result<std::unique_ptr<InputSet>> {
       auto set = std::make_unique<InputSet>();
       set->bytes = bytes;
+      set->payload_bytes = bytes;
       set->make_seconds = make_seconds;
       ++made;
       return set;

@@ -46,6 +46,9 @@ EvalRequest request(const std::string& task, const KernelSource& candidate, bool
   // Drawn shapes are proven by shapes_test.cc; here the planted bug's cover is the fixed sweep
   // (a float running sum also drifts on a drawn long row).
   r.options.draws = false;
+  // So are the shapes and inputs of issue 32 (gate_inputs_gpu_test.cc): an input family of
+  // outlier rows overflows a softmax without the max too.
+  r.options.thresholds = r.options.families = r.options.wide = r.options.vary_constants = false;
   return r;
 }
 

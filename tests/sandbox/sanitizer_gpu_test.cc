@@ -127,8 +127,8 @@ TEST(SanitizerBaselinesOnGpu, EveryToolPassesTheBaselines) {
 TEST(SanitizerEvaluatorOnGpu, SandboxEvaluatorSanitizesOnItsOwnGpu) {
   if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
   if (!find_compute_sanitizer()) GTEST_SKIP() << "no compute-sanitizer on this machine";
-  auto kernel =
-      read_adversarial_kernel(std::filesystem::path(KOPT_SANITIZER_DIR) / "write_past_granule.cu");
+  auto kernel = read_adversarial_kernel(std::filesystem::path(KOPT_SANITIZER_DIR) /
+                                        "writes_far_past_at_timed_shape.cu");
   ASSERT_TRUE(kernel.ok()) << kernel.error();
   SandboxEvaluator evaluator(worker_options());
   ASSERT_TRUE(evaluator.start().ok());

@@ -172,6 +172,32 @@ TEST(SanitizerRequest, KeepsTheSmallSweepShapesAndOnlyVerifiesOnce) {
   EXPECT_EQ(parse_task(tiny->task_json, "tiny")->shapes.size(), 1u);
 }
 
+// The sanitizer looks where bugs live: every shape class, the timed shape first and the holdouts
+// next (they become sweep shapes, so they come before the sweep), bounded by time, not bytes.
+TEST(SanitizerRequest, RunsEveryShapeClassTimedAndHoldoutFirstWithinATimeBudget) {
+  auto reduced = sanitizer_request(transpose_request(), 0, 30);
+  ASSERT_TRUE(reduced.ok()) << reduced.error();
+  auto task = parse_task(reduced->task_json, "reduced");
+  ASSERT_TRUE(task.ok()) << task.error();
+  // {} (8192x8192, the timed shape), 32000x4096, 12345x4099, then the five other sweep shapes.
+  ASSERT_EQ(task->shapes.size(), 8u);
+  EXPECT_EQ(task->bind(task->shapes[0]).at("rows"), 8192);
+  EXPECT_EQ(task->bind(task->shapes[1]).at("rows"), 32000);
+  EXPECT_EQ(task->bind(task->shapes[2]).at("cols"), 4099);
+  EXPECT_EQ(task->bind(task->shapes[7]).at("cols"), 11008);
+  EXPECT_TRUE(task->holdout.empty());
+  EXPECT_FALSE(reduced->options.check_holdout);
+  EXPECT_TRUE(reduced->options.stress);
+  EXPECT_TRUE(reduced->options.draws);
+  EXPECT_EQ(reduced->options.rounds, 1);
+  EXPECT_FALSE(reduced->options.time);
+  EXPECT_FALSE(reduced->options.reuse_inputs);
+  EXPECT_FALSE(reduced->baseline.has_value());
+  EXPECT_DOUBLE_EQ(reduced->options.verify_budget_seconds, 30);
+  // The runner's default is this mode.
+  EXPECT_EQ(SanitizerOptions{}.small_shape_bytes, 0);
+}
+
 // The runner against a stand-in compute-sanitizer: it writes the recorded report of the tool
 // named in KOPT_FAKE_SANITIZER_FINDS and runs the stand-in worker, which answers ok.
 class SanitizerRunner : public ::testing::Test {

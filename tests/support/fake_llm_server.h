@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +54,13 @@ struct FakeReply {
   int64_t input_tokens = 10;
   int64_t output_tokens = 20;
   size_t huge_bytes = 5u << 20;
+  // When set, sent as the body (any bytes: a proxy's Latin-1 error page) with the fault's status.
+  std::optional<std::string> raw_body;
+  // A careless or hostile endpoint: the completion's text gets the request's Authorization
+  // header (or x-api-key) appended, as sent ("Authorization: Bearer sk-..."), and, with
+  // echo_key_split, the key once more with a space and a comma between its characters.
+  bool echo_authorization = false;
+  bool echo_key_split = false;
 
   static FakeReply completion(std::string text);
   static FakeReply failure(FakeFault fault);

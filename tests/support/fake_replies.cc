@@ -149,21 +149,41 @@ FakeHttpResponse build_models_response(const RecordedRequest& request,
   return r;
 }
 
-FakeHttpResponse build_fake_response(const FakeReply& reply, const RecordedRequest& request,
-                                     int64_t serial) {
+namespace {
+
+// The completion's text, with the key echoed when the reply asks for it.
+std::string completion_text(const FakeReply& reply, const RecordedRequest& request) {
+  std::string text = reply.text;
+  if (reply.echo_authorization) {
+    auto header = request.headers.find("authorization");
+    text += "\nAuthorization: " +
+            (header != request.headers.end() ? header->second : fake_key_sent(request)) + "\n";
+  }
+  if (reply.echo_key_split) {
+    std::string split;
+    for (char c : fake_key_sent(request)) split += std::string(split.empty() ? "" : ", ") + c;
+    text += "\n// " + split + "\n";
+  }
+  return text;
+}
+
+// The reply's fault as the API at the request's path answers it.
+FakeHttpResponse build_fault_response(const FakeReply& reply, const RecordedRequest& request,
+                                      int64_t serial) {
   FakeHttpResponse r;
+  const std::string text = completion_text(reply, request);
   switch (reply.fault) {
     case FakeFault::kNone:
     case FakeFault::kSlow:
     case FakeFault::kTruncatedBody:  // the server cuts it while sending
     case FakeFault::kConnectionReset:
-      r.body = completion_body(reply, request, reply.text, false, false, serial);
+      r.body = completion_body(reply, request, text, false, false, serial);
       break;
     case FakeFault::kLengthLimit:
-      r.body = completion_body(reply, request, reply.text, true, false, serial);
+      r.body = completion_body(reply, request, text, true, false, serial);
       break;
     case FakeFault::kRefusal:
-      r.body = completion_body(reply, request, reply.text, false, false, serial, true);
+      r.body = completion_body(reply, request, text, false, false, serial, true);
       break;
     case FakeFault::kToolCall:
       r.body = tool_call_body(reply, request, serial);
@@ -208,6 +228,15 @@ FakeHttpResponse build_fake_response(const FakeReply& reply, const RecordedReque
       r.body = error_body(request, "invalid_request_error", "max_tokens is too large");
       break;
   }
+  return r;
+}
+
+}  // namespace
+
+FakeHttpResponse build_fake_response(const FakeReply& reply, const RecordedRequest& request,
+                                     int64_t serial) {
+  FakeHttpResponse r = build_fault_response(reply, request, serial);
+  if (reply.raw_body) r.body = *reply.raw_body;
   return r;
 }
 

@@ -1,5 +1,5 @@
 // expect: ok
-// The twin of write_past_granule.cu: the same axpy without the stray write. Every tool must stay
+// The twin of writes_far_past_at_timed_shape.cu: the same axpy without the stray write. Every tool must stay
 // silent on it.
 /* kopt:plan
 {

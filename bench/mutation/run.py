@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""Mutation testing of kopt's gate: how many plausible wrong kernels it rejects.
+
+    bench/run.sh mutation OUT_DIR [--worker build/bin/kopt-sandbox] [--max-seconds 420]
+                                  [--tasks a,b] [--operators a,b] [--per-operator 5]
+                                  [--limit N] [--jobs N] [--compile-only] [--list]
+
+1. Every known-good kernel (each task's baseline.cu in tasks/ and tasks_realworld/, and the
+   `// expect: ok` twins in tests/sandbox/** of a suite task) is mutated by the operators of
+   operators.py, one change per mutant; identical mutants are judged once.
+2. The compile gate: `kopt eval TASK FILE --compile-only` on the host, `--jobs` at a time, into
+   the worker's compile cache, as the daemon compiles before a candidate queues for a GPU. A
+   mutant that does not compile is `stillborn`: counted, never scored.
+3. One long-lived kopt-sandbox worker judges the unmutated originals (any verdict but ok is a
+   false reject), then every mutant, with exactly the request `kopt eval TASK FILE` sends: the
+   task's reference and baseline and the default options (5 rounds, stress rounds, drawn shapes,
+   holdouts, timing with poisoned outputs checked every sample). A mutant is killed when the
+   verdict is not ok. Each verdict is appended to OUT_DIR/mutation-results.jsonl as it comes, so a
+   run cut short (`--max-seconds`, or the machine's limit) resumes where it stopped.
+4. mutation.json: mutation_score = killed / (judged - equivalent), per operator and per task,
+   the survivors with their diffs (equivalent.json says which are equivalent and why), the
+   per-mutant cost, the device, the date and the commit. mutation.md: the tables.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import pathlib
+import random
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import benchlib  # noqa: E402
+import sources  # noqa: E402
+from benchlib import log  # noqa: E402
+
+EQUIVALENT = HERE / "equivalent.json"
+RESULTS = "mutation-results.jsonl"
+
+
+def plan_items(args):
+    """The originals and the mutants, in the order they are judged: originals first, then the
+    mutants shuffled with a fixed seed, so a run cut short still covers every task and operator."""
+    tasks = sources.load_tasks()
+    wanted = [n for n in args.tasks.split(",") if n]
+    unknown = set(wanted) - set(tasks)
+    if unknown:
+        sys.exit("unknown task(s): " + ", ".join(sorted(unknown)))
+    ops = [o for o in args.operators.split(",") if o]
+    unknown = set(ops) - set(sources.OPERATORS)
+    if unknown:
+        sys.exit("unknown operator(s): %s (known: %s)" % (", ".join(sorted(unknown)),
+                                                         ", ".join(sources.OPERATORS)))
+    good = [g for g in sources.good_kernels(tasks) if not wanted or g[1] in wanted]
+    originals = [{"id": sources.mutant_id(text), "task": task, "suite": tasks[task].suite,
+                  "source": path, "operator": "original", "site": "", "text": text, "diff": ""}
+                 for path, task, text in good]
+    mutants = sources.mutants(tasks, good, args.per_operator, ops or None)
+    random.Random(args.seed).shuffle(mutants)
+    if args.limit:
+        mutants = mutants[:args.limit]
+    return tasks, originals, mutants
+
+
+def write_files(out_dir, items):
+    folder = pathlib.Path(out_dir) / "mutants"
+    folder.mkdir(parents=True, exist_ok=True)
+    for item in items:
+        path = folder / (item["id"] + ".cu")
+        if not path.exists():
+            path.write_text(item["text"])
+        item["path"] = str(path)
+
+
+def compile_gate(kopt, tasks, items, cache, arch, jobs):
+    """{id: compile verdict}: `kopt eval --compile-only` of every item, `jobs` at a time, into
+    the worker's cache. Each task's reference and baseline are compiled too (the worker needs
+    them), once."""
+    env = dict(os.environ, KOPT_CACHE_DIR=str(cache))
+
+    def one(task_dir, path):
+        proc = subprocess.run([kopt, "eval", str(task_dir), str(path), "--compile-only", "--arch",
+                               arch, "--json"], capture_output=True, text=True, env=env,
+                              timeout=600)
+        try:
+            return json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            return {"verdict": "gate_error", "log": (proc.stderr or proc.stdout)[-500:]}
+
+    began = time.perf_counter()
+    verdicts = {}
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        extra = []
+        for name in sorted({i["task"] for i in items}):
+            extra += [pool.submit(one, tasks[name].dir, tasks[name].dir / f)
+                      for f in ("reference.cu", "baseline.cu")]
+        futures = {pool.submit(one, tasks[i["task"]].dir, i["path"]): i["id"] for i in items}
+        for future in concurrent.futures.as_completed(futures):
+            verdicts[futures[future]] = future.result()
+        for future in extra:
+            future.result()
+    return verdicts, time.perf_counter() - began
+
+
+def read_done(path):
+    done = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                done[record["id"]] = record
+    return done
+
+
+def judge(worker, task, item, retries=1):
+    """The worker's verdict on one item, as `kopt eval --json` would give it."""
+    is_baseline = item["text"] == task.baseline
+    for attempt in range(retries + 1):
+        result, error, wall_ms = worker.evaluate(task, item["text"], item["id"] + ".cu",
+                                                 baseline=not is_baseline)
+        verdict = result.get("verdict") if result else None
+        if verdict != "gpu_busy" or attempt == retries:
+            break
+        time.sleep(2)
+    record = {"id": item["id"], "verdict": verdict, "error": error, "wall_ms": round(wall_ms, 1)}
+    if result:
+        record["detail"] = (result.get("detail") or "")[:400]
+        for key in ("compile_ms", "verify_ms", "time_ms", "speedup"):
+            record[key] = result.get(key)
+    return record
+
+
+def run_worker(args, tasks, items, done, cache, results_path, deadline):
+    pending = [i for i in items if i["id"] not in done and i.get("compiled", True)]
+    if not pending:
+        return 0
+    worker = benchlib.Worker(args.worker, cache_dir=cache,
+                             log_path=benchlib.output_file(args.out_dir, "mutation-worker.log"))
+    log("worker up in %.2f s on %s; %d to judge" % (worker.start_seconds,
+                                                    worker.info.get("name"), len(pending)))
+    judged = 0
+    with open(results_path, "a") as sink:
+        for item in pending:
+            if time.monotonic() > deadline:
+                log("--max-seconds spent: %d left unjudged (rerun to resume)" %
+                    (len(pending) - judged))
+                break
+            record = judge(worker, tasks[item["task"]], item)
+            sink.write(json.dumps(record) + "\n")
+            sink.flush()
+            done[item["id"]] = record
+            judged += 1
+            log("%-24s %-22s %-12s %7.0f ms  %s" % (item["task"], item["operator"],
+                                                   record["verdict"] or "error",
+                                                   record["wall_ms"], item["site"][:60]))
+    worker.close()
+    return judged
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir")
+    parser.add_argument("--worker", default=str(benchlib.DEFAULT_WORKER))
+    parser.add_argument("--kopt", default="", help="kopt binary (default: beside the worker)")
+    parser.add_argument("--max-seconds", type=float, default=420,
+                        help="stop starting new evaluations after this many seconds")
+    parser.add_argument("--tasks", default="", help="comma-separated task names (default: all)")
+    parser.add_argument("--operators", default="", help="comma-separated operators (default: all)")
+    parser.add_argument("--per-operator", type=int, default=5,
+                        help="at most this many mutants per (source, operator)")
+    parser.add_argument("--limit", type=int, default=0, help="judge at most N mutants")
+    parser.add_argument("--seed", type=int, default=0, help="order of the mutants")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 4,
+                        help="compile gate processes at once")
+    parser.add_argument("--cache", default="",
+                        help="compile cache folder (default: a fresh one; the compile gate's "
+                             "verdicts are kept in OUT_DIR either way)")
+    parser.add_argument("--arch", default="", help="compile target (default: the worker's GPU)")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="stop after the compile gate (no GPU): counts stillborn mutants")
+    parser.add_argument("--no-gate", action="store_true",
+                        help="no host compile gate (no kopt binary): the worker compiles, and "
+                             "its compile_error verdicts are the stillborn mutants")
+    parser.add_argument("--resummarize", action="store_true",
+                        help="rewrite OUT_DIR's mutation.json/.md from its verdicts with the "
+                             "current equivalent.json (no GPU; keeps the run's device and date)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    args = parser.parse_args()
+    started = time.monotonic()
+    deadline = started + args.max_seconds
+    out = pathlib.Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    tasks, originals, mutants = plan_items(args)
+    items = originals + mutants
+    if args.list:
+        for m in mutants:
+            print("%s %-22s %-22s %s" % (m["id"], m["task"], m["operator"], m["site"]))
+        print("%d mutants of %d sources over %d tasks" % (
+            len(mutants), len(originals), len({m["task"] for m in mutants})))
+        return
+    equivalent = sources.load_equivalent(EQUIVALENT)
+    if args.resummarize:
+        resummarize(args, out, tasks, originals, mutants, equivalent)
+        return
+    write_files(out, items)
+
+    kopt = args.kopt or str(pathlib.Path(args.worker).resolve().parent / "kopt")
+    if not args.no_gate and not os.access(kopt, os.X_OK):
+        log("no kopt at %s: the worker compiles each file itself (--no-gate)" % kopt)
+        args.no_gate = True
+    cache = pathlib.Path(args.cache) if args.cache else benchlib.fresh_dir("kopt-mutation-cache-")
+    arch = args.arch or "sm_90a"
+    gate_s = 0.0
+    compiled = {}
+    gate_path = out / "mutation-compile.json"
+    if gate_path.exists():
+        compiled = json.loads(gate_path.read_text())
+    missing = [i for i in items if i["id"] not in compiled]
+    if missing and args.no_gate:
+        # The worker compiles each file itself (same NVRTC, same options): a compile error is
+        # its verdict, counted as stillborn below. Slower on the GPU's clock, same verdicts.
+        compiled.update({i["id"]: {"verdict": "compiled", "log": "unchecked (--no-gate)"}
+                         for i in missing})
+    elif missing:
+        log("compile gate: %d files, %d at a time..." % (len(missing), args.jobs))
+        fresh, gate_s = compile_gate(kopt, tasks, missing, cache, arch, args.jobs)
+        compiled.update({k: {"verdict": v.get("verdict"), "log": (v.get("log") or "")[-300:]}
+                         for k, v in fresh.items()})
+        gate_path.write_text(json.dumps(compiled, indent=1, sort_keys=True) + "\n")
+        log("compile gate: %.1f s" % gate_s)
+    for item in items:
+        item["compiled"] = compiled.get(item["id"], {}).get("verdict") == "compiled"
+
+    results_path = out / RESULTS
+    done = read_done(results_path)
+    stream_began = time.perf_counter()
+    judged_now = 0
+    if not args.compile_only:
+        judged_now = run_worker(args, tasks, items, done, cache, results_path, deadline)
+    stream_s = time.perf_counter() - stream_began
+    summary = summarize(args, tasks, originals, mutants, compiled, done, equivalent,
+                        {"compile_gate_s": round(gate_s, 1), "judge_s": round(stream_s, 1),
+                         "judged_this_run": judged_now})
+    benchlib.write_results(out, "mutation", summary, markdown(summary))
+
+
+def resummarize(args, out, tasks, originals, mutants, equivalent):
+    """The summary of an earlier run (its verdicts, compile gate and environment) with the
+    current equivalent.json: reviewing survivors needs no GPU."""
+    before = json.loads((out / "mutation.json").read_text())
+    compiled_path = out / "mutation-compile.json"
+    done = read_done(out / RESULTS)
+    if compiled_path.exists():
+        compiled = json.loads(compiled_path.read_text())
+    else:  # a --no-gate run: the worker's compile_error verdicts are the stillborn ones
+        compiled = {i["id"]: {"verdict": "compiled"} for i in originals + mutants}
+    args.per_operator, args.seed = before["options"]["per_operator"], before["options"]["seed"]
+    summary = summarize(args, tasks, originals, mutants, compiled, done, equivalent,
+                        before["cost"], env=before["environment"])
+    summary["options"] = before["options"]
+    benchlib.write_results(out, "mutation", summary, markdown(summary))
+
+
+# ---------------------------------------------------------------------------- the summary
+
+def _tally(rows):
+    killed = sum(r["status"] == "killed" for r in rows)
+    survived = sum(r["status"] == "survived" for r in rows)
+    equivalent = sum(r["status"] == "equivalent" for r in rows)
+    scored = killed + survived
+    return {"mutants": len(rows), "stillborn": sum(r["status"] == "stillborn" for r in rows),
+            "unjudged": sum(r["status"] == "unjudged" for r in rows), "killed": killed,
+            "survived": survived, "equivalent": equivalent,
+            "mutation_score": round(killed / scored, 4) if scored else None}
+
+
+def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost, env=None):
+    env = env or benchlib.gpu_environment()
+    rows = []
+    for m in mutants:
+        record = done.get(m["id"])
+        if compiled.get(m["id"], {}).get("verdict") != "compiled" or \
+                (record or {}).get("verdict") == "compile_error":
+            status = "stillborn"
+        elif not record or not record.get("verdict") or record["verdict"] == "gpu_busy":
+            status = "unjudged"
+        elif record["verdict"] != "ok":
+            status = "killed"
+        elif m["id"] in equivalent:
+            status = "equivalent"
+        else:
+            status = "survived"
+        rows.append(dict(m, status=status, verdict=(record or {}).get("verdict")))
+    live = [r for r in rows if r["status"] != "stillborn"]
+    total = _tally(rows)
+    by_op, by_task, verdicts = {}, {}, {}
+    for r in rows:
+        by_op.setdefault(r["operator"], []).append(r)
+        by_task.setdefault(r["task"], []).append(r)
+        if r["verdict"]:
+            verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+    original_rows = []
+    for o in originals:
+        record = done.get(o["id"], {})
+        original_rows.append({"source": o["source"], "task": o["task"],
+                              "compiled": compiled.get(o["id"], {}).get("verdict"),
+                              "verdict": record.get("verdict"), "detail": record.get("detail")})
+    walls = [done[r["id"]]["wall_ms"] for r in live if r["id"] in done]
+    return {
+        "mutation_score": total["mutation_score"],
+        "mutants": len(live),
+        "generated": len(rows),
+        "killed": total["killed"],
+        "survived": total["survived"],
+        "equivalent": total["equivalent"],
+        "stillborn": total["stillborn"],
+        "unjudged": total["unjudged"],
+        "tasks": len({r["task"] for r in live}),
+        "task_names": sorted({r["task"] for r in live}),
+        "realworld_tasks": sorted({r["task"] for r in live if r["suite"] == "tasks_realworld"}),
+        "sources": len(originals),
+        "score_definition": "killed / (killed + survived); equivalent mutants (equivalent.json) "
+                            "and stillborn ones (no compile) are not scored; unjudged ones "
+                            "(budget spent, no verdict) neither",
+        "gate": "kopt-sandbox with kopt eval's request: reference + baseline, default options "
+                "(5 rounds, stress rounds, drawn shapes, holdouts, timing with poisoned outputs)",
+        "verdicts": verdicts,
+        "per_operator": {k: _tally(v) for k, v in sorted(by_op.items())},
+        "per_task": {k: _tally(v) for k, v in sorted(by_task.items())},
+        "originals": original_rows,
+        "false_rejects": [o for o in original_rows if o["verdict"] not in (None, "ok")],
+        "survivors": [{"id": r["id"], "task": r["task"], "source": r["source"],
+                       "operator": r["operator"], "site": r["site"], "diff": r["diff"],
+                       "equivalent": equivalent.get(r["id"])}
+                      for r in rows if r["status"] in ("survived", "equivalent")],
+        "stillborn_list": [{"id": r["id"], "task": r["task"], "operator": r["operator"],
+                            "site": r["site"]} for r in rows if r["status"] == "stillborn"],
+        "per_mutant_wall_ms": benchlib.summary(walls),
+        "cost": cost,
+        "options": {"per_operator": args.per_operator, "seed": args.seed, "limit": args.limit,
+                    "max_seconds": args.max_seconds, "tasks": args.tasks,
+                    "operators": args.operators},
+        "device": (env.get("gpus") or [{}])[0].get("name") if isinstance(env.get("gpus"), list)
+        else None,
+        "date": env["date"],
+        "commit": env["commit"],
+        "environment": env,
+    }
+
+
+def markdown(s):
+    def row(name, t):
+        score = "-" if t["mutation_score"] is None else "%.3f" % t["mutation_score"]
+        return [name, t["mutants"] - t["stillborn"], t["killed"], t["survived"], t["equivalent"],
+                t["stillborn"], t["unjudged"], score]
+
+    header = ["", "mutants", "killed", "survived", "equivalent", "stillborn", "unjudged", "score"]
+    lines = ["# Mutation score of the gate", "",
+             "%s, %s, commit %s: **%s** (%d killed of %d scored; %d mutants of %d tasks, %d "
+             "stillborn, %d unjudged). False rejects of the originals: %d of %d." % (
+                 s["device"], s["date"], s["commit"],
+                 "-" if s["mutation_score"] is None else "%.3f" % s["mutation_score"],
+                 s["killed"], s["killed"] + s["survived"], s["mutants"], s["tasks"],
+                 s["stillborn"], s["unjudged"], len(s["false_rejects"]), len(s["originals"])),
+             "", "## By operator", "",
+             benchlib.markdown_table(header, [row(k, v) for k, v in s["per_operator"].items()]),
+             "", "## By task", "",
+             benchlib.markdown_table(header, [row(k, v) for k, v in s["per_task"].items()]),
+             "", "## Survivors", ""]
+    for sv in s["survivors"]:
+        lines.append("- `%s` %s, %s, %s%s" % (sv["id"], sv["task"], sv["operator"], sv["site"],
+                                             " (equivalent: %s)" % sv["equivalent"]
+                                             if sv["equivalent"] else ""))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

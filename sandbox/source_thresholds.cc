@@ -1,0 +1,234 @@
+#include "sandbox/source_thresholds.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "sandbox/cuda_tokens.h"
+#include "sandbox/expr.h"
+#include "sandbox/task_spec.h"
+
+namespace kopt {
+namespace {
+
+const std::set<std::string> kComparisons = {"<", "<=", ">", ">=", "==", "!="};
+
+// An integer literal's value (decimal, hex, octal, binary; u/l suffixes), or -1 for a floating
+// literal or one out of range.
+int64_t integer_value(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == 'u' || t.back() == 'U' || t.back() == 'l' || t.back() == 'L'))
+    t.pop_back();
+  if (t.empty()) return -1;
+  int base = 10;
+  size_t at = 0;
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+    base = 16;
+    at = 2;
+  } else if (t.size() > 2 && t[0] == '0' && (t[1] == 'b' || t[1] == 'B')) {
+    base = 2;
+    at = 2;
+  } else if (t.size() > 1 && t[0] == '0') {
+    base = 8;
+    at = 1;
+  }
+  int64_t v = 0;
+  for (size_t i = at; i < t.size(); ++i) {
+    char c = char(std::tolower(static_cast<unsigned char>(t[i])));
+    if (c == '\'') continue;  // digit separator
+    int d = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+            : (c >= 'a' && c <= 'f')                    ? c - 'a' + 10
+                                                        : 99;
+    if (d >= base) return -1;  // '.', 'e', 'f': a floating literal
+    if (v > (int64_t(1) << 40)) return -1;
+    v = v * base + d;
+  }
+  return v;
+}
+
+bool bound_like(const std::vector<CudaToken>& tokens, size_t i) {
+  auto punct = [&](size_t j, const char* text) {
+    return j < tokens.size() && tokens[j].kind == CudaToken::Kind::kPunct && tokens[j].text == text;
+  };
+  bool compared = (i > 0 && tokens[i - 1].kind == CudaToken::Kind::kPunct &&
+                   kComparisons.count(tokens[i - 1].text)) ||
+                  (i + 1 < tokens.size() && tokens[i + 1].kind == CudaToken::Kind::kPunct &&
+                   kComparisons.count(tokens[i + 1].text));
+  bool array_size = i > 0 && punct(i - 1, "[") && punct(i + 1, "]");
+  // A divisor of a size (cols / CHUNK, n % TILE): a tile, and its count's remainder a bound.
+  bool divisor = i > 0 && (punct(i - 1, "/") || punct(i - 1, "%"));
+  return compared || array_size || divisor;
+}
+
+void keep(std::map<int64_t, SourceThreshold>& found, int64_t value, int priority,
+          const std::string& origin) {
+  if (value < 2) return;
+  auto it = found.find(value);
+  if (it == found.end() || it->second.priority < priority)
+    found[value] = SourceThreshold{value, priority, origin};
+}
+
+// The source's literals: bound-like ones at 3; a #define's value at 2, or 3 where its name is
+// used like a bound; the rest at 1.
+void scan_source(const std::string& source, std::map<int64_t, SourceThreshold>& found) {
+  auto tokens = tokenize_cuda(source, "candidate");
+  if (!tokens) return;  // the compile gate reports it; no thresholds from unreadable text
+  const auto& tk = *tokens;
+  std::map<std::string, int64_t> defines;
+  for (size_t i = 0; i + 2 < tk.size(); ++i) {
+    if (tk[i].starts_line && tk[i].text == "#" && tk[i + 1].text == "define" &&
+        tk[i + 2].kind == CudaToken::Kind::kIdentifier && i + 3 < tk.size() &&
+        !tk[i + 3].starts_line && tk[i + 3].kind == CudaToken::Kind::kNumber) {
+      int64_t v = integer_value(tk[i + 3].text);
+      if (v >= 0) defines[tk[i + 2].text] = v;
+    }
+  }
+  for (size_t i = 0; i < tk.size(); ++i) {
+    if (tk[i].kind == CudaToken::Kind::kNumber) {
+      int64_t v = integer_value(tk[i].text);
+      if (v >= 0) keep(found, v, bound_like(tk, i) ? 3 : 1, "line " + std::to_string(tk[i].line));
+    } else if (tk[i].kind == CudaToken::Kind::kIdentifier && defines.count(tk[i].text)) {
+      keep(found, defines[tk[i].text], bound_like(tk, i) ? 3 : 2, "#define " + tk[i].text);
+    }
+  }
+}
+
+void scan_plan(const KernelFile& kernel, std::map<int64_t, SourceThreshold>& found) {
+  std::string text;
+  for (const auto& l : kernel.launches) {
+    for (const auto* list : {&l.grid, &l.block})
+      for (const auto& e : *list) text += e + " ; ";
+    text += l.shared_bytes + " ; ";
+    for (const auto& a : l.args) text += a.expression + " ; ";
+  }
+  for (const auto& s : kernel.scratch) text += s.count + " ; ";
+  auto tokens = tokenize_cuda(text, "plan");
+  if (!tokens) return;
+  for (const auto& t : *tokens)
+    if (t.kind == CudaToken::Kind::kNumber) keep(found, integer_value(t.text), 1, "plan");
+}
+
+// The values either side of `t` for a size drawn in multiples of `m`: the crossing ones (the
+// first multiple past t, the first at or past 2t+1) or the ones at and below (the last multiple
+// at or below t, and at or below t-1).
+std::vector<int64_t> values_around(int64_t t, int64_t m, bool crossing) {
+  auto up = [m](int64_t v) { return (v + m - 1) / m * m; };
+  auto down = [m](int64_t v) { return v / m * m; };
+  if (crossing) return {up(t + 1), up(2 * t + 1)};
+  return {down(t), down(t - 1)};
+}
+
+// A value of `variable` for which `text` (a computed size using it) comes closest to `wanted`,
+// with the other variables as in `all`: a threshold moved one size, so the draw variables that
+// tie the computed sizes to it (q_heads = kv_heads * group) are chosen again, keeping the shape
+// near the drawn one. Wide ranges are scanned at a bounded number of points.
+int64_t closest_variable(const std::string& text, const std::string& variable,
+                         const SizeRange& range, int64_t wanted, ShapeBinding all) {
+  constexpr int64_t kMaxPoints = 4096;
+  const int64_t span = range.max - range.min;
+  const int64_t step = std::max<int64_t>(1, span / kMaxPoints);
+  int64_t best = range.min, best_gap = -1;
+  for (int64_t v = range.min; v <= range.max; v += step) {
+    all[variable] = v;
+    auto value = evaluate_expression(text, all);
+    if (!value || *value < 1) continue;
+    int64_t gap = *value > wanted ? *value - wanted : wanted - *value;
+    if (best_gap < 0 || gap < best_gap) best = v, best_gap = gap;
+    if (gap == 0) break;
+  }
+  return best;
+}
+
+// Recomputes the draw's computed sizes and checks its constraints. A computed size that uses
+// draw variables gets them chosen again (closest_variable) so that the expression holds: the
+// shape must be one the draw itself could have made.
+bool settle(const TaskSpec& task, ShapeBinding& shape) {
+  ShapeBinding all = shape;
+  for (const auto& [name, range] : task.draws.variables) all[name] = range.min;
+  std::set<std::string> chosen;
+  for (const auto& [name, text] : task.draws.computed) {
+    if (auto e = Expr::parse(text)) {
+      for (const auto& id : e->identifiers()) {
+        auto range = task.draws.variables.find(id);
+        if (range == task.draws.variables.end() || !chosen.insert(id).second) continue;
+        all[id] = closest_variable(text, id, range->second, shape[name], all);
+      }
+    }
+    auto v = evaluate_expression(text, all);
+    if (!v || *v < 1) return false;
+    shape[name] = all[name] = *v;
+  }
+  for (const auto& c : task.draws.constraints) {
+    auto holds = constraint_holds(c, all);
+    if (!holds || !*holds) return false;
+  }
+  return true;
+}
+
+// `base` with `size` at `value`, the other drawn sizes halved toward their minimum until the
+// shape fits `max_bytes`; nullopt when it cannot.
+std::optional<ShapeBinding> fit(const TaskSpec& task, ShapeBinding shape, const std::string& size,
+                                int64_t value, int64_t max_bytes) {
+  shape[size] = value;
+  for (int step = 0; step < 64; ++step) {
+    if (!settle(task, shape)) return std::nullopt;
+    auto bytes = task.tensor_bytes(shape);
+    if (!bytes) return std::nullopt;
+    if (*bytes <= max_bytes) return shape;
+    std::string largest;
+    for (const auto& [name, range] : task.draws.ranges) {
+      if (name == size || shape[name] <= std::max(range.min, range.multiple)) continue;
+      if (largest.empty() || shape[name] > shape[largest]) largest = name;
+    }
+    if (largest.empty()) return std::nullopt;
+    const SizeRange& r = task.draws.ranges.at(largest);
+    int64_t halved = std::max(r.min, shape[largest] / 2) / r.multiple * r.multiple;
+    shape[largest] = std::max(halved, (r.min + r.multiple - 1) / r.multiple * r.multiple);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<SourceThreshold> source_thresholds(const KernelFile& kernel,
+                                               const std::map<std::string, int64_t>& tunables) {
+  std::map<int64_t, SourceThreshold> found;
+  scan_source(kernel.source, found);
+  scan_plan(kernel, found);
+  for (const auto& [name, value] : kernel.tunable_values(tunables))
+    keep(found, value, 2, "tunable " + name);
+  std::vector<SourceThreshold> out;
+  for (const auto& [v, t] : found) out.push_back(t);
+  std::sort(out.begin(), out.end(), [](const SourceThreshold& a, const SourceThreshold& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.value > b.value;
+  });
+  return out;
+}
+
+std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
+                                           const std::vector<SourceThreshold>& thresholds,
+                                           uint64_t seed, const ThresholdShapeLimits& limits) {
+  std::vector<ShapeBinding> out;
+  if (task.draws.ranges.empty() || limits.max_shapes < 1) return out;
+  ShapeBinding base = task.bind({});
+  if (auto drawn = draw_shapes(task, seed); drawn && !drawn->empty()) base = drawn->front();
+  std::set<ShapeBinding> seen;
+  for (bool crossing : {true, false}) {
+    for (const auto& t : thresholds) {
+      for (const auto& [size, range] : task.draws.ranges) {
+        if (t.value + 1 < range.min || t.value + 1 > range.max) continue;
+        for (int64_t v : values_around(t.value, range.multiple, crossing)) {
+          if (v < range.min || v > range.max) continue;
+          auto shape = fit(task, base, size, v, limits.max_bytes);
+          if (!shape || !seen.insert(*shape).second) continue;
+          out.push_back(*shape);
+          if (int(out.size()) >= limits.max_shapes) return out;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace kopt

@@ -1,0 +1,250 @@
+#include "sandbox/worker/verify_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "sandbox/input_families.h"
+#include "sandbox/source_thresholds.h"
+#include "sandbox/stress_bounds.h"
+#include "sandbox/worker/evaluation.h"
+
+namespace kopt::worker {
+namespace {
+
+// splitmix64, as the draw (std's distributions differ between platforms).
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+double unit(uint64_t bits) { return double(bits >> 11) * (1.0 / 9007199254740992.0); }
+
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(int64_t(1) << 30));
+  return buf;
+}
+
+// The task with its constants drawn, owned by the plan; the task itself where none has a range.
+const TaskSpec* constants_variant(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
+                                  VerifyPlan& plan) {
+  if (!options.vary_constants || task.constant_ranges.empty()) return nullptr;
+  TaskSpec variant = task;
+  variant.constants = draw_constants(task, seed);
+  plan.variants.push_back(std::move(variant));
+  return &plan.variants.back();
+}
+
+Status add_fixed(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
+                 const std::string& phase, const std::vector<ShapeBinding>& list, uint64_t salt,
+                 VerifyPlan& plan) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    ShapeBinding sizes = task.bind(list[i]);
+    auto rounds = verification_rounds(options, task, sizes);
+    if (!rounds) return make_error(rounds.error());
+    plan.steps.push_back({phase, sizes, *rounds, seed + 7919 * (i + 1) + salt});
+  }
+  return ok_status();
+}
+
+// One round per (stress round, shape): its own shapes and the small sweep shapes, then one
+// drawn shape when shapes are drawn (hidden, never kept), so that a trap springs at sizes no one
+// listed too.
+void add_stress(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
+                const std::vector<ShapeBinding>& drawn, VerifyPlan& plan) {
+  for (size_t r = 0; r < task.stress.size(); ++r) {
+    auto shapes = stress_shapes(task, task.stress[r], options.large_shape_bytes);
+    uint64_t base = seed + 15485863 * (r + 1);
+    for (size_t i = 0; i < shapes.size(); ++i)
+      plan.steps.push_back({"stress", shapes[i], 1, base + 7919 * (i + 1), &task.stress[r]});
+    if (drawn.empty()) continue;
+    // Within the round's own shapes where it has them (its tolerance was sized there); a drawn
+    // shape that no longer keeps the draw's constraints once cut down is left out.
+    ShapeBinding sizes = clamp_to_round(task, task.stress[r], drawn[r % drawn.size()]);
+    bool valid = true;
+    for (const auto& c : task.draws.constraints) {
+      auto holds = constraint_holds(c, sizes);
+      valid = valid && holds && *holds;
+    }
+    if (!valid) continue;
+    plan.steps.push_back({"drawn", sizes, 1, base + 611953, &task.stress[r], nullptr, false});
+    ++plan.drawn_stress;
+  }
+}
+
+// The sweep shape the families run at: the largest within large_shape_bytes (where a kernel's
+// wide path runs), else the smallest.
+ShapeBinding family_shape(const TaskSpec& task, const EvalOptions& options) {
+  ShapeBinding best, smallest;
+  int64_t best_bytes = -1, smallest_bytes = -1;
+  for (const auto& s : task.shapes) {
+    ShapeBinding sizes = task.bind(s);
+    auto bytes = task.tensor_bytes(sizes);
+    if (!bytes) continue;
+    if (*bytes <= options.large_shape_bytes && *bytes > best_bytes) {
+      best = sizes;
+      best_bytes = *bytes;
+    }
+    if (smallest_bytes < 0 || *bytes < smallest_bytes) {
+      smallest = sizes;
+      smallest_bytes = *bytes;
+    }
+  }
+  return best_bytes >= 0 ? best : smallest;
+}
+
+// Whether a family round at `sizes` fits the time budget: at most 1 GiB of inputs and outputs
+// and 2^34 flops (the reference's work; a memory-bound task's flops are about its elements).
+bool affordable(const TaskSpec& task, const ShapeBinding& sizes) {
+  auto bytes = task.tensor_bytes(sizes);
+  auto flops = evaluate_expression(task.flops, sizes);
+  return bytes && flops && *bytes <= kFamilyBigShapeBytes && *flops <= kFamilyBigShapeFlops;
+}
+
+void add_families(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
+                  VerifyPlan& plan) {
+  if (!options.families) return;
+  std::vector<FamilyRound> families = input_family_rounds(task);
+  if (families.empty()) return;
+  std::vector<const TaskSpec*> variants;
+  for (auto& f : families) {
+    plan.rounds.push_back(std::move(f.round));
+    const TaskSpec* variant = nullptr;
+    if (f.tolerance_scale > 1) {
+      TaskSpec scaled = task;
+      scaled.tolerance.atol *= f.tolerance_scale;
+      scaled.tolerance.max_error *= f.tolerance_scale;
+      plan.variants.push_back(std::move(scaled));
+      variant = &plan.variants.back();
+    }
+    variants.push_back(variant);
+  }
+  ShapeBinding small = family_shape(task, options);
+  const size_t first = plan.rounds.size() - families.size();
+  for (size_t i = 0; i < families.size(); ++i) {
+    plan.steps.push_back(
+        {"stress", small, 1, seed + 2750159 * (i + 1), &plan.rounds[first + i], variants[i], true});
+    ++plan.family_rounds;
+  }
+  // A rotating few at the timed shape and at the smallest holdout, where the reference's work
+  // there stays within the budget (a naive reference of a GEMM's timed shape takes seconds).
+  std::vector<std::pair<std::string, ShapeBinding>> big;
+  if (affordable(task, task.bind({}))) big.push_back({"stress", task.bind({})});
+  if (options.check_holdout) {
+    std::optional<ShapeBinding> smallest;
+    int64_t smallest_bytes = 0;
+    for (const auto& h : task.holdout) {
+      auto bytes = task.tensor_bytes(task.bind(h));
+      if (bytes && (!smallest || *bytes < smallest_bytes)) {
+        smallest = task.bind(h);
+        smallest_bytes = *bytes;
+      }
+    }
+    if (smallest && affordable(task, *smallest)) big.push_back({"holdout", *smallest});
+  }
+  for (int k = 0; k < kFamiliesAtBigShapes && !big.empty(); ++k) {
+    size_t i = (mix(seed ^ 0x7a3d) + size_t(k)) % families.size();
+    for (const auto& [phase, sizes] : big) {
+      plan.steps.push_back({phase, sizes, 1, seed + 3021377 * (i + 1) + uint64_t(k),
+                            &plan.rounds[first + i], variants[i], true});
+      ++plan.family_rounds;
+    }
+  }
+}
+
+void add_thresholds(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
+                    const PlanInputs& inputs, VerifyPlan& plan) {
+  if (!options.thresholds || !inputs.candidate) return;
+  auto thresholds = source_thresholds(*inputs.candidate, inputs.tunables);
+  ThresholdShapeLimits limits;
+  limits.max_bytes = std::max<int64_t>(task.draws.max_bytes, options.large_shape_bytes);
+  auto shapes = threshold_shapes(task, thresholds, draw_seed(seed) ^ 0x1b873593ULL, limits);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const TaskSpec* variant = constants_variant(task, options, seed ^ (i * 0x3c6ef372ULL), plan);
+    plan.steps.push_back(
+        {"threshold", shapes[i], 1, seed + 7919 * (i + 1) + 1299709, nullptr, variant, false});
+    ++plan.threshold_shapes;
+  }
+}
+
+void add_wide(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
+              const PlanInputs& inputs, VerifyPlan& plan) {
+  if (!options.wide || !task.wide_round) return;
+  ShapeBinding sizes = task.bind(task.wide_round->shape);
+  if (auto skip = wide_round_skipped(task, inputs.free_bytes)) {
+    plan.notes.push_back(*skip);
+    return;
+  }
+  plan.steps.push_back({"wide", sizes, 1, seed + 48611, nullptr, nullptr, false});
+  plan.wide = true;
+}
+
+}  // namespace
+
+std::map<std::string, double> draw_constants(const TaskSpec& task, uint64_t seed) {
+  std::map<std::string, double> out = task.constants;
+  uint64_t state = seed ^ 0xa54ff53a5f1d36f1ULL;
+  for (const auto& [name, range] : task.constant_ranges) {
+    state = mix(state);
+    double u = unit(state);
+    out[name] =
+        range.log ? std::exp(std::log(range.min) + u * (std::log(range.max) - std::log(range.min)))
+                  : range.min + u * (range.max - range.min);
+  }
+  return out;
+}
+
+Result<int64_t> round_bytes(const TaskSpec& task, const ShapeBinding& shape) {
+  auto inputs_and_outputs = task.tensor_bytes(shape, 3);
+  if (!inputs_and_outputs) return make_error(inputs_and_outputs.error());
+  auto once = task.tensor_bytes(shape, 0);  // the inputs alone: their copies
+  if (!once) return make_error(once.error());
+  return *inputs_and_outputs + *once;
+}
+
+std::optional<std::string> wide_round_skipped(const TaskSpec& task, int64_t free_bytes) {
+  if (!task.wide_round) return std::string("the task declares no round past 2^31 elements");
+  auto bytes = round_bytes(task, task.bind(task.wide_round->shape));
+  if (!bytes) return "the round past 2^31 elements: " + bytes.error();
+  // A quarter GiB of room besides: the reference's scratch, the guards, the support kernels.
+  int64_t needed = *bytes + (int64_t(1) << 28);
+  if (free_bytes >= needed) return std::nullopt;
+  return "the round past 2^31 elements (" + task.wide_round->why + ") skipped: it needs " +
+         gib(needed) + ", the GPU has " + gib(free_bytes) + " free";
+}
+
+Result<VerifyPlan> plan_verification(const TaskSpec& task, const EvalOptions& options,
+                                     uint64_t seed, const PlanInputs& inputs) {
+  VerifyPlan plan;
+  if (auto s = add_fixed(task, options, seed, "sweep", task.shapes, 0, plan); !s)
+    return make_error(s.error());
+  std::vector<ShapeBinding> drawn;
+  if (options.draws) {
+    auto d = draw_shapes(task, draw_seed(seed));
+    // Derived draws (no `draws` in task.json) may miss a seed: then this evaluation has none.
+    if (!d && task.draws.derived.empty()) return make_error("drawing shapes: " + d.error());
+    if (d) drawn = std::move(*d);
+  }
+  if (options.stress) add_stress(task, options, seed, drawn, plan);
+  add_families(task, options, seed, plan);
+  // Drawn shapes: one round each, small (within draws.max_bytes) and never kept (a shape seldom
+  // comes back); the task's constants drawn from their ranges there.
+  if (options.draws) {
+    for (size_t i = 0; i < drawn.size(); ++i) {
+      const TaskSpec* variant = constants_variant(task, options, seed + 31 * (i + 1), plan);
+      plan.steps.push_back(
+          {"drawn", drawn[i], 1, seed + 7919 * (i + 1) + 611953, nullptr, variant, false});
+    }
+  }
+  add_thresholds(task, options, seed, inputs, plan);
+  if (options.check_holdout)
+    if (auto s = add_fixed(task, options, seed, "holdout", task.holdout, 104729, plan); !s)
+      return make_error(s.error());
+  add_wide(task, options, seed, inputs, plan);
+  return plan;
+}
+
+}  // namespace kopt::worker

@@ -1,0 +1,71 @@
+// What an evaluation verifies, in order: the sweep, the stress rounds (at their shapes, the small
+// sweep shapes and a drawn shape each), the input families (sandbox/input_families.h), the drawn
+// shapes, the shapes at the candidate's own thresholds (sandbox/source_thresholds.h), the
+// holdouts, and the round past 2^31 elements where the GPU holds it. A plan, not a loop: no GPU,
+// so tests check what a task and a kernel get (tasks/README.md, "Verification rounds").
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "sandbox/kernel_file.h"
+#include "sandbox/protocol.h"
+#include "sandbox/task_spec.h"
+
+namespace kopt::worker {
+
+// One shape to verify.
+struct VerifyStep {
+  std::string phase;  // sweep | stress | drawn | threshold | holdout | wide
+  ShapeBinding sizes;
+  int rounds = 1;
+  uint64_t seed = 0;
+  const StressRound* stress = nullptr;
+  const TaskSpec* variant = nullptr;  // drawn constants or a family's tolerance; null: the task
+  bool pooled = true;                 // may draw kept input sets (sandbox/worker/input_pool.h)
+};
+
+struct VerifyPlan {
+  std::vector<VerifyStep> steps;
+  std::deque<StressRound> rounds;  // the family rounds the steps point to
+  std::deque<TaskSpec> variants;   // the task variants the steps point to
+  std::vector<std::string> notes;  // what was left out and why ("the round past 2^31 ...")
+  int family_rounds = 0, threshold_shapes = 0, drawn_stress = 0;
+  bool wide = false;
+};
+
+// What the plan needs besides the task: the candidate (its literals guide shapes) and the GPU's
+// free memory (the round past 2^31 elements needs it).
+struct PlanInputs {
+  const KernelFile* candidate = nullptr;
+  std::map<std::string, int64_t> tunables;
+  int64_t free_bytes = 0;
+};
+
+// Families that also run at the timed shape and the smallest holdout, per evaluation (rotating
+// with the seed): the big shapes cost most, so a few each time, all of them over evaluations.
+inline constexpr int kFamiliesAtBigShapes = 2;
+// Their time budget: a big shape takes families only within these (the reference's work).
+inline constexpr int64_t kFamilyBigShapeBytes = int64_t(1) << 30;
+inline constexpr int64_t kFamilyBigShapeFlops = int64_t(1) << 34;
+
+// The whole plan; an error only for a task whose declared draws cannot be drawn.
+Result<VerifyPlan> plan_verification(const TaskSpec& task, const EvalOptions& options,
+                                     uint64_t seed, const PlanInputs& inputs);
+
+// The task's constants, each drawn from its declared range (the others kept).
+std::map<std::string, double> draw_constants(const TaskSpec& task, uint64_t seed);
+
+// Why the task's round past 2^31 elements cannot run with `free_bytes` of GPU memory free (it
+// needs the round's bytes and a quarter GiB), or nullopt when it can.
+std::optional<std::string> wide_round_skipped(const TaskSpec& task, int64_t free_bytes);
+
+// Bytes the round at `shape` holds on the GPU: the kept inputs and their copies, the reference's
+// outputs, the candidate's and its first run's.
+Result<int64_t> round_bytes(const TaskSpec& task, const ShapeBinding& shape);
+
+}  // namespace kopt::worker

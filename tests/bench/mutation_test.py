@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""The mutation harness (bench/mutation/) without a GPU: each operator makes the intended change
+on a sample kernel and nothing else (the plan and the comments stay as they were, brackets stay
+balanced); the suite yields enough mutants over enough tasks; equivalent.json names only mutants
+that exist; and the harness runs end to end against tests/bench/fake_sandbox.py and a fake
+compile gate, resumes, and counts stillborn mutants apart. Run by ctest; prints 'N passed, N
+failed'."""
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "mutation"))
+
+import kernel_text as kt  # noqa: E402
+import operators as ops  # noqa: E402
+import sources  # noqa: E402
+
+RESULTS = {"passed": 0, "failed": 0}
+
+SAMPLE = r'''// A sample: softmax-like rows with eps and a bias, a vectorised path with a tail.
+/* kopt:plan
+{
+  "tunables": {"BLOCK": [256, 128]},
+  "launches": [{"kernel": "rows", "grid": ["rows"], "block": ["BLOCK"], "shared_bytes": "BLOCK*4",
+                "args": ["x", "bias", "out", "cols", "eps", "f32:alpha"]}]
+}
+*/
+#define LANES 256
+
+extern "C" __global__ void rows(const float* x, const float* bias, float* out, int cols,
+                                float eps, float alpha) {
+  extern __shared__ float partial[];
+  const float* row = x + (long long)blockIdx.x * cols;  // eps in a comment: never mutated
+  float* out_row = out + (long long)blockIdx.x * cols;
+  if (cols >= 1 << 30) return;
+  float m = -3.4e38f;
+  for (int c = threadIdx.x; c < cols; c += BLOCK) m = fmaxf(m, row[c]);
+  partial[threadIdx.x] = m;
+  __syncthreads();
+  for (int stride = BLOCK / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] = fmaxf(partial[threadIdx.x], partial[threadIdx.x + stride]);
+    __syncthreads();
+  }
+  m = partial[0];
+  float sum = 0.0f;
+  int quads = cols / 4;
+  for (int q = threadIdx.x; q < quads; q += BLOCK) sum += expf(row[4 * q] - m);
+  for (int c = quads * 4 + threadIdx.x; c < cols; c += BLOCK) sum += expf(row[c] - m);
+  float inv = alpha / (sum + eps);
+  for (int c = threadIdx.x; c < LANES; c += BLOCK) out_row[c] = expf(row[c] - m) * inv + bias[c];
+}
+'''
+
+TASK = {"name": "sample", "sizes": {"rows": 64, "cols": 4096}, "constants": {"alpha": 1.75, "eps": 1e-5},
+        "inputs": [{"name": "x"}, {"name": "bias"}], "outputs": [{"name": "out"}],
+        "shapes": [{"cols": 7}, {"cols": 1023}], "holdout": [{"cols": 50000}]}
+
+
+def check(name, fn):
+    try:
+        fn()
+        RESULTS["passed"] += 1
+        print("ok     " + name)
+    except AssertionError as e:
+        RESULTS["failed"] += 1
+        print("FAILED " + name + ": " + str(e))
+
+
+def changed_lines(before, after):
+    """(removed lines, added lines) between two texts."""
+    diff = kt.unified_diff(before, after, "k.cu").splitlines()
+    removed = [l[1:].strip() for l in diff if l.startswith("-") and not l.startswith("---")]
+    added = [l[1:].strip() for l in diff if l.startswith("+") and not l.startswith("+++")]
+    return removed, added
+
+
+def mutants_of(name):
+    kernel = ops.Kernel(SAMPLE, TASK, "sample.cu")
+    made = ops.OPERATORS[name](kernel)
+    assert made, "%s made no mutant of the sample" % name
+    for site, text in made:
+        assert kt.plan(text) == kt.plan(SAMPLE), "%s changed the plan at %s" % (name, site)
+        assert kt.balanced(text), "%s unbalanced brackets at %s" % (name, site)
+        assert "eps in a comment: never mutated" in text, "%s edited a comment" % name
+        assert text != SAMPLE
+    return made
+
+
+def expect_change(name, removed_part, added_part):
+    """Some mutant of `name` replaces a line containing removed_part by one containing
+    added_part, and changes only that one line (plus an #include where a type needs one)."""
+    seen = []
+    for site, text in mutants_of(name):
+        removed, added = changed_lines(SAMPLE, text)
+        added = [a for a in added if not a.startswith("#include")]
+        seen.append((removed, added))
+        if (len(removed) <= 1 and len(added) <= 1 and any(removed_part in r for r in removed)
+                and all(added_part in a for a in added)):
+            return
+    raise AssertionError("%s: no mutant turns '%s' into '%s'; made: %s" % (
+        name, removed_part, added_part, seen[:6]))
+
+
+def test_operators():
+    expect_change("bound_cap", "c < cols; c += BLOCK) m = fmaxf", "c < min(cols, (decltype(cols))50000)")
+    expect_change("literal_shift", "#define LANES 256", "#define LANES 255")
+    expect_change("literal_shift", "#define LANES 256", "#define LANES 257")
+    expect_change("literal_shift", "c < LANES", "c < (LANES + 1)")
+    expect_change("narrow_index", "const float* row = x + (long long)", "x + (int)blockIdx.x")
+    # An accumulator narrowed: every update of `sum` (and only of `sum`) rounds through fp16.
+    narrowed = [changed_lines(SAMPLE, t) for _, t in mutants_of("narrow_accumulator")]
+    assert ([l for l in narrowed if l[1] == [
+        "#include <cuda_fp16.h>",
+        "for (int q = threadIdx.x; q < quads; q += BLOCK) sum = __half2float(__float2half("
+        "sum + (expf(row[4 * q] - m))));",
+        "for (int c = quads * 4 + threadIdx.x; c < cols; c += BLOCK) sum = __half2float("
+        "__float2half(sum + (expf(row[c] - m))));"]]), narrowed
+    assert not any("inv" in " ".join(a) for _, a in narrowed), "inv is no accumulator"
+    expect_change("drop_term", "float inv = alpha / (sum + eps);", "float inv = alpha / (sum );")
+    expect_change("drop_term", "* inv + bias[c];", "* inv ;")
+    expect_change("drop_sync", "__syncthreads();", "")
+    expect_change("drop_guard", "if (cols >= 1 << 30) return;", "")
+    expect_change("drop_guard", "if (threadIdx.x < stride) partial", "partial[threadIdx.x] = fmaxf(")
+    expect_change("drop_tail", "for (int c = quads * 4 + threadIdx.x", "")
+    expect_change("fold_constant", "float inv = alpha / (sum + eps);", "float inv = 1.75f / (sum + eps);")
+    expect_change("fold_constant", "float inv = alpha / (sum + eps);", "alpha / (sum + 1e-05f)")
+    expect_change("output_read_first", "out_row[c] = expf", "{ if (!(fabsf((float)(out_row[c])) < 1e30f))")
+    expect_change("output_read_first", "out_row[c] = expf", "out_row[c] += expf")
+    expect_change("reduction_off_by_one", "stride > 0; stride /= 2", "stride > 1; stride /= 2")
+    expect_change("reduction_off_by_one", "c < cols; c += BLOCK) m = fmaxf", "c += (BLOCK + 1)")
+    expect_change("reduction_off_by_one", "for (int c = threadIdx.x; c < cols; c += BLOCK) m",
+                  "for (int c = threadIdx.x + 1;")
+    # The max is zeroed once, just before the first statement that subtracts it: every later
+    # exp() sees the same 0, so only the overflow guard is gone.
+    made = mutants_of("drop_max_subtraction")
+    assert len(made) == 1, made
+    removed, added = changed_lines(SAMPLE, made[0][1])
+    assert added == ["m = 0.0f; for (int q = threadIdx.x; q < quads; q += BLOCK) sum += "
+                     "expf(row[4 * q] - m);"], added
+    assert not ops.drop_max_subtraction(ops.Kernel(SAMPLE.replace("- m)", "- 0)"), TASK, "s")), \
+        "exp of a literal difference is no max subtraction"
+
+
+def test_every_operator_tested():
+    kernel = ops.Kernel(SAMPLE, TASK, "sample.cu")
+    for name, op in ops.OPERATORS.items():
+        assert op(kernel), "operator %s makes no mutant of the sample: add a site" % name
+
+
+def test_code_view_blanks_comments_and_strings():
+    text = 'int a; // b < c\n/* x < y */ printf("i < n");\n'
+    view = kt.code_view(text)
+    assert len(view) == len(text) and view.count("\n") == 2
+    assert "<" not in view, view
+    assert kt.balanced("f(a[1]) { }") and not kt.balanced("f(a[1) }")
+
+
+def test_suite_mutants():
+    tasks = sources.load_tasks()
+    good = sources.good_kernels(tasks)
+    assert len([g for g in good if g[0].endswith("baseline.cu")]) == len(tasks)
+    assert any(g[0].startswith("tests/sandbox/") for g in good), "no good twin found"
+    mutants = sources.mutants(tasks, good)
+    ids = [m["id"] for m in mutants]
+    assert len(ids) == len(set(ids)), "duplicate mutants"
+    assert len(mutants) >= 300, len(mutants)
+    assert len({m["task"] for m in mutants}) >= 20
+    realworld = {t.name for t in tasks.values() if t.suite == "tasks_realworld"}
+    assert len(realworld) == 5 and realworld <= {m["task"] for m in mutants}
+    for m in mutants:
+        original = dict((p, t) for p, _, t in good)[m["source"]]
+        assert kt.plan(m["text"]) == kt.plan(original), "%s changed the plan" % m["id"]
+    # equivalent.json: every entry names a generated mutant (a stale id would hide nothing).
+    equivalent = sources.load_equivalent(ROOT / "bench" / "mutation" / "equivalent.json")
+    stale = set(equivalent) - set(ids)
+    assert not stale, "equivalent.json names mutants that are no longer generated: %s" % stale
+
+
+# The fake compile gate (`kopt eval TASK FILE --compile-only ...`): a narrowed accumulator
+# "does not compile", everything else does. A shell script: it runs once per file.
+FAKE_KOPT = r'''#!/bin/sh
+if grep -q "__half\|__nv_bfloat16 sum\|__nv_bfloat16 local" "$3"; then
+  echo '{"verdict": "compile_error", "log": "fake"}'
+else
+  echo '{"verdict": "compiled", "log": ""}'
+fi
+'''
+
+
+def test_harness_end_to_end():
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        kopt = tmp / "kopt"
+        kopt.write_text(FAKE_KOPT)
+        kopt.chmod(0o755)
+        out = tmp / "out"
+        argv = [str(ROOT / "bench" / "run.sh"), "mutation", str(out), "--worker",
+                str(ROOT / "tests" / "bench" / "fake_sandbox.py"), "--kopt", str(kopt),
+                "--tasks", "softmax,sgemm", "--jobs", "4", "--operators",
+                "narrow_accumulator,drop_sync,fold_constant"]
+        proc = subprocess.run(argv + ["--limit", "6"], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        first = json.loads((out / "mutation.json").read_text())
+        for key in ("mutation_score", "mutants", "killed", "stillborn", "tasks", "per_operator",
+                    "per_task", "survivors", "false_rejects", "device", "date", "commit",
+                    "per_mutant_wall_ms"):
+            assert key in first, key
+        # The fake answers ok except for sgemm (compile_error): sgemm's original is a false
+        # reject and its mutants are killed; the others survive.
+        assert [r["task"] for r in first["false_rejects"]] == ["sgemm"], first["false_rejects"]
+        sgemm = first["per_task"].get("sgemm", {})
+        assert sgemm.get("killed", 0) == sgemm.get("mutants", 0) - sgemm.get("stillborn", 0)
+        assert first["killed"] + first["survived"] + first["stillborn"] + first["unjudged"] + \
+            first["equivalent"] == first["generated"]
+        assert len(first["survivors"]) == first["survived"] + first["equivalent"]
+        assert first["stillborn"] >= 1 and first["stillborn"] == len(first["stillborn_list"]) and all(
+            s["operator"] == "narrow_accumulator" for s in first["stillborn_list"])
+        assert all(s["diff"].startswith("--- a/") for s in first["survivors"])
+        # Resumed with a larger limit: only the new mutants are judged.
+        proc = subprocess.run(argv + ["--limit", "9"], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        second = json.loads((out / "mutation.json").read_text())
+        # Only the new mutants are judged (none of the first run's; a new one may be stillborn).
+        new = second["generated"] - first["generated"]
+        new_stillborn = second["stillborn"] - first["stillborn"]
+        assert new - new_stillborn <= second["cost"]["judged_this_run"] <= new, second["cost"]
+        assert proc.stdout.strip().splitlines()[-1].startswith(("- `", "|")), "table not last"
+
+
+def main():
+    for name, fn in sorted(globals().items()):
+        if name.startswith("test_") and callable(fn):
+            check(name, fn)
+    print("%d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))
+    sys.exit(1 if RESULTS["failed"] else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,437 @@
+// Shapes and inputs a kernel cannot anticipate, planned on the CPU: thresholds from a kernel's own
+// literals and the shapes either side of them, drawn shapes derived for a task that declares
+// none, the suite's declared ranges, constants drawn from their ranges, the round past 2^31
+// elements and when it is skipped, the input families by role, and the verification plan that
+// puts them together (sandbox/worker/verify_plan.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "common/files.h"
+#include "common/strings.h"
+#include "sandbox/expr.h"
+#include "sandbox/input_families.h"
+#include "sandbox/kernel_file.h"
+#include "sandbox/shape_derive.h"
+#include "sandbox/source_thresholds.h"
+#include "sandbox/task_spec.h"
+#include "sandbox/worker/verify_plan.h"
+
+namespace kopt {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kOrigin = "tasks/rows_gate/task.json";
+
+json row_task() {
+  return json::parse(R"({
+    "format": 3, "name": "rows_gate", "description": "row softmax",
+    "tags": ["reduction", "memory-bound", "fp32"],
+    "sizes": {"rows": 4096, "cols": 32768},
+    "constants": {"eps": 1e-5},
+    "inputs": [{"name": "x", "dtype": "f32", "shape": ["rows", "cols"]},
+               {"name": "ids", "dtype": "i32", "shape": ["rows"],
+                "init": {"dist": "randint", "low": 0, "high": "cols"}}],
+    "outputs": [{"name": "out", "dtype": "f32", "shape": ["rows", "cols"]}],
+    "shapes": [{"rows": 1, "cols": 2}, {"rows": 7, "cols": 4097}, {}],
+    "holdout": [{"rows": 33, "cols": 50257}],
+    "stress": [{"name": "long rows", "inputs": {"x": {"dist": "normal", "std": 40}},
+                "shapes": [{"rows": 2, "cols": 16384}]}],
+    "draws": {"count": 4, "max_bytes": 4194304,
+              "sizes": {"rows": {"min": 1, "max": 16}, "cols": {"min": 1, "max": 70000}}},
+    "tolerance": {"atol": 1e-6, "rtol": 1e-4, "max_error": 1e-3},
+    "flops": "5*rows*cols", "bytes": "8*rows*cols"
+  })");
+}
+
+TaskSpec parsed(const json& t) {
+  auto task = parse_task(t.dump(2), kOrigin);
+  EXPECT_TRUE(task.ok()) << task.error();
+  return task.ok() ? *task : TaskSpec{};
+}
+
+void expect_error(const json& t, const std::string& path, const std::string& what) {
+  auto task = parse_task(t.dump(2), kOrigin);
+  ASSERT_FALSE(task.ok()) << t.dump();
+  std::string prefix = std::string(kOrigin) + ": " + path + ": ";
+  EXPECT_NE(task.error().find(prefix), std::string::npos) << task.error();
+  EXPECT_NE(task.error().find(what), std::string::npos) << task.error();
+}
+
+KernelFile kernel(const std::string& body, const std::string& tunables = R"({"BLOCK": [256]})") {
+  std::string source = "/* kopt:plan\n{\"tunables\": " + tunables +
+                       ", \"launches\": [{\"kernel\": \"k\", \"grid\": [\"rows\"], "
+                       "\"block\": [\"BLOCK\"], \"args\": [\"x\", \"out\", \"cols\"]}]}\n*/\n" +
+                       body;
+  auto file = parse_kernel_file(source, "candidate.cu", nullptr);
+  EXPECT_TRUE(file.ok()) << file.error();
+  return file.ok() ? *file : KernelFile{};
+}
+
+const SourceThreshold* find(const std::vector<SourceThreshold>& all, int64_t v) {
+  for (const auto& t : all)
+    if (t.value == v) return &t;
+  return nullptr;
+}
+
+TEST(SourceThresholds, LiteralsThatLookLikeBoundsComeFirst) {
+  KernelFile k = kernel(R"(
+#define CHUNK 3000
+#define SPLITS 0x20
+__global__ void k(const float* x, float* out, int cols) {
+  __shared__ float tile[1024];
+  float scale = 2.5f, tiny = 1e-7f;
+  int lanes = 7;
+  if (cols > CHUNK) return;
+  for (int i = 0; i < SPLITS; ++i) tile[i] = x[i] * scale + tiny + lanes;
+  out[0] = tile[0] + 64;
+}
+)");
+  auto all = source_thresholds(k, {});
+  ASSERT_NE(find(all, 3000), nullptr);
+  EXPECT_EQ(find(all, 3000)->priority, 3);  // compared, through its #define
+  EXPECT_EQ(find(all, 32)->priority, 3);    // hex, a loop bound through its #define
+  EXPECT_EQ(find(all, 1024)->priority, 3);  // an array's size
+  EXPECT_EQ(find(all, 256)->priority, 2);   // the tunable's value
+  EXPECT_EQ(find(all, 64)->priority, 1);
+  EXPECT_EQ(find(all, 7)->priority, 1);
+  EXPECT_EQ(find(all, 2), nullptr);  // 2.5f is a float literal
+  EXPECT_EQ(find(all, 1), nullptr);  // below 2: every size crosses it
+  // Highest priority first, then the largest value.
+  EXPECT_EQ(all.front().value, 3000);
+  EXPECT_EQ(all[1].value, 1024);
+  // A chosen tunable value replaces the default.
+  EXPECT_NE(find(source_thresholds(k, {{"BLOCK", 384}}), 384), nullptr);
+}
+
+TEST(SourceThresholds, ShapesEitherSideOfEachThresholdCrossingFirst) {
+  TaskSpec task = parsed(row_task());
+  std::vector<SourceThreshold> t = {{3000, 3, "line 1"}, {12, 3, "line 2"}};
+  auto shapes = threshold_shapes(task, t, 7);
+  std::vector<int64_t> cols, rows;
+  for (const auto& s : shapes) {
+    cols.push_back(s.at("cols"));
+    rows.push_back(s.at("rows"));
+    auto bytes = task.tensor_bytes(s);
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_LE(*bytes, int64_t(64) << 20);
+  }
+  // The crossing values of both thresholds (3001, 6001 for cols; 13, 25 for cols and 13 for
+  // rows), then the values at and below (3000, 2999, 12 for cols).
+  ASSERT_GE(shapes.size(), 6u);
+  EXPECT_EQ(cols[0], 3001);
+  EXPECT_EQ(cols[1], 6001);
+  std::set<int64_t> all_cols(cols.begin(), cols.end()), all_rows(rows.begin(), rows.end());
+  for (int64_t v : {3001, 6001, 13, 25, 3000, 2999, 12}) EXPECT_TRUE(all_cols.count(v)) << v;
+  EXPECT_TRUE(all_rows.count(13));
+  EXPECT_FALSE(all_rows.count(25));  // past rows' range
+  EXPECT_EQ(shapes.size(), 8u);      // the bound: 12 and 11 rows would come next
+}
+
+TEST(SourceThresholds, MultiplesBudgetsAndConstraintsHold) {
+  json t = row_task();
+  t["draws"]["sizes"]["cols"] = {{"min", 128}, {"max", 70000}, {"multiple", 128}};
+  t["draws"]["constraints"] = {"rows <= 8"};
+  TaskSpec task = parsed(t);
+  ThresholdShapeLimits limits;
+  limits.max_bytes = 1 << 20;
+  auto shapes = threshold_shapes(task, {{3000, 3, "x"}, {40000, 3, "y"}}, 3, limits);
+  ASSERT_FALSE(shapes.empty());
+  std::set<int64_t> cols;
+  for (const auto& s : shapes) {
+    EXPECT_EQ(s.at("cols") % 128, 0);
+    EXPECT_LE(s.at("rows"), 8);
+    EXPECT_LE(*task.tensor_bytes(s), limits.max_bytes);
+    cols.insert(s.at("cols"));
+  }
+  for (int64_t v : {3072, 6016, 2944}) EXPECT_TRUE(cols.count(v)) << v;  // around 3000 by 128
+  // 40000 + 1 rounds to 40064: fits at one row (40064 * 8 bytes); 80001 is past the range.
+  EXPECT_TRUE(cols.count(40064));
+  EXPECT_FALSE(cols.count(80128));
+}
+
+TEST(DerivedDraws, ATaskWithoutDrawsIsDrawnFromItsListedShapes) {
+  json t = row_task();
+  t.erase("draws");
+  t["sizes"]["d"] = 128;
+  t["sizes"]["group"] = 128;
+  t["sizes"]["k"] = 4096;
+  t["inputs"][0]["shape"] = {"rows", "cols", "d"};
+  t["shapes"] = json::parse(R"([{"rows": 1, "cols": 2, "k": 256}, {"rows": 7, "cols": 4097,
+    "k": 1024, "group": 64}, {}])");
+  t["holdout"] = json::parse(R"([{"rows": 33, "cols": 50257, "k": 8192}])");
+  TaskSpec task = parsed(t);
+  const DrawSpec& d = task.draws;
+  EXPECT_EQ(d.count, 4);
+  EXPECT_NE(d.derived.find("derived from the listed shapes"), std::string::npos) << d.derived;
+  EXPECT_FALSE(d.ranges.count("d"));  // one value everywhere: fixed
+  EXPECT_EQ(d.ranges.at("cols").min, 2);
+  EXPECT_EQ(d.ranges.at("cols").max, 2 * 50257);
+  EXPECT_EQ(d.ranges.at("k").multiple, 256);  // gcd of 256, 1024, 4096, 8192
+  EXPECT_EQ(d.ranges.at("k").max, 16384);
+  bool divides = false;
+  for (const auto& c : d.constraints) divides |= c.text == "k % group == 0";
+  EXPECT_TRUE(divides) << d.derived;
+  for (uint64_t seed = 1; seed < 40; ++seed) {
+    auto shapes = draw_shapes(task, seed);
+    ASSERT_TRUE(shapes.ok()) << shapes.error();
+    for (const auto& s : *shapes) {
+      EXPECT_EQ(s.at("k") % s.at("group"), 0);
+      EXPECT_EQ(s.at("d"), 128);
+    }
+  }
+}
+
+TEST(DerivedDraws, EqualSizesStayEqualAndAFixedTaskDrawsNothing) {
+  json t = row_task();
+  t.erase("draws");
+  t.erase("stress");
+  t.erase("holdout");
+  t["shapes"] = json::parse(R"([{"rows": 1, "cols": 1}, {"rows": 4097, "cols": 4097}, {}])");
+  t["sizes"] = {{"rows", 4096}, {"cols", 4096}};
+  TaskSpec task = parsed(t);
+  EXPECT_EQ(task.draws.computed.at("rows"), "cols");
+  json fixed = row_task();
+  fixed.erase("draws");
+  fixed.erase("stress");
+  fixed.erase("holdout");
+  fixed["shapes"] = json::array({json::object()});
+  EXPECT_EQ(parsed(fixed).draws.count, 0);
+}
+
+TEST(TaskRanges, ConstantRangesWideRoundAndFamilySkipsAreValidated) {
+  json t = row_task();
+  t["constant_ranges"] = {{"eps", {{"min", 1e-6}, {"max", 1e-2}, {"log", true}}}};
+  t["wide_round"] = {{"shape", {{"rows", 16384}, {"cols", 152064}}}, {"why", "16k x 152k"}};
+  t["input_families"] = {{"skip", {{"x.tiny_rows", "x is a variance"}}}};
+  TaskSpec task = parsed(t);
+  EXPECT_TRUE(task.constant_ranges.at("eps").log);
+  ASSERT_TRUE(task.wide_round.has_value());
+  EXPECT_EQ(task.wide_round->shape.at("cols"), 152064);
+
+  json bad = row_task();
+  bad["constant_ranges"] = {{"epz", {{"min", 0}, {"max", 1}}}};
+  expect_error(bad, "$.constant_ranges.epz", "did you mean 'eps'");
+  bad = row_task();
+  bad["constant_ranges"] = {{"eps", {{"min", 1}, {"max", 2}}}};
+  expect_error(bad, "$.constant_ranges.eps", "outside its range");
+  bad = row_task();
+  bad["wide_round"] = {{"shape", {{"rows", 2}}}, {"why", "small"}};
+  expect_error(bad, "$.wide_round.shape", "not past 2^31");
+  bad = row_task();
+  bad["wide_round"] = {{"shape", {{"rowz", 2}}}, {"why", "x"}};
+  expect_error(bad, "$.wide_round.shape.rowz", "not a size");
+  bad = row_task();
+  bad["input_families"] = {{"skip", {{"x.tiny_row", "why"}}}};
+  expect_error(bad, "$.input_families.skip.x.tiny_row", "did you mean 'tiny_rows'");
+  bad = row_task();
+  bad["input_families"] = {{"skip", {{"zero_rows", ""}}}};
+  expect_error(bad, "$.input_families.skip.zero_rows", "reason");
+}
+
+TEST(InputFamilies, ChosenByRoleAndSkippable) {
+  TaskSpec task = parsed(row_task());
+  auto rounds = input_family_rounds(task);
+  std::set<std::string> x, ids;
+  for (const auto& f : rounds) (f.input == "x" ? x : ids).insert(f.family);
+  for (const char* f : {"outlier_channels", "outlier_rows", "zero_rows", "tiny_rows",
+                        "constant_rows", "sorted", "reversed", "dtype_limits"})
+    EXPECT_TRUE(x.count(f)) << f;
+  EXPECT_EQ(ids, (std::set<std::string>{"duplicated", "sorted", "reversed"}));
+  for (const auto& f : rounds) {
+    if (f.family == "outlier_rows") {
+      EXPECT_DOUBLE_EQ(f.tolerance_scale, 1e10);  // (1e5, past fp16's range, over std 1)^2
+      EXPECT_EQ(f.round.patterns.at("x").kind, RowPattern::Kind::kOutlierRows);
+      EXPECT_EQ(f.round.patterns.at("x").row, "cols");
+    }
+    if (f.family == "tiny_rows") {
+      EXPECT_DOUBLE_EQ(f.tolerance_scale, 1);
+    }
+    if (f.family == "duplicated") {
+      EXPECT_EQ(f.round.inputs.at("ids").repeat, "(rows)");
+    }
+  }
+  json t = row_task();
+  t["input_families"] = {{"skip", {{"x.tiny_rows", "why"}, {"duplicated", "why"}}}};
+  for (const auto& f : input_family_rounds(parsed(t))) {
+    EXPECT_FALSE(f.input == "x" && f.family == "tiny_rows");
+    EXPECT_NE(f.family, "duplicated");
+  }
+}
+
+TEST(VerifyPlan, EveryMechanismHasItsSteps) {
+  json t = row_task();
+  t["constant_ranges"] = {{"eps", {{"min", 1e-6}, {"max", 1e-2}}}};
+  t["wide_round"] = {{"shape", {{"rows", 16384}, {"cols", 152064}}}, {"why", "16k x 152k"}};
+  TaskSpec task = parsed(t);
+  KernelFile k = kernel(
+      "#define CAP 3000\n__global__ void k(const float* x, float* out, int "
+      "cols) { if (cols > CAP) return; out[0] = x[0]; }\n");
+  worker::PlanInputs inputs;
+  inputs.candidate = &k;
+  inputs.free_bytes = int64_t(80) << 30;
+  EvalOptions options;
+  auto plan = worker::plan_verification(task, options, 99, inputs);
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  std::map<std::string, int> phases;
+  std::set<int64_t> threshold_cols;
+  int stress_at_sweep = 0, drawn_stress = 0;
+  std::set<double> eps_drawn;
+  for (const auto& s : plan->steps) {
+    ++phases[s.phase];
+    if (s.phase == "threshold") threshold_cols.insert(s.sizes.at("cols"));
+    if (s.stress && s.stress->name == "long rows" && s.phase == "stress") ++stress_at_sweep;
+    if (s.stress && s.stress->name == "long rows" && s.phase == "drawn") ++drawn_stress;
+    if (s.variant && (s.phase == "drawn" || s.phase == "threshold")) {
+      eps_drawn.insert(s.variant->constants.at("eps"));
+      EXPECT_FALSE(s.pooled);  // other constants: other reference outputs, never kept
+    }
+  }
+  // The round's own shape and the small sweep shapes within it (its shapes no longer replace the
+  // sweep): rows=1 cols=2, not rows=7 cols=4097 (7 rows > its 2); and a drawn shape cut to it.
+  EXPECT_EQ(stress_at_sweep, 2);
+  EXPECT_EQ(drawn_stress, 1);
+  EXPECT_TRUE(threshold_cols.count(3001));
+  EXPECT_TRUE(threshold_cols.count(6001));
+  EXPECT_GT(plan->family_rounds, 10);
+  EXPECT_EQ(phases["wide"], 1);
+  EXPECT_GT(eps_drawn.size(), 4u);
+  for (double e : eps_drawn) EXPECT_TRUE(e >= 1e-6 && e <= 1e-2) << e;
+
+  // Without the memory, the round past 2^31 is skipped with a said reason; off, nothing runs.
+  inputs.free_bytes = int64_t(8) << 30;
+  auto small = worker::plan_verification(task, options, 99, inputs);
+  ASSERT_TRUE(small.ok());
+  ASSERT_EQ(small->notes.size(), 1u);
+  EXPECT_NE(small->notes[0].find("(16k x 152k) skipped: it needs 46.7 GiB, the GPU has 8.0 GiB"),
+            std::string::npos)
+      << small->notes[0];
+  options.thresholds = options.families = options.wide = options.vary_constants = false;
+  auto off = worker::plan_verification(task, options, 99, inputs);
+  ASSERT_TRUE(off.ok());
+  for (const auto& s : off->steps) {
+    EXPECT_NE(s.phase, "threshold");
+    EXPECT_NE(s.phase, "wide");
+    EXPECT_EQ(s.variant, nullptr);
+  }
+}
+
+// Every task of the suites declares drawn shapes, and every draw fits; those given ranges by
+// issue 32 reach past the largest listed value of some size. The six that drew before keep their
+// ranges (their row lengths stop below their largest holdouts: the GPU shapes test's planted bugs
+// and the CPU test of its seed's shapes depend on those draws).
+TEST(SuiteDraws, EveryTaskDrawsPastItsListedShapes) {
+  int tasks = 0;
+  for (const char* suite : {"tasks", "tasks_realworld"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(KOPT_SOURCE_DIR) / suite)) {
+      if (!entry.is_directory()) continue;
+      auto task = load_task(entry.path());
+      ASSERT_TRUE(task.ok()) << task.error();
+      ++tasks;
+      EXPECT_GT(task->draws.count, 0) << task->name;
+      EXPECT_TRUE(task->draws.derived.empty()) << task->name << " declares no draws";
+      bool past = false;
+      for (const auto& [name, range] : task->draws.ranges) {
+        int64_t listed = task->sizes.at(name);
+        for (const auto* list : {&task->shapes, &task->holdout})
+          for (const auto& s : *list)
+            if (s.count(name)) listed = std::max(listed, s.at(name));
+        past |= range.max > listed;
+      }
+      const std::set<std::string> drew_before = {"softmax",    "cross_entropy",    "layernorm",
+                                                 "prefix_sum", "decode_attention", "topk"};
+      if (!drew_before.count(task->name)) {
+        EXPECT_TRUE(past) << task->name;
+      }
+      for (uint64_t seed = 1; seed <= 16; ++seed)
+        EXPECT_TRUE(draw_shapes(*task, seed).ok()) << task->name << " seed " << seed;
+    }
+  }
+  EXPECT_GE(tasks, 27);
+}
+
+// True when some values of the draw's variables give every computed size of `shape` its value
+// (each computed size searched over its own variables' ranges, one variable at a time).
+bool drawable(const TaskSpec& task, const ShapeBinding& shape) {
+  for (const auto& [name, text] : task.draws.computed) {
+    auto e = Expr::parse(text);
+    if (!e) return false;
+    std::vector<std::string> vars;
+    for (const auto& id : e->identifiers())
+      if (task.draws.variables.count(id)) vars.push_back(id);
+    ShapeBinding all = shape;
+    bool found = false;
+    if (vars.empty()) {
+      auto value = evaluate_expression(text, all);
+      found = value.ok() && *value == shape.at(name);
+    } else {
+      const SizeRange& r = task.draws.variables.at(vars.front());
+      for (int64_t v = r.min; v <= r.max && !found; ++v) {
+        all[vars.front()] = v;
+        auto value = evaluate_expression(text, all);
+        found = value.ok() && *value == shape.at(name);
+      }
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+// A threshold moves one size; the sizes the draw computes from it (q_heads = kv_heads * group,
+// kv_len = seq + prefix - 1) follow, so every threshold shape is one the task's draw could make.
+// Before, a threshold of 5 gave causal_prefill_gqa kv_heads 5 with a drawn q_heads of 4: the
+// baseline read past its heads and the gate refused it (a false reject on the H100).
+TEST(SourceThresholds, ComputedSizesFollowTheMovedSize) {
+  int checked = 0;
+  for (const char* suite : {"tasks", "tasks_realworld"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(KOPT_SOURCE_DIR) / suite)) {
+      if (!entry.is_directory()) continue;
+      auto task = load_task(entry.path());
+      ASSERT_TRUE(task.ok()) << task.error();
+      if (task->draws.computed.empty()) continue;
+      std::vector<SourceThreshold> thresholds;
+      for (int64_t t : {2, 3, 5, 7, 12, 64, 100, 1000, 4096}) thresholds.push_back({t, 3, "x"});
+      for (uint64_t seed = 1; seed <= 6; ++seed) {
+        for (const auto& shape : threshold_shapes(*task, thresholds, seed)) {
+          ++checked;
+          EXPECT_TRUE(drawable(*task, shape))
+              << task->name << " seed " << seed << ": " << json(shape).dump();
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 20);
+}
+
+// The GPU test's kernels (tests/sandbox/gate_inputs/) parse against their tasks, and each planted
+// bug's mechanism is one the plan knows.
+TEST(GateInputsKernels, EachParsesAgainstItsTaskAndNamesAMechanism) {
+  const std::set<std::string> mechanisms = {"thresholds", "draws", "wide", "families",
+                                            "vary_constants"};
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           std::filesystem::path(KOPT_SOURCE_DIR) / "tests/sandbox/gate_inputs")) {
+    auto text = read_file(entry.path());
+    ASSERT_TRUE(text.ok());
+    std::string task_name, mechanism;
+    for (const auto& line : split(*text, '\n')) {
+      if (line.rfind("// task: ", 0) == 0) task_name = trim(line.substr(9));
+      if (line.rfind("// mechanism: ", 0) == 0) mechanism = trim(line.substr(14));
+    }
+    EXPECT_TRUE(mechanisms.count(mechanism)) << entry.path() << ": '" << mechanism << "'";
+    auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks" / task_name);
+    ASSERT_TRUE(task.ok()) << task.error();
+    auto file = parse_kernel_file(*text, entry.path().string(), &*task);
+    EXPECT_TRUE(file.ok()) << file.error();
+    ++files;
+  }
+  EXPECT_EQ(files, 12);
+}
+
+}  // namespace
+}  // namespace kopt

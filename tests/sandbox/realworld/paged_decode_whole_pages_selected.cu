@@ -1,0 +1,69 @@
+// expect: ok
+// task: paged_decode_attention
+// The twin of paged_decode_nan_times_zero: the same whole-page reads, but masked slots are
+// selected away (never multiplied), so NaN in them never reaches the sums.
+/* kopt:plan
+{
+  "launches": [{"kernel": "paged_decode_whole_pages_selected", "grid": ["q_heads", "batch", "q_len"],
+                "block": [128], "shared_bytes": "(d + 128) * 4",
+                "args": ["q", "k_pages", "v_pages", "block_table", "seq_lens", "out", "q_len",
+                         "q_heads", "kv_heads", "d", "page", "max_pages", "f32:scale"]}]
+}
+*/
+#include <cuda_bf16.h>
+
+#define CHUNK 128
+
+__device__ float to_f(__nv_bfloat16 value) { return __bfloat162float(value); }
+
+extern "C" __global__ void paged_decode_whole_pages_selected(
+    const __nv_bfloat16* q, const __nv_bfloat16* k_pages, const __nv_bfloat16* v_pages,
+    const int* block_table, const int* seq_lens, __nv_bfloat16* out, int q_len, int q_heads,
+    int kv_heads, int d, int page, int max_pages, float scale) {
+  extern __shared__ float shared[];
+  float* q_row = shared;      // [d]
+  float* score = shared + d;  // [CHUNK]
+  int h = blockIdx.x, b = blockIdx.y, i = blockIdx.z;
+  int g = h / (q_heads / kv_heads);
+  long long visible = (long long)seq_lens[b] - q_len + 1 + i;
+  long long q_offset = (((long long)b * q_len + i) * q_heads + h) * d;
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  if (visible <= 0) {
+    for (int c = threadIdx.x; c < d; c += blockDim.x) out[q_offset + c] = __float2bfloat16(0.0f);
+    return;
+  }
+  auto row = [&](long long j) {
+    long long p = block_table[(long long)b * max_pages + j / page];
+    return ((p * page + j % page) * kv_heads + g) * (long long)d;
+  };
+  for (int c = threadIdx.x; c < d; c += blockDim.x) q_row[c] = to_f(q[q_offset + c]);
+  __syncthreads();
+  float max_score = -3.0e38f, sum = 0.0f, acc = 0.0f;
+  // Whole pages: up to the end of the page that holds the last visible token.
+  long long padded = (visible + page - 1) / page * page;
+  for (long long start = 0; start < padded; start += CHUNK) {
+    int n = (int)(padded - start < CHUNK ? padded - start : CHUNK);
+    for (int t = warp; t < n; t += warps) {
+      long long r = row(start + t);
+      float dot = 0.0f;
+      for (int c = lane; c < d; c += 32) dot += q_row[c] * to_f(k_pages[r + c]);
+      for (int offset = 16; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+      if (lane == 0) score[t] = start + t < visible ? dot * scale : -3.0e38f;
+    }
+    __syncthreads();
+    float chunk_max = max_score;
+    for (int t = 0; t < n; ++t) chunk_max = fmaxf(chunk_max, score[t]);  // NaN scores skipped
+    float rescale = __expf(max_score - chunk_max);
+    sum *= rescale;
+    acc *= rescale;
+    for (int t = 0; t < n; ++t) {
+      if (start + t >= visible) continue;  // selected away: a NaN slot never enters a sum
+      float w = __expf(score[t] - chunk_max);
+      sum += w;
+      if (threadIdx.x < d) acc += w * to_f(v_pages[row(start + t) + threadIdx.x]);
+    }
+    max_score = chunk_max;
+    __syncthreads();
+  }
+  if (threadIdx.x < d) out[q_offset + threadIdx.x] = __float2bfloat16(acc / sum);
+}
