@@ -225,12 +225,13 @@ TranscriptRecord read_transcript(sql::Statement& row) {
 }  // namespace
 
 Result<std::vector<TranscriptRecord>> list_transcripts(sql::Database& db,
-                                                       std::optional<int64_t> run_id,
-                                                       int64_t limit) {
+                                                       std::optional<int64_t> run_id, int64_t limit,
+                                                       const std::string& task) {
   auto statement = db.cached(std::string("SELECT ") + kTranscriptColumns +
                              "'', '', '' FROM llm_transcripts"
-                             " WHERE ?1 IS NULL OR run_id = ?1 ORDER BY id DESC LIMIT ?2");
-  statement->bind(1, run_id).bind(2, limit);
+                             " WHERE (?1 IS NULL OR run_id = ?1) AND (?3 = '' OR task = ?3)"
+                             " ORDER BY id DESC LIMIT ?2");
+  statement->bind(1, run_id).bind(2, limit).bind(3, task);
   std::vector<TranscriptRecord> out;
   while (true) {
     auto row = statement->step();

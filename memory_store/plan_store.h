@@ -66,10 +66,11 @@ Result<std::vector<PlanRecord>> failed_plans(sql::Database& db, const std::strin
                                              std::optional<int64_t> except_run, int64_t limit);
 
 Result<int64_t> add_transcript(sql::Database& db, TranscriptRecord transcript);
-// Newest first; `run_id` narrows to one run. The texts are left empty, their sizes given.
+// Newest first; `run_id` narrows to one run, a non-empty `task` to one task. The texts are left
+// empty, their sizes given.
 Result<std::vector<TranscriptRecord>> list_transcripts(sql::Database& db,
-                                                       std::optional<int64_t> run_id,
-                                                       int64_t limit);
+                                                       std::optional<int64_t> run_id, int64_t limit,
+                                                       const std::string& task = "");
 Result<std::optional<TranscriptRecord>> transcript(sql::Database& db, int64_t id);
 
 // Schema version 5: the plans and llm_transcripts tables.

@@ -113,7 +113,7 @@ void Orchestrator::take_submissions() {
   }
   for (const Submission& s : *submissions) {
     if (auto added = add_task(s.task_dir, false); !added) {
-      spdlog::error("submitted task {} refused: {}", s.task_dir, added.error());
+      refuse_task(s.task_dir, added.error());
     } else {
       std::lock_guard lock(mutex_);
       options_.task_dirs.push_back(s.task_dir);
@@ -309,6 +309,7 @@ RunProgress Orchestrator::progress() const {
   p.alarm = alarm_;
   p.waiting_workers = deps_.evaluator->waiting();
   for (const TaskState& t : tasks_) p.tasks.push_back(t.progress());
+  p.refused = refused_;
   return p;
 }
 
@@ -330,7 +331,9 @@ void Orchestrator::publish_progress(bool force) {
 Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
   RunRecorder& recorder = *deps_.recorder;
   bool resuming = resume_run_id.has_value();
+  std::optional<RunProgress> before;  // what the run published last, read before reopening it
   if (resuming) {
+    before = recorder.published_progress(*resume_run_id);
     if (auto s = recorder.resume_run(*resume_run_id); !s) return make_error(s.error());
     auto totals = recorder.run_totals();
     if (totals) {
@@ -351,10 +354,11 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
   std::vector<std::string> refused;
   for (const auto& dir : options_.task_dirs) {
     if (auto s = add_task(dir, resuming); !s) {
-      spdlog::error("task {} refused: {}", dir.string(), s.error());
+      refuse_task(dir.string(), s.error());
       refused.push_back(s.error());
     }
   }
+  if (before) keep_finished_phases(*before);
   take_submissions();
   if (tasks_.empty()) {
     (void)recorder.finish_run("failed");

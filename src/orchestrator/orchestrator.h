@@ -101,6 +101,11 @@ class Orchestrator {
   // Rebuilds what earlier nights judged of the task into its search (TaskSearch::carry_over).
   void carry_over(TaskState& task);
   void take_submissions();
+  // Remembers a task folder the run could not take and logs why (resume_phases.cc).
+  void refuse_task(const std::string& dir, const std::string& reason);
+  // After a resume: a task that was done, failed or parked when the run last published its
+  // state stays so; only unfinished work goes on (resume_phases.cc). Requires mutex_ unheld.
+  void keep_finished_phases(const RunProgress& before);
 
   // ---- the loop (orchestrator.cc) ----
   bool launch_next_job();  // false when no task has launchable work
@@ -190,7 +195,8 @@ class Orchestrator {
   std::string alarm_;       // the spend-rate alarm while it holds; ""
   double cost_before_ = 0;  // LLM spend of the run before a resume
   int64_t tokens_before_ = 0;
-  double elapsed_before_ = 0;  // active seconds of the run before a resume
+  double elapsed_before_ = 0;         // active seconds of the run before a resume
+  std::vector<RefusedTask> refused_;  // task folders this run could not take
   Clock::time_point started_;
   Clock::time_point last_status_write_{};
   Clock::time_point last_submission_poll_{};

@@ -134,6 +134,15 @@ double RunRecorder::active_seconds(int64_t run_id) {
   return row && *row ? (*row)->active_seconds : 0.0;
 }
 
+std::optional<RunProgress> RunRecorder::published_progress(int64_t run_id) {
+  std::lock_guard lock(mutex_);
+  auto row = read_status(store_.database(), run_id);
+  if (!row || !*row) return std::nullopt;
+  auto json = nlohmann::json::parse((*row)->status_json, nullptr, false);
+  if (!json.is_object()) return std::nullopt;
+  return RunProgress::from_json(json);
+}
+
 Result<std::vector<Submission>> RunRecorder::take_submissions() {
   std::lock_guard lock(mutex_);
   return orchestrator::take_submissions(store_.database(), run_id_);

@@ -20,6 +20,7 @@
 #include "sandbox/task_spec.h"
 #include "src/llm/accounting.h"
 #include "src/orchestrator/daemon_tables.h"
+#include "src/orchestrator/progress.h"
 #include "src/orchestrator/task_search.h"
 
 namespace kopt::orchestrator {
@@ -57,6 +58,8 @@ class RunRecorder final : public LlmCallSink {
   Status write_status(const StatusRow& row);
   // The active seconds the status row of `run_id` records (0 when it has none).
   double active_seconds(int64_t run_id);
+  // What `run_id` last published for `kopt status` (nothing when it published nothing).
+  std::optional<RunProgress> published_progress(int64_t run_id);
   Result<std::vector<Submission>> take_submissions();
   int64_t pending_submissions();
 
