@@ -244,9 +244,28 @@ bool is_safe_file_stem(const std::string& name) {
   return true;
 }
 
-Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOptions& options) {
+namespace {
+
+// What one export will write, built task by task before anything is written.
+struct ExportPlan {
+  ExportReport report;
+  std::vector<PlannedFile> planned;
+  std::vector<json> entries;                  // this export's manifest entries
+  std::map<std::string, BundleTask> bundles;  // the folder-wide files' view of each task
+};
+
+// The best verified kernel of one task, with what the export needs of it.
+struct ChosenKernel {
+  std::string gpu;
+  memory::EvaluationRecord evaluation;
+  memory::KernelRecord kernel;
+  TaskSpec spec;
+};
+
+// The memory's tasks (or --task's), refused whole when a name would write outside `dir`.
+Result<std::vector<memory::TaskRecord>> chosen_tasks(memory::MemoryStore& store,
+                                                     const ExportOptions& options) {
   const std::filesystem::path& dir = options.out_dir;
-  if (dir.empty()) return make_error("export: no output folder (--out DIR)");
   std::vector<memory::TaskRecord> tasks;
   if (!options.task.empty()) {
     if (!is_safe_file_stem(options.task)) {
@@ -276,163 +295,192 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
                         "; refused, nothing exported");
     }
   }
-  if (options.git_commit) {
-    // The folder may not exist yet: ask git about its nearest existing ancestor.
-    std::filesystem::path probe = std::filesystem::absolute(dir);
-    while (!std::filesystem::exists(probe) && probe.has_parent_path() &&
-           probe.parent_path() != probe) {
-      probe = probe.parent_path();
-    }
-    auto top = git(probe, {"rev-parse", "--show-toplevel"});
-    if (!top || top->exit_code != 0) {
-      return make_error(dir.string() + " is not inside a git repository (--git-commit)");
+  return tasks;
+}
+
+// --git-commit needs `dir` inside a repository; the folder may not exist yet, so git is asked
+// about its nearest existing ancestor.
+Status check_git_folder(const std::filesystem::path& dir) {
+  std::filesystem::path probe = std::filesystem::absolute(dir);
+  while (!std::filesystem::exists(probe) && probe.has_parent_path() &&
+         probe.parent_path() != probe) {
+    probe = probe.parent_path();
+  }
+  auto top = git(probe, {"rev-parse", "--show-toplevel"});
+  if (!top || top->exit_code != 0) {
+    return make_error(dir.string() + " is not inside a git repository (--git-commit)");
+  }
+  return ok_status();
+}
+
+// The task's best verified kernel, or nullopt with the reason in `skipped` (none on the GPU,
+// not fast enough, judged under an older spec). An error for a memory that contradicts itself:
+// a spec naming another task, or a source that no longer hashes to what was verified.
+Result<std::optional<ChosenKernel>> choose_kernel(memory::MemoryStore& store,
+                                                  const ExportOptions& options,
+                                                  const memory::TaskRecord& task,
+                                                  ExportReport& report) {
+  auto gpus = store.verified_gpus(task.name);
+  if (!gpus) return make_error(gpus.error());
+  std::string gpu = choose_gpu(*gpus, options.gpu);
+  if (gpu.empty()) {
+    report.skipped.push_back(task.name + ": no verified kernel" +
+                             (options.gpu.empty() ? "" : " on " + options.gpu));
+    return std::optional<ChosenKernel>();
+  }
+  auto best = store.best_kernel(task.name, gpu);
+  if (!best) return make_error(best.error());
+  if ((*best)->speedup <= options.min_speedup) {
+    report.skipped.push_back(task.name + ": the best kernel on " + gpu + " is " +
+                             fixed((*best)->speedup, 3) + "x the baseline, not above " +
+                             fixed(options.min_speedup, 3) + "x (--min-speedup)");
+    return std::optional<ChosenKernel>();
+  }
+  auto kernel = store.kernel((*best)->kernel_id);
+  if (!kernel) return make_error(kernel.error());
+  if (!*kernel)
+    return make_error(task.name + ": kernel " + std::to_string((*best)->kernel_id) +
+                      " is missing from the memory");
+  auto spec = parse_task(task.spec_json, "memory: task " + task.name);
+  if (!spec)
+    return make_error(task.name + ": the stored task spec does not parse: " + spec.error());
+  // Names reach generated CMake, C++ and Python: they must be what task.json allows, and the
+  // spec must be the task's own.
+  if (spec->name != task.name) {
+    return make_error("task '" + task.name + "': its stored spec names task '" + spec->name +
+                      "'; refused, nothing exported");
+  }
+  // What was verified is what is exported: the stored source must still hash to the sha256
+  // it was stored (and judged) under.
+  if (sha256_hex((*kernel)->source) != (*kernel)->sha256) {
+    return make_error(task.name + ": the stored source of kernel " + std::to_string((*kernel)->id) +
+                      " does not match its sha256 " + (*kernel)->sha256 +
+                      " (the memory was changed after the kernel was verified); refused, "
+                      "nothing exported");
+  }
+  if (std::string stale = stale_export(options, task, **best); !stale.empty()) {
+    report.refused_stale.push_back(task.name + ": the best kernel (" +
+                                   (*kernel)->sha256.substr(0, 12) + ") was " + stale + "; " +
+                                   memory::kRejudgeAdvice + ", or pass --allow-stale-judgment");
+    return std::optional<ChosenKernel>();
+  }
+  return std::optional<ChosenKernel>(ChosenKernel{gpu, **best, **kernel, std::move(*spec)});
+}
+
+// The manifest's entry for one exported kernel.
+json manifest_entry(memory::MemoryStore& store, const memory::TaskRecord& task,
+                    const ChosenKernel& chosen, const KernelFile& file,
+                    const std::map<std::string, int64_t>& tunables, const BundleTask& bundle) {
+  const memory::EvaluationRecord& e = chosen.evaluation;
+  const memory::KernelRecord& k = chosen.kernel;
+  json values = json::object();
+  for (const auto& [name, value] : file.tunable_values(tunables)) values[name] = value;
+  return json{{"task", task.name},
+              {"kernel_file", task.name + ".cu"},
+              {"header", task.name + ".cuh"},
+              {"launcher", "kopt_" + cpp_identifier(task.name) + "::launch"},
+              {"source_sha256", k.sha256},
+              {"task_spec_sha256", task.spec_hash},
+              {"gpu",
+               {{"model", e.gpu.model},
+                {"compute_capability", e.gpu.compute_capability},
+                {"driver_version", e.gpu.driver_version},
+                {"cuda_version", e.gpu.cuda_version}}},
+              {"median_us", e.median_us},
+              {"noise", e.noise},
+              {"baseline_us", e.baseline_us},
+              {"speedup", e.speedup},
+              {"sol_percent", e.sol_percent},
+              {"standing", standing_json(memory::evaluation_standing(store.database(), e))},
+              {"tunables", values},
+              {"compile_options", file.compile_options},
+              {"cmake_target", "kopt::" + task.name},
+              {"api_header", task.name + "_api.h"},
+              {"cuda_architecture", bundle.cuda_architecture},
+              {"image", bundle.image},
+              {"reference_file", bundle.has_reference ? json(task.name + ".reference.cu") : json()},
+              {"reference_image", bundle.reference_image},
+              {"selftest", bundle.has_reference ? json(task.name + "_selftest.cc") : json()},
+              {"python_plan", "kopt_plan_" + task.name + ".py"},
+              {"torch", "kopt_torch." + cpp_identifier(task.name)},
+              {"date", e.created_at},
+              {"verification",
+               {{"verdict", e.verdict}, {"detail", e.detail}, {"method", kVerificationMethod}}},
+              {"origin",
+               {{"agent", k.origin.agent},
+                {"model", k.origin.model},
+                {"prompt_template", k.origin.prompt_template},
+                {"tuner", k.origin.tuner}}}};
+}
+
+// One task's files, manifest entry and report line, added to `plan` (or its skip reason).
+Status plan_task(memory::MemoryStore& store, const ExportOptions& options,
+                       const memory::TaskRecord& task, ExportPlan& plan) {
+  auto chosen = choose_kernel(store, options, task, plan.report);
+  if (!chosen) return make_error(chosen.error());
+  if (!*chosen) return ok_status();
+  const ChosenKernel& c = **chosen;
+  const memory::EvaluationRecord& e = c.evaluation;
+  auto file = parse_kernel_file(c.kernel.source, task.name + ".cu", &c.spec);
+  if (!file) return make_error(task.name + ": " + file.error());
+  auto tunables = tunable_map(e.tunables_json);
+  if (tunables.empty()) tunables = tunable_map(c.kernel.tunables_json);
+  TaskFilesInput input;
+  input.task = &c.spec;
+  input.kernel = &*file;
+  input.kernel_source = c.kernel.source;
+  input.tunables = tunables;
+  input.provenance = fixed(e.speedup, 2) + "x over the baseline on " + c.gpu + ", source sha256 " +
+                     c.kernel.sha256 + ", see manifest.json";
+  input.reference_source = find_reference_source(options.tasks_root, task.name, task.spec_hash);
+  input.compute_capability = e.gpu.compute_capability;
+  input.verified_cubin_sha256 = verified_image_sha256(e.resources_json);
+  if (options.vet) {
+    std::string why =
+        options.vet(task.spec_json, input.reference_source.value_or(""), c.kernel.source);
+    if (!why.empty()) {
+      plan.report.skipped.push_back(task.name + ": not exported: " + why);
+      return ok_status();
     }
   }
-
-  ExportReport report;
-  std::vector<PlannedFile> planned;
-  std::vector<json> entries;
-  std::map<std::string, BundleTask> bundles;  // the folder-wide files' view of each task
-  for (const auto& task : tasks) {
-    auto gpus = store.verified_gpus(task.name);
-    if (!gpus) return make_error(gpus.error());
-    std::string gpu = choose_gpu(*gpus, options.gpu);
-    if (gpu.empty()) {
-      report.skipped.push_back(task.name + ": no verified kernel" +
-                               (options.gpu.empty() ? "" : " on " + options.gpu));
-      continue;
-    }
-    auto best = store.best_kernel(task.name, gpu);
-    if (!best) return make_error(best.error());
-    if ((*best)->speedup <= options.min_speedup) {
-      report.skipped.push_back(task.name + ": the best kernel on " + gpu + " is " +
-                               fixed((*best)->speedup, 3) + "x the baseline, not above " +
-                               fixed(options.min_speedup, 3) + "x (--min-speedup)");
-      continue;
-    }
-    auto kernel = store.kernel((*best)->kernel_id);
-    if (!kernel) return make_error(kernel.error());
-    if (!*kernel)
-      return make_error(task.name + ": kernel " + std::to_string((*best)->kernel_id) +
-                        " is missing from the memory");
-    const memory::EvaluationRecord& e = **best;
-    auto spec = parse_task(task.spec_json, "memory: task " + task.name);
-    if (!spec)
-      return make_error(task.name + ": the stored task spec does not parse: " + spec.error());
-    // Names reach generated CMake, C++ and Python: they must be what task.json allows, and the
-    // spec must be the task's own.
-    if (spec->name != task.name) {
-      return make_error("task '" + task.name + "': its stored spec names task '" + spec->name +
-                        "'; refused, nothing exported");
-    }
-    // What was verified is what is exported: the stored source must still hash to the sha256
-    // it was stored (and judged) under.
-    if (sha256_hex((*kernel)->source) != (*kernel)->sha256) {
-      return make_error(task.name + ": the stored source of kernel " +
-                        std::to_string((*kernel)->id) + " does not match its sha256 " +
-                        (*kernel)->sha256 +
-                        " (the memory was changed after the kernel was verified); refused, "
-                        "nothing exported");
-    }
-    if (std::string stale = stale_export(options, task, e); !stale.empty()) {
-      report.refused_stale.push_back(task.name + ": the best kernel (" +
-                                     (*kernel)->sha256.substr(0, 12) + ") was " + stale + "; " +
-                                     memory::kRejudgeAdvice + ", or pass --allow-stale-judgment");
-      continue;
-    }
-    std::string cu_name = task.name + ".cu", header_name = task.name + ".cuh";
-    auto file = parse_kernel_file((*kernel)->source, cu_name, &*spec);
-    if (!file) return make_error(task.name + ": " + file.error());
-    auto tunables = tunable_map(e.tunables_json);
-    if (tunables.empty()) tunables = tunable_map((*kernel)->tunables_json);
-    TaskFilesInput input;
-    input.task = &*spec;
-    input.kernel = &*file;
-    input.kernel_source = (*kernel)->source;
-    input.tunables = tunables;
-    input.provenance = fixed(e.speedup, 2) + "x over the baseline on " + gpu + ", source sha256 " +
-                       (*kernel)->sha256 + ", see manifest.json";
-    input.reference_source = find_reference_source(options.tasks_root, task.name, task.spec_hash);
-    input.compute_capability = e.gpu.compute_capability;
-    input.verified_cubin_sha256 = verified_image_sha256(e.resources_json);
-    if (options.vet) {
-      std::string why =
-          options.vet(task.spec_json, input.reference_source.value_or(""), (*kernel)->source);
-      if (!why.empty()) {
-        report.skipped.push_back(task.name + ": not exported: " + why);
-        continue;
-      }
-    }
-    BundleTask& bundle = bundles[task.name];
-    auto task_files = generate_task_files(input, bundle);
-    if (!task_files) return make_error(task.name + ": " + task_files.error());
-    bundle.cuda_architecture = cuda_architecture_of(e.gpu.compute_capability);
-    bundle.provenance = fixed(e.speedup, 2) + "x over the baseline on " + gpu;
-    for (auto& f : *task_files) planned.push_back({dir / f.name, std::move(f.contents), task.name});
-    if (!bundle.has_reference) {
-      report.skipped.push_back(
-          task.name +
-          ": exported without a self-test: no reference.cu for "
-          "this version of the task under " +
-          (options.tasks_root.empty() ? std::string("(no --tasks)") : options.tasks_root.string()));
-    }
-    json chosen = json::object();
-    for (const auto& [name, value] : file->tunable_values(tunables)) chosen[name] = value;
-    entries.push_back(
-        json{{"task", task.name},
-             {"kernel_file", cu_name},
-             {"header", header_name},
-             {"launcher", "kopt_" + cpp_identifier(task.name) + "::launch"},
-             {"source_sha256", (*kernel)->sha256},
-             {"task_spec_sha256", task.spec_hash},
-             {"gpu",
-              {{"model", e.gpu.model},
-               {"compute_capability", e.gpu.compute_capability},
-               {"driver_version", e.gpu.driver_version},
-               {"cuda_version", e.gpu.cuda_version}}},
-             {"median_us", e.median_us},
-             {"noise", e.noise},
-             {"baseline_us", e.baseline_us},
-             {"speedup", e.speedup},
-             {"sol_percent", e.sol_percent},
-             {"standing", standing_json(memory::evaluation_standing(store.database(), e))},
-             {"tunables", chosen},
-             {"compile_options", file->compile_options},
-             {"cmake_target", "kopt::" + task.name},
-             {"api_header", task.name + "_api.h"},
-             {"cuda_architecture", bundle.cuda_architecture},
-             {"image", bundle.image},
-             {"reference_file", bundle.has_reference ? json(task.name + ".reference.cu") : json()},
-             {"reference_image", bundle.reference_image},
-             {"selftest", bundle.has_reference ? json(task.name + "_selftest.cc") : json()},
-             {"python_plan", "kopt_plan_" + task.name + ".py"},
-             {"torch", "kopt_torch." + cpp_identifier(task.name)},
-             {"date", e.created_at},
-             {"verification",
-              {{"verdict", e.verdict}, {"detail", e.detail}, {"method", kVerificationMethod}}},
-             {"origin",
-              {{"agent", (*kernel)->origin.agent},
-               {"model", (*kernel)->origin.model},
-               {"prompt_template", (*kernel)->origin.prompt_template},
-               {"tuner", (*kernel)->origin.tuner}}}});
-    report.kernels.push_back({task.name, gpu, e.speedup, e.sol_percent, (*kernel)->sha256, false});
+  BundleTask& bundle = plan.bundles[task.name];
+  auto task_files = generate_task_files(input, bundle);
+  if (!task_files) return make_error(task.name + ": " + task_files.error());
+  bundle.cuda_architecture = cuda_architecture_of(e.gpu.compute_capability);
+  bundle.provenance = fixed(e.speedup, 2) + "x over the baseline on " + c.gpu;
+  for (auto& f : *task_files)
+    plan.planned.push_back({options.out_dir / f.name, std::move(f.contents), task.name});
+  if (!bundle.has_reference) {
+    plan.report.skipped.push_back(
+        task.name +
+        ": exported without a self-test: no reference.cu for this version of the task under " +
+        (options.tasks_root.empty() ? std::string("(no --tasks)") : options.tasks_root.string()));
   }
-  if (report.kernels.empty()) return report;
+  plan.entries.push_back(manifest_entry(store, task, c, *file, tunables, bundle));
+  plan.report.kernels.push_back(
+      {task.name, c.gpu, e.speedup, e.sol_percent, c.kernel.sha256, false});
+  return ok_status();
+}
 
+// The folder-wide files (the merged manifest, the shared sources, README.md) added to `plan`,
+// after checking that no planned file overwrites one of the user's or is planned twice.
+Status plan_folder_files(memory::MemoryStore& store, const std::filesystem::path& dir,
+                               ExportPlan& plan) {
   auto manifest = existing_manifest(dir / "manifest.json");
   if (!manifest) return make_error(manifest.error());
   // Merge: this export's kernels replace their tasks' entries, others stay; sorted by task.
   std::map<std::string, json> by_task;
   for (const auto& entry : (*manifest)["kernels"]) by_task[entry.value("task", "")] = entry;
-  for (const auto& entry : entries) by_task[entry["task"].get<std::string>()] = entry;
+  for (const auto& entry : plan.entries) by_task[entry["task"].get<std::string>()] = entry;
   json kernels = json::array();
   for (const auto& [name, entry] : by_task) kernels.push_back(entry);
-  auto shared = generate_shared_files(folder_tasks(store, kernels, bundles, report.skipped));
+  auto shared =
+      generate_shared_files(folder_tasks(store, kernels, plan.bundles, plan.report.skipped));
   if (!shared) return make_error(shared.error());
-  for (auto& f : *shared) planned.push_back({dir / f.name, std::move(f.contents), ""});
+  for (auto& f : *shared) plan.planned.push_back({dir / f.name, std::move(f.contents), ""});
   // Task names are free: "x_api" would write the "x_api.cc" of a task "x". Nothing is written then.
   std::map<std::filesystem::path, std::string> owners;
-  for (const auto& file : planned) {
+  for (const auto& file : plan.planned) {
     auto [it, fresh] = owners.emplace(file.path, file.task);
     if (!fresh) {
       return make_error(file.path.string() + " would be written for both task '" + it->second +
@@ -442,7 +490,7 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
   // Every file is checked before any is written: a file of the user's in the way stops the
   // export with nothing half-written.
   std::vector<PlannedWrite> writes;
-  for (const auto& file : planned)
+  for (const auto& file : plan.planned)
     writes.push_back({file.path.filename().string(), &file.contents});
   if (auto checked = check_overwrites(dir, writes, *manifest); !checked)
     return make_error(checked.error());
@@ -450,11 +498,16 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
            {"generator", kGenerator},
            {"kernels", kernels},
            {"files", written_files(*manifest, writes)}};
-  planned.push_back({dir / "manifest.json", out.dump(2) + "\n", ""});
+  plan.planned.push_back({dir / "manifest.json", dump_json(out, 2) + "\n", ""});
   auto readme = updated_readme(dir / "README.md", kernels);
   if (!readme) return make_error(readme.error());
-  planned.push_back({dir / "README.md", *readme, ""});
+  plan.planned.push_back({dir / "README.md", *readme, ""});
+  return ok_status();
+}
 
+// Writes every planned file that differs from what is on disk; their names (relative to `dir`)
+// are returned for --git-commit.
+Result<std::vector<std::string>> write_planned(const std::filesystem::path& dir, ExportPlan& plan) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(dir.string() + ": cannot create the export folder: " + ec.message());
@@ -462,20 +515,41 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
     return make_error(dir.string() + ": the export folder is not writable");
   }
   std::vector<std::string> relative;
-  for (const auto& file : planned) {
+  for (const auto& file : plan.planned) {
     relative.push_back(file.path.filename().string());
     auto current = read_file(file.path);
     if (current && *current == file.contents) continue;  // unchanged: keep the file as it is
     if (auto s = write_file_atomic(file.path, file.contents); !s) return make_error(s.error());
-    report.written.push_back(file.path);
-    for (auto& k : report.kernels) k.changed = k.changed || file.task == k.task;
+    plan.report.written.push_back(file.path);
+    for (auto& k : plan.report.kernels) k.changed = k.changed || file.task == k.task;
   }
+  return relative;
+}
+
+}  // namespace
+
+Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOptions& options) {
+  const std::filesystem::path& dir = options.out_dir;
+  if (dir.empty()) return make_error("export: no output folder (--out DIR)");
+  auto tasks = chosen_tasks(store, options);
+  if (!tasks) return make_error(tasks.error());
   if (options.git_commit) {
-    auto commit = git_commit(dir, relative, commit_message(report.kernels));
-    if (!commit) return make_error(commit.error());
-    report.commit = *commit;
+    if (auto s = check_git_folder(dir); !s) return make_error(s.error());
   }
-  return report;
+  ExportPlan plan;
+  for (const auto& task : *tasks) {
+    if (auto s = plan_task(store, options, task, plan); !s) return make_error(s.error());
+  }
+  if (plan.report.kernels.empty()) return plan.report;
+  if (auto s = plan_folder_files(store, dir, plan); !s) return make_error(s.error());
+  auto relative = write_planned(dir, plan);
+  if (!relative) return make_error(relative.error());
+  if (options.git_commit) {
+    auto commit = git_commit(dir, *relative, commit_message(plan.report.kernels));
+    if (!commit) return make_error(commit.error());
+    plan.report.commit = *commit;
+  }
+  return plan.report;
 }
 
 }  // namespace kopt::exporter

@@ -142,28 +142,39 @@ std::vector<RetrievedPair> select_diverse(
   return chosen;
 }
 
-Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& query) {
-  if (query.k <= 0) return std::vector<RetrievedPair>();
-  // The task's and the family tags' words, then the kernel's identifiers.
-  std::vector<std::string> topic = text_words(query.task);
+namespace {
+
+// The query's words: the task's and the family tags' words (`topic`), the kernel's identifiers
+// (`terms`), and both lower-cased, sorted and unique (`all`, what BM25 compares).
+struct QueryWords {
+  std::vector<std::string> topic, terms, all;
+};
+
+QueryWords query_words(const RetrievalQuery& query) {
+  QueryWords w;
+  w.topic = text_words(query.task);
   for (const auto& tag : query.family_tags) {
-    for (auto& word : text_words(tag)) topic.push_back(std::move(word));
+    for (auto& word : text_words(tag)) w.topic.push_back(std::move(word));
   }
-  auto terms = index_terms(query.kernel_source);
-  if (terms.size() > kMaxSourceTerms) terms.resize(kMaxSourceTerms);
-  std::vector<std::string> words = topic;
-  words.insert(words.end(), terms.begin(), terms.end());
-  // BM25 below compares lower-cased tokens (FTS5 matching is case-insensitive).
-  for (auto& word : words) {
+  w.terms = index_terms(query.kernel_source);
+  if (w.terms.size() > kMaxSourceTerms) w.terms.resize(kMaxSourceTerms);
+  w.all = w.topic;
+  w.all.insert(w.all.end(), w.terms.begin(), w.terms.end());
+  // BM25 compares lower-cased tokens (FTS5 matching is case-insensitive).
+  for (auto& word : w.all) {
     std::transform(word.begin(), word.end(), word.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   }
-  std::sort(words.begin(), words.end());
-  words.erase(std::unique(words.begin(), words.end()), words.end());
+  std::sort(w.all.begin(), w.all.end());
+  w.all.erase(std::unique(w.all.begin(), w.all.end()), w.all.end());
+  return w;
+}
 
-  // Candidates, each source a LIMITed read in index order so that its cost does not grow with
-  // the memory: the task's own pairs (strongest first), the newest pairs of the operation family,
-  // the newest pairs matching any word of the query.
+// Candidates, each source a LIMITed read in index order so that its cost does not grow with
+// the memory: the task's own pairs (strongest first), the newest pairs of the operation family,
+// the newest pairs matching any word of the query. Returned as a JSON array of ids (json_each).
+Result<std::string> candidate_ids(sql::Database& db, const RetrievalQuery& query,
+                                  const QueryWords& words) {
   std::set<int64_t> ids;
   auto collect = [&](sql::CachedStatement& statement) -> Status {
     while (true) {
@@ -174,7 +185,7 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
     }
   };
   {
-    auto statement = db_.cached(
+    auto statement = db.cached(
         "SELECT p.id FROM pairs p JOIN tasks t ON t.id = p.task_id WHERE t.name = ?1"
         " ORDER BY max(p.speedup, 1.0 / p.speedup) DESC, p.id LIMIT ?2");
     statement->bind(1, query.task).bind(2, kTaskCandidates);
@@ -182,56 +193,62 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
   }
   if (!query.family_tags.empty()) {
     if (std::string family = fts_any_of(text_words(query.family_tags.front())); !family.empty()) {
-      auto statement = db_.cached(
+      auto statement = db.cached(
           "SELECT rowid FROM pair_fts WHERE pair_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2");
       statement->bind(1, "{tags} : (" + family + ")").bind(2, kFamilyCandidates);
       if (auto s = collect(statement); !s) return make_error(s.error());
     }
   }
   // The OR query opens one doclist per word: the task and family words and only the longest
-  // (most specific) identifiers of the kernel keep it cheap; BM25 below still uses them all.
-  std::vector<std::string> probe = std::move(topic);
-  {
-    std::vector<std::string> longest = terms;
-    std::stable_sort(longest.begin(), longest.end(),
-                     [](const auto& a, const auto& b) { return a.size() > b.size(); });
-    if (longest.size() > kProbeTerms) longest.resize(kProbeTerms);
-    probe.insert(probe.end(), longest.begin(), longest.end());
-  }
+  // (most specific) identifiers of the kernel keep it cheap; BM25 still uses them all.
+  std::vector<std::string> probe = words.topic;
+  std::vector<std::string> longest = words.terms;
+  std::stable_sort(longest.begin(), longest.end(),
+                   [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  if (longest.size() > kProbeTerms) longest.resize(kProbeTerms);
+  probe.insert(probe.end(), longest.begin(), longest.end());
   if (std::string any = fts_any_of(probe); !any.empty()) {
-    auto statement = db_.cached(
+    auto statement = db.cached(
         "SELECT rowid FROM pair_fts WHERE pair_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2");
     statement->bind(1, any).bind(2, kTextCandidates);
     if (auto s = collect(statement); !s) return make_error(s.error());
   }
-  const std::string id_list = nlohmann::json(std::vector<int64_t>(ids.begin(), ids.end())).dump();
+  return nlohmann::json(std::vector<int64_t>(ids.begin(), ids.end())).dump();
+}
 
-  // BM25 of every candidate over what pair_fts holds for it. The slow kernel's identifiers count:
-  // a pair whose "before" looks like the current kernel is the one whose change applies.
-  std::map<int64_t, double> text;  // pair id -> BM25 relevance (higher is better)
-  {
-    std::vector<int64_t> doc_ids;
-    std::vector<std::string> documents;
-    auto statement = db_.cached(
-        "SELECT f.rowid,"
-        " f.summary || ' ' || f.tags || ' ' || f.task || ' ' || f.slow_terms || ' ' || f.fast_terms"
-        " FROM json_each(?1) j JOIN pair_fts f ON f.rowid = j.value");
-    statement->bind(1, id_list);
-    while (true) {
-      auto row = statement->step();
-      if (!row) return make_error("retrieval: " + row.error());
-      if (!*row) break;
-      doc_ids.push_back(statement->column_int64(0));
-      documents.push_back(statement->column_text(1));
-    }
-    std::vector<double> scores = bm25_scores(words, documents);
-    for (size_t i = 0; i < doc_ids.size(); ++i) text[doc_ids[i]] = scores[i];
+// BM25 of every candidate over what pair_fts holds for it, scaled so the best is 1. The slow
+// kernel's identifiers count: a pair whose "before" looks like the current kernel is the one
+// whose change applies.
+Result<std::map<int64_t, double>> text_relevance(sql::Database& db, const std::string& id_list,
+                                                 const std::vector<std::string>& words) {
+  std::vector<int64_t> doc_ids;
+  std::vector<std::string> documents;
+  auto statement = db.cached(
+      "SELECT f.rowid,"
+      " f.summary || ' ' || f.tags || ' ' || f.task || ' ' || f.slow_terms || ' ' || f.fast_terms"
+      " FROM json_each(?1) j JOIN pair_fts f ON f.rowid = j.value");
+  statement->bind(1, id_list);
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error("retrieval: " + row.error());
+    if (!*row) break;
+    doc_ids.push_back(statement->column_int64(0));
+    documents.push_back(statement->column_text(1));
   }
+  std::vector<double> scores = bm25_scores(words, documents);
+  double best = 0;
+  for (double score : scores) best = std::max(best, score);
+  std::map<int64_t, double> text;  // pair id -> relevance in [0, 1]
+  for (size_t i = 0; i < doc_ids.size(); ++i) text[doc_ids[i]] = best > 0 ? scores[i] / best : 0;
+  return text;
+}
 
-  double best_text = 0;
-  for (const auto& [id, score] : text) best_text = std::max(best_text, score);
-  // The slow kernel's newest profile comes with each candidate (one indexed look-up in the same
-  // statement, not a query per candidate), and only when the query has a class to match it to.
+// The candidates' rows scored: text relevance plus the non-text score (GPU, bottleneck,
+// techniques, production). The slow kernel's newest profile comes with each candidate (one
+// indexed look-up in the same statement), only when the query has a class to match it to.
+Result<std::vector<RetrievedPair>> scored_candidates(sql::Database& db, const RetrievalQuery& query,
+                                                     const std::string& id_list,
+                                                     const std::map<int64_t, double>& text) {
   const bool match_bottleneck = query.bottleneck_of_profile && known_bottleneck(query.bottleneck);
   std::map<int64_t, std::string> slow_classes;  // slow kernel id -> class: lineages share them
   // (task, GPU model) -> its best production baseline: candidates share a few of them.
@@ -241,88 +258,105 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
       [&](const PairRecord& pair) -> const std::optional<ProductionBaselineRecord>& {
     auto [known, fresh] = productions.try_emplace({pair.task, pair.gpu_model});
     if (fresh) {
-      auto best = best_production_baseline(db_, pair.task, pair.gpu_model);
+      auto best = best_production_baseline(db, pair.task, pair.gpu_model);
       if (best) known->second = *best;  // a failed look-up counts as "none measured"
     }
     return known->second;
   };
   std::vector<RetrievedPair> candidates;
-  {
-    auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
-                                ", CASE WHEN ?3 THEN (SELECT e.profile_json FROM evaluations e"
-                                " WHERE e.kernel_id = p.slow_kernel_id AND e.profile_json != '{}'"
-                                " ORDER BY e.id DESC LIMIT 1) END,"
-                                " f.slow_terms, f.fast_terms, fk.origin_tuner,"
-                                " (SELECT e.median_us FROM evaluations e"
-                                " WHERE e.kernel_id = p.fast_kernel_id"
-                                " AND e.gpu_model = p.gpu_model AND e.verdict = 'ok'"
-                                " AND e.median_us > 0"
-                                " ORDER BY e.id DESC LIMIT 1), sk.source, fk.source"
-                                " FROM json_each(?1) j JOIN pairs p ON p.id = j.value"
-                                " JOIN tasks t ON t.id = p.task_id"
-                                " JOIN kernels fk ON fk.id = p.fast_kernel_id"
-                                " JOIN kernels sk ON sk.id = p.slow_kernel_id"
-                                " LEFT JOIN pair_fts f ON f.rowid = p.id"
-                                " WHERE (?2 OR p.is_negative = 0)");
-    statement->bind(1, id_list).bind(2, query.include_negatives).bind(3, match_bottleneck);
-    while (true) {
-      auto row = statement->step();
-      if (!row) return make_error("retrieval: " + row.error());
-      if (!*row) break;
-      RetrievedPair candidate;
-      candidate.pair = rows::read_pair(*statement);
-      if (match_bottleneck) {
-        auto [known, fresh] = slow_classes.try_emplace(candidate.pair.slow_kernel_id);
-        if (fresh) {
-          std::string profile = statement->column_text(rows::kPairColumnCount);
-          known->second = profile.empty() ? "unknown" : query.bottleneck_of_profile(profile);
-        }
-        candidate.slow_bottleneck = known->second;
+  auto statement = db.cached(std::string("SELECT ") + rows::kPairColumns +
+                             ", CASE WHEN ?3 THEN (SELECT e.profile_json FROM evaluations e"
+                             " WHERE e.kernel_id = p.slow_kernel_id AND e.profile_json != '{}'"
+                             " ORDER BY e.id DESC LIMIT 1) END,"
+                             " f.slow_terms, f.fast_terms, fk.origin_tuner,"
+                             " (SELECT e.median_us FROM evaluations e"
+                             " WHERE e.kernel_id = p.fast_kernel_id"
+                             " AND e.gpu_model = p.gpu_model AND e.verdict = 'ok'"
+                             " AND e.median_us > 0"
+                             " ORDER BY e.id DESC LIMIT 1), sk.source, fk.source"
+                             " FROM json_each(?1) j JOIN pairs p ON p.id = j.value"
+                             " JOIN tasks t ON t.id = p.task_id"
+                             " JOIN kernels fk ON fk.id = p.fast_kernel_id"
+                             " JOIN kernels sk ON sk.id = p.slow_kernel_id"
+                             " LEFT JOIN pair_fts f ON f.rowid = p.id"
+                             " WHERE (?2 OR p.is_negative = 0)");
+  statement->bind(1, id_list).bind(2, query.include_negatives).bind(3, match_bottleneck);
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error("retrieval: " + row.error());
+    if (!*row) break;
+    RetrievedPair candidate;
+    candidate.pair = rows::read_pair(*statement);
+    if (match_bottleneck) {
+      auto [known, fresh] = slow_classes.try_emplace(candidate.pair.slow_kernel_id);
+      if (fresh) {
+        std::string profile = statement->column_text(rows::kPairColumnCount);
+        known->second = profile.empty() ? "unknown" : query.bottleneck_of_profile(profile);
       }
-      const int extra = rows::kPairColumnCount;
-      candidate.tuner_only = statement->column_int64(extra + 3) != 0;
-      candidate.techniques =
-          candidate.tuner_only
-              ? std::vector<std::string>{"tuning"}
-              // What the fast kernel's code adds, comments stripped: a comment "no tensor
-              // cores" or a word of the lesson's prose is not a technique of the code.
-              : pair_techniques_from_code(candidate.pair.summary, statement->column_text(extra + 5),
-                                          statement->column_text(extra + 6));
-      candidate.fast_us = statement->column_double(extra + 4);
-      if (const auto& production = production_of(candidate.pair)) {
-        candidate.production_name = production->name;
-        candidate.production_us = production->median_us;
-      }
-      auto it = text.find(candidate.pair.id);
-      candidate.text_score = it != text.end() && best_text > 0 ? it->second / best_text : 0;
-      candidate.score = candidate.text_score +
-                        non_text_score(query, candidate.pair, candidate.slow_bottleneck,
-                                       candidate.techniques, candidate.reached_production());
-      candidates.push_back(std::move(candidate));
+      candidate.slow_bottleneck = known->second;
     }
+    const int extra = rows::kPairColumnCount;
+    candidate.tuner_only = statement->column_int64(extra + 3) != 0;
+    candidate.techniques =
+        candidate.tuner_only
+            ? std::vector<std::string>{"tuning"}
+            // What the fast kernel's code adds, comments stripped: a comment "no tensor
+            // cores" or a word of the lesson's prose is not a technique of the code.
+            : pair_techniques_from_code(candidate.pair.summary, statement->column_text(extra + 5),
+                                        statement->column_text(extra + 6));
+    candidate.fast_us = statement->column_double(extra + 4);
+    if (const auto& production = production_of(candidate.pair)) {
+      candidate.production_name = production->name;
+      candidate.production_us = production->median_us;
+    }
+    auto it = text.find(candidate.pair.id);
+    candidate.text_score = it != text.end() ? it->second : 0;
+    candidate.score =
+        candidate.text_score + non_text_score(query, candidate.pair, candidate.slow_bottleneck,
+                                              candidate.techniques, candidate.reached_production());
+    candidates.push_back(std::move(candidate));
   }
-  // The current kernel and its ancestors: their pairs show the model where it already is.
+  return candidates;
+}
+
+// The current kernel and its ancestors, whose pairs are left out: they show the model where it
+// already is.
+Status exclude_lineage(sql::Database& db, int64_t kernel_id, RetrievalQuery& rules) {
+  if (kernel_id <= 0) return ok_status();
+  auto statement = db.cached(
+      "WITH RECURSIVE lineage(id) AS (SELECT ?1 UNION"
+      " SELECT k.parent_id FROM kernels k JOIN lineage l ON k.id = l.id"
+      " WHERE k.parent_id IS NOT NULL) SELECT id FROM lineage LIMIT 10000");
+  statement->bind(1, kernel_id);
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error("retrieval: " + row.error());
+    if (!*row) return ok_status();
+    rules.exclude_kernels.insert(statement->column_int64(0));
+  }
+}
+
+}  // namespace
+
+Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& query) {
+  if (query.k <= 0) return std::vector<RetrievedPair>();
+  const QueryWords words = query_words(query);
+  auto id_list = candidate_ids(db_, query, words);
+  if (!id_list) return make_error(id_list.error());
+  auto text = text_relevance(db_, *id_list, words.all);
+  if (!text) return make_error(text.error());
+  auto candidates = scored_candidates(db_, query, *id_list, *text);
+  if (!candidates) return make_error(candidates.error());
   RetrievalQuery rules = query;
-  if (query.current_kernel_id > 0) {
-    auto statement = db_.cached(
-        "WITH RECURSIVE lineage(id) AS (SELECT ?1 UNION"
-        " SELECT k.parent_id FROM kernels k JOIN lineage l ON k.id = l.id"
-        " WHERE k.parent_id IS NOT NULL) SELECT id FROM lineage LIMIT 10000");
-    statement->bind(1, query.current_kernel_id);
-    while (true) {
-      auto row = statement->step();
-      if (!row) return make_error("retrieval: " + row.error());
-      if (!*row) break;
-      rules.exclude_kernels.insert(statement->column_int64(0));
-    }
-  }
+  if (auto s = exclude_lineage(db_, query.current_kernel_id, rules); !s)
+    return make_error(s.error());
   auto source_of = [this](int64_t kernel_id) {
     auto statement = db_.cached("SELECT source FROM kernels WHERE id = ?1");
     statement->bind(1, kernel_id);
     auto row = statement->step();
     return row && *row ? statement->column_text(0) : std::string();
   };
-  return select_diverse(std::move(candidates), query.k, rules, source_of);
+  return select_diverse(std::move(*candidates), query.k, rules, source_of);
 }
 
 Result<std::vector<SearchHit>> MemoryStore::search(const std::string& query, int64_t limit) {

@@ -317,6 +317,11 @@ class TaskSearch {
   // judged again, their plans tried with every attempt's outcome, their tuner configurations
   // tried, and the plans that failed told to the planner.
   void carry_over(const EarlierNights& earlier);
+  // A resumed run: the task's LLM use before the resume counts toward its caps, and a task that
+  // was done, failed or parked (`state`, `note`) stays so; `run_ended`: the run ended on its own,
+  // so a parked task has no tuner work left either. False when the task goes on.
+  bool keep_earlier_outcome(const std::string& state, const std::string& note,
+                            const agents::AgentUsage& used, bool run_ended);
 
   // ---- the rules, exposed for tests ----
   // One model plan developed; `improved`: its kernel raised the task's best by min_improvement.

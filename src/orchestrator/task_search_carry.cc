@@ -167,4 +167,22 @@ std::optional<std::string> TaskSearch::carry_plan(const memory::PlanRecord& plan
   return plan.title + " -> " + outcome + " (an earlier run)";
 }
 
+bool TaskSearch::keep_earlier_outcome(const std::string& state, const std::string& note,
+                                      const agents::AgentUsage& used, bool run_ended) {
+  usage_.add(used);
+  if (finished()) return false;
+  if (state == "done" || state == "failed") {
+    phase_ = state == "done" ? Phase::kDone : Phase::kFailed;
+    note_ = note;
+    return true;
+  }
+  if (state != "parked") return false;
+  park(note);
+  if (run_ended) {
+    phase_ = Phase::kParked;
+    note_ = note;
+  }
+  return true;
+}
+
 }  // namespace kopt::orchestrator
