@@ -1,8 +1,14 @@
 #include "sandbox/worker/verify_plan.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "sandbox/input_families.h"
@@ -174,7 +180,10 @@ void add_wide(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
               const PlanInputs& inputs, VerifyPlan& plan) {
   if (!options.wide || !task.wide_round) return;
   ShapeBinding sizes = task.bind(task.wide_round->shape);
-  if (auto skip = wide_round_skipped(task, inputs.free_bytes)) {
+  // Where the whole GPU is too small the round never runs; memory another worker holds for now
+  // (its own wide round) is waited for at run time instead (WideRoundTurn), so not checked here.
+  int64_t room = inputs.total_bytes > 0 ? inputs.total_bytes : inputs.free_bytes;
+  if (auto skip = wide_round_skipped(task, room)) {
     plan.notes.push_back(*skip);
     return;
   }
@@ -214,6 +223,23 @@ std::optional<std::string> wide_round_skipped(const TaskSpec& task, int64_t free
   if (free_bytes >= needed) return std::nullopt;
   return "the round past 2^31 elements (" + task.wide_round->why + ") skipped: it needs " +
          gib(needed) + ", the GPU has " + gib(free_bytes) + " free";
+}
+
+WideRoundTurn::WideRoundTurn(const std::string& gpu_id) {
+  std::string name = "kopt-wide-round-" + gpu_id + ".lock";
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return c == '/' || c == ':'; }, '_');
+  std::error_code ec;
+  auto dir = std::filesystem::temp_directory_path(ec);
+  if (ec) return;
+  fd_ = ::open((dir / name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) return;
+  while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+  }
+}
+
+WideRoundTurn::~WideRoundTurn() {
+  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
 }
 
 Result<VerifyPlan> plan_verification(const TaskSpec& task, const EvalOptions& options,
