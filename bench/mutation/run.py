@@ -29,6 +29,7 @@ import json
 import os
 import pathlib
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -83,17 +84,26 @@ def write_files(out_dir, items):
 def compile_gate(kopt, tasks, items, cache, arch, jobs):
     """{id: compile verdict}: `kopt eval --compile-only` of every item, `jobs` at a time, into
     the worker's cache. Each task's reference and baseline are compiled too (the worker needs
-    them), once."""
-    env = dict(os.environ, KOPT_CACHE_DIR=str(cache))
+    them), once. Each item compiles into a cache of its own first, so its cubin's digest is
+    known (`cubin`: what machine_code_signature compares), then joins the worker's cache."""
 
-    def one(task_dir, path):
+    def one(task_dir, path, own=None):
+        env = dict(os.environ, KOPT_CACHE_DIR=str(own or cache))
         proc = subprocess.run([kopt, "eval", str(task_dir), str(path), "--compile-only", "--arch",
                                arch, "--json"], capture_output=True, text=True, env=env,
                               timeout=600)
         try:
-            return json.loads(proc.stdout)
+            verdict = json.loads(proc.stdout)
         except json.JSONDecodeError:
-            return {"verdict": "gate_error", "log": (proc.stderr or proc.stdout)[-500:]}
+            verdict = {"verdict": "gate_error", "log": (proc.stderr or proc.stdout)[-500:]}
+        if own:
+            digests = sorted(json.loads(f.read_text()).get("cubin_sha256", "")
+                             for f in own.glob("compile/*/*.json"))
+            verdict["cubin"] = ",".join(digests)
+            if own.exists():
+                shutil.copytree(own, cache, dirs_exist_ok=True)
+                shutil.rmtree(own, ignore_errors=True)
+        return verdict
 
     began = time.perf_counter()
     verdicts = {}
@@ -102,12 +112,41 @@ def compile_gate(kopt, tasks, items, cache, arch, jobs):
         for name in sorted({i["task"] for i in items}):
             extra += [pool.submit(one, tasks[name].dir, tasks[name].dir / f)
                       for f in ("reference.cu", "baseline.cu")]
-        futures = {pool.submit(one, tasks[i["task"]].dir, i["path"]): i["id"] for i in items}
+        futures = {pool.submit(one, tasks[i["task"]].dir, i["path"],
+                               pathlib.Path(cache) / "own" / i["id"]): i["id"] for i in items}
         for future in concurrent.futures.as_completed(futures):
             verdicts[futures[future]] = future.result()
         for future in extra:
             future.result()
     return verdicts, time.perf_counter() - began
+
+
+def plan_block(text):
+    """The kernel's `/* kopt:plan ... */` block: launches, grids, shared memory, tunables."""
+    begin = text.find("/* kopt:plan")
+    return "" if begin < 0 else text[begin:text.find("*/", begin) + 2]
+
+
+def machine_code_signature(item, compiled):
+    """What the GPU runs of an item: its cubin's digest and its launch plan; None when unknown.
+    Two sources with one signature compute the same function on every input (trivial compiler
+    equivalence): a mutant with its original's signature is equivalent without a GPU."""
+    verdict = compiled.get(item["id"], {})
+    if verdict.get("verdict") != "compiled" or not verdict.get("cubin"):
+        return None
+    return verdict["cubin"] + "\0" + plan_block(item["text"])
+
+
+def same_machine_code(originals, mutants, compiled):
+    """{mutant id: why} for every mutant whose signature is its original's."""
+    by_source = {o["source"]: machine_code_signature(o, compiled) for o in originals}
+    out = {}
+    for m in mutants:
+        sig = machine_code_signature(m, compiled)
+        if sig is not None and sig == by_source.get(m["source"]):
+            out[m["id"]] = ("same machine code as its original (identical cubin and launch plan "
+                            "after NVRTC): the compiler removed the change")
+    return out
 
 
 def read_done(path):
@@ -310,12 +349,17 @@ def main():
     elif missing:
         log("compile gate: %d files, %d at a time..." % (len(missing), args.jobs))
         fresh, gate_s = compile_gate(kopt, tasks, missing, cache, arch, args.jobs)
-        compiled.update({k: {"verdict": v.get("verdict"), "log": (v.get("log") or "")[-300:]}
-                         for k, v in fresh.items()})
+        compiled.update({k: {"verdict": v.get("verdict"), "log": (v.get("log") or "")[-300:],
+                             "cubin": v.get("cubin")} for k, v in fresh.items()})
         gate_path.write_text(json.dumps(compiled, indent=1, sort_keys=True) + "\n")
         log("compile gate: %.1f s" % gate_s)
+    machine_equal = same_machine_code(originals, mutants, compiled)
+    if machine_equal:
+        log("%d mutants compile to their original's machine code: equivalent, not judged" %
+            len(machine_equal))
     for item in items:
-        item["compiled"] = compiled.get(item["id"], {}).get("verdict") == "compiled"
+        item["compiled"] = compiled.get(item["id"], {}).get("verdict") == "compiled" and \
+            item["id"] not in machine_equal
 
     results_path = out / RESULTS
     done = read_done(results_path)
@@ -326,7 +370,7 @@ def main():
     stream_s = time.perf_counter() - stream_began
     summary = summarize(args, tasks, originals, mutants, compiled, done, equivalent,
                         {"compile_gate_s": round(gate_s, 1), "judge_s": round(stream_s, 1),
-                         "judged_this_run": judged_now})
+                         "judged_this_run": judged_now}, machine_equal=machine_equal)
     benchlib.write_results(out, "mutation", summary, markdown(summary))
 
 
@@ -342,7 +386,8 @@ def resummarize(args, out, tasks, originals, mutants, equivalent):
         compiled = {i["id"]: {"verdict": "compiled"} for i in originals + mutants}
     args.per_operator, args.seed = before["options"]["per_operator"], before["options"]["seed"]
     summary = summarize(args, tasks, originals, mutants, compiled, done, equivalent,
-                        before["cost"], env=before["environment"])
+                        before["cost"], env=before["environment"],
+                        machine_equal=same_machine_code(originals, mutants, compiled))
     summary["options"] = before["options"]
     benchlib.write_results(out, "mutation", summary, markdown(summary))
 
@@ -360,14 +405,19 @@ def _tally(rows):
             "mutation_score": round(killed / scored, 4) if scored else None}
 
 
-def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost, env=None):
+def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost, env=None,
+              machine_equal=None):
     env = env or benchlib.gpu_environment()
+    machine_equal = machine_equal or {}
+    equivalent = dict(equivalent, **machine_equal)
     rows = []
     for m in mutants:
         record = done.get(m["id"])
         if compiled.get(m["id"], {}).get("verdict") != "compiled" or \
                 (record or {}).get("verdict") == "compile_error":
             status = "stillborn"
+        elif m["id"] in machine_equal:
+            status = "equivalent"  # by its machine code, never judged
         elif not record or not record.get("verdict") or record["verdict"] == "gpu_busy" or \
                 (record.get("shared") and needs_rejudge(record)):
             status = "unjudged"  # a shared GPU's doubtful verdict not yet judged again alone
@@ -419,7 +469,9 @@ def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost,
         "survivors": [{"id": r["id"], "task": r["task"], "source": r["source"],
                        "operator": r["operator"], "site": r["site"], "diff": r["diff"],
                        "equivalent": equivalent.get(r["id"])}
-                      for r in rows if r["status"] in ("survived", "equivalent")],
+                      for r in rows if r["status"] == "survived" or
+                      (r["status"] == "equivalent" and r["id"] not in machine_equal)],
+        "equivalent_by_machine_code": sorted(machine_equal),
         "stillborn_list": [{"id": r["id"], "task": r["task"], "operator": r["operator"],
                             "site": r["site"]} for r in rows if r["status"] == "stillborn"],
         "per_mutant_wall_ms": benchlib.summary(walls),
@@ -453,6 +505,8 @@ def markdown(s):
              benchlib.markdown_table(header, [row(k, v) for k, v in s["per_operator"].items()]),
              "", "## By task", "",
              benchlib.markdown_table(header, [row(k, v) for k, v in s["per_task"].items()]),
+             "", "%d mutants compile to their original's machine code (equivalent, not judged)."
+             % len(s.get("equivalent_by_machine_code", [])),
              "", "## Survivors", ""]
     for sv in s["survivors"]:
         lines.append("- `%s` %s, %s, %s%s" % (sv["id"], sv["task"], sv["operator"], sv["site"],

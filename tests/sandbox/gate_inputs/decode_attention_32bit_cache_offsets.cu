@@ -3,8 +3,8 @@
 // mechanism: wide
 // Planted bug: the KV cache offset of each (sequence, KV head) in 32 bits. Every listed shape's
 // cache holds under 2^31 elements (the largest holdout, 1 x 8 x 16384 x 128, 1.7e7); the task's
-// round past 2^31 elements, 64 sequences x 8 KV heads x 33000 x 128, puts the last three
-// (sequence, KV head) offsets past 2^31. The correct twin is the task's baseline (64-bit
+// round past 2^31 elements, 132 sequences x 8 KV heads x 16384 x 128, puts the offsets of the
+// last four sequences past 2^31. The correct twin is the task's baseline (64-bit
 // offsets), which passes the same round (SuiteOnGpu.BaselinePassesEveryNewRound/
 // tasks_decode_attention).
 /* kopt:plan
