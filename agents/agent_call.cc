@@ -1,8 +1,10 @@
 #include "agents/agent_call.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <climits>
 
 #include "common/scrub_secrets.h"
 
@@ -69,6 +71,32 @@ void AgentUsage::add(const AgentUsage& other) {
   model_failures += other.model_failures;
 }
 
+namespace {
+
+int estimated_tokens(const std::string& text) {
+  // About 3.5 characters a token for English and CUDA with common tokenizers; 3 errs on the
+  // side of a prompt counted longer than it is, so the clamped answer still fits.
+  return static_cast<int>(text.size() / 3) + 1;
+}
+
+}  // namespace
+
+Result<std::optional<int>> AgentCaller::answer_room(const std::string& agent,
+                                                    const LlmRequest& request) const {
+  auto limits = llm_.agent_limits(agent);
+  if (!limits || !limits->context_tokens) return std::optional<int>{};
+  int prompt = estimated_tokens(request.system);
+  for (const auto& m : request.messages) prompt += estimated_tokens(m.content) + 4;
+  int room = *limits->context_tokens - prompt - kContextMargin;
+  if (room < kMinAnswerTokens) {
+    return make_error(fmt::format(
+        "{}: the prompt (about {} tokens) leaves no room for an answer in the context of {} "
+        "tokens (llm.agents.{}.context_tokens)",
+        agent, prompt, *limits->context_tokens, agent));
+  }
+  return std::optional<int>{room};
+}
+
 Result<std::string> AgentCaller::ask(const std::string& agent, const std::string& template_file,
                                      const std::map<std::string, std::string>& values,
                                      const std::string& label, AgentUsage& usage,
@@ -82,12 +110,13 @@ Result<std::string> AgentCaller::ask(const std::string& agent, const std::string
                                         scrub_secrets(prompts_.get(template_file).render(values)));
   request.label = label;
   request.temperature = options.temperature;
-  {
-    std::lock_guard lock(mutex_);
-    if (auto it = raised_max_tokens_.find(agent); it != raised_max_tokens_.end()) {
-      request.max_tokens = it->second;
-    }
-  }
+  // max_tokens is clamped to what the prompt leaves of the model's context: prompt + answer
+  // over the context is a 400, which no retry mends.
+  auto room = answer_room(agent, request);
+  if (!room) return make_error(room.error());
+  auto limits = llm_.agent_limits(agent);
+  int configured = limits ? limits->max_tokens : 4096;
+  if (*room && **room < configured) request.max_tokens = **room;
   auto send = [&] {
     LlmResponse response = llm_.complete(request);
     usage.add(response);
@@ -102,40 +131,10 @@ Result<std::string> AgentCaller::ask(const std::string& agent, const std::string
     return response;
   };
   LlmResponse response = send();
-
   if (response.status == LlmStatus::kTruncated) {
-    auto limits = llm_.agent_limits(agent);
-    int used = request.max_tokens.value_or(limits ? limits->max_tokens : 4096);
-    int ceiling = limits ? std::max(used, limits->max_tokens_ceiling) : used;
-    if (used < ceiling) {
-      int larger = std::min(ceiling, used * 2);
-      spdlog::info(
-          "[{}] {}: the answer was cut at {} tokens; asking again with max_tokens {} "
-          "(ceiling {})",
-          label, agent, used, larger, ceiling);
-      request.max_tokens = larger;
-      std::lock_guard lock(mutex_);
-      raised_max_tokens_[agent] = larger;
-    } else {
-      spdlog::info(
-          "[{}] {}: the answer was cut at the ceiling of {} tokens; asking again for "
-          "the block alone",
-          label, agent, used);
-      request.messages.back().content += kWithoutCommentary;
-    }
-    response = send();
-    if (response.status == LlmStatus::kTruncated) {
-      int limit = request.max_tokens.value_or(used);
-      bool at_ceiling = limit >= ceiling;
-      usage.ceiling_hits += at_ceiling;
-      std::string why =
-          agent + ": the answer was cut off at the token limit again (" + std::to_string(limit) +
-          " tokens" +
-          (at_ceiling ? ", the ceiling llm.agents." + agent + ".max_tokens_ceiling" : "") + ")";
-      spdlog::warn("[{}] {}", label, why);
-      return make_error(why);
-    }
-  } else if (*misbehaviour(response.status)) {
+    return retry_truncated(agent, label, request, room->value_or(INT_MAX), usage, send);
+  }
+  if (*misbehaviour(response.status)) {
     LlmStatus first = response.status;
     spdlog::info("[{}] {} {}; asking once more with a nudge", label, agent, misbehaviour(first));
     request.messages.back().content += nudge(first);
@@ -145,6 +144,44 @@ Result<std::string> AgentCaller::ask(const std::string& agent, const std::string
       return make_error(agent + ": the model " + misbehaviour(first) + ", and after a nudge " +
                         misbehaviour(response.status) + " (" + response.describe() + ")");
     }
+  }
+  if (!response.ok()) return make_error(agent + ": " + response.describe());
+  return std::move(response.text);
+}
+
+Result<std::string> AgentCaller::retry_truncated(const std::string& agent, const std::string& label,
+                                                 LlmRequest& request, int room, AgentUsage& usage,
+                                                 const std::function<LlmResponse()>& send) {
+  auto limits = llm_.agent_limits(agent);
+  int used = request.max_tokens.value_or(limits ? limits->max_tokens : 4096);
+  // The ceiling within what the context leaves: the raise is for this ask only, so one long
+  // answer does not double every later call of the agent.
+  int ceiling = std::min(room, limits ? std::max(used, limits->max_tokens_ceiling) : used);
+  if (used < ceiling) {
+    int larger = std::min(ceiling, used * 2);
+    spdlog::info(
+        "[{}] {}: the answer was cut at {} tokens; asking again with max_tokens {} "
+        "(ceiling {})",
+        label, agent, used, larger, ceiling);
+    request.max_tokens = larger;
+  } else {
+    spdlog::info(
+        "[{}] {}: the answer was cut at the ceiling of {} tokens; asking again for "
+        "the block alone",
+        label, agent, used);
+    request.messages.back().content += kWithoutCommentary;
+  }
+  LlmResponse response = send();
+  if (response.status == LlmStatus::kTruncated) {
+    int limit = request.max_tokens.value_or(used);
+    bool at_ceiling = limit >= ceiling;
+    usage.ceiling_hits += at_ceiling;
+    std::string why =
+        agent + ": the answer was cut off at the token limit again (" + std::to_string(limit) +
+        " tokens" +
+        (at_ceiling ? ", the ceiling llm.agents." + agent + ".max_tokens_ceiling" : "") + ")";
+    spdlog::warn("[{}] {}", label, why);
+    return make_error(why);
   }
   if (!response.ok()) return make_error(agent + ": " + response.describe());
   return std::move(response.text);

@@ -61,9 +61,10 @@ class AgentCaller {
   // why ("truncated at the token limit", "rate_limited: HTTP 429 ...").
   //
   // A model that stalls gets one second chance per ask, never more: an answer cut at the token
-  // limit is asked for again with twice the limit (up to the agent's ceiling, and the larger
-  // limit is kept for the agent's later asks), or at the ceiling without commentary; a refusal,
-  // a tool call or an empty answer is asked for again with a nudge saying what was wrong.
+  // limit is asked for again with twice the limit (up to the agent's ceiling, for this ask
+  // only), or at the ceiling without commentary; a refusal, a tool call or an empty answer is
+  // asked for again with a nudge saying what was wrong. Where the agent's context_tokens is
+  // known, max_tokens (and its raise) is clamped to what the prompt leaves of the context.
   Result<std::string> ask(const std::string& agent, const std::string& template_file,
                           const std::map<std::string, std::string>& values,
                           const std::string& label, AgentUsage& usage,
@@ -77,8 +78,16 @@ class AgentCaller {
  private:
   LlmClient& llm_;
   const PromptLibrary& prompts_;
-  std::mutex mutex_;
-  std::map<std::string, int> raised_max_tokens_;  // by agent, after a cut-off answer
+  // Tokens of the agent's context the request leaves for the answer; nothing when the context
+  // is unknown; an error when the prompt alone fills it.
+  Result<std::optional<int>> answer_room(const std::string& agent, const LlmRequest& request) const;
+  // The second chance of an answer cut at the token limit.
+  Result<std::string> retry_truncated(const std::string& agent, const std::string& label,
+                                      LlmRequest& request, int room, AgentUsage& usage,
+                                      const std::function<LlmResponse()>& send);
+
+  static constexpr int kContextMargin = 64;     // chat template tokens around the messages
+  static constexpr int kMinAnswerTokens = 512;  // less than this is no room for a kernel
   TranscriptSink transcript_sink_;
 };
 

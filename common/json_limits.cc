@@ -38,4 +38,8 @@ std::string dump_json(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string dump_json_ascii(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace kopt

@@ -28,4 +28,8 @@ nlohmann::json parse_json_bounded(std::string_view text, size_t max_depth = kMax
 // value.dump(indent) that never throws: invalid UTF-8 in a string becomes U+FFFD.
 std::string dump_json(const nlohmann::json& value, int indent = -1);
 
+// dump_json for output a terminal may show (a command's --json): every non-ASCII character
+// escaped as \uXXXX, so that no control or bidi character of stored text reaches the screen.
+std::string dump_json_ascii(const nlohmann::json& value, int indent = -1);
+
 }  // namespace kopt

@@ -76,12 +76,15 @@ std::string format_score(const Standing& s) {
 }
 
 nlohmann::json standing_json(const Standing& s) {
-  nlohmann::json j = {{"speedup_vs_baseline", s.speedup_vs_baseline},
-                      {"speedup_vs_production", s.speedup_vs_production},
-                      {"production_baseline", nullptr},
-                      {"sol_percent", s.sol_percent},
-                      {"sol_score", nullptr},
-                      {"sol_score_reference", s.score_reference}};
+  // Null, not 0, for what was not measured: a script must not read "0x production".
+  nlohmann::json j = {
+      {"speedup_vs_baseline", s.speedup_vs_baseline},
+      {"speedup_vs_production",
+       s.production_name.empty() ? nlohmann::json() : nlohmann::json(s.speedup_vs_production)},
+      {"production_baseline", nullptr},
+      {"sol_percent", s.sol_percent},
+      {"sol_score", nullptr},
+      {"sol_score_reference", s.score_reference}};
   if (!s.production_name.empty()) j["production_baseline"] = s.production_name;
   if (s.score) {
     j["sol_score"] = *s.score;

@@ -119,4 +119,8 @@ std::string clip_utf8_middle(std::string_view text, size_t max_bytes, std::strin
          valid_utf8(utf8_suffix(text, max_bytes - head));
 }
 
+std::string first_line_clipped(std::string_view text, size_t max_bytes) {
+  return clip_utf8(text.substr(0, text.find('\n')), max_bytes);
+}
+
 }  // namespace kopt

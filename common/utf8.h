@@ -40,4 +40,8 @@ std::string clip_utf8(std::string_view text, size_t max_bytes, std::string_view 
 // character boundaries, joined by `marker` (the start says what was asked, the end what broke).
 std::string clip_utf8_middle(std::string_view text, size_t max_bytes, std::string_view marker);
 
+// The first line of `text`, clipped as clip_utf8 does: what a log line or a verdict summary shows
+// of a compiler's or an endpoint's message.
+std::string first_line_clipped(std::string_view text, size_t max_bytes = 200);
+
 }  // namespace kopt

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
@@ -70,7 +71,7 @@ std::string choose_gpu(const std::vector<std::string>& gpus, const std::string& 
 
 std::map<std::string, int64_t> tunable_map(const std::string& text) {
   std::map<std::string, int64_t> values;
-  auto parsed = json::parse(text, nullptr, false);
+  auto parsed = parse_json_bounded(text);
   if (!parsed.is_object()) return values;
   for (const auto& [name, value] : parsed.items()) {
     if (value.is_number_integer()) values[name] = value.get<int64_t>();
@@ -86,7 +87,7 @@ Result<json> existing_manifest(const std::filesystem::path& path) {
   }
   auto text = read_file(path);
   if (!text) return make_error(text.error());
-  auto manifest = json::parse(*text, nullptr, false);
+  auto manifest = parse_json_bounded(*text);
   if (!manifest.is_object() || manifest.value("generator", "") != kGenerator ||
       !manifest.contains("kernels") || !manifest["kernels"].is_array()) {
     return make_error(path.string() +
@@ -206,7 +207,6 @@ Result<std::string> git_commit(const std::filesystem::path& dir,
   return head && head->exit_code == 0 ? trim(head->stdout_text) : std::string("HEAD");
 }
 
-
 // Why the verdict `e` stands on is not current ("" when it is, or when the user allowed it): the
 // current spec is the task's folder under tasks_root where it has one, else the memory's newest.
 std::string stale_export(const ExportOptions& options, const memory::TaskRecord& task,
@@ -225,7 +225,7 @@ std::string stale_export(const ExportOptions& options, const memory::TaskRecord&
 // predates the record or the JSON is not an object: then the export ships a deterministic
 // recompile, as before).
 std::string verified_image_sha256(const std::string& resources_json) {
-  auto resources = json::parse(resources_json, nullptr, false);
+  auto resources = parse_json_bounded(resources_json);
   if (!resources.is_object() || !resources.contains("image_sha256") ||
       !resources["image_sha256"].is_string())
     return "";
@@ -356,8 +356,8 @@ Result<ExportReport> export_kernels(memory::MemoryStore& store, const ExportOpti
     input.compute_capability = e.gpu.compute_capability;
     input.verified_cubin_sha256 = verified_image_sha256(e.resources_json);
     if (options.vet) {
-      std::string why = options.vet(task.spec_json, input.reference_source.value_or(""),
-                                    (*kernel)->source);
+      std::string why =
+          options.vet(task.spec_json, input.reference_source.value_or(""), (*kernel)->source);
       if (!why.empty()) {
         report.skipped.push_back(task.name + ": not exported: " + why);
         continue;

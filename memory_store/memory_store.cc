@@ -11,6 +11,7 @@
 #include "common/sha256.h"
 #include "memory_store/fts_index.h"
 #include "memory_store/row_readers.h"
+#include "memory_store/task_best.h"
 
 namespace kopt::memory {
 
@@ -236,11 +237,12 @@ Result<int64_t> MemoryStore::add_evaluation(const EvaluationRecord& e) {
 
 Result<std::optional<EvaluationRecord>> MemoryStore::best_kernel(const std::string& task,
                                                                  const std::string& gpu_model) {
-  // Ties on the median go to the earlier evaluation, so the answer never flips between calls.
+  // The one rule of a task's best (task_best.h).
   auto statement = db_.cached(std::string("SELECT ") + rows::kEvaluationColumns +
                               " FROM evaluations e JOIN tasks t ON t.id = e.task_id"
                               " WHERE t.name = ?1 AND e.gpu_model = ?2 AND e.verdict = 'ok'"
-                              " AND e.median_us > 0 ORDER BY e.median_us, e.id LIMIT 1");
+                              " AND e.median_us > 0 ORDER BY " +
+                              kBestEvaluationOrder + " LIMIT 1");
   statement->bind(1, task).bind(2, gpu_model);
   auto row = statement->step();
   if (!row) return make_error(row.error());

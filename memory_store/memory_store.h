@@ -162,7 +162,8 @@ class MemoryStore {
   Result<std::vector<LlmCallRecord>> list_llm_calls(std::optional<int64_t> run_id);
 
   // Counts by task, verdict and GPU, and the file size.
-  Result<StoreStats> stats();
+  // Of the whole memory, or of one task (then llm_calls is -1: calls are accounted per run).
+  Result<StoreStats> stats(const std::string& task = "");
 
   // The connection, for tests and the JSONL importer.
   sql::Database& database() { return db_; }

@@ -1,5 +1,7 @@
 #include "memory_store/plan_store.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "common/json_limits.h"
@@ -82,42 +84,88 @@ Result<int64_t> add_plan(sql::Database& db, const PlanRecord& plan) {
   return db.last_insert_rowid();
 }
 
+std::string merged_plan_outcome(const std::string& before, const std::string& now) {
+  // A plan's samples and its refinement finish one by one: a verified attempt is never
+  // overwritten by a later failure, and of two verified ones the faster is kept.
+  auto ratio = [](const std::string& outcome) -> std::optional<double> {
+    if (outcome.rfind("verified", 0) != 0) return std::nullopt;
+    size_t at = outcome.find_first_of("0123456789");
+    return at == std::string::npos ? 0.0 : std::strtod(outcome.c_str() + at, nullptr);
+  };
+  auto old_ratio = ratio(before), new_ratio = ratio(now);
+  if (old_ratio && (!new_ratio || *new_ratio < *old_ratio)) return before;
+  return now;
+}
+
 Status finish_plan(sql::Database& db, int64_t id, const std::string& outcome,
                    const std::vector<int64_t>& child_kernel_ids) {
+  std::string merged;
+  std::vector<int64_t> children;
+  {  // read, then reset before the update
+    auto read = db.cached("SELECT outcome, child_kernel_ids FROM plans WHERE id = ?1");
+    read->bind(1, id);
+    auto row = read->step();
+    if (!row) return make_error("plans: " + row.error());
+    if (!*row) return make_error("plans: plan " + std::to_string(id) + " does not exist");
+    merged = merged_plan_outcome(read->column_text(0), outcome);
+    children = ids_from_json(read->column_text(1));
+  }
+  for (int64_t child : child_kernel_ids) {
+    if (std::find(children.begin(), children.end(), child) == children.end()) {
+      children.push_back(child);
+    }
+  }
   auto statement = db.cached("UPDATE plans SET outcome = ?2, child_kernel_ids = ?3 WHERE id = ?1");
-  statement->bind(1, id).bind(2, outcome).bind(3, nlohmann::json(child_kernel_ids).dump());
+  statement->bind(1, id).bind(2, merged).bind(3, nlohmann::json(children).dump());
   if (auto s = statement->run(); !s) return make_error("plans: " + s.error());
-  if (db.changes() == 0) return make_error("plans: plan " + std::to_string(id) + " does not exist");
   return ok_status();
 }
 
-Result<std::vector<PlanRecord>> failed_plans(sql::Database& db, const std::string& task,
-                                             std::optional<int64_t> except_run, int64_t limit) {
-  auto statement = db.cached(
-      "SELECT p.id, p.run_id, p.parent_kernel_id, p.title, p.detail, p.technique, p.outcome,"
-      " p.child_kernel_ids, p.created_at FROM plans p JOIN tasks t ON t.id = p.task_id"
-      " WHERE t.name = ?1 AND p.run_id IS NOT ?2 AND p.outcome NOT LIKE 'verified%'"
-      " AND p.outcome != 'queued' ORDER BY p.id DESC LIMIT ?3");
-  statement->bind(1, task).bind(2, except_run).bind(3, limit);
+namespace {
+
+constexpr const char* kPlanColumns =
+    "SELECT p.id, p.run_id, p.parent_kernel_id, p.title, p.detail, p.technique, p.outcome,"
+    " p.child_kernel_ids, p.created_at FROM plans p JOIN tasks t ON t.id = p.task_id";
+
+Result<std::vector<PlanRecord>> read_plans(sql::Statement& statement, const std::string& task) {
   std::vector<PlanRecord> plans;
   while (true) {
-    auto row = statement->step();
+    auto row = statement.step();
     if (!row) return make_error("plans: " + row.error());
     if (!*row) break;
     PlanRecord p;
-    p.id = statement->column_int64(0);
-    p.run_id = statement->column_optional_int64(1);
+    p.id = statement.column_int64(0);
+    p.run_id = statement.column_optional_int64(1);
     p.task = task;
-    p.parent_kernel_id = statement->column_optional_int64(2);
-    p.title = statement->column_text(3);
-    p.detail = statement->column_text(4);
-    p.technique = statement->column_text(5);
-    p.outcome = statement->column_text(6);
-    p.child_kernel_ids = ids_from_json(statement->column_text(7));
-    p.created_at = statement->column_text(8);
+    p.parent_kernel_id = statement.column_optional_int64(2);
+    p.title = statement.column_text(3);
+    p.detail = statement.column_text(4);
+    p.technique = statement.column_text(5);
+    p.outcome = statement.column_text(6);
+    p.child_kernel_ids = ids_from_json(statement.column_text(7));
+    p.created_at = statement.column_text(8);
     plans.push_back(std::move(p));
   }
   return plans;
+}
+
+}  // namespace
+
+Result<std::vector<PlanRecord>> failed_plans(sql::Database& db, const std::string& task,
+                                             std::optional<int64_t> except_run, int64_t limit) {
+  auto statement = db.cached(std::string(kPlanColumns) +
+                             " WHERE t.name = ?1 AND p.run_id IS NOT ?2 AND p.outcome NOT LIKE "
+                             "'verified%' AND p.outcome != 'queued' ORDER BY p.id DESC LIMIT ?3");
+  statement->bind(1, task).bind(2, except_run).bind(3, limit);
+  return read_plans(*statement, task);
+}
+
+Result<std::vector<PlanRecord>> earlier_plans(sql::Database& db, const std::string& task,
+                                              std::optional<int64_t> except_run) {
+  auto statement = db.cached(std::string(kPlanColumns) +
+                             " WHERE t.name = ?1 AND p.run_id IS NOT ?2 ORDER BY p.id");
+  statement->bind(1, task).bind(2, except_run);
+  return read_plans(*statement, task);
 }
 
 Result<int64_t> add_transcript(sql::Database& db, TranscriptRecord t) {
@@ -177,12 +225,13 @@ TranscriptRecord read_transcript(sql::Statement& row) {
 }  // namespace
 
 Result<std::vector<TranscriptRecord>> list_transcripts(sql::Database& db,
-                                                       std::optional<int64_t> run_id,
-                                                       int64_t limit) {
+                                                       std::optional<int64_t> run_id, int64_t limit,
+                                                       const std::string& task) {
   auto statement = db.cached(std::string("SELECT ") + kTranscriptColumns +
                              "'', '', '' FROM llm_transcripts"
-                             " WHERE ?1 IS NULL OR run_id = ?1 ORDER BY id DESC LIMIT ?2");
-  statement->bind(1, run_id).bind(2, limit);
+                             " WHERE (?1 IS NULL OR run_id = ?1) AND (?3 = '' OR task = ?3)"
+                             " ORDER BY id DESC LIMIT ?2");
+  statement->bind(1, run_id).bind(2, limit).bind(3, task);
   std::vector<TranscriptRecord> out;
   while (true) {
     auto row = statement->step();

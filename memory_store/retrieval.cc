@@ -257,10 +257,11 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
                                 " WHERE e.kernel_id = p.fast_kernel_id"
                                 " AND e.gpu_model = p.gpu_model AND e.verdict = 'ok'"
                                 " AND e.median_us > 0"
-                                " ORDER BY e.id DESC LIMIT 1)"
+                                " ORDER BY e.id DESC LIMIT 1), sk.source, fk.source"
                                 " FROM json_each(?1) j JOIN pairs p ON p.id = j.value"
                                 " JOIN tasks t ON t.id = p.task_id"
                                 " JOIN kernels fk ON fk.id = p.fast_kernel_id"
+                                " JOIN kernels sk ON sk.id = p.slow_kernel_id"
                                 " LEFT JOIN pair_fts f ON f.rowid = p.id"
                                 " WHERE (?2 OR p.is_negative = 0)");
     statement->bind(1, id_list).bind(2, query.include_negatives).bind(3, match_bottleneck);
@@ -283,8 +284,10 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
       candidate.techniques =
           candidate.tuner_only
               ? std::vector<std::string>{"tuning"}
-              : pair_techniques(candidate.pair.summary, statement->column_text(extra + 1),
-                                statement->column_text(extra + 2));
+              // What the fast kernel's code adds, comments stripped: a comment "no tensor
+              // cores" or a word of the lesson's prose is not a technique of the code.
+              : pair_techniques_from_code(candidate.pair.summary, statement->column_text(extra + 5),
+                                          statement->column_text(extra + 6));
       candidate.fast_us = statement->column_double(extra + 4);
       if (const auto& production = production_of(candidate.pair)) {
         candidate.production_name = production->name;

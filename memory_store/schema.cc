@@ -257,9 +257,11 @@ Status check_readable(sql::Database& db) {
     return make_error(db.path().string() + ": the memory database has schema version " +
                       std::to_string(*version) + ", older than this kopt's " +
                       std::to_string(kSchemaVersion) +
-                      "; a read command does not migrate it in place. A writer migrates it "
-                      "(kopt run, kopt memory prune or import, with write access to the file), "
-                      "or read it with the kopt that wrote it.");
+                      "; a read command does not migrate it in place. Migrate it explicitly "
+                      "with kopt memory upgrade --db " +
+                      db.path().string() +
+                      " (keep a copy first if an older kopt must still read it), or read it "
+                      "with the kopt that wrote it.");
   }
   return ok_status();
 }

@@ -53,14 +53,18 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-// Runs of letters, digits, '_', '.', ':' and '-', without leading '_' and trailing '.'/'-'.
+// Runs of letters, digits, '_', '.', ':' and '-', without trailing '.'/'-'; each with its
+// leading underscores and, where it has some, also without them.
 std::set<std::string> tokens_of(const std::string& text) {
   std::set<std::string> tokens;
   std::string token;
   auto flush = [&] {
-    size_t first = token.find_first_not_of('_');
     while (!token.empty() && (token.back() == '.' || token.back() == '-')) token.pop_back();
-    if (first != std::string::npos && first < token.size()) tokens.insert(token.substr(first));
+    size_t first = token.find_first_not_of('_');
+    if (first != std::string::npos) {
+      tokens.insert(token);
+      if (first > 0) tokens.insert(token.substr(first));
+    }
     token.clear();
   };
   for (char c : text) {
@@ -75,15 +79,27 @@ std::set<std::string> tokens_of(const std::string& text) {
   return tokens;
 }
 
+// Whether `token` starts with `stem` at a word boundary: a stem ending in a digit ("float2",
+// "half2") must end where the name ends or a separator follows, so "__float2bfloat16" and
+// "__half2float" (conversions) are not vector or packed types; an alphabetic stem is a prefix
+// ("vectoriz" names "vectorized").
+bool starts_with_stem(const std::string& token, const std::string& stem) {
+  if (token.compare(0, stem.size(), stem) != 0) return false;
+  if (token.size() == stem.size() || !std::isdigit(static_cast<unsigned char>(stem.back()))) {
+    return true;
+  }
+  return !std::isalnum(static_cast<unsigned char>(token[stem.size()]));
+}
+
 bool mentions(const Technique& t, const std::string& text, const std::set<std::string>& tokens) {
   for (const auto& phrase : t.phrases) {
     if (text.find(phrase) != std::string::npos) return true;
   }
   for (const auto& stem : t.stems) {
-    std::string bare = stem.substr(std::min(stem.find_first_not_of('_'), stem.size()));
-    for (auto it = tokens.lower_bound(bare); it != tokens.end(); ++it) {
-      if (it->compare(0, bare.size(), bare) != 0) break;
-      return true;
+    // A stem written with underscores ("__expf") names the intrinsic, not "expf".
+    for (auto it = tokens.lower_bound(stem); it != tokens.end(); ++it) {
+      if (it->compare(0, stem.size(), stem) != 0) break;
+      if (starts_with_stem(*it, stem)) return true;
     }
   }
   return false;
@@ -110,13 +126,10 @@ std::vector<std::string> techniques_in(std::string_view text) {
   return found;
 }
 
-std::vector<std::string> pair_techniques(std::string_view lesson, std::string_view slow_terms,
-                                         std::string_view fast_terms) {
-  std::set<std::string> slow = tokens_of(lower(slow_terms));
-  std::string added;
-  for (const auto& term : tokens_of(lower(fast_terms))) {
-    if (!slow.count(term)) added += term + " ";
-  }
+namespace {
+
+// The labels of a lesson and of the tokens a change added, in the order of technique_names().
+std::vector<std::string> lesson_and_added(std::string_view lesson, const std::string& added) {
   std::vector<std::string> from_lesson = techniques_in(lesson);
   std::vector<std::string> from_code = techniques_in(added);
   std::vector<std::string> found;
@@ -126,6 +139,53 @@ std::vector<std::string> pair_techniques(std::string_view lesson, std::string_vi
     if (in) found.push_back(name);
   }
   return found;
+}
+
+// The tokens of `fast` that `slow` lacks, space-separated.
+std::string added_tokens(std::string_view slow, std::string_view fast) {
+  std::set<std::string> before = tokens_of(lower(slow));
+  std::string added;
+  for (const auto& token : tokens_of(lower(fast))) {
+    if (!before.count(token)) added += token + " ";
+  }
+  return added;
+}
+
+}  // namespace
+
+std::vector<std::string> pair_techniques(std::string_view lesson, std::string_view slow_terms,
+                                         std::string_view fast_terms) {
+  return lesson_and_added(lesson, added_tokens(slow_terms, fast_terms));
+}
+
+std::string without_comments(std::string_view source) {
+  std::string out(source);
+  for (size_t i = 0; i + 1 < out.size(); ++i) {
+    if (out[i] == '"') {  // a string literal: skip it whole
+      for (++i; i < out.size() && out[i] != '"'; ++i) i += out[i] == '\\';
+      continue;
+    }
+    if (out[i] == '/' && out[i + 1] == '/') {
+      for (; i < out.size() && out[i] != '\n'; ++i) out[i] = ' ';
+    } else if (out[i] == '/' && out[i + 1] == '*') {
+      size_t end = out.find("*/", i + 2);
+      end = end == std::string::npos ? out.size() : end + 2;
+      for (; i < end; ++i) out[i] = out[i] == '\n' ? '\n' : ' ';
+      --i;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> techniques_in_code(std::string_view source) {
+  return techniques_in(without_comments(source));
+}
+
+std::vector<std::string> pair_techniques_from_code(std::string_view lesson,
+                                                   std::string_view slow_source,
+                                                   std::string_view fast_source) {
+  return lesson_and_added(
+      lesson, added_tokens(without_comments(slow_source), without_comments(fast_source)));
 }
 
 }  // namespace kopt::memory

@@ -119,15 +119,42 @@ std::vector<int64_t> values_around(int64_t t, int64_t m, bool crossing) {
   return {down(t), down(t - 1)};
 }
 
-// Recomputes the draw's computed sizes (variables at their minimum) and checks its constraints.
+// A value of `variable` for which `text` (a computed size using it) comes closest to `wanted`,
+// with the other variables as in `all`: a threshold moved one size, so the draw variables that
+// tie the computed sizes to it (q_heads = kv_heads * group) are chosen again, keeping the shape
+// near the drawn one. Wide ranges are scanned at a bounded number of points.
+int64_t closest_variable(const std::string& text, const std::string& variable,
+                         const SizeRange& range, int64_t wanted, ShapeBinding all) {
+  constexpr int64_t kMaxPoints = 4096;
+  const int64_t span = range.max - range.min;
+  const int64_t step = std::max<int64_t>(1, span / kMaxPoints);
+  int64_t best = range.min, best_gap = -1;
+  for (int64_t v = range.min; v <= range.max; v += step) {
+    all[variable] = v;
+    auto value = evaluate_expression(text, all);
+    if (!value || *value < 1) continue;
+    int64_t gap = *value > wanted ? *value - wanted : wanted - *value;
+    if (best_gap < 0 || gap < best_gap) best = v, best_gap = gap;
+    if (gap == 0) break;
+  }
+  return best;
+}
+
+// Recomputes the draw's computed sizes and checks its constraints. A computed size that uses
+// draw variables gets them chosen again (closest_variable) so that the expression holds: the
+// shape must be one the draw itself could have made.
 bool settle(const TaskSpec& task, ShapeBinding& shape) {
   ShapeBinding all = shape;
   for (const auto& [name, range] : task.draws.variables) all[name] = range.min;
+  std::set<std::string> chosen;
   for (const auto& [name, text] : task.draws.computed) {
-    bool uses_variable = false;
-    if (auto e = Expr::parse(text))
-      for (const auto& id : e->identifiers()) uses_variable |= task.draws.variables.count(id) > 0;
-    if (uses_variable) continue;  // keeps the drawn value: the constraints decide
+    if (auto e = Expr::parse(text)) {
+      for (const auto& id : e->identifiers()) {
+        auto range = task.draws.variables.find(id);
+        if (range == task.draws.variables.end() || !chosen.insert(id).second) continue;
+        all[id] = closest_variable(text, id, range->second, shape[name], all);
+      }
+    }
     auto v = evaluate_expression(text, all);
     if (!v || *v < 1) return false;
     shape[name] = all[name] = *v;

@@ -91,8 +91,8 @@ BaselineRunReport parse_cublaslt_answer(const json& result, const TaskSpec& task
   for (const auto& row : result.value("rows", json::array())) {
     auto r = record_of(row, device, task);
     if (!r) {
-      report.problems.push_back(task.name + ": the worker sent an unusable cuBLASLt row: " +
-                                row.dump().substr(0, 120));
+      report.problems.push_back(
+          task.name + ": the worker sent an unusable cuBLASLt row: " + row.dump().substr(0, 120));
       continue;
     }
     report.stored.push_back(std::move(*r));
@@ -146,7 +146,8 @@ BaselineRunReport measure_torch_rows(const std::vector<TaskSpec>& tasks,
   size_t torch_tasks = 0;
   for (const auto& t : tasks) {
     auto declared = task_baselines(t.raw_json);
-    // Every name but cublaslt is the PyTorch helper's (the libraries: scripts/library_baselines.py).
+    // Every name but cublaslt is the PyTorch helper's (the libraries:
+    // scripts/library_baselines.py).
     bool helper_rows = std::any_of(declared.names.begin(), declared.names.end(),
                                    [](const std::string& n) { return n != "cublaslt"; });
     if (helper_rows) {
@@ -189,12 +190,10 @@ BaselineRunReport measure_production_baselines(memory::MemoryStore& store,
   BaselineRunReport torch =
       options.torch ? measure_torch_rows(tasks, options) : BaselineRunReport{};
   for (auto* part : {&lt, &torch}) {
-    measured.problems.insert(measured.problems.end(), part->problems.begin(),
-                             part->problems.end());
+    measured.problems.insert(measured.problems.end(), part->problems.begin(), part->problems.end());
     for (auto& row : part->stored) measured.stored.push_back(std::move(row));
   }
-  report.problems.insert(report.problems.end(), measured.problems.begin(),
-                         measured.problems.end());
+  report.problems.insert(report.problems.end(), measured.problems.begin(), measured.problems.end());
   for (auto& row : measured.stored) {
     auto id = memory::add_production_baseline(store.database(), row);
     if (!id) {

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
 #include "common/text_escape.h"
 #include "common/utf8.h"
 #include "sandbox/task_catalog.h"
@@ -60,9 +61,9 @@ int run_baselines(int argc, char** argv) {
   options.add_options()("tasks", "the tasks folder", cxxopts::value<std::string>())(
       "names", "tasks (default: every task)", cxxopts::value<std::vector<std::string>>())(
       "list", "print the stored baselines, measure nothing")("json", "machine-readable output")(
-      "no-compile", "skip torch.compile")("no-torch",
-                                          "skip the PyTorch helper (cuBLASLt only)")("python", "the Python with PyTorch that runs the helper",
-                                          cxxopts::value<std::string>()->default_value("python3"))(
+      "no-compile", "skip torch.compile")("no-torch", "skip the PyTorch helper (cuBLASLt only)")(
+      "python", "the Python with PyTorch that runs the helper",
+      cxxopts::value<std::string>()->default_value("python3"))(
       "helper", "the timing helper (default: scripts/torch_baselines.py of kopt's source tree)",
       cxxopts::value<std::string>());
   add_sandbox_flags(options);
@@ -74,7 +75,7 @@ int run_baselines(int argc, char** argv) {
   bool list = args->count("list") > 0;
   auto store = open_memory(*args, list ? MemoryAccess::kRead : MemoryAccess::kWriteOrCreate,
                            "kopt baselines");
-  if (!store) return 1;
+  if (!store) return memory_open_exit_code();
   if (list) {
     auto rows = memory::all_production_baselines(store->database());
     if (!rows) {
@@ -84,7 +85,7 @@ int run_baselines(int argc, char** argv) {
     if (args->count("json")) {
       json out = json::array();
       for (const auto& r : *rows) out.push_back(row_json(r));
-      std::cout << out.dump(2) << "\n";
+      std::cout << dump_json_ascii(out, 2) << "\n";
     } else if (rows->empty()) {
       std::cout << "no production baselines measured (kopt baselines TASK measures them)\n";
     } else {
@@ -128,7 +129,7 @@ int run_baselines(int argc, char** argv) {
   if (args->count("json")) {
     json out = {{"stored", json::array()}, {"problems", report.problems}};
     for (const auto& r : report.stored) out["stored"].push_back(row_json(r));
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
   } else {
     if (!report.stored.empty()) print_rows(report.stored);
     for (const auto& p : report.problems) std::printf("not measured: %s\n", p.c_str());

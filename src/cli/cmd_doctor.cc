@@ -3,12 +3,17 @@
 #include <cupti.h>
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/json_limits.h"
+#include "common/strings.h"
+#include "common/subprocess.h"
 #include "sandbox/compiler.h"
 #include "sandbox/confined/landlock.h"
 #include "sandbox/cuda_driver.h"
 #include "sandbox/nvml.h"
+#include "sandbox/sanitizer_runner.h"
 #include "src/cli/command.h"
 #include "src/cli/llm_preflight.h"
 #include "src/cli/memory_options.h"
@@ -18,15 +23,27 @@
 namespace kopt::cli {
 namespace {
 
+// The findings, printed as they come (one line each) or, with --json, kept for one document at
+// the end: {"kopt", "findings": [{"state": "ok"|"MISSING"|"BUSY"|"note", "what", "detail"}],
+// "missing", "exit_code"}.
 struct Report {
+  bool json = false;
   int missing = 0;
-  void found(const std::string& what, const std::string& value) {
-    std::printf("  ok       %-22s %s\n", what.c_str(), value.c_str());
+  nlohmann::json findings = nlohmann::json::array();
+  void add(const char* state, const std::string& what, const std::string& detail) {
+    if (json) {
+      findings.push_back({{"state", state}, {"what", what}, {"detail", detail}});
+    } else {
+      std::printf("  %-8s %-22s %s\n", state, what.c_str(), detail.c_str());
+    }
   }
+  void found(const std::string& what, const std::string& value) { add("ok", what, value); }
   void lacking(const std::string& what, const std::string& why) {
-    std::printf("  MISSING  %-22s %s\n", what.c_str(), why.c_str());
+    add("MISSING", what, why);
     ++missing;
   }
+  // Something kopt can live without, said so that the operator knows what it costs.
+  void note(const std::string& what, const std::string& why) { add("note", what, why); }
 };
 
 // Who else computes on the GPU: a shared GPU makes every timing wrong (kopt refuses to time on
@@ -51,11 +68,10 @@ void report_gpu_processes(Report& report, const CudaDriver& d, CUdevice dev, int
   std::string names;
   for (const auto& p : activity->processes)
     names += (names.empty() ? "" : ", ") + describe_process(p);
-  std::printf(
-      "  BUSY     %-22s %zu process%s: %s%s; kopt will not time kernels here until they "
-      "end\n",
-      what.c_str(), activity->processes.size(), activity->processes.size() == 1 ? "" : "es",
-      names.c_str(), clocks.c_str());
+  report.add("BUSY", what,
+             std::to_string(activity->processes.size()) + " process" +
+                 (activity->processes.size() == 1 ? "" : "es") + ": " + names + clocks +
+                 "; kopt will not time kernels here until they end");
 }
 
 void check_gpu(Report& report) {
@@ -128,7 +144,32 @@ void check_llm(Report& report, const std::optional<std::filesystem::path>& path)
       report.lacking("LLM " + name, line + "; $" + p.api_key_env + " is not set");
     }
   }
-  report.missing += report_llm_probes(*config->llm);
+  report.missing += report_llm_probes(*config->llm, [&](bool usable, const std::string& line) {
+    report.add(usable ? "ok" : "MISSING", "LLM model", line);
+  });
+}
+
+// compute-sanitizer (the new-best gate's memcheck, racecheck, synccheck and initcheck) and
+// PyTorch (kopt baselines, tasks import): kopt works without them, at a cost said here.
+void check_optional_tools(Report& report) {
+  if (auto sanitizer = find_compute_sanitizer()) {
+    report.found("compute-sanitizer", *sanitizer);
+  } else {
+    report.note("compute-sanitizer",
+                "not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin): a new best is not run "
+                "under memcheck/racecheck/synccheck/initcheck");
+  }
+  const char* python = std::getenv("KOPT_PYTHON");
+  std::string interpreter = python && *python ? python : "python3";
+  auto torch = run_command({interpreter, "-c", "import torch; print(torch.__version__)"}, "",
+                           std::chrono::seconds(60));
+  if (torch && torch->exit_code == 0) {
+    report.found("PyTorch", trim(torch->stdout_text) + " (" + interpreter + ")");
+  } else {
+    report.note("PyTorch", "not importable by " + interpreter +
+                               " (set KOPT_PYTHON): kopt baselines and kopt tasks import need "
+                               "it; the daemon does not");
+  }
 }
 
 }  // namespace
@@ -136,12 +177,14 @@ void check_llm(Report& report, const std::optional<std::filesystem::path>& path)
 int run_doctor(int argc, char** argv) {
   cxxopts::Options options("kopt doctor", "check what kopt needs on this machine");
   add_database_option(options);
+  options.add_options()("json", "one JSON document on stdout");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
 
   Report report;
-  std::printf("kopt %s\n", KOPT_VERSION);
+  report.json = args->count("json") > 0;
+  if (!report.json) std::printf("kopt %s\n", KOPT_VERSION);
   check_gpu(report);
   report.found("NVRTC", nvrtc_version());
   uint32_t cupti_version = 0;
@@ -163,18 +206,28 @@ int run_doctor(int argc, char** argv) {
     report.lacking("database", db.error());
   }
   report.found("compile cache", (cache_directory() / "compile").string());
+  check_optional_tools(report);
   if (std::string why = landlock_unavailable_reason(); why.empty()) {
     report.found("compile confinement", "Landlock (NVRTC reads only the toolkit and libraries)");
   } else {
-    std::printf("  WARNING  %-22s %s: %s\n", "compile confinement", why.c_str(),
-                kUnconfinedCompileWarning);
+    report.add("WARNING", "compile confinement", why + ": " + kUnconfinedCompileWarning);
   }
   check_llm(report, args->count("config")
                         ? std::optional<std::filesystem::path>((*args)["config"].as<std::string>())
                         : std::nullopt);
+  int exit_code = report.missing ? 1 : 0;
+  if (report.json) {
+    std::cout << dump_json_ascii(nlohmann::json{{"kopt", KOPT_VERSION},
+                                                {"findings", report.findings},
+                                                {"missing", report.missing},
+                                                {"exit_code", exit_code}},
+                                 2)
+              << "\n";
+    return exit_code;
+  }
   std::printf("%s\n", report.missing ? "some things kopt needs are missing (see MISSING above)"
                                      : "everything kopt needs is here");
-  return report.missing ? 1 : 0;
+  return exit_code;
 }
 
 }  // namespace kopt::cli

@@ -16,6 +16,7 @@
 #include "sandbox/task_catalog.h"
 #include "sandbox/task_spec.h"
 #include "src/cli/command.h"
+#include "src/cli/eval_shapes.h"
 #include "src/cli/gpu_checks.h"
 #include "src/cli/options.h"
 #include "src/cli/sandbox_flags.h"
@@ -155,6 +156,7 @@ int run_eval(int argc, char** argv) {
       "rounds", "rounds of fresh random inputs per shape",
       cxxopts::value<int>()->default_value("5"))("no-time", "verify only, do not time")(
       "profile", "hardware counters of the kernel at the timed shape (CUPTI range profiler)")(
+      "shapes", "then time it at every shape of the task's sweep: a table per shape")(
       "profile-bracket",
       "run the kernel once at the timed shape between cuProfilerStart/Stop, for "
       "`ncu --profile-from-start off` (set KOPT_SANDBOX_UNDER_PROFILER=1 and --no-time)")(
@@ -182,6 +184,11 @@ int run_eval(int argc, char** argv) {
   if (args->count("sanitize") && args->count("compile-only"))
     return fail(2, "kopt eval: --sanitize runs the kernel on the GPU; not with --compile-only");
   if ((*args)["rounds"].as<int>() < 1) return fail(2, "kopt eval: --rounds must be at least 1");
+  if (args->count("shapes") && (args->count("compile-only") || args->count("no-time"))) {
+    return fail(2,
+                "kopt eval: --shapes times the kernel at each shape; it cannot go with "
+                "--compile-only or --no-time");
+  }
   if ((*args)["device"].as<int>() < 0) return fail(2, "kopt eval: --device must be 0 or more");
   std::filesystem::path root = args->count("tasks")
                                    ? std::filesystem::path((*args)["tasks"].as<std::string>())
@@ -270,6 +277,12 @@ int run_eval(int argc, char** argv) {
   auto result = evaluator.evaluate(request);
   // No verdict at all: no GPU, no worker binary, a worker of another version.
   if (!result) return fail(3, "kopt eval: " + result.error());
+  std::optional<std::vector<ShapeTiming>> per_shape;
+  if (args->count("shapes") && result->verdict == Verdict::kOk) {
+    auto rows = time_each_shape(evaluator, request);
+    if (!rows) return fail(3, "kopt eval --shapes: " + rows.error());
+    per_shape = std::move(*rows);
+  }
   std::optional<SanitizerOutcome> sanitized;
   if (args->count("sanitize")) {
     evaluator.shutdown();  // the tools' worker gets the GPU and its memory alone
@@ -279,10 +292,12 @@ int run_eval(int argc, char** argv) {
     nlohmann::json out = to_json(*result);
     out["kernel"] = kernel_path.string();
     out["task"] = task->name;
+    if (per_shape) out["shapes"] = shape_timings_json(*per_shape);
     if (sanitized) out["sanitizer"] = sanitizer_json(*sanitized);
-    std::cout << dump_json(out, 2) << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
   } else {
     print_result(*result, kernel_path.string());
+    if (per_shape) print_shape_timings(*per_shape);
     if (sanitized) print_sanitizer(*sanitized);
   }
   if (result->verdict == Verdict::kGpuBusy) {

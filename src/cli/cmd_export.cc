@@ -4,11 +4,12 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "memory_store/kernel_export.h"
 #include "sandbox/cuda_driver.h"
-#include "sandbox/sanitizer_runner.h"
 #include "sandbox/judging_spec.h"
+#include "sandbox/sanitizer_runner.h"
 #include "src/cli/command.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
@@ -43,6 +44,34 @@ sanitizer_vet(const SandboxOptions& worker) {
   };
 }
 
+// `--json`: the export's outcome as one document on stdout (the text lines are left out).
+int print_export_json(const exporter::ExportReport& report, const exporter::ExportOptions& options,
+                      int exit_code) {
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& k : report.kernels) {
+    kernels.push_back({{"task", k.task},
+                       {"status", k.changed ? "exported" : "unchanged"},
+                       {"speedup", k.speedup},
+                       {"sol_percent", k.sol_percent},
+                       {"gpu", k.gpu_model},
+                       {"sha256", k.sha256}});
+  }
+  nlohmann::json written = nlohmann::json::array();
+  for (const auto& w : report.written) written.push_back(w.string());
+  std::cout << dump_json_ascii(
+                   nlohmann::json{{"out", options.out_dir.string()},
+                                  {"kernels", kernels},
+                                  {"skipped", report.skipped},
+                                  {"refused_stale", report.refused_stale},
+                                  {"written", written},
+                                  {"commit", report.commit.empty() ? nlohmann::json()
+                                                                   : nlohmann::json(report.commit)},
+                                  {"exit_code", exit_code}},
+                   2)
+            << "\n";
+  return exit_code;
+}
+
 }  // namespace
 
 int run_export(int argc, char** argv) {
@@ -70,6 +99,7 @@ int run_export(int argc, char** argv) {
       "$KOPT_TASKS, else ./tasks, else the source tree's)",
       cxxopts::value<std::string>(), "DIR")(
       "no-sanitize", "skip running each kernel under compute-sanitizer before it is exported")(
+      "json", "print the outcome as one JSON document")(
       "allow-stale-judgment",
       "export a kernel even when it was judged under an older task spec (task.json or "
       "reference.cu changed since) or an older verifier; refused by default");
@@ -101,19 +131,22 @@ int run_export(int argc, char** argv) {
   if (!args->count("no-sanitize")) export_options.vet = sanitizer_vet(sandbox_options_from(*args));
 
   auto store = open_memory(*args, MemoryAccess::kRead, "kopt export");
-  if (!store) return 1;
+  if (!store) return memory_open_exit_code();
   auto report = exporter::export_kernels(*store, export_options);
   if (!report) {
     std::cerr << "kopt export: " << report.error() << "\n";
     return 1;
+  }
+  if (args->count("json")) {
+    int exit_code = report->kernels.empty() || !report->refused_stale.empty() ? 1 : 0;
+    return print_export_json(*report, export_options, exit_code);
   }
   for (const auto& skipped : report->skipped) std::printf("skipped %s\n", skipped.c_str());
   for (const auto& refused : report->refused_stale) {
     std::cerr << "kopt export: refused " << refused << "\n";
   }
   if (report->kernels.empty()) {
-    std::cerr << "kopt export: no "
-              << (report->refused_stale.empty() ? "" : "currently ")
+    std::cerr << "kopt export: no " << (report->refused_stale.empty() ? "" : "currently ")
               << "verified kernel to export"
               << (export_options.gpu.empty() ? "" : " on " + export_options.gpu)
               << (report->skipped.empty() ? "" : " (see the skipped tasks above)") << "\n";

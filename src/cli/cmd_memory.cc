@@ -3,8 +3,10 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "common/files.h"
 #include "common/json_limits.h"
@@ -12,6 +14,7 @@
 #include "common/strings.h"
 #include "common/text_escape.h"
 #include "common/utf8.h"
+#include "memory_store/database_check.h"
 #include "memory_store/jsonl_io.h"
 #include "memory_store/judging_staleness.h"
 #include "memory_store/line_diff.h"
@@ -34,13 +37,16 @@ constexpr const char* kUsage =
     "the memory of slow-to-fast kernel pairs\n"
     "  kopt memory wins [--task T] [--gpu G] [--min-speedup X] [--since DATE] "
     "[--vs baseline|production] [--json]\n"
-    "  kopt memory search \"QUERY\" [--json]\n"
-    "  kopt memory show ID\n"
-    "  kopt memory calls [--limit N] [--json]   (the prompts and answers the daemon kept)\n"
+    "  kopt memory search \"QUERY\" [--task T] [--json]\n"
+    "  kopt memory show ID [--json]\n"
+    "  kopt memory kernel ID [--out FILE] [--json]   (one stored kernel's source)\n"
+    "  kopt memory calls [--task T] [--limit N] [--json]   (the prompts and answers the daemon "
+    "kept)\n"
     "  kopt memory call ID [--json]\n"
-    "  kopt memory stats [--json]\n"
-    "  kopt memory export --jsonl FILE\n"
+    "  kopt memory stats [--task T] [--json]\n"
+    "  kopt memory export --jsonl FILE [--task T]\n"
     "  kopt memory import --jsonl FILE\n"
+    "  kopt memory upgrade   (migrates an older memory to this kopt's schema)\n"
     "  kopt memory prune [--dry-run] [--max-per-task N] [--max-per-family N] "
     "[--max-negatives-per-task N]";
 
@@ -128,6 +134,21 @@ void print_wins_vs_production(MemoryStore& store, const std::vector<PairRecord>&
   }
 }
 
+// A pair's speedup is fast over slow; a task's best is over its baseline (task_best.h), the
+// number `kopt status`, the report and the export give: said under the table, per task and GPU.
+void print_task_bests(MemoryStore& store, const std::vector<PairRecord>& pairs) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& p : pairs) {
+    if (!seen.insert({p.task, p.gpu_model}).second) continue;
+    auto best = store.best_kernel(p.task, p.gpu_model);
+    if (!best || !*best) continue;
+    std::printf("best of %s on %s: %.2fx its baseline (kernel %lld; kopt memory kernel %lld)\n",
+                p.task.c_str(), p.gpu_model.c_str(), (*best)->speedup,
+                static_cast<long long>((*best)->kernel_id),
+                static_cast<long long>((*best)->kernel_id));
+  }
+}
+
 int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
   std::string vs = args["vs"].as<std::string>();
   if (vs != "baseline" && vs != "production") {
@@ -149,7 +170,6 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
       return 2;
     }
   }
-  if (!check_task(store, filter.task, "kopt memory wins")) return 1;
   auto pairs = store.wins(filter);
   if (!pairs) {
     std::cerr << "kopt memory wins: " << pairs.error() << "\n";
@@ -165,8 +185,7 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
       row["standing"] = standing ? standing_json(*standing) : json();
       out.push_back(row);
     }
-    std::cout << out.dump(2, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace)
-              << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
     return 0;
   }
   if (pairs->empty()) {
@@ -178,7 +197,7 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
     return 0;
   }
   std::vector<std::string> notes;
-  std::printf("%6s  %-18s %8s  %-24s %-7s %5s %5s  %s\n", "pair", "task", "speedup", "gpu", "arch",
+  std::printf("%6s  %-18s %8s  %-24s %-7s %5s %5s  %s\n", "pair", "task", "pair x", "gpu", "arch",
               "shown", "help", "why it is faster");
   for (const auto& p : *pairs) {
     std::string stale = stale_win(store, p);
@@ -191,6 +210,7 @@ int wins(MemoryStore& store, const cxxopts::ParseResult& args) {
   }
   for (const auto& note : notes) std::printf("* %s\n", terminal_text(note).c_str());
   if (!notes.empty()) std::printf("  (%s)\n", memory::kRejudgeAdvice);
+  print_task_bests(store, *pairs);
   return 0;
 }
 
@@ -200,10 +220,17 @@ int search(MemoryStore& store, const cxxopts::ParseResult& args,
     std::cerr << "kopt memory search: missing QUERY (see --help)\n";
     return 2;
   }
-  auto hits = store.search(join(words, " "), args["limit"].as<int64_t>());
+  int64_t limit = args["limit"].as<int64_t>();
+  std::string task = args.count("task") ? args["task"].as<std::string>() : "";
+  // With --task, every hit is ranked and the task's best `limit` kept.
+  auto hits = store.search(join(words, " "), task.empty() ? limit : int64_t{1} << 40);
   if (!hits) {
     std::cerr << "kopt memory search: " << hits.error() << "\n";
     return 1;
+  }
+  if (!task.empty()) {
+    std::erase_if(*hits, [&](const memory::SearchHit& h) { return h.task != task; });
+    if (static_cast<int64_t>(hits->size()) > limit) hits->resize(static_cast<size_t>(limit));
   }
   if (args.count("json")) {
     json out = json::array();
@@ -214,8 +241,7 @@ int search(MemoryStore& store, const cxxopts::ParseResult& args,
                      {"text", h.text},
                      {"speedup", h.speedup}});
     }
-    std::cout << out.dump(2, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace)
-              << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
     return 0;
   }
   if (hits->empty()) std::cout << "nothing matches\n";
@@ -247,30 +273,56 @@ void print_profiles(MemoryStore& store, const PairRecord& p) {
   if (any) std::printf("\n");
 }
 
-int show(MemoryStore& store, const std::vector<std::string>& words) {
-  if (words.size() != 1 || words[0].empty() ||
+// The ID argument of show and kernel: one number.
+std::optional<int64_t> one_id(const std::vector<std::string>& words, const std::string& command,
+                              const char* what) {
+  if (words.size() != 1 || words[0].empty() || words[0].size() > 18 ||
       words[0].find_first_not_of("0123456789") != std::string::npos) {
-    std::cerr << "kopt memory show: expected one pair ID (a number; see kopt memory wins)\n";
-    return 2;
+    std::cerr << command << ": expected one " << what << " ID (a number; see kopt memory wins)\n";
+    return std::nullopt;
   }
-  int64_t id = std::stoll(words[0]);
-  auto pair = store.pair(id);
-  if (!pair) {
-    std::cerr << "kopt memory show: " << pair.error() << "\n";
-    return 1;
-  }
-  if (!*pair) {
-    std::cerr << "kopt memory show: no pair " << id << " in " << store.database().path().string()
+  return std::stoll(words[0]);
+}
+
+// What `show` prints (as text or JSON): the pair and both of its kernels.
+struct ShownPair {
+  PairRecord pair;
+  std::optional<memory::KernelRecord> slow, fast;
+};
+
+// The pair `words` names, or nullopt with the error printed and `code` set.
+std::optional<ShownPair> load_shown_pair(MemoryStore& store, const std::vector<std::string>& words,
+                                         int& code) {
+  code = 2;
+  auto id = one_id(words, "kopt memory show", "pair");
+  if (!id) return std::nullopt;
+  code = 1;
+  auto pair = store.pair(*id);
+  if (!pair || !*pair) {
+    std::cerr << "kopt memory show: "
+              << (pair
+                      ? "no pair " + std::to_string(*id) + " in " + store.database().path().string()
+                      : pair.error())
               << "\n";
-    return 1;
+    return std::nullopt;
   }
-  const PairRecord& p = **pair;
-  auto slow = store.kernel(p.slow_kernel_id);
-  auto fast = store.kernel(p.fast_kernel_id);
+  auto slow = store.kernel((*pair)->slow_kernel_id);
+  auto fast = store.kernel((*pair)->fast_kernel_id);
   if (!slow || !fast || !*slow || !*fast) {
-    std::cerr << "kopt memory show: the kernels of pair " << id << " are missing\n";
-    return 1;
+    std::cerr << "kopt memory show: the kernels of pair " << *id << " are missing\n";
+    return std::nullopt;
   }
+  return ShownPair{**pair, **slow, **fast};
+}
+
+int show(MemoryStore& store, const std::vector<std::string>& words) {
+  int code = 0;
+  auto shown = load_shown_pair(store, words, code);
+  if (!shown) return code;
+  const PairRecord& p = shown->pair;
+  // Pointers to the optionals, so the printing below reads as it did: (*slow)->source.
+  const auto* slow = &shown->slow;
+  const auto* fast = &shown->fast;
   std::printf("pair %lld: %s, %.3fx %s on %s (%s)\n", static_cast<long long>(p.id),
               terminal_text(p.task).c_str(), p.speedup,
               p.is_negative ? "(slower: a warning)" : "faster", terminal_text(p.gpu_model).c_str(),
@@ -291,6 +343,78 @@ int show(MemoryStore& store, const std::vector<std::string>& words) {
   return 0;
 }
 
+// `kopt memory show ID --json`: the pair, both kernels' sources and the diff, for scripts.
+int show_json(MemoryStore& store, const std::vector<std::string>& words) {
+  int code = 0;
+  auto shown = load_shown_pair(store, words, code);
+  if (!shown) return code;
+  const PairRecord& p = shown->pair;
+  // Pointers to the optionals, so the printing below reads as it did: (*slow)->source.
+  const auto* slow = &shown->slow;
+  const auto* fast = &shown->fast;
+  json out = pair_json(p);
+  out["slow_source"] = (*slow)->source;
+  out["fast_source"] = (*fast)->source;
+  out["diff"] = memory::unified_diff((*slow)->source, (*fast)->source,
+                                     "kernel " + std::to_string(p.slow_kernel_id) + " (slow)",
+                                     "kernel " + std::to_string(p.fast_kernel_id) + " (fast)");
+  std::cout << dump_json_ascii(out, 2) << "\n";
+  return 0;
+}
+
+// `kopt memory kernel ID [--out FILE] [--json]`: one stored kernel's source (a .cu file that
+// `kopt eval TASK FILE` takes), to stdout or a new file (an existing one is never overwritten).
+int show_kernel(MemoryStore& store, const std::vector<std::string>& words,
+                const cxxopts::ParseResult& args) {
+  auto id = one_id(words, "kopt memory kernel", "kernel");
+  if (!id) return 2;
+  auto kernel = store.kernel(*id);
+  if (!kernel || !*kernel) {
+    std::cerr << "kopt memory kernel: "
+              << (kernel ? "no kernel " + std::to_string(*id) + " in " +
+                               store.database().path().string() +
+                               " (kopt memory wins lists "
+                               "the fast and slow kernels of each pair)"
+                         : kernel.error())
+              << "\n";
+    return 1;
+  }
+  const memory::KernelRecord& k = **kernel;
+  if (args.count("json")) {
+    std::cout << dump_json_ascii(json{{"id", k.id},
+                                      {"task", k.task},
+                                      {"sha256", k.sha256},
+                                      {"parent", k.parent_id ? json(*k.parent_id) : json()},
+                                      {"run", k.run_id ? json(*k.run_id) : json()},
+                                      {"origin_agent", k.origin.agent},
+                                      {"origin_model", k.origin.model},
+                                      {"created_at", k.created_at},
+                                      {"source", k.source}},
+                                 2)
+              << "\n";
+    return 0;
+  }
+  if (!args.count("out")) {
+    std::cout << k.source;
+    return 0;
+  }
+  std::filesystem::path file = args["out"].as<std::string>();
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec)) {
+    std::cerr << "kopt memory kernel: " << file.string()
+              << " exists; give a new file name (nothing was written)\n";
+    return 1;
+  }
+  if (auto written = write_file_atomic(file, k.source); !written) {
+    std::cerr << "kopt memory kernel: " << written.error() << "\n";
+    return 1;
+  }
+  std::printf("wrote kernel %lld of task %s to %s (kopt eval %s %s judges it again)\n",
+              static_cast<long long>(k.id), k.task.c_str(), file.c_str(), k.task.c_str(),
+              file.c_str());
+  return 0;
+}
+
 void print_counts(const char* title, const std::vector<std::pair<std::string, int64_t>>& counts) {
   std::printf("%s:\n", title);
   if (counts.empty()) std::printf("  (none)\n");
@@ -300,7 +424,8 @@ void print_counts(const char* title, const std::vector<std::pair<std::string, in
 }
 
 int stats(MemoryStore& store, const cxxopts::ParseResult& args) {
-  auto s = store.stats();
+  std::string task = args.count("task") ? args["task"].as<std::string>() : "";
+  auto s = store.stats(task);
   if (!s) {
     std::cerr << "kopt memory stats: " << s.error() << "\n";
     return 1;
@@ -321,7 +446,9 @@ int stats(MemoryStore& store, const cxxopts::ParseResult& args) {
                           {"pairs", s->pairs},
                           {"negative_pairs", s->negative_pairs},
                           {"runs", s->runs},
-                          {"llm_calls", s->llm_calls},
+                          {"task", task.empty() ? json() : json(task)},
+                          // Calls are accounted per run: not counted for one task.
+                          {"llm_calls", s->llm_calls < 0 ? json() : json(s->llm_calls)},
                           {"evaluations_by_task", pairs_to_json(s->evaluations_by_task)},
                           {"pairs_by_task", pairs_to_json(s->pairs_by_task)},
                           {"evaluations_by_verdict", pairs_to_json(s->evaluations_by_verdict)},
@@ -333,12 +460,13 @@ int stats(MemoryStore& store, const cxxopts::ParseResult& args) {
   std::printf("database %s (schema version %d), %.1f MiB\n", store.database().path().c_str(),
               s->schema_version, static_cast<double>(s->file_bytes) / (1024.0 * 1024.0));
   std::printf(
-      "%lld tasks, %lld kernels, %lld evaluations, %lld pairs (%lld negative), %lld runs, "
-      "%lld LLM calls\n",
-      static_cast<long long>(s->tasks), static_cast<long long>(s->kernels),
-      static_cast<long long>(s->evaluations), static_cast<long long>(s->pairs),
-      static_cast<long long>(s->negative_pairs), static_cast<long long>(s->runs),
-      static_cast<long long>(s->llm_calls));
+      "%s%lld tasks, %lld kernels, %lld evaluations, %lld pairs (%lld negative), %lld runs, %s\n",
+      task.empty() ? "" : ("task " + task + ": ").c_str(), static_cast<long long>(s->tasks),
+      static_cast<long long>(s->kernels), static_cast<long long>(s->evaluations),
+      static_cast<long long>(s->pairs), static_cast<long long>(s->negative_pairs),
+      static_cast<long long>(s->runs),
+      s->llm_calls < 0 ? "LLM calls not counted per task"
+                       : (std::to_string(s->llm_calls) + " LLM calls").c_str());
   print_counts("evaluations by task", s->evaluations_by_task);
   print_counts("pairs by task", s->pairs_by_task);
   print_counts("evaluations by verdict", s->evaluations_by_verdict);
@@ -346,16 +474,38 @@ int stats(MemoryStore& store, const cxxopts::ParseResult& args) {
   return 0;
 }
 
-int export_memory(MemoryStore& store, const std::string& file) {
+// The lines of one task: the header, its task line, and its kernels, evaluations and pairs
+// (a kernel's parent is always of the same task, so the lines import on their own).
+std::string lines_of_task(const std::string& jsonl, const std::string& task,
+                          memory::JsonlCounts& counts) {
+  counts = {};
+  std::string kept;
+  for (const std::string& line : split(jsonl, '\n')) {
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    std::string type = j.is_object() ? j.value("type", "") : "";
+    std::string of = type == "task" ? j.value("name", "") : j.value("task", "");
+    if (type != "header" && of != task) continue;
+    kept += line + "\n";
+    if (type == "task") ++counts.tasks;
+    if (type == "kernel") ++counts.kernels;
+    if (type == "evaluation") ++counts.evaluations;
+    if (type == "pair") ++counts.pairs;
+  }
+  return kept;
+}
+
+int export_memory(MemoryStore& store, const std::string& file, const std::string& task) {
   std::ostringstream out;
   auto counts = memory::export_jsonl(store, out);
   if (!counts) {
     std::cerr << "kopt memory export: " << counts.error() << "\n";
     return 1;
   }
+  std::string text = task.empty() ? out.str() : lines_of_task(out.str(), task, *counts);
   if (file == "-") {
-    std::cout << out.str();
-  } else if (auto s = write_file_atomic(file, out.str()); !s) {
+    std::cout << text;
+  } else if (auto s = write_file_atomic(file, text); !s) {
     std::cerr << "kopt memory export: " << s.error() << "\n";
     return 1;
   }
@@ -412,14 +562,95 @@ int prune(MemoryStore& store, const cxxopts::ParseResult& args) {
   return 0;
 }
 
+// `kopt memory upgrade`: migrates an older memory to this kopt's schema, explicitly (read
+// commands never migrate).
+int upgrade(const cxxopts::ParseResult& args) {
+  auto path = database_path(args);
+  if (!path) {
+    std::cerr << "kopt memory upgrade: " << path.error() << "\n";
+    return 2;
+  }
+  if (!database_file_readable(*path, "kopt memory upgrade", /*thorough=*/true)) {
+    return memory::kExitUnreadableDatabase;
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(*path, ec)) {
+    std::cerr << "kopt memory upgrade: " << path->string() << ": no memory database there\n";
+    return 1;
+  }
+  int before = 0;
+  {
+    sql::Database::Options read;
+    read.create = false;
+    read.read_only = true;
+    auto db = sql::Database::open(*path, read);
+    auto version = db ? memory::schema_version(*db) : Result<int>(make_error(db.error()));
+    if (!version) {
+      std::cerr << "kopt memory upgrade: " << version.error() << "\n";
+      return memory::kExitUnreadableDatabase;
+    }
+    before = *version;
+  }
+  auto store = open_memory(args, MemoryAccess::kWrite, "kopt memory upgrade");
+  if (!store) return memory_open_exit_code();
+  auto after = memory::schema_version(store->database());
+  if (!after) {
+    std::cerr << "kopt memory upgrade: " << after.error() << "\n";
+    return 1;
+  }
+  if (*after == before) {
+    std::printf("%s: schema version %d, already this kopt's; nothing to do\n", path->c_str(),
+                before);
+  } else {
+    std::printf("%s: upgraded from schema version %d to %d\n", path->c_str(), before, *after);
+  }
+  return 0;
+}
+
+// The options each action honours (besides --db and --config); any other option given is
+// refused by name rather than silently ignored.
+const std::map<std::string, std::vector<std::string>> kHonoured = {
+    {"wins", {"task", "gpu", "min-speedup", "since", "limit", "vs", "json"}},
+    {"search", {"task", "limit", "json"}},
+    {"show", {"json"}},
+    {"calls", {"task", "limit", "json"}},
+    {"call", {"json"}},
+    {"stats", {"task", "json"}},
+    {"export", {"jsonl", "task"}},
+    {"import", {"jsonl"}},
+    {"prune", {"dry-run", "max-per-task", "max-per-family", "max-negatives-per-task"}},
+    {"kernel", {"out", "json"}},
+    {"upgrade", {}},
+};
+
+bool refuse_unused_options(const std::string& action, const cxxopts::ParseResult& args) {
+  const auto& honoured = kHonoured.at(action);
+  for (const auto& given : args.arguments()) {
+    const std::string& key = given.key();
+    if (key == "action" || key == "words" || key == "db" || key == "config") continue;
+    if (std::find(honoured.begin(), honoured.end(), key) != honoured.end()) continue;
+    std::string hint = action == "export" && key == "json"
+                           ? " (the export is JSON lines already: --jsonl FILE, - for stdout)"
+                       : honoured.empty() ? std::string(" (it takes none)")
+                                          : " (it takes: --" + join(honoured, ", --") + ")";
+    std::cerr << "kopt memory " << action << ": --" << key << " is not an option of " << action
+              << hint << "\n";
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int run_memory(int argc, char** argv) {
   cxxopts::Options options("kopt memory", kUsage);
   options.add_options()("action",
-                        "wins | search | show | calls | call | stats | export | import | prune",
+                        "wins | search | show | kernel | calls | call | stats | export | import | "
+                        "prune | upgrade",
                         cxxopts::value<std::string>())(
-      "words", "search words, or the pair ID to show", cxxopts::value<std::vector<std::string>>())(
+      "words", "search words, or the pair (show) or kernel (kernel) ID",
+      cxxopts::value<std::vector<std::string>>())(
+      "out", "kernel: write the source to this new file", cxxopts::value<std::string>())(
       "task", "only this task", cxxopts::value<std::string>())(
       "gpu", "only this GPU (part of its model name, or an arch like sm_90)",
       cxxopts::value<std::string>())("min-speedup", "only pairs at least this fast",
@@ -440,7 +671,7 @@ int run_memory(int argc, char** argv) {
       cxxopts::value<int64_t>()->default_value("100"));
   add_database_option(options);
   options.parse_positional({"action", "words"});
-  options.positional_help("wins|search|show|calls|call|stats|export|import|prune [ARGS]");
+  options.positional_help("wins|search|show|kernel|calls|call|stats|export|import|prune [ARGS]");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
@@ -451,13 +682,14 @@ int run_memory(int argc, char** argv) {
   std::string action = (*args)["action"].as<std::string>();
   std::vector<std::string> words;
   if (args->count("words")) words = (*args)["words"].as<std::vector<std::string>>();
-  const std::vector<std::string> actions = {"wins",   "search", "show",  "stats", "export",
-                                            "import", "prune",  "calls", "call"};
+  const std::vector<std::string> actions = {"wins",  "search", "show", "stats",  "export", "import",
+                                            "prune", "calls",  "call", "kernel", "upgrade"};
   if (std::find(actions.begin(), actions.end(), action) == actions.end()) {
     std::cerr << "kopt memory: unknown action '" << action << "'" << did_you_mean(action, actions)
               << " (see --help)\n";
     return 2;
   }
+  if (refuse_unused_options(action, *args)) return 2;
   if ((action == "export" || action == "import") && !args->count("jsonl")) {
     std::cerr << "kopt memory " << action << ": missing --jsonl FILE\n";
     return 2;
@@ -466,20 +698,24 @@ int run_memory(int argc, char** argv) {
     std::cerr << "kopt memory " << action << ": --limit must be positive\n";
     return 2;
   }
+  if (action == "upgrade") return upgrade(*args);
   // Only import may create the database: reading or pruning a memory that is not there is a
   // mistake in --db, and an empty new file would hide it.
   MemoryAccess access = action == "import"  ? MemoryAccess::kWriteOrCreate
                         : action == "prune" ? MemoryAccess::kWrite
                                             : MemoryAccess::kRead;
   auto store = open_memory(*args, access, "kopt memory " + action);
-  if (!store) return 1;
+  if (!store) return memory_open_exit_code();
   if (action == "wins") return wins(*store, *args);
+  std::string task = args->count("task") ? (*args)["task"].as<std::string>() : "";
+  if (!check_task(*store, task, ("kopt memory " + action).c_str())) return 1;
   if (action == "search") return search(*store, *args, words);
-  if (action == "show") return show(*store, words);
+  if (action == "show") return args->count("json") ? show_json(*store, words) : show(*store, words);
+  if (action == "kernel") return show_kernel(*store, words, *args);
   if (action == "calls") return memory_calls(*store, *args);
   if (action == "call") return memory_call(*store, words, *args);
   if (action == "stats") return stats(*store, *args);
-  if (action == "export") return export_memory(*store, (*args)["jsonl"].as<std::string>());
+  if (action == "export") return export_memory(*store, (*args)["jsonl"].as<std::string>(), task);
   if (action == "import") return import_memory(*store, (*args)["jsonl"].as<std::string>());
   return prune(*store, *args);
 }

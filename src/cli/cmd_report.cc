@@ -48,8 +48,8 @@ int run_report(int argc, char** argv) {
       "write the morning report: best speedup over time, %SOL, verdicts, LLM tokens and cost, "
       "and the wins with their diffs, as one self-contained HTML file and/or markdown");
   options.add_options()("run", "run id, 'latest' or 'all'",
-                        cxxopts::value<std::string>()->default_value("latest"))("html", "write the HTML report to FILE",
-                                     cxxopts::value<std::string>())(
+                        cxxopts::value<std::string>()->default_value("latest"))(
+      "html", "write the HTML report to FILE", cxxopts::value<std::string>())(
       "markdown", "write the markdown summary to FILE ('-': standard output)",
       cxxopts::value<std::string>())("wins", "how many wins to show with their diffs",
                                      cxxopts::value<std::string>()->default_value("50"));
@@ -63,7 +63,8 @@ int run_report(int argc, char** argv) {
   }
   auto db = database_path(*args);
   auto store = open_memory(*args, MemoryAccess::kRead, "kopt report");
-  if (!db || !store) return 1;
+  if (!db) return 1;
+  if (!store) return memory_open_exit_code();
   // Parsed here, not by cxxopts: its integer parser trips GCC 12's -Werror=restrict.
   report::ReportScope scope;
   scope.verifier_version = kVerifierVersion;

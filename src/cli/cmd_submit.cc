@@ -3,21 +3,23 @@
 // shell rather than in the daemon's log.
 #include <iostream>
 
+#include "memory_store/database_check.h"
 #include "memory_store/memory_store.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_catalog.h"
 #include "sandbox/task_spec.h"
 #include "src/cli/command.h"
-#include "src/cli/options.h"
 #include "src/cli/memory_options.h"
+#include "src/cli/options.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/daemon_tables.h"
 
 namespace kopt::cli {
 
 int run_submit(int argc, char** argv) {
-  cxxopts::Options options("kopt submit", "add a task to the running daemon (or to the next "
-                                          "kopt run --resume)");
+  cxxopts::Options options("kopt submit",
+                           "add a task to the running daemon (or to the next "
+                           "kopt run --resume)");
   options.add_options()("task", "task folder or name", cxxopts::value<std::string>());
   add_database_option(options);
   options.parse_positional({"task"});
@@ -52,10 +54,11 @@ int run_submit(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path& db_path = *db;
+  if (!database_file_readable(db_path, "kopt submit")) return memory::kExitUnreadableDatabase;
   auto store = memory::MemoryStore::open(db_path);
   if (!store) {
     std::cerr << "kopt submit: " << store.error() << "\n";
-    return 2;
+    return memory::kExitUnreadableDatabase;
   }
   auto id = orchestrator::submit_task(store->database(), dir->string());
   if (!id) {
@@ -68,9 +71,8 @@ int run_submit(int argc, char** argv) {
               << (*holder > 0 ? " (pid " + std::to_string(*holder) + ")" : std::string())
               << "; it starts within seconds\n";
   } else {
-    std::cout << "queued " << task->name << " (" << dir->string()
-              << "); no daemon is running on " << db_path.string()
-              << ", the next kopt run takes it\n";
+    std::cout << "queued " << task->name << " (" << dir->string() << "); no daemon is running on "
+              << db_path.string() << ", the next kopt run takes it\n";
   }
   return 0;
 }

@@ -1,9 +1,11 @@
 // kopt tasks list | check [--compile-only] | new | import
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/json_limits.h"
 #include "common/strings.h"
 #include "sandbox/task_catalog.h"
 #include "sandbox/task_scaffold.h"
@@ -48,7 +50,7 @@ int list_tasks(const std::filesystem::path& root, bool as_json) {
                   join(task->tags, ",").c_str());
     }
   }
-  if (as_json) std::cout << out.dump(2) << "\n";
+  if (as_json) std::cout << dump_json_ascii(out, 2) << "\n";
   if (!listing.error.empty()) {
     std::cerr << "kopt tasks: " << listing.error << "\n";
     return 1;
@@ -94,6 +96,28 @@ nlohmann::json task_check_json(const TaskCheck& check) {
           {"checks", items}};
 }
 
+// Two folders whose task.json give one name: the daemon takes the first and refuses the other,
+// so the check fails both, each naming the other folder.
+void flag_duplicate_names(std::vector<TaskCheck>& checks) {
+  std::map<std::string, std::vector<size_t>> by_name;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    if (auto spec = load_task(checks[i].dir)) by_name[spec->name].push_back(i);
+  }
+  for (const auto& [name, indices] : by_name) {
+    if (indices.size() < 2) continue;
+    for (size_t i : indices) {
+      std::vector<std::string> others;
+      for (size_t j : indices) {
+        if (j != i) others.push_back(checks[j].dir.string());
+      }
+      checks[i].items.push_back({"task.json", false,
+                                 "the task name \"" + name + "\" is also given by " +
+                                     join(others, ", ") +
+                                     " (one run takes one task of a name: rename one)"});
+    }
+  }
+}
+
 int check_tasks(const std::filesystem::path& root, const std::vector<std::string>& names,
                 bool compile_only, bool as_json, const std::string& arch_option,
                 const SandboxOptions& worker) {
@@ -128,6 +152,7 @@ int check_tasks(const std::filesystem::path& root, const std::vector<std::string
     std::sort(checks.begin(), checks.end(),
               [](const TaskCheck& a, const TaskCheck& b) { return a.dir < b.dir; });
   }
+  flag_duplicate_names(checks);
   int failed_tasks = 0;
   std::vector<std::filesystem::path> sound;
   nlohmann::json tasks_json = nlohmann::json::array();
@@ -140,9 +165,8 @@ int check_tasks(const std::filesystem::path& root, const std::vector<std::string
     failed_tasks += check.ok() ? 0 : 1;
     if (check.ok()) sound.push_back(check.dir);
   }
-  nlohmann::json out = {{"arch", arch},
-                        {"tasks", tasks_json},
-                        {"failed_compile_checks", failed_tasks}};
+  nlohmann::json out = {
+      {"arch", arch}, {"tasks", tasks_json}, {"failed_compile_checks", failed_tasks}};
   if (!as_json) std::printf("%zu tasks, %d failed compile checks\n", checks.size(), failed_tasks);
   int code = failed_tasks ? 1 : 0;
   // The tasks that compiled still get their GPU checks: every problem in one pass.
@@ -152,7 +176,7 @@ int check_tasks(const std::filesystem::path& root, const std::vector<std::string
   }
   if (as_json) {
     out["exit_code"] = code;
-    std::cout << out.dump(2) << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
   }
   return code;
 }
@@ -197,8 +221,8 @@ int run_tasks(int argc, char** argv) {
                            "tasks import --kernelbench FILE... [--references DIR]");
   options.add_options()("action", "list | check | new | import", cxxopts::value<std::string>())(
       "names", "tasks to check (import: problem files)",
-      cxxopts::value<std::vector<std::string>>())(
-      "tasks", "folder of task directories", cxxopts::value<std::string>())(
+      cxxopts::value<std::vector<std::string>>())("tasks", "folder of task directories",
+                                                  cxxopts::value<std::string>())(
       "compile-only", "parse, validate and compile only (no GPU needed)")(
       "arch", "target architecture when compiling (default: the GPU's, else sm_90a)",
       cxxopts::value<std::string>()->default_value(""))("json", "machine-readable output")(

@@ -28,5 +28,6 @@ int run_status(int argc, char** argv);
 int run_submit(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_baselines(int argc, char** argv);
+int run_compare(int argc, char** argv);
 
 }  // namespace kopt::cli

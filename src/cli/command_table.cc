@@ -15,6 +15,7 @@ const std::vector<Command>& commands() {
       {"report", "write the morning report (HTML with charts, or markdown)", run_report},
       {"baselines", "measure and store production baselines (PyTorch eager, torch.compile)",
        run_baselines},
+      {"compare", "two runs side by side: per task best, S and verdict counts", run_compare},
   };
   return table;
 }

@@ -7,10 +7,11 @@
 
 namespace kopt::cli {
 
-int report_llm_probes(const LlmConfig& config) {
+int report_llm_probes(const LlmConfig& config,
+                      const std::function<void(bool usable, const std::string& line)>& emit) {
   int unusable = 0;
   for (const ProbeResult& r : preflight_llm(config)) {
-    std::printf("  %-8s %-22s %s\n", r.usable() ? "ok" : "MISSING", "LLM model", r.line().c_str());
+    emit(r.usable(), r.line());
     unusable += r.usable() ? 0 : 1;
   }
   return unusable;

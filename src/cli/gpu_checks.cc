@@ -71,9 +71,9 @@ int run_gpu_task_checks(const std::vector<std::filesystem::path>& task_dirs,
     for (const auto& f : result["findings"])
       problems.push_back(f.value("problem", "") + " (" + f.value("shape", "") + ")");
     if (result.value("baseline_verdict", "ok") != "ok")
-      problems.push_back("the baseline disagrees with the reference: " +
-                         result.value("baseline_verdict", "") + ": " +
-                         result.value("baseline_detail", ""));
+      problems.push_back(
+          "the baseline disagrees with the reference: " + result.value("baseline_verdict", "") +
+          ": " + result.value("baseline_detail", ""));
     report(dir, problems);
   }
   if (json_out) {

@@ -2,14 +2,18 @@
 // configured model, and `kopt run` refusing to start a night whose agents cannot be reached.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "src/config/config.h"
 #include "src/orchestrator/daemon.h"
 
 namespace kopt::cli {
 
-// `kopt doctor`: one line per (provider, model), in doctor's "ok / MISSING" columns. Returns
-// how many cannot be used.
-int report_llm_probes(const LlmConfig& config);
+// `kopt doctor`: one finding per (provider, model), given to `emit`. Returns how many cannot be
+// used.
+int report_llm_probes(const LlmConfig& config,
+                      const std::function<void(bool usable, const std::string& line)>& emit);
 
 // `kopt run`: probes the agents' models (unless --tuner-only or no LLM is configured) and, when
 // one cannot be used, prints one line per problem and returns exit code 3 before anything is

@@ -8,9 +8,9 @@
 #include <exception>
 #include <iostream>
 
-#include "src/cli/command.h"
 #include "common/log_scrubbing.h"
 #include "common/strings.h"
+#include "src/cli/command.h"
 
 namespace {
 

@@ -39,8 +39,8 @@ nlohmann::json to_json(const memory::TranscriptRecord& t, bool texts) {
 }  // namespace
 
 int memory_calls(memory::MemoryStore& store, const cxxopts::ParseResult& args) {
-  auto calls =
-      memory::list_transcripts(store.database(), std::nullopt, args["limit"].as<int64_t>());
+  auto calls = memory::list_transcripts(store.database(), std::nullopt, args["limit"].as<int64_t>(),
+                                        args.count("task") ? args["task"].as<std::string>() : "");
   if (!calls) {
     std::cerr << "kopt memory calls: " << calls.error() << "\n";
     return 1;
@@ -48,7 +48,7 @@ int memory_calls(memory::MemoryStore& store, const cxxopts::ParseResult& args) {
   if (args.count("json")) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& t : *calls) out.push_back(to_json(t, false));
-    std::cout << dump_json(out, 2) << "\n";
+    std::cout << dump_json_ascii(out, 2) << "\n";
     return 0;
   }
   if (calls->empty()) {

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "memory_store/database_check.h"
 #include "src/config/config.h"
 
 namespace kopt::cli {
@@ -23,19 +24,41 @@ Result<std::filesystem::path> database_path(const cxxopts::ParseResult& args) {
   return resolve_database_path(db, config);
 }
 
+namespace {
+int last_open_exit_code = 1;
+}  // namespace
+
+int memory_open_exit_code() { return last_open_exit_code; }
+
+bool database_file_readable(const std::filesystem::path& path, const std::string& command,
+                            bool thorough) {
+  auto checked = memory::check_database_file(path, thorough);
+  if (!checked) std::cerr << command << ": " << checked.error() << "\n";
+  return checked.ok();
+}
+
 std::optional<memory::MemoryStore> open_memory(const cxxopts::ParseResult& args,
                                                MemoryAccess access, const std::string& command) {
+  last_open_exit_code = 1;
   auto path = database_path(args);
   if (!path) {
     std::cerr << command << ": " << path.error() << "\n";
     return std::nullopt;
   }
+  if (!database_file_readable(*path, command, access != MemoryAccess::kRead)) {
+    last_open_exit_code = memory::kExitUnreadableDatabase;
+    return std::nullopt;
+  }
   memory::OpenOptions options;
   options.create = access == MemoryAccess::kWriteOrCreate;
   options.read_only = access == MemoryAccess::kRead;
+  std::error_code ec;
+  bool existed = std::filesystem::exists(*path, ec);
   auto store = memory::MemoryStore::open(*path, options);
   if (!store) {
     std::cerr << command << ": " << store.error() << "\n";
+    // A file that is there but does not open as a memory (e.g. a schema to upgrade).
+    if (existed) last_open_exit_code = memory::kExitUnreadableDatabase;
     return std::nullopt;
   }
   return std::move(*store);

@@ -32,4 +32,15 @@ enum class MemoryAccess {
 std::optional<memory::MemoryStore> open_memory(const cxxopts::ParseResult& args,
                                                MemoryAccess access, const std::string& command);
 
+// The exit code for the last failure of open_memory in this process: memory::
+// kExitUnreadableDatabase for a file that is there but cannot be read as a memory (a folder,
+// not SQLite, damaged, a schema this command cannot read), else 1.
+int memory_open_exit_code();
+
+// check_database_file (memory_store/database_check.h) printed as "COMMAND: error"; false when
+// the command must stop (with memory::kExitUnreadableDatabase).
+// `thorough`: every page, whatever the file's size (commands that write).
+bool database_file_readable(const std::filesystem::path& path, const std::string& command,
+                            bool thorough = false);
+
 }  // namespace kopt::cli

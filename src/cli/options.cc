@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
 #include "common/option_errors.h"
 
 namespace kopt::cli {
@@ -22,15 +23,17 @@ std::optional<cxxopts::ParseResult> parse_options(cxxopts::Options& options, int
   } catch (const cxxopts::exceptions::exception& e) {
     CommandFailure fail;
     for (int i = 1; i < argc; ++i) fail.json = fail.json || std::string(argv[i]) == "--json";
-    exit_code = fail(2, options.program() + ": " + describe_option_error(e, argc, argv) +
-                            " (see --help)");
+    exit_code =
+        fail(2, options.program() + ": " + describe_option_error(e, argc, argv) + " (see --help)");
     return std::nullopt;
   }
 }
 
 int CommandFailure::operator()(int code, const std::string& message) const {
   std::cerr << message << "\n";
-  if (json) std::cout << nlohmann::json{{"error", message}, {"exit_code", code}}.dump(2) << "\n";
+  if (json)
+    std::cout << dump_json_ascii(nlohmann::json{{"error", message}, {"exit_code", code}}, 2)
+              << "\n";
   return code;
 }
 

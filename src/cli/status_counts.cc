@@ -6,6 +6,7 @@
 #include <map>
 
 #include "memory_store/plan_store.h"
+#include "memory_store/task_counts.h"
 
 namespace kopt::cli {
 
@@ -39,17 +40,22 @@ Status apply_database_counts(memory::MemoryStore& store, orchestrator::RunProgre
   if (progress.state != "running" && progress.state != "draining") {
     progress.time_left_seconds.reset();
   }
-  auto evaluations = store.list_evaluations(progress.run_id);
-  if (!evaluations) return make_error(evaluations.error());
-  std::map<std::string, int64_t> judged, rejected;
-  for (const auto& e : *evaluations) {
-    ++judged[e.task];
-    if (e.verdict != "ok") ++rejected[e.task];
-  }
-  for (const auto& [name, count] : judged) task_named(progress, name);
+  // The report's numbers (memory_store/task_counts.h): candidates without the baseline's own
+  // evaluations, and the best by the one rule of task_best.h.
+  auto counts = memory::task_counts(store.database(), progress.run_id);
+  if (!counts) return make_error(counts.error());
+  for (const auto& [name, c] : *counts) task_named(progress, name);
   for (auto& t : progress.tasks) {
-    t.candidates = judged[t.name];
-    t.failures = rejected[t.name];
+    auto found = counts->find(t.name);
+    if (found == counts->end()) continue;
+    const memory::TaskCounts& c = found->second;
+    t.candidates = c.candidates;
+    t.failures = c.rejected;
+    if (c.best) {
+      t.best_speedup = c.best->speedup;
+      t.best_us = c.best->median_us;
+      t.best_sol_percent = c.best->sol_percent;
+    }
   }
   auto calls = memory::list_transcripts(store.database(), progress.run_id,
                                         std::numeric_limits<int64_t>::max());

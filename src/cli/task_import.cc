@@ -5,8 +5,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <optional>
 #include <iostream>
+#include <optional>
 
 #include "common/files.h"
 #include "common/subprocess.h"
@@ -26,7 +26,8 @@ namespace {
 // The helper script: $KOPT_SCRIPTS_DIR, else ./scripts (a checkout), else the source tree's.
 std::filesystem::path helper_script() {
   std::filesystem::path name = "task_import.py";
-  if (const char* v = std::getenv("KOPT_SCRIPTS_DIR"); v && *v) return std::filesystem::path(v) / name;
+  if (const char* v = std::getenv("KOPT_SCRIPTS_DIR"); v && *v)
+    return std::filesystem::path(v) / name;
   if (std::filesystem::exists(std::filesystem::path("scripts") / name))
     return std::filesystem::path("scripts") / name;
   return std::filesystem::path(KOPT_SOURCE_DIR) / "scripts" / name;
@@ -87,8 +88,7 @@ std::optional<LlmConfig> coder_model() {
   if (!config->llm || !config->llm->agents.count("coder")) {
     std::cerr << "kopt tasks import: no --reference, and no coder model is configured to draft "
                  "one ("
-              << (config->source.empty() ? std::string("no config file")
-                                         : config->source.string())
+              << (config->source.empty() ? std::string("no config file") : config->source.string())
               << "); give --reference FILE, a kernel file with its kopt:plan that computes the "
                  "module's outputs (it is validated against the module at every shape)\n";
     return std::nullopt;
@@ -179,9 +179,10 @@ int import_one(const ImportRequest& r) {
               << ": " << ec.message() << "\n";
     return 1;
   }
-  std::printf("wrote %s (task.json, reference.cu, baseline.cu = the reference, torch_op.py, "
-              "module.py)\nnext: kopt tasks check %s   (on a GPU)\n",
-              target.c_str(), name.c_str());
+  std::printf(
+      "wrote %s (task.json, reference.cu, baseline.cu = the reference, torch_op.py, "
+      "module.py)\nnext: kopt tasks check %s   (on a GPU)\n",
+      target.c_str(), name.c_str());
   return 0;
 }
 
@@ -210,16 +211,24 @@ int import_tasks(const ImportRequest& r) {
   for (const auto& entry : std::filesystem::directory_iterator(r.tasks_root, ec)) {
     std::string staged = entry.path().filename().string();
     if (staged.rfind(".import-", 0) != 0 || !entry.is_directory()) continue;
-    std::filesystem::path target = r.tasks_root / staged.substr(8);
-    if (std::filesystem::exists(target) || !staged_task_sound(entry.path(), r.arch)) {
-      std::cerr << "kopt tasks import: " << staged.substr(8) << " not added"
-                << (std::filesystem::exists(target) ? " (the folder exists)" : "") << "\n";
+    // One final line per problem: the helper said "cannot import" for those it refused; these
+    // get "imported" or "cannot import" here, after kopt's own checks.
+    std::string name = staged.substr(8);
+    std::filesystem::path target = r.tasks_root / name;
+    std::string problems = std::filesystem::exists(target)
+                               ? target.string() + " exists\n"
+                               : staged_task_problems(entry.path(), r.arch);
+    if (problems.empty()) {
+      std::filesystem::rename(entry.path(), target, ec);
+      if (ec) problems = "moving it to " + target.string() + ": " + ec.message() + "\n";
+    }
+    if (!problems.empty()) {
+      std::printf("cannot import %s: %s", name.c_str(), problems.c_str());
       std::filesystem::remove_all(entry.path(), ec);
       code = 1;
       continue;
     }
-    std::filesystem::rename(entry.path(), target, ec);
-    std::printf("wrote %s\n", target.c_str());
+    std::printf("imported %s -> %s\n", name.c_str(), target.c_str());
   }
   return code;
 }

@@ -62,6 +62,10 @@ struct AgentConfig {
   // How far a stalling search may raise the temperature. Unset: 0.4 above `temperature`, at
   // most 1.0 (and never when no temperature is configured).
   std::optional<double> max_temperature;
+  // The model's context window in tokens, prompt and answer together. Unset: unknown, nothing
+  // clamped. Set, each ask's max_tokens is clamped to what its prompt leaves of it, so that a
+  // long prompt does not make a 32k-context server answer 400 (which is not retried).
+  std::optional<int64_t> context_tokens;
 
   int effective_max_tokens_ceiling() const;
   std::optional<double> effective_max_temperature() const;
@@ -104,7 +108,7 @@ struct DaemonConfig {
   std::optional<int64_t> max_in_flight;     // concurrent jobs; unset: 2 x GPUs + 2 with an LLM
   bool keep_prompts = true;  // store every prompt and answer (scrubbed, capped) in the memory
   std::optional<int64_t> llm_concurrency;  // model jobs at once; unset: shared with GPU jobs
-  std::optional<double> drain_s;            // after SIGINT/SIGTERM, how long work may finish
+  std::optional<double> drain_s;           // after SIGINT/SIGTERM, how long work may finish
   // The search loop's knobs (src/orchestrator/run_options.h has the defaults).
   struct Search {
     std::optional<int64_t> beam_width, plans_per_iteration, max_repairs, memory_examples,

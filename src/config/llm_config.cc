@@ -83,6 +83,12 @@ AgentConfig read_agent(JsonReader& reader, const std::string& role, const json& 
     reader.error(r.path_of("max_tokens_ceiling"),
                  "must be at least max_tokens (" + std::to_string(a.max_tokens) + ")");
   }
+  r.integer("context_tokens", a.context_tokens, Bound::kPositive);
+  if (a.context_tokens && *a.context_tokens <= a.max_tokens) {
+    reader.error(r.path_of("context_tokens"), "must be more than max_tokens (" +
+                                                  std::to_string(a.max_tokens) +
+                                                  "): the prompt needs room too");
+  }
   r.number("max_temperature", a.max_temperature, Bound::kNonNegative);
   if (a.max_temperature && *a.max_temperature > 2.0) {
     reader.error(r.path_of("max_temperature"), "must be <= 2");

@@ -26,6 +26,7 @@ struct AgentLimits {
   int max_tokens_ceiling = 8192;
   std::optional<double> temperature;      // unset: the server's default
   std::optional<double> max_temperature;  // how far a stall may raise it; unset: not at all
+  std::optional<int> context_tokens;      // prompt + answer; unset: unknown
 };
 
 class LlmClient {

@@ -98,6 +98,7 @@ std::optional<AgentLimits> LlmService::agent_limits(const std::string& agent) co
   limits.max_tokens_ceiling = a->effective_max_tokens_ceiling();
   limits.temperature = a->temperature;
   limits.max_temperature = a->effective_max_temperature();
+  if (a->context_tokens) limits.context_tokens = static_cast<int>(*a->context_tokens);
   return limits;
 }
 

@@ -15,6 +15,7 @@
 #include "common/json_limits.h"
 #include "common/option_errors.h"
 #include "common/strings.h"
+#include "memory_store/database_check.h"
 #include "memory_store/memory_store.h"
 #include "sandbox/confined/landlock.h"
 #include "sandbox/cuda_driver.h"
@@ -25,6 +26,7 @@
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/live_display.h"
 #include "src/orchestrator/orchestrator.h"
+#include "src/orchestrator/resume_plan.h"
 #include "src/orchestrator/run_logging.h"
 #include "src/orchestrator/slurm_workers.h"
 
@@ -228,8 +230,8 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
     inv.log_level = args["log-level"].as<std::string>();
     const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error"};
     if (std::find(levels.begin(), levels.end(), inv.log_level) == levels.end()) {
-      throw cxxopts::exceptions::exception("--log-level: '" + inv.log_level +
-                                           "' is not a level (" + join(levels, ", ") + ")");
+      throw cxxopts::exceptions::exception("--log-level: '" + inv.log_level + "' is not a level (" +
+                                           join(levels, ", ") + ")");
     }
     // Each budget named when it is meaningless: not a number, infinite, zero or negative.
     for (const auto& [flag, value, inclusive] :
@@ -361,6 +363,12 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   if (auto real = std::filesystem::weakly_canonical(db_path, canonical_error); !canonical_error) {
     db_path = real;
   }
+  // A folder, a file that is not SQLite or a damaged database: refused before any lock file or
+  // database is made, and never written.
+  if (auto readable = memory::check_database_file(db_path, /*thorough=*/true); !readable) {
+    std::cerr << "kopt run: " << readable.error() << "\n";
+    return memory::kExitUnreadableDatabase;
+  }
   NewDatabaseCleanup cleanup(db_path);
   auto lock = DaemonLock::acquire(db_path);
   if (!lock) {
@@ -371,7 +379,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   auto store = memory::MemoryStore::open(db_path);
   if (!store) {
     std::cerr << "kopt run: " << store.error() << "\n";
-    return 2;
+    return memory::kExitUnreadableDatabase;
   }
   RunRecorder recorder(*store);
 
@@ -387,6 +395,14 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
       return 2;
     }
     resume_id = (*last)->id;
+    auto waiting = waiting_submissions(store->database());
+    ResumePlan plan = plan_resume(**last, !invocation.tasks.empty(),
+                                  waiting ? *waiting : std::vector<Submission>{});
+    if (plan.nothing_to_resume) {
+      std::cout << plan.message;
+      return 0;
+    }
+    std::cerr << plan.message;
     auto saved = parse_json_bounded((*last)->config_json);
     if (saved.is_object() && saved.contains("options")) {
       // Budgets from the command line and the config win over the saved ones.

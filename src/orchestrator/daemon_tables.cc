@@ -51,20 +51,8 @@ Result<std::vector<Submission>> take_submissions(sql::Database& db, int64_t run_
   if (auto s = ensure_daemon_tables(db); !s) return make_error(s.error());
   auto transaction = sql::Transaction::begin(db);
   if (!transaction) return make_error(transaction.error());
-  std::vector<Submission> taken;
-  {
-    auto statement = db.cached(
-        "SELECT id, task_dir, submitted_at FROM daemon_submissions WHERE taken_by_run IS NULL"
-        " ORDER BY id");
-    while (true) {
-      auto row = statement->step();
-      if (!row) return make_error(row.error());
-      if (!*row) break;
-      taken.push_back({statement->column_int64(0), statement->column_text(1),
-                       statement->column_text(2)});
-    }
-  }
-  if (taken.empty()) return taken;
+  auto taken = waiting_submissions(db);
+  if (!taken || taken->empty()) return taken;
   auto mark = db.cached(
       "UPDATE daemon_submissions SET taken_by_run = ?1, taken_at = ?2 WHERE taken_by_run IS NULL");
   mark->bind(1, run_id).bind(2, memory::utc_timestamp());
@@ -76,6 +64,22 @@ Result<std::vector<Submission>> take_submissions(sql::Database& db, int64_t run_
 Result<int64_t> pending_submissions(sql::Database& db) {
   if (!db.has_table("daemon_submissions")) return int64_t{0};
   return db.query_int64("SELECT count(*) FROM daemon_submissions WHERE taken_by_run IS NULL");
+}
+
+Result<std::vector<Submission>> waiting_submissions(sql::Database& db) {
+  std::vector<Submission> waiting;
+  if (!db.has_table("daemon_submissions")) return waiting;
+  auto statement = db.cached(
+      "SELECT id, task_dir, submitted_at FROM daemon_submissions WHERE taken_by_run IS NULL"
+      " ORDER BY id");
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error(row.error());
+    if (!*row) break;
+    waiting.push_back(
+        {statement->column_int64(0), statement->column_text(1), statement->column_text(2)});
+  }
+  return waiting;
 }
 
 Status write_status(sql::Database& db, const StatusRow& row) {

@@ -31,6 +31,8 @@ Result<int64_t> submit_task(sql::Database& db, const std::string& task_dir);
 Result<std::vector<Submission>> take_submissions(sql::Database& db, int64_t run_id);
 // How many submissions wait.
 Result<int64_t> pending_submissions(sql::Database& db);
+// The submissions that wait, oldest first, left waiting.
+Result<std::vector<Submission>> waiting_submissions(sql::Database& db);
 
 struct StatusRow {
   int64_t run_id = 0;

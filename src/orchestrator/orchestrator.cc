@@ -74,9 +74,9 @@ Status Orchestrator::add_task(const std::filesystem::path& dir, bool restore) {
   {
     std::lock_guard lock(mutex_);
     for (const TaskState& t : tasks_) {
-      if (t.spec.name == spec->name) {
+      if (t.spec().name == spec->name) {
         return make_error("task " + spec->name + " is already part of this run (from " +
-                          t.spec.dir.string() + ")");
+                          t.spec().dir.string() + ")");
       }
     }
   }
@@ -95,15 +95,13 @@ Status Orchestrator::add_task(const std::filesystem::path& dir, bool restore) {
                       options_.budgets.max_usd_per_task, deps_.llm != nullptr};
   TaskState& task = tasks_.emplace_back(std::move(*spec), std::move(*reference),
                                         std::move(*baseline), std::move(limits));
+  // What earlier nights judged first, so that this run's own history (a resume) has the last
+  // word on the kernels both judged.
+  carry_over(task);
   if (restore) restore_task(task);
-  // What failed on this task in earlier runs, and why: the planner is told from the start.
-  for (const auto& plan : deps_.recorder->earlier_failed_plans(task.spec.name, 12)) {
-    task.tried_plans.insert(task.tried_plans.begin(),
-                            plan.title + " -> " + plan.outcome + " (an earlier run)");
-  }
   spdlog::info(
-      "task {} from {} (priority {}){}", task.spec.name, dir.string(), task.spec.priority,
-      restore ? fmt::format(": {} candidates judged before the resume", task.candidates) : "");
+      "task {} from {} (priority {}){}", task.spec().name, dir.string(), task.spec().priority,
+      restore ? fmt::format(": {} candidates judged before the resume", task.candidates()) : "");
   return ok_status();
 }
 
@@ -115,7 +113,7 @@ void Orchestrator::take_submissions() {
   }
   for (const Submission& s : *submissions) {
     if (auto added = add_task(s.task_dir, false); !added) {
-      spdlog::error("submitted task {} refused: {}", s.task_dir, added.error());
+      refuse_task(s.task_dir, added.error());
     } else {
       std::lock_guard lock(mutex_);
       options_.task_dirs.push_back(s.task_dir);
@@ -169,21 +167,22 @@ void Orchestrator::log_change(const TaskState& task, const PhaseChange& change) 
     case PhaseChange::Kind::kNone:
       return;
     case PhaseChange::Kind::kDone:
-      spdlog::info("[{}] done: {} (best {:.2f}x, {:.1f}% SOL, {} candidates)", task.spec.name,
-                   change.note, task.best_speedup, task.best_sol_percent, task.candidates);
+      spdlog::info("[{}] done: {} (best {:.2f}x, {:.1f}% SOL, {} candidates)", task.spec().name,
+                   change.note, task.best_speedup(), task.best_sol_percent(), task.candidates());
       return;
     case PhaseChange::Kind::kParked:
       if (task.finished()) {
-        spdlog::info("[{}] {}: {} (best {:.2f}x, {:.1f}% SOL)", task.spec.name,
-                     phase_name(task.phase), change.note, task.best_speedup, task.best_sol_percent);
+        spdlog::info("[{}] {}: {} (best {:.2f}x, {:.1f}% SOL)", task.spec().name,
+                     phase_name(task.phase()), change.note, task.best_speedup(),
+                     task.best_sol_percent());
       } else {
         spdlog::warn("[{}] parked: {}; no more LLM work for this task in this run{}",
-                     task.spec.name, change.note,
-                     task.tune_queue.empty() ? "" : " (the tuner finishes its queue)");
+                     task.spec().name, change.note,
+                     task.tuning() ? " (the tuner finishes its queue)" : "");
       }
       return;
     case PhaseChange::Kind::kFailed:
-      spdlog::error("[{}] {}", task.spec.name, change.note);
+      spdlog::error("[{}] {}", task.spec().name, change.note);
       return;
   }
 }
@@ -206,7 +205,7 @@ bool Orchestrator::launch_next_job() {
     PhaseChange change;
     std::optional<JobKind> next = task.next_job(now, llm_now, change);
     log_change(task, change);
-    if (auto note = task.take_score_note()) spdlog::info("[{}] {}", task.spec.name, *note);
+    if (auto note = task.take_score_note()) spdlog::info("[{}] {}", task.spec().name, *note);
     if (!next) continue;
     double score = task.fair_score();
     if (!chosen || score < chosen_score) {
@@ -217,29 +216,19 @@ bool Orchestrator::launch_next_job() {
   }
   if (!chosen) return false;
   TaskState& task = *chosen;
+  TakenJob job = task.take_job(kind);
   switch (kind) {
     case JobKind::kBaseline:
-      task.phase = TaskState::Phase::kBaselineRunning;
       launch(task, [this, &task] { run_baseline(task); });
       break;
-    case JobKind::kWarm: {
-      WarmKernel kernel = std::move(task.warm_queue.front());
-      task.warm_queue.pop_front();
-      ++task.warm_in_flight;
-      launch(task, [this, &task, kernel] { run_warm(task, kernel); });
+    case JobKind::kWarm:
+      launch(task, [this, &task, kernel = std::move(*job.warm)] { run_warm(task, kernel); });
       break;
-    }
-    case JobKind::kTune: {
-      TuneItem item = task.tune_queue.front();
-      task.tune_queue.pop_front();
-      --item.target->queued;
-      ++item.target->in_flight;
-      launch(task, [this, &task, item] { run_tune(task, item); });
+    case JobKind::kTune:
+      launch(task, [this, &task, item = *job.tune] { run_tune(task, item); });
       break;
-    }
     case JobKind::kCode: {
-      auto item = std::make_shared<CodeItem>(std::move(task.code_queue.front()));
-      task.code_queue.pop_front();
+      auto item = std::make_shared<CodeItem>(std::move(*job.code));
       ++llm_jobs_;
       launch(task, [this, &task, item] {
         LlmSlot slot{this};
@@ -248,7 +237,6 @@ bool Orchestrator::launch_next_job() {
       break;
     }
     case JobKind::kPlan:
-      task.plan_in_flight = true;
       ++llm_jobs_;
       launch(task, [this, &task] {
         LlmSlot slot{this};
@@ -260,8 +248,6 @@ bool Orchestrator::launch_next_job() {
 }
 
 void Orchestrator::launch(TaskState& task, std::function<void()> body) {
-  ++task.in_flight;
-  ++task.jobs_started;
   auto done = std::make_shared<std::atomic<bool>>(false);
   Job& job = jobs_.emplace_back();
   job.done = done;
@@ -270,11 +256,11 @@ void Orchestrator::launch(TaskState& task, std::function<void()> body) {
       body();
     } catch (const std::exception& e) {
       // A bug in one job must not take the night's other work down with it.
-      spdlog::error("[{}] job failed: {}", task.spec.name, e.what());
+      spdlog::error("[{}] job failed: {}", task.spec().name, e.what());
     }
     {
       std::lock_guard lock(mutex_);
-      --task.in_flight;
+      task.on_job_ended();
       done->store(true);
     }
     changed_.notify_all();
@@ -323,6 +309,7 @@ RunProgress Orchestrator::progress() const {
   p.alarm = alarm_;
   p.waiting_workers = deps_.evaluator->waiting();
   for (const TaskState& t : tasks_) p.tasks.push_back(t.progress());
+  p.refused = refused_;
   return p;
 }
 
@@ -344,7 +331,9 @@ void Orchestrator::publish_progress(bool force) {
 Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
   RunRecorder& recorder = *deps_.recorder;
   bool resuming = resume_run_id.has_value();
+  std::optional<RunProgress> before;  // what the run published last, read before reopening it
   if (resuming) {
+    before = recorder.published_progress(*resume_run_id);
     if (auto s = recorder.resume_run(*resume_run_id); !s) return make_error(s.error());
     auto totals = recorder.run_totals();
     if (totals) {
@@ -365,10 +354,11 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
   std::vector<std::string> refused;
   for (const auto& dir : options_.task_dirs) {
     if (auto s = add_task(dir, resuming); !s) {
-      spdlog::error("task {} refused: {}", dir.string(), s.error());
+      refuse_task(dir.string(), s.error());
       refused.push_back(s.error());
     }
   }
+  if (before) keep_finished_phases(*before);
   take_submissions();
   if (tasks_.empty()) {
     (void)recorder.finish_run("failed");
@@ -418,11 +408,11 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
       if (jobs_.empty() && all_finished) {
         size_t failed =
             static_cast<size_t>(std::count_if(tasks_.begin(), tasks_.end(), [](const TaskState& t) {
-              return t.phase == TaskState::Phase::kFailed;
+              return t.phase() == TaskState::Phase::kFailed;
             }));
         final_status_ = failed == tasks_.size() ? "failed" : "finished";
         stop_reason_ = failed == tasks_.size()
-                           ? "every task failed (" + tasks_.front().note + ")"
+                           ? "every task failed (" + tasks_.front().note() + ")"
                            : fmt::format("all {} tasks are done", tasks_.size());
         break;
       }

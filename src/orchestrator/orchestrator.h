@@ -40,6 +40,7 @@
 #include "sandbox/profile_bottleneck.h"
 #include "src/llm/llm_client.h"
 #include "src/orchestrator/candidate_evaluation.h"
+#include "src/orchestrator/coder_judge.h"
 #include "src/orchestrator/progress.h"
 #include "src/orchestrator/run_options.h"
 #include "src/orchestrator/run_recorder.h"
@@ -97,7 +98,14 @@ class Orchestrator {
   // ---- set-up (orchestrator.cc) ----
   Status add_task(const std::filesystem::path& dir, bool restore);
   void restore_task(TaskState& task);
+  // Rebuilds what earlier nights judged of the task into its search (TaskSearch::carry_over).
+  void carry_over(TaskState& task);
   void take_submissions();
+  // Remembers a task folder the run could not take and logs why (resume_phases.cc).
+  void refuse_task(const std::string& dir, const std::string& reason);
+  // After a resume: a task that was done, failed or parked when the run last published its
+  // state stays so; only unfinished work goes on (resume_phases.cc). Requires mutex_ unheld.
+  void keep_finished_phases(const RunProgress& before);
 
   // ---- the loop (orchestrator.cc) ----
   bool launch_next_job();  // false when no task has launchable work
@@ -118,13 +126,23 @@ class Orchestrator {
   void run_tune(TaskState& task, TuneItem item);
   void run_plan(TaskState& task);
   void run_code(TaskState& task, CodeItem item);
+  // The end of a coder job: the calls to the stall detector, the plan's outcome to the search
+  // and the plans table, credit to the memory's pairs, and the pair parent -> kernel.
+  void finish_code(TaskState& task, const CodeItem& item, const CoderJudge& judge,
+                   const agents::CoderOutcome& result, const agents::AgentUsage& usage,
+                   double best_before);
+  // Memory examples for a plan from `parent` into `context`, `skip` of the best left out;
+  // returns the pairs shown.
+  std::vector<int64_t> add_examples(const TaskState& task, const VerifiedKernel& parent,
+                                    size_t skip, agents::WorkContext& context);
+  // Records the planner's fresh plans and queues their coder samples. Requires mutex_.
+  void queue_plans(TaskState& task, const VerifiedKernel& parent,
+                   const agents::WorkContext& context, const std::vector<int64_t>& retrieved,
+                   std::vector<agents::Plan> fresh);
 
   // ---- shared by the jobs (search_jobs.cc) ----
   CandidateInput candidate_input(const TaskState& task, std::string source,
                                  memory::KernelOrigin origin, std::optional<int64_t> parent) const;
-  // TaskSearch::on_result, logged. Requires mutex_.
-  void count_candidate(TaskState& task, const CandidateOutcome& outcome,
-                       bool tune_new_kernels = true);
   // Stores the pair parent -> kernel when the change is large enough, with its lesson.
   void record_pair(TaskState& task, const VerifiedKernel& parent, const VerifiedKernel& kernel,
                    const std::string& mechanical_lesson);
@@ -177,7 +195,8 @@ class Orchestrator {
   std::string alarm_;       // the spend-rate alarm while it holds; ""
   double cost_before_ = 0;  // LLM spend of the run before a resume
   int64_t tokens_before_ = 0;
-  double elapsed_before_ = 0;  // active seconds of the run before a resume
+  double elapsed_before_ = 0;         // active seconds of the run before a resume
+  std::vector<RefusedTask> refused_;  // task folders this run could not take
   Clock::time_point started_;
   Clock::time_point last_status_write_{};
   Clock::time_point last_submission_poll_{};

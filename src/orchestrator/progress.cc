@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "common/text_escape.h"
 #include "common/utf8.h"
 
@@ -26,8 +28,11 @@ json RunProgress::to_json() const {
                           {"tokens", t.tokens},
                           {"cost_usd", t.cost_usd}});
   }
-  // Format 2 added waiting_workers; readers take what is there.
-  json j = {{"format", 2},
+  json refused_json = json::array();
+  for (const RefusedTask& r : refused)
+    refused_json.push_back({{"dir", r.dir}, {"reason", r.reason}});
+  // Format 2 added waiting_workers, format 3 refused; readers take what is there.
+  json j = {{"format", 3},
             {"run_id", run_id},
             {"pid", pid},
             {"state", state},
@@ -43,7 +48,8 @@ json RunProgress::to_json() const {
             {"pending_submissions", pending_submissions},
             {"alarm", alarm},
             {"waiting_workers", waiting_workers},
-            {"tasks", std::move(tasks_json)}};
+            {"tasks", std::move(tasks_json)},
+            {"refused", std::move(refused_json)}};
   return j;
 }
 
@@ -89,6 +95,11 @@ RunProgress RunProgress::from_json(const json& j) {
       p.tasks.push_back(std::move(task));
     }
   }
+  if (j.contains("refused") && j["refused"].is_array()) {
+    for (const json& r : j["refused"]) {
+      if (r.is_object()) p.refused.push_back({r.value("dir", ""), r.value("reason", "")});
+    }
+  }
   return p;
 }
 
@@ -109,12 +120,28 @@ std::string tokens_text(int64_t tokens) {
 }
 
 // A line for a terminal: a task's note can hold model or endpoint text, shown with visible
-// escapes (no cursor moves, no OSC sequences), cut on a character.
+// escapes (no cursor moves, no OSC sequences), cut at a word and on a character.
 std::string fit(const std::string& line, size_t width) {
-  return std::string(utf8_prefix(terminal_text(line), width));
+  return fit_words(terminal_text(line), width);
 }
 
 }  // namespace
+
+std::string fit_words(std::string line, size_t width) {
+  if (line.size() <= width) return line;
+  const std::string mark = "...";
+  if (width <= mark.size()) return std::string(utf8_prefix(line, width));
+  size_t keep = width - mark.size();
+  // The last space at or before the cut, unless that leaves less than half the line.
+  size_t space = line.rfind(' ', keep);
+  if (space != std::string::npos && space >= keep / 2) keep = space;
+  line = std::string(utf8_prefix(line, keep));
+  while (!line.empty() &&
+         (line.back() == ' ' || line.back() == ',' || line.back() == ';' || line.back() == ':')) {
+    line.pop_back();
+  }
+  return line + mark;
+}
 
 std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
   std::vector<std::string> lines;
@@ -137,9 +164,17 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
                         fmt::format("${:.2f}", t.cost_usd), state),
             width));
   }
+  for (const RefusedTask& r : p.refused) {
+    std::string name = std::filesystem::path(r.dir).filename().string();
+    // The first line of the reason: the rest (a "did you mean") is in `kopt status --json`.
+    std::string reason = r.reason.substr(0, r.reason.find('\n'));
+    lines.push_back(fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  refused: {}",
+                                    name.substr(0, 18), "-", "-", "-", "-", "-", "-", reason),
+                        width));
+  }
   // Time left means something only while the run works; a run that stopped has none.
   bool active = p.state == "running" || p.state == "draining";
-  std::string left = !active                ? std::string()
+  std::string left = !active               ? std::string()
                      : p.time_left_seconds ? ", " + format_duration(*p.time_left_seconds) + " left"
                                            : std::string(", no time limit");
   std::string budget = p.max_usd ? fmt::format(" of ${:.2f}", *p.max_usd) : "";
@@ -148,6 +183,7 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
       p.tasks.size(), candidates, failures, tokens_text(p.tokens), p.cost_usd, budget, p.run_id,
       p.state, format_duration(p.elapsed_seconds), left);
   if (p.pending_submissions > 0) total += fmt::format("; {} submitted", p.pending_submissions);
+  if (!p.refused.empty()) total += fmt::format("; {} refused", p.refused.size());
   lines.push_back(fit(total, width));
   if (!p.alarm.empty()) lines.push_back(fit("alarm: " + p.alarm, width));
   for (const std::string& w : p.waiting_workers) lines.push_back(fit("worker " + w, width));

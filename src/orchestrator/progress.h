@@ -27,6 +27,12 @@ struct TaskProgress {
   int64_t llm_calls = 0;
 };
 
+// A task folder the run could not take (a broken task.json, a name already taken), with why.
+struct RefusedTask {
+  std::string dir;
+  std::string reason;
+};
+
 struct RunProgress {
   int64_t run_id = 0;
   int64_t pid = 0;
@@ -45,10 +51,15 @@ struct RunProgress {
   // GPU workers waiting to start, e.g. in Slurm's queue (Evaluator::waiting()).
   std::vector<std::string> waiting_workers;
   std::vector<TaskProgress> tasks;
+  std::vector<RefusedTask> refused;
 
   nlohmann::json to_json() const;
   static RunProgress from_json(const nlohmann::json& j);
 };
+
+// `line` cut to `width` characters at a word boundary ("..." marks the cut), never mid-word
+// unless one word is longer than the line.
+std::string fit_words(std::string line, size_t width);
 
 // "1h02m", "3m05s", "42s".
 std::string format_duration(double seconds);

@@ -10,7 +10,9 @@ namespace kopt::orchestrator {
 
 Result<std::filesystem::path> run_directory(const std::filesystem::path& database, int64_t run_id) {
   std::filesystem::path base = database.has_parent_path() ? database.parent_path() : ".";
-  std::filesystem::path dir = base / "runs" / std::to_string(run_id);
+  // A folder per database (named after its file, without the extension): two databases side by
+  // side never share a run's log.
+  std::filesystem::path dir = base / "runs" / database.stem() / std::to_string(run_id);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error("cannot create the run folder " + dir.string() + ": " + ec.message());

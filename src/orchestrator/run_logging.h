@@ -1,5 +1,6 @@
 // The daemon's logging: spdlog to stderr (through the live display on a terminal) and to a
-// rotating file in the run's folder, "<database folder>/runs/<run id>/kopt.log".
+// rotating file in the run's folder, "<database folder>/runs/<database name>/<run id>/kopt.log"
+// (memory.db: runs/memory/1/kopt.log).
 #pragma once
 
 #include <filesystem>

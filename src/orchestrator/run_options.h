@@ -16,12 +16,12 @@
 namespace kopt::orchestrator {
 
 struct SearchSettings {
-  int beam_width = 4;                   // verified kernels kept per task
-  double near_copy_similarity = 0.92;   // token similarity above which two kernels are one
-  int plans_per_iteration = 4;          // plans the planner proposes from one beam kernel
-  int max_repairs = 2;                  // coder repairs after a compile error or a wrong answer
-  int memory_examples = 4;              // pairs retrieved from memory into each prompt
-  double sol_threshold_percent = 90;    // a task at this share of speed of light is done
+  int beam_width = 4;                  // verified kernels kept per task
+  double near_copy_similarity = 0.92;  // token similarity above which two kernels are one
+  int plans_per_iteration = 4;         // plans the planner proposes from one beam kernel
+  int max_repairs = 2;                 // coder repairs after a compile error or a wrong answer
+  int memory_examples = 4;             // pairs retrieved from memory into each prompt
+  double sol_threshold_percent = 90;   // a task at this share of speed of light is done
   // What the task weights and the stopping rule read (task_score.h). kAuto by default because S
   // against what users run is what users and SOL-ExecBench judge a kernel by: with a production
   // baseline measured on this GPU model (`kopt baselines`), a task is worth the night while it
@@ -46,9 +46,11 @@ struct SearchSettings {
   // Parent choice (UCB): a beam kernel's score is its speedup over the task's best plus
   // exploration x sqrt(ln(plans from the task + 1) / (plans from it + 1)).
   double exploration = 0.5;
-  // A verified child within this share of its parent's speed (and under positive_pair_speedup)
-  // gets one more coder turn with its own measurements and counters.
-  double refine_within = 0.95;
+  // A verified child at least this share of its parent's speed (and under
+  // positive_pair_speedup) gets one more coder turn with its own measurements and counters
+  // against its parent's: a first tensor-core GEMM at 0.7x of a tuned SIMT parent is the kernel
+  // CudaForge and K-Search iterate on, not one to drop.
+  double refine_within = 0.6;
   // Tasks under this %SOL get `far_coder_samples` coder samples per plan instead of one.
   double far_from_sol_percent = 20;
   int far_coder_samples = 2;

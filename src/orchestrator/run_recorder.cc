@@ -55,18 +55,17 @@ Result<int64_t> RunRecorder::record_evaluation(memory::KernelRecord kernel,
   if (evaluation.verifier_version == 0) evaluation.verifier_version = kVerifierVersion;
   // Another process holding the write lock (a long `kopt memory prune`, a backup) delays the
   // evaluation; it is never dropped.
-  return retry_while_locked("storing an evaluation of " + kernel.task,
-                            [&]() -> Result<int64_t> {
-                              auto transaction = store_.begin();
-                              if (!transaction) return make_error(transaction.error());
-                              auto kernel_id = store_.add_kernel(kernel);
-                              if (!kernel_id) return make_error(kernel_id.error());
-                              evaluation.kernel_id = *kernel_id;
-                              auto evaluation_id = store_.add_evaluation(evaluation);
-                              if (!evaluation_id) return make_error(evaluation_id.error());
-                              if (auto s = transaction->commit(); !s) return make_error(s.error());
-                              return *kernel_id;
-                            });
+  return retry_while_locked("storing an evaluation of " + kernel.task, [&]() -> Result<int64_t> {
+    auto transaction = store_.begin();
+    if (!transaction) return make_error(transaction.error());
+    auto kernel_id = store_.add_kernel(kernel);
+    if (!kernel_id) return make_error(kernel_id.error());
+    evaluation.kernel_id = *kernel_id;
+    auto evaluation_id = store_.add_evaluation(evaluation);
+    if (!evaluation_id) return make_error(evaluation_id.error());
+    if (auto s = transaction->commit(); !s) return make_error(s.error());
+    return *kernel_id;
+  });
 }
 
 Result<int64_t> RunRecorder::add_pair(const memory::PairRecord& pair) {
@@ -135,6 +134,15 @@ double RunRecorder::active_seconds(int64_t run_id) {
   return row && *row ? (*row)->active_seconds : 0.0;
 }
 
+std::optional<RunProgress> RunRecorder::published_progress(int64_t run_id) {
+  std::lock_guard lock(mutex_);
+  auto row = read_status(store_.database(), run_id);
+  if (!row || !*row) return std::nullopt;
+  auto json = nlohmann::json::parse((*row)->status_json, nullptr, false);
+  if (!json.is_object()) return std::nullopt;
+  return RunProgress::from_json(json);
+}
+
 Result<std::vector<Submission>> RunRecorder::take_submissions() {
   std::lock_guard lock(mutex_);
   return orchestrator::take_submissions(store_.database(), run_id_);
@@ -165,18 +173,6 @@ void RunRecorder::finish_plan(int64_t id, const std::string& outcome,
   }
 }
 
-std::vector<memory::PlanRecord> RunRecorder::earlier_failed_plans(const std::string& task,
-                                                                  int64_t limit) {
-  std::lock_guard lock(mutex_);
-  auto plans = memory::failed_plans(
-      store_.database(), task, run_id_ ? std::optional<int64_t>(run_id_) : std::nullopt, limit);
-  if (!plans) {
-    spdlog::warn("memory: {}", plans.error());
-    return {};
-  }
-  return *plans;
-}
-
 void RunRecorder::record_transcript(const agents::Transcript& t) {
   auto scrub = [this](const std::string& text) { return scrub_ ? scrub_(text) : text; };
   memory::TranscriptRecord record;
@@ -194,35 +190,6 @@ void RunRecorder::record_transcript(const agents::Transcript& t) {
   }
 }
 
-Result<std::vector<WarmKernel>> RunRecorder::warm_start_kernels(const std::string& task,
-                                                                const std::string& gpu_model,
-                                                                int limit) {
-  std::lock_guard lock(mutex_);
-  // A kernel's best verified evaluation per kernel; the speedups of different runs are each
-  // against their own baseline timed interleaved, so they compare across runs.
-  auto statement = store_.database().cached(
-      "SELECT k.id, k.parent_id, k.source, k.origin_agent, k.origin_tuner, max(e.speedup) AS s"
-      " FROM evaluations e JOIN kernels k ON k.id = e.kernel_id JOIN tasks t ON t.id = e.task_id"
-      " WHERE t.name = ?1 AND e.gpu_model = ?2 AND e.verdict = 'ok' AND e.run_id IS NOT ?3"
-      " AND k.origin_agent != 'baseline' AND e.speedup > 1.0"
-      " GROUP BY k.id ORDER BY s DESC, k.id LIMIT ?4");
-  statement->bind(1, task).bind(2, gpu_model).bind(3, run_id_).bind(4, int64_t{limit});
-  std::vector<WarmKernel> out;
-  while (true) {
-    auto row = statement->step();
-    if (!row) return make_error(row.error());
-    if (!*row) break;
-    WarmKernel k;
-    k.kernel_id = statement->column_int64(0);
-    k.parent_id = statement->column_optional_int64(1);
-    k.source = statement->column_text(2);
-    k.origin = statement->column_int64(4) ? "tuner" : statement->column_text(3);
-    k.earlier_speedup = statement->column_double(5);
-    out.push_back(std::move(k));
-  }
-  return out;
-}
-
 Result<std::optional<ProductionReference>> RunRecorder::best_production_baseline(
     const std::string& task, const std::string& gpu_model) {
   std::lock_guard lock(mutex_);
@@ -234,46 +201,10 @@ Result<std::optional<ProductionReference>> RunRecorder::best_production_baseline
 
 Result<std::vector<PastEvaluation>> RunRecorder::history(const std::string& task) {
   std::lock_guard lock(mutex_);
-  auto statement = store_.database().cached(
-      "SELECT e.id, e.kernel_id, k.parent_id, k.source, k.origin_agent, k.origin_tuner,"
-      " e.gpu_model, e.compute_capability, e.driver_version, e.cuda_version, e.verdict, e.detail,"
-      " e.tunables_json, e.median_us, e.noise, e.baseline_us, e.speedup, e.sol_percent,"
-      " e.resources_json, e.created_at"
-      " FROM evaluations e JOIN kernels k ON k.id = e.kernel_id JOIN tasks t ON t.id = e.task_id"
-      " WHERE e.run_id = ?1 AND t.name = ?2 ORDER BY e.id");
+  auto statement = store_.database().cached(std::string(kPastEvaluationColumns) +
+                                            " WHERE e.run_id = ?1 AND t.name = ?2 ORDER BY e.id");
   statement->bind(1, run_id_).bind(2, task);
-  std::vector<PastEvaluation> out;
-  while (true) {
-    auto row = statement->step();
-    if (!row) return make_error(row.error());
-    if (!*row) break;
-    PastEvaluation p;
-    p.evaluation_id = statement->column_int64(0);
-    p.kernel_id = statement->column_int64(1);
-    p.parent_id = statement->column_optional_int64(2);
-    p.source = statement->column_text(3);
-    p.origin_agent = statement->column_text(4);
-    p.tuner = statement->column_int64(5) != 0;
-    memory::EvaluationRecord& e = p.evaluation;
-    e.id = p.evaluation_id;
-    e.kernel_id = p.kernel_id;
-    e.task = task;
-    e.run_id = run_id_;
-    e.gpu = {statement->column_text(6), statement->column_text(7), statement->column_text(8),
-             statement->column_text(9)};
-    e.verdict = statement->column_text(10);
-    e.detail = statement->column_text(11);
-    e.tunables_json = statement->column_text(12);
-    e.median_us = statement->column_double(13);
-    e.noise = statement->column_double(14);
-    e.baseline_us = statement->column_double(15);
-    e.speedup = statement->column_double(16);
-    e.sol_percent = statement->column_double(17);
-    e.resources_json = statement->column_text(18);
-    e.created_at = statement->column_text(19);
-    out.push_back(std::move(p));
-  }
-  return out;
+  return read_past_evaluations(*statement, task);
 }
 
 }  // namespace kopt::orchestrator

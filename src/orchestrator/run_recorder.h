@@ -6,8 +6,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -20,20 +20,10 @@
 #include "sandbox/task_spec.h"
 #include "src/llm/accounting.h"
 #include "src/orchestrator/daemon_tables.h"
+#include "src/orchestrator/progress.h"
 #include "src/orchestrator/task_search.h"
 
 namespace kopt::orchestrator {
-
-// An evaluation of this run as read back for --resume, with its kernel.
-struct PastEvaluation {
-  int64_t evaluation_id = 0;
-  int64_t kernel_id = 0;
-  std::optional<int64_t> parent_id;
-  std::string source;
-  std::string origin_agent;
-  bool tuner = false;
-  memory::EvaluationRecord evaluation;
-};
 
 class RunRecorder final : public LlmCallSink {
  public:
@@ -68,13 +58,21 @@ class RunRecorder final : public LlmCallSink {
   Status write_status(const StatusRow& row);
   // The active seconds the status row of `run_id` records (0 when it has none).
   double active_seconds(int64_t run_id);
+  // What `run_id` last published for `kopt status` (nothing when it published nothing).
+  std::optional<RunProgress> published_progress(int64_t run_id);
   Result<std::vector<Submission>> take_submissions();
   int64_t pending_submissions();
 
-  // The fastest distinct kernels (not the baseline) verified for `task` on `gpu_model` in
-  // earlier runs, best first, at most `limit`: a warm start for this run.
+  // The beam of earlier runs of `task` on `gpu_model`, best first, at most `limit`: the fastest
+  // verified kernels (not the baseline), one per lineage of ideas (a tuner copy stands for the
+  // kernel it tuned, the best of them kept) and none a near-copy (code_similarity at least
+  // `near_copy`) of a faster one. A warm start for this run (run_recorder_nights.cc).
   Result<std::vector<WarmKernel>> warm_start_kernels(const std::string& task,
-                                                     const std::string& gpu_model, int limit);
+                                                     const std::string& gpu_model, int limit,
+                                                     double near_copy);
+  // What earlier runs judged of `task` under its current judging spec and verifier version,
+  // oldest first, and its plans of earlier runs (run_recorder_nights.cc).
+  Result<EarlierNights> earlier_nights(const TaskSpec& task);
   // The fastest production baseline measured for `task` on `gpu_model`
   // (memory_store/production_baselines.h); nothing when none was measured.
   Result<std::optional<ProductionReference>> best_production_baseline(const std::string& task,
@@ -83,8 +81,6 @@ class RunRecorder final : public LlmCallSink {
   // never the caller's problem: a lost transcript must not stop the search.
   std::optional<int64_t> add_plan(memory::PlanRecord plan);
   void finish_plan(int64_t id, const std::string& outcome, const std::vector<int64_t>& children);
-  // Plans of `task` in earlier runs that produced no verified kernel, newest first.
-  std::vector<memory::PlanRecord> earlier_failed_plans(const std::string& task, int64_t limit);
   // Stores one prompt and its answer, each text through the scrubber first.
   void record_transcript(const agents::Transcript& transcript);
   // What every stored prompt and answer passes through: removes key values (daemon.cc sets it
@@ -95,6 +91,14 @@ class RunRecorder final : public LlmCallSink {
   // This run's evaluations of `task`, oldest first.
   Result<std::vector<PastEvaluation>> history(const std::string& task);
 
+  // The SELECT ... FROM ... JOIN of read_past_evaluations(), for a WHERE to follow.
+  static constexpr const char* kPastEvaluationColumns =
+      "SELECT e.id, e.kernel_id, k.parent_id, k.source, k.origin_agent, k.origin_tuner,"
+      " e.gpu_model, e.compute_capability, e.driver_version, e.cuda_version, e.verdict,"
+      " e.detail, e.tunables_json, e.median_us, e.noise, e.baseline_us, e.speedup,"
+      " e.sol_percent, e.resources_json, e.created_at, e.run_id"
+      " FROM evaluations e JOIN kernels k ON k.id = e.kernel_id JOIN tasks t ON t.id = e.task_id";
+
  private:
   std::mutex mutex_;
   memory::MemoryStore& store_;
@@ -102,6 +106,10 @@ class RunRecorder final : public LlmCallSink {
   std::map<std::string, std::string> judging_specs_;  // task name -> judging_spec_sha256
   std::function<std::string(const std::string&)> scrub_;
 };
+
+// The rows of a kPastEvaluationColumns query.
+Result<std::vector<PastEvaluation>> read_past_evaluations(sql::Statement& statement,
+                                                          const std::string& task);
 
 // Runs `write` (a function returning a Result or Status) until it succeeds, fails for a reason
 // other than another process's lock on the database, or `patience` has passed: a held lock

@@ -17,7 +17,7 @@ double seconds(std::chrono::milliseconds ms) { return static_cast<double>(ms.cou
 }  // namespace
 
 void Orchestrator::charge(TaskState& task, const agents::AgentUsage& usage) {
-  task.usage.add(usage);
+  task.charge(usage);
   usage_.add(usage);
   spend_rate_.add(Clock::now(), usage.cost_usd);
 }
@@ -34,21 +34,19 @@ std::optional<double> Orchestrator::raised_temperature(const std::string& agent,
 
 void Orchestrator::back_off(TaskState& task, std::chrono::milliseconds delay,
                             const std::string& why) {
-  task.llm_not_before = Clock::now() + delay;
-  task.temperature_boost += options_.stall.temperature_step;
-  ++task.memory_rotation;
-  auto hotter = raised_temperature("coder", task.temperature_boost);
+  task.back_off(Clock::now() + delay, options_.stall.temperature_step);
+  auto hotter = raised_temperature("coder", task.temperature_boost());
   spdlog::warn(
       "[{}] backing off for {:.1f} s ({}): other tasks go first, then {}other memory "
       "examples",
-      task.spec.name, seconds(delay), why,
+      task.spec().name, seconds(delay), why,
       hotter ? fmt::format("temperature {:.2f}, ", *hotter) : std::string());
 }
 
 void Orchestrator::park(TaskState& task, const std::string& why) {
   if (!task.park(why)) return;
-  spdlog::warn("[{}] parked: {}; no more LLM work for this task in this run{}", task.spec.name, why,
-               task.tune_queue.empty() ? "" : " (the tuner finishes its queue)");
+  spdlog::warn("[{}] parked: {}; no more LLM work for this task in this run{}", task.spec().name,
+               why, task.tuning() ? " (the tuner finishes its queue)" : "");
 }
 
 void Orchestrator::park_model(const std::string& why) {
@@ -64,16 +62,16 @@ bool Orchestrator::llm_held_back(Clock::time_point now) const {
 
 void Orchestrator::record_coder_calls(TaskState& task, const std::vector<CallOutcome>& calls) {
   for (CallOutcome call : calls) {
-    auto advice = task.stall.record(call);
+    auto advice = task.record_coder_call(call);
     // The model as a whole stalls when it stops writing kernels at all; which kernels it
     // repeats is a matter of the task.
     bool wrote_kernel = call == CallOutcome::kNewKernel || call == CallOutcome::kBrokenKernel ||
                         call == CallOutcome::kRepeat;
     auto model_advice = model_stall_.record(wrote_kernel ? CallOutcome::kNewKernel : call);
     if (advice == StallDetector::Advice::kPark) {
-      park(task, "stalled: " + task.stall.describe());
-    } else if (advice == StallDetector::Advice::kBackOff && task.parked.empty()) {
-      back_off(task, task.stall.next_delay(), task.stall.describe());
+      park(task, "stalled: " + task.stall().describe());
+    } else if (advice == StallDetector::Advice::kBackOff && task.parked().empty()) {
+      back_off(task, task.stall().next_delay(), task.stall().describe());
     }
     if (model_advice == StallDetector::Advice::kPark) {
       park_model("stalled: the coder model " + deps_.coder_model + ": " + model_stall_.describe());
@@ -87,15 +85,14 @@ void Orchestrator::record_coder_calls(TaskState& task, const std::vector<CallOut
 
 void Orchestrator::planner_stalled(TaskState& task, const std::string& note,
                                    const std::string& why) {
-  ++task.planner_stale;
-  task.planner_note = note;
+  int stale = task.on_planner_stale(note);
   const StallSettings& s = options_.stall;
-  if (task.planner_stale >= s.planner_stale_answers) {
-    park(task, fmt::format("stalled: the planner's last {} answers {}", task.planner_stale, why));
+  if (stale >= s.planner_stale_answers) {
+    park(task, fmt::format("stalled: the planner's last {} answers {}", stale, why));
     return;
   }
   auto delay = s.backoff_initial;
-  for (int i = 1; i < task.planner_stale && delay < s.backoff_max; ++i) delay *= 2;
+  for (int i = 1; i < stale && delay < s.backoff_max; ++i) delay *= 2;
   back_off(task, std::min(delay, s.backoff_max), "the planner's answer " + why);
 }
 

@@ -6,30 +6,23 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/sha256.h"
 #include "common/utf8.h"
 #include "memory_store/techniques.h"
 #include "sandbox/kernel_file.h"
 #include "src/orchestrator/candidate_evaluation.h"
+#include "src/orchestrator/kernel_fingerprint.h"
 
 namespace kopt::orchestrator {
 
-namespace {
-
-std::string first_line(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  return clip_utf8(line, 200);
-}
-
-}  // namespace
-
 TaskSearch::TaskSearch(TaskSpec task, std::string reference, std::string baseline_file,
                        SearchLimits search_limits)
-    : spec(std::move(task)),
-      reference_source(std::move(reference)),
-      baseline_source(std::move(baseline_file)),
-      beam(search_limits.search.beam_width, search_limits.search.near_copy_similarity),
-      stall(search_limits.stall),
-      limits(std::move(search_limits)) {}
+    : spec_(std::move(task)),
+      reference_source_(std::move(reference)),
+      baseline_source_(std::move(baseline_file)),
+      beam_(search_limits.search.beam_width, search_limits.search.near_copy_similarity),
+      stall_(search_limits.stall),
+      limits_(std::move(search_limits)) {}
 
 double TaskSearch::weight() const {
   // log(1 / SOL share): a GEMM at 2% gets ln(50) = 3.9, a softmax at 45% ln(2.2) = 0.8, so the
@@ -44,30 +37,30 @@ double TaskSearch::weight() const {
     // night on one scale. S under 0.01 counts as 0.01, as %SOL under 1% counts as 1%.
     gain = std::log(1.0 / std::clamp(now.s, 0.01, 1.0));
   } else {
-    double sol = std::clamp(best_sol_percent > 0 ? best_sol_percent : 1.0, 1.0, 100.0);
+    double sol = std::clamp(best_sol_percent_ > 0 ? best_sol_percent_ : 1.0, 1.0, 100.0);
     gain = std::log(100.0 / sol);
   }
-  return std::max(0.02, gain) * std::max(0.01, spec.priority);
+  return std::max(0.02, gain) * std::max(0.01, spec_.priority);
 }
 
 TaskScore TaskSearch::score() const {
-  return task_score(limits.search.score, best_sol_percent, baseline ? baseline->sol_us : 0,
-                    baseline ? baseline->median_us : 0, production);
+  return task_score(limits_.search.score, best_sol_percent_, baseline_ ? baseline_->sol_us : 0,
+                    baseline_ ? baseline_->median_us : 0, production_);
 }
 
 std::optional<std::string> TaskSearch::take_score_note() {
-  if (score_fallback_said) return std::nullopt;
+  if (score_fallback_said_) return std::nullopt;
   TaskScore now = score();
   if (now.fallback.empty()) return std::nullopt;
-  score_fallback_said = true;
+  score_fallback_said_ = true;
   return fmt::format("S cannot be computed ({}): weights and stopping use %SOL (threshold {:.0f}%)",
-                     now.fallback, limits.search.sol_threshold_percent);
+                     now.fallback, limits_.search.sol_threshold_percent);
 }
 
 double TaskSearch::fair_score() const {
   // Work done in dollars: the model's spend, plus a small price per GPU job so that a run
   // without a model (or before its first call) still shares the GPUs by weight.
-  return (usage.cost_usd + kGpuJobUsd * static_cast<double>(jobs_started + 1)) / weight();
+  return (usage_.cost_usd + kGpuJobUsd * static_cast<double>(jobs_started_ + 1)) / weight();
 }
 
 const char* phase_name(TaskSearch::Phase phase) {
@@ -90,69 +83,92 @@ const char* phase_name(TaskSearch::Phase phase) {
 
 TaskProgress TaskSearch::progress() const {
   TaskProgress p;
-  p.name = spec.name;
-  p.state = phase_name(phase);
-  if (phase == Phase::kSearching && !tune_queue.empty() && code_queue.empty() && !plan_in_flight) {
+  p.name = spec_.name;
+  p.state = phase_name(phase_);
+  if (phase_ == Phase::kSearching && !tune_queue_.empty() && code_queue_.empty() &&
+      !plan_in_flight_) {
     p.state = "tuning";
   }
-  p.note = note;
-  if (!parked.empty() && !finished()) {
+  p.note = note_;
+  if (!parked_.empty() && !finished()) {
     // Still tuning what it had, but the model is done with it: say why now, not at the end.
     p.state = "parked";
-    p.note = parked;
+    p.note = parked_;
   }
-  p.best_speedup = best_speedup;
-  p.best_sol_percent = best_sol_percent;
-  p.best_us = best_us;
-  p.candidates = candidates;
-  p.failures = failures;
-  p.repeats = repeats;
-  p.llm_calls = usage.calls;
-  p.in_flight = in_flight;
-  p.tokens = usage.input_tokens + usage.output_tokens;
-  p.cost_usd = usage.cost_usd;
+  p.best_speedup = best_speedup_;
+  p.best_sol_percent = best_sol_percent_;
+  p.best_us = best_us_;
+  p.candidates = candidates_;
+  p.failures = failures_;
+  p.repeats = repeats_;
+  p.llm_calls = usage_.calls;
+  p.in_flight = in_flight_;
+  p.tokens = usage_.input_tokens + usage_.output_tokens;
+  p.cost_usd = usage_.cost_usd;
   return p;
+}
+
+const KnownKernel* TaskSearch::known(const std::string& fingerprint) const {
+  auto it = known_kernels_.find(fingerprint);
+  return it == known_kernels_.end() ? nullptr : &it->second;
+}
+
+bool TaskSearch::judged(const std::string& source) const {
+  std::string sha = sha256_hex(source);
+  return judged_sources_.count(sha) > 0 || earlier_sources_.count(sha) > 0;
+}
+
+void TaskSearch::remember(const std::string& source, int64_t kernel_id,
+                          const std::string& verdict) {
+  judged_sources_.insert(sha256_hex(source));
+  known_kernels_[kernel_fingerprint(source)] = {kernel_id, verdict};
+}
+
+bool TaskSearch::finish(std::string why, PhaseChange& change) {
+  phase_ = Phase::kDone;
+  note_ = std::move(why);
+  change = {PhaseChange::Kind::kDone, note_};
+  return false;
 }
 
 bool TaskSearch::update_phase(PhaseChange& change) {
   if (finished()) return false;
-  auto finish = [&](std::string why) {
-    phase = Phase::kDone;
-    note = std::move(why);
-    change = {PhaseChange::Kind::kDone, note};
-    return false;
-  };
-  const SearchSettings& s = limits.search;
+  const SearchSettings& s = limits_.search;
   if (TaskScore now = score(); now.uses_s) {
     if (now.s >= s.sol_score_threshold) {
       return finish(fmt::format("reached S {:.2f} against {} (threshold {:.2f})", now.s,
-                                now.reference, s.sol_score_threshold));
+                                now.reference, s.sol_score_threshold),
+                    change);
     }
     // Near the bound, a task still slower than what users run goes on (its plateau ends it);
     // one at least as fast has little left to gain.
-    if (best_sol_percent >= s.sol_threshold_percent && now.s >= 0.5) {
+    if (best_sol_percent_ >= s.sol_threshold_percent && now.s >= 0.5) {
       return finish(
           fmt::format("reached {:.1f}% of speed of light, as fast as {} or faster (S {:.2f})",
-                      best_sol_percent, now.reference, now.s));
+                      best_sol_percent_, now.reference, now.s),
+          change);
     }
-  } else if (best_sol_percent >= s.sol_threshold_percent) {
-    return finish(fmt::format("reached {:.1f}% of speed of light", best_sol_percent));
+  } else if (best_sol_percent_ >= s.sol_threshold_percent) {
+    return finish(fmt::format("reached {:.1f}% of speed of light", best_sol_percent_), change);
   }
-  if (limits.candidates_per_task && candidates >= *limits.candidates_per_task) {
-    return finish(fmt::format("candidate budget of {} used", *limits.candidates_per_task));
+  if (limits_.candidates_per_task && candidates_ >= *limits_.candidates_per_task) {
+    return finish(fmt::format("candidate budget of {} used", *limits_.candidates_per_task), change);
   }
-  if (limits.llm && plans_since_improvement >= s.plateau_plans) {
-    return finish(fmt::format("plateau: {} model plans without a {:.0f}% gain",
-                              plans_since_improvement, (s.min_improvement - 1) * 100));
+  if (limits_.llm && plans_since_improvement_ >= plateau_limit()) {
+    return finish(fmt::format("plateau: {} model plans without a {:.0f}% gain{}",
+                              plans_since_improvement_, (s.min_improvement - 1) * 100,
+                              strategy_changes_ > 0 ? ", after a change of strategy" : ""),
+                  change);
   }
-  if (limits.llm && since_improvement >= s.plateau_candidates) {
-    return finish(fmt::format("plateau: {} candidates without a {:.0f}% gain", since_improvement,
-                              (s.min_improvement - 1) * 100));
+  if (limits_.llm && since_improvement_ >= s.plateau_candidates) {
+    return finish(fmt::format("plateau: {} candidates without a {:.0f}% gain", since_improvement_,
+                              (s.min_improvement - 1) * 100),
+                  change);
   }
-  const auto& cap = limits.max_usd_per_task;
-  if (limits.llm && cap && parked.empty() && usage.cost_usd >= *cap) {
+  const auto& cap = limits_.max_usd_per_task;
+  if (limits_.llm && cap && parked_.empty() && usage_.cost_usd >= *cap) {
     std::string why =
-        fmt::format("its LLM budget of ${:.2f} is spent (${:.2f})", *cap, usage.cost_usd);
+        fmt::format("its LLM budget of ${:.2f} is spent (${:.2f})", *cap, usage_.cost_usd);
     if (park(why)) change = {PhaseChange::Kind::kParked, why};
   }
   return true;
@@ -161,137 +177,177 @@ bool TaskSearch::update_phase(PhaseChange& change) {
 std::optional<JobKind> TaskSearch::next_job(std::chrono::steady_clock::time_point now, bool llm_now,
                                             PhaseChange& change) {
   if (!update_phase(change)) return std::nullopt;
-  if (phase == Phase::kNeedsBaseline) return JobKind::kBaseline;
-  if (phase != Phase::kSearching) return std::nullopt;
+  if (phase_ == Phase::kNeedsBaseline) return JobKind::kBaseline;
+  if (phase_ != Phase::kSearching) return std::nullopt;
   // A backed-off task leaves the model to the others until its time comes.
-  bool task_llm = llm_now && parked.empty() && now >= llm_not_before;
-  if (!warm_queue.empty()) return JobKind::kWarm;
-  if (!tune_queue.empty()) return JobKind::kTune;
-  if (task_llm && !code_queue.empty()) return JobKind::kCode;
+  bool task_llm = llm_now && parked_.empty() && now >= llm_not_before_;
+  if (!warm_queue_.empty()) return JobKind::kWarm;
+  if (!tune_queue_.empty()) return JobKind::kTune;
+  if (task_llm && !code_queue_.empty()) return JobKind::kCode;
   // The first plan starts from the best kernel known, so it waits for the warm start.
-  bool warming = warm_in_flight > 0;
-  if (task_llm && !plan_in_flight && code_queue.empty() && !beam.empty() && !warming) {
+  bool warming = warm_in_flight_ > 0;
+  if (task_llm && !plan_in_flight_ && code_queue_.empty() && !beam_.empty() && !warming) {
     return JobKind::kPlan;
   }
-  if (in_flight == 0 && (!limits.llm || !parked.empty())) {
-    phase = limits.llm ? Phase::kParked : Phase::kDone;
-    note = limits.llm ? parked : "every tunable configuration tried";
-    change = {limits.llm ? PhaseChange::Kind::kParked : PhaseChange::Kind::kDone, note};
+  if (in_flight_ == 0 && (!limits_.llm || !parked_.empty())) {
+    phase_ = limits_.llm ? Phase::kParked : Phase::kDone;
+    note_ = limits_.llm ? parked_ : "every tunable configuration tried";
+    change = {limits_.llm ? PhaseChange::Kind::kParked : PhaseChange::Kind::kDone, note_};
   }
   return std::nullopt;
+}
+
+TakenJob TaskSearch::take_job(JobKind kind) {
+  TakenJob job{.kind = kind};
+  switch (kind) {
+    case JobKind::kBaseline:
+      phase_ = Phase::kBaselineRunning;
+      break;
+    case JobKind::kWarm:
+      job.warm = std::move(warm_queue_.front());
+      warm_queue_.pop_front();
+      ++warm_in_flight_;
+      break;
+    case JobKind::kTune:
+      job.tune = tune_queue_.front();
+      tune_queue_.pop_front();
+      --job.tune->target->queued;
+      ++job.tune->target->in_flight;
+      break;
+    case JobKind::kCode:
+      job.code = std::move(code_queue_.front());
+      code_queue_.pop_front();
+      break;
+    case JobKind::kPlan:
+      plan_in_flight_ = true;
+      break;
+  }
+  ++in_flight_;
+  ++jobs_started_;
+  return job;
 }
 
 PhaseChange TaskSearch::on_result(const CandidateOutcome& outcome, bool tune_new_kernels) {
   if (!outcome.judged) {
     if (outcome.gpu_busy) return {};  // the GPU's fault, already retried and logged
-    if (++evaluator_errors >= kMaxFailuresInARow && !finished()) {
-      phase = Phase::kFailed;
-      note = "the evaluator keeps failing: " + first_line(outcome.error);
-      return {PhaseChange::Kind::kFailed, note};
+    if (++evaluator_errors_ >= kMaxFailuresInARow && !finished()) {
+      phase_ = Phase::kFailed;
+      note_ = "the evaluator keeps failing: " + first_line_clipped(outcome.error);
+      return {PhaseChange::Kind::kFailed, note_};
     }
     return {};
   }
-  evaluator_errors = 0;
-  ++candidates;
-  ++since_improvement;
+  evaluator_errors_ = 0;
+  ++candidates_;
+  ++since_improvement_;
   if (!outcome.verified) {
-    ++failures;
+    ++failures_;
     return {};
   }
   const VerifiedKernel& k = *outcome.verified;
-  if (k.kernel_id && k.parent_id) parent_of[k.kernel_id] = *k.parent_id;
-  if (k.speedup > best_speedup * limits.search.min_improvement) since_improvement = 0;
-  if (k.speedup > best_speedup) {
-    best_speedup = k.speedup;
-    best_us = k.median_us;
+  if (k.kernel_id && k.parent_id) parent_of_[k.kernel_id] = *k.parent_id;
+  if (k.speedup > best_speedup_ * limits_.search.min_improvement) since_improvement_ = 0;
+  if (k.speedup > best_speedup_) {
+    best_speedup_ = k.speedup;
+    best_us_ = k.median_us;
   }
-  best_sol_percent = std::max(best_sol_percent, k.sol_percent);
-  bool entered = beam.offer(k);
+  best_sol_percent_ = std::max(best_sol_percent_, k.sol_percent);
+  bool entered = beam_.offer(k);
   if (entered && tune_new_kernels && k.origin != "tuner") add_tune_target(k);
   return {};
 }
 
-SortedPlans TaskSearch::on_plans(std::vector<agents::Plan> plans, const VerifiedKernel& parent) {
-  planner_failures = 0;
-  if (parent.kernel_id && parent.parent_id) parent_of[parent.kernel_id] = *parent.parent_id;
-  // The lineage: the parent and the kernels it came from, as far as this run knows them.
-  std::vector<int64_t> lineage;
-  for (int64_t id = parent.kernel_id; lineage.size() < 64;) {
-    lineage.push_back(id);
-    auto up = parent_of.find(id);
-    if (up == parent_of.end()) break;
-    id = up->second;
-  }
-  SortedPlans sorted;
-  std::set<std::string> answer_keys;
-  for (agents::Plan& plan : plans) {
-    std::vector<std::string> techniques = memory::techniques_in(plan.title);
-    std::string idea = techniques.empty() ? "title:" + agents::plan_key(plan.title)
-                                          : "uses:" + fmt::format("{}", fmt::join(techniques, "+"));
-    bool tried = false;
-    for (int64_t id : lineage) tried = tried || plan_keys.count(std::to_string(id) + ":" + idea);
-    // Two plans of one answer naming the same idea are one plan.
-    if (tried || !answer_keys.insert(idea).second) {
-      sorted.dropped.push_back(plan.title);
-      continue;
-    }
-    sorted.fresh.push_back(std::move(plan));
-  }
-  for (const auto& idea : answer_keys)
-    plan_keys.insert(std::to_string(parent.kernel_id) + ":" + idea);
-  return sorted;
+int TaskSearch::plateau_limit() const {
+  // A task far from its bound (or from what users run) earns more plans before it counts as
+  // stuck: plateau_plans at a headroom of log 2 (S 0.5, or 50% SOL), up to four times that.
+  double gain = weight() / std::max(0.01, spec_.priority);
+  double scale = std::clamp(gain / std::log(2.0), 1.0, 4.0);
+  return static_cast<int>(std::lround(limits_.search.plateau_plans * scale));
 }
 
 void TaskSearch::on_plan_done(bool improved) {
-  plans_since_improvement = improved ? 0 : plans_since_improvement + 1;
+  if (improved) {
+    plans_since_improvement_ = 0;
+    return;
+  }
+  ++plans_since_improvement_;
+  // Stagnation changes strategy before it stops the task: the next plans start from the
+  // least-explored beam kernel and the planner is asked for radically different ideas.
+  if (strategy_changes_ == 0 && plans_since_improvement_ >= plateau_limit()) {
+    ++strategy_changes_;
+    plans_since_improvement_ = 0;
+    plans_from_.clear();
+    plans_asked_ = 0;
+    planner_note_ =
+        "The last plans brought no gain: propose radically different approaches (another "
+        "algorithm, data layout or parallel decomposition), not refinements of the tried ones.";
+  }
 }
 
 double TaskSearch::parent_score(const VerifiedKernel& kernel) const {
-  double best = std::max(best_speedup, beam.best() ? beam.best()->speedup : 1.0);
-  auto it = plans_from.find(kernel.kernel_id);
-  double tried = it == plans_from.end() ? 0 : it->second;
-  double explore = std::sqrt(std::log(plans_asked + 1.0) / (tried + 1.0));
-  return kernel.speedup / std::max(1e-9, best) + limits.search.exploration * explore;
+  double best = std::max(best_speedup_, beam_.best() ? beam_.best()->speedup : 1.0);
+  auto it = plans_from_.find(kernel.kernel_id);
+  double tried = it == plans_from_.end() ? 0 : it->second;
+  double explore = std::sqrt(std::log(plans_asked_ + 1.0) / (tried + 1.0));
+  // After a change of strategy the beam's other kernels weigh more.
+  double exploration = limits_.search.exploration * (1 + strategy_changes_);
+  return kernel.speedup / std::max(1e-9, best) + exploration * explore;
 }
 
 VerifiedKernel TaskSearch::next_parent() {
-  const auto& members = beam.members();  // fastest first: a tie goes to the faster
+  const auto& members = beam_.members();  // fastest first: a tie goes to the faster
   size_t chosen = 0;
   for (size_t i = 1; i < members.size(); ++i) {
     if (parent_score(members[i]) > parent_score(members[chosen]) + 1e-12) chosen = i;
   }
-  ++plans_from[members[chosen].kernel_id];
-  ++plans_asked;
+  ++plans_from_[members[chosen].kernel_id];
+  ++plans_asked_;
   return members[chosen];
 }
 
 int TaskSearch::coder_samples() const {
-  const SearchSettings& s = limits.search;
-  bool far = best_sol_percent > 0 && best_sol_percent < s.far_from_sol_percent;
+  const SearchSettings& s = limits_.search;
+  bool far = best_sol_percent_ > 0 && best_sol_percent_ < s.far_from_sol_percent;
   return far ? std::max(1, s.far_coder_samples) : 1;
 }
 
 bool TaskSearch::park(const std::string& why) {
-  if (!parked.empty() || finished()) return false;
-  parked = why;
-  code_queue.clear();
+  if (!parked_.empty() || finished()) return false;
+  parked_ = why;
+  code_queue_.clear();
   return true;
 }
 
+void TaskSearch::back_off(std::chrono::steady_clock::time_point until, double temperature_step) {
+  llm_not_before_ = until;
+  temperature_boost_ += temperature_step;
+  ++memory_rotation_;
+}
+
 void TaskSearch::add_tune_target(const VerifiedKernel& kernel) {
-  auto file = parse_kernel_file(kernel.source, "kernel.cu", &spec);
+  auto file = parse_kernel_file(kernel.source, "kernel.cu", &spec_);
   if (!file) return;
-  TunerSweep sweep(file->tunables, limits.search.tuner_max_configs);
+  TunerSweep sweep(file->tunables, limits_.search.tuner_max_configs);
   if (!sweep.has_space()) return;
   TunableConfig defaults = sweep.defaults();
-  TuneTarget& target = tune_targets.emplace_back(
+  TuneTarget& target = tune_targets_.emplace_back(
       TuneTarget{kernel, std::move(sweep), std::move(defaults), kernel.speedup});
+  // Configurations an earlier night judged count as tried; the best of them steers the sweep.
+  if (auto earlier = earlier_tunes_.find(kernel.kernel_id); earlier != earlier_tunes_.end()) {
+    for (const auto& [config, speedup] : earlier->second) {
+      target.sweep.mark_tried(config);
+      if (speedup > target.best_speedup) {
+        target.best = config;
+        target.best_speedup = speedup;
+      }
+    }
+  }
   queue_next_tune_batch(target);
 }
 
 void TaskSearch::queue_next_tune_batch(TuneTarget& target) {
   for (TunableConfig& config : target.sweep.next_batch(target.best)) {
-    tune_queue.push_back({&target, std::move(config)});
+    tune_queue_.push_back({&target, std::move(config)});
     ++target.queued;
   }
 }

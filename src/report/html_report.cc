@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "common/strings.h"
-#include "memory_store/line_diff.h"
 #include "memory_store/judging_staleness.h"
+#include "memory_store/line_diff.h"
 #include "src/report/markup.h"
 #include "src/report/svg_chart.h"
 
@@ -264,6 +264,10 @@ std::string task_table(const ReportData& data) {
   out += "</table>";
   for (const auto& [task, why] : data.parked) {
     out += fmt::format("<p><b>{}</b> was parked: {}.</p>", html_text(task), html_text(why));
+  }
+  for (const auto& [dir, why] : data.refused) {
+    out += fmt::format("<div><b>{}</b> was refused:<pre>{}</pre></div>", html_text(dir),
+                       html_text(why));
   }
   for (const auto& t : data.tasks) {
     if (t.stale_judgment.empty()) continue;

@@ -94,6 +94,12 @@ std::string render_markdown(const ReportData& data) {
   for (const auto& [task, why] : data.parked) {
     out += fmt::format("\n**{}** was parked: {}.\n", markdown_text(task), markdown_text(why));
   }
+  for (const auto& [dir, why] : data.refused) {
+    // The reason's own lines ("did you mean") stay lines, indented under the folder.
+    std::vector<std::string> lines;
+    for (const std::string& line : split(why, '\n')) lines.push_back(markdown_text(line));
+    out += fmt::format("\n**{}** was refused: {}\n", markdown_text(dir), join(lines, "\n  "));
+  }
   for (const auto& t : data.tasks) {
     if (t.stale_judgment.empty()) continue;
     out += fmt::format("\n**{}**: its best kernel was {}; {}.\n", markdown_text(t.task),

@@ -8,6 +8,8 @@
 #include "memory_store/judging_staleness.h"
 #include "memory_store/line_diff.h"
 #include "memory_store/production_baselines.h"
+#include "memory_store/task_best.h"
+#include "memory_store/task_counts.h"
 #include "sandbox/kernel_profile.h"
 #include "src/report/markup.h"
 
@@ -22,12 +24,6 @@ double hours_after(double origin, const std::string& iso) {
   double t = parse_utc_seconds(iso);
   if (t < 0 || origin < 0) return 0;
   return std::max(0.0, (t - origin) / 3600.0);
-}
-
-// Better means faster against the baseline; without a baseline time, the lower median wins.
-bool better(const EvaluationRecord& a, const EvaluationRecord& b) {
-  if (a.speedup > 0 || b.speedup > 0) return a.speedup > b.speedup;
-  return a.median_us < b.median_us;
 }
 
 std::string origin_name(const memory::KernelRecord& kernel) {
@@ -106,7 +102,7 @@ Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationR
         t.baseline_profile_json = e.profile_json;
     }
     if (e.median_us <= 0) continue;
-    if (!t.best || better(e, *t.best)) t.best = e;
+    if (!t.best || memory::better_best(e, *t.best)) t.best = e;
     if (t.best_speedup.empty()) t.best_speedup.push_back({0.0, 1.0});
     double& best = running_best.try_emplace(e.task, 1.0).first->second;
     if (e.speedup > best) {
@@ -135,6 +131,16 @@ Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationR
                                  verifier_version);
     }
     data.tasks.push_back(std::move(t));
+  }
+  // Candidates as `kopt status` counts them (memory_store/task_counts.h): the baseline's own
+  // evaluations are not candidates.
+  auto counts = memory::task_counts(store.database(),
+                                    data.run ? std::optional<int64_t>(data.run->id) : std::nullopt);
+  if (!counts) return make_error(counts.error());
+  for (TaskSummary& t : data.tasks) {
+    auto found = counts->find(t.task);
+    t.candidates = found == counts->end() ? 0 : found->second.candidates;
+    t.verified = found == counts->end() ? 0 : found->second.verified;
   }
   return ok_status();
 }
@@ -198,7 +204,7 @@ Status collect_wins(memory::MemoryStore& store, const ReportScope& scope, Report
 }
 
 // The daemon publishes its progress (orchestrator/progress.h) in daemon_status; a task it parked
-// says why there. Absent in a database no daemon wrote: nothing to add.
+// and a task folder it refused say why there. Absent in a database no daemon wrote: nothing to add.
 void read_parked_tasks(memory::MemoryStore& store, int64_t run_id, ReportData& data) {
   sql::Database& db = store.database();
   if (!db.has_table("daemon_status")) return;
@@ -211,6 +217,10 @@ void read_parked_tasks(memory::MemoryStore& store, int64_t run_id, ReportData& d
     if (t.is_object() && t.value("state", "") == "parked") {
       data.parked.emplace_back(t.value("name", ""), t.value("note", ""));
     }
+  }
+  if (!status.contains("refused") || !status["refused"].is_array()) return;
+  for (const auto& r : status["refused"]) {
+    if (r.is_object()) data.refused.emplace_back(r.value("dir", ""), r.value("reason", ""));
   }
 }
 

@@ -29,8 +29,8 @@ using TimePoint = std::pair<double, double>;
 
 struct TaskSummary {
   std::string task;
-  int64_t candidates = 0;                   // evaluations in scope
-  int64_t verified = 0;                     // of which verdict "ok"
+  int64_t candidates = 0;  // evaluations in scope, the baseline's own not counted (task_counts.h)
+  int64_t verified = 0;    // of which verdict "ok"
   std::map<std::string, int64_t> verdicts;  // verdict name -> count
   // The most common failure detail of each failing verdict, for "why".
   std::map<std::string, std::string> example_failure;
@@ -68,6 +68,9 @@ struct ReportData {
   // Tasks the daemon parked in this run, with why ("stalled: 18 of the last 20 coder answers
   // were repeats"), from the run's last published status; by task name.
   std::vector<std::pair<std::string, std::string>> parked;
+  // Task folders the run refused at start or when submitted (a broken task.json, a name taken
+  // twice), with why: folder, reason.
+  std::vector<std::pair<std::string, std::string>> refused;
   int64_t evaluations = 0, verified = 0;
   std::string generated_at;
 };

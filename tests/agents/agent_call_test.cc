@@ -33,7 +33,7 @@ class AgentCallTest : public ::testing::Test {
   AgentUsage usage_;
 };
 
-TEST_F(AgentCallTest, ACutAnswerIsAskedForAgainWithALargerLimitThatSticks) {
+TEST_F(AgentCallTest, ACutAnswerIsAskedForAgainWithALargerLimitForThatAskOnly) {
   llm_.set_limits("summarizer", {1000, 4000, 0.2, 0.6});
   llm_.fail("summarizer", LlmStatus::kTruncated, "length");
   llm_.reply("summarizer", "the whole answer");
@@ -47,9 +47,41 @@ TEST_F(AgentCallTest, ACutAnswerIsAskedForAgainWithALargerLimitThatSticks) {
   EXPECT_EQ(requests[1].max_tokens, 2000);
   EXPECT_EQ(usage_.truncated, 1);
   EXPECT_EQ(usage_.calls, 2);
-  // The next ask starts at the limit that worked.
+  // The next ask starts at the configured limit again: one long answer does not double every
+  // later call of the agent.
   ASSERT_TRUE(ask());
-  EXPECT_EQ(llm_.requests().back().max_tokens, 2000);
+  EXPECT_FALSE(llm_.requests().back().max_tokens.has_value());
+}
+
+TEST_F(AgentCallTest, MaxTokensIsClampedToWhatThePromptLeavesOfTheContext) {
+  // A 32k-context model, 16k tokens asked for: a prompt of about 20k tokens leaves ~12k.
+  AgentLimits limits{16384, 32768, std::nullopt, std::nullopt, 32768};
+  llm_.set_limits("summarizer", limits);
+  llm_.set_default("summarizer", "fine");
+  // system.txt shows the value twice (system prompt and request): about 20,000 tokens in all.
+  std::string long_prompt(30000, 'x');
+  ASSERT_TRUE(caller_->ask("summarizer", "system.txt", {{"gpu", long_prompt}}, "axpy", usage_));
+  auto first = llm_.requests().back();
+  ASSERT_TRUE(first.max_tokens.has_value());
+  EXPECT_LT(*first.max_tokens, 16384);
+  EXPECT_GT(*first.max_tokens, 12000);
+  EXPECT_LE(*first.max_tokens + 20000, 32768);
+  // A short prompt keeps the configured limit.
+  ASSERT_TRUE(ask());
+  EXPECT_FALSE(llm_.requests().back().max_tokens.has_value());
+  // A cut-off answer is raised within the context, not past it.
+  llm_.fail("summarizer", LlmStatus::kTruncated, "length");
+  llm_.reply("summarizer", "whole");
+  ASSERT_TRUE(caller_->ask("summarizer", "system.txt", {{"gpu", long_prompt}}, "axpy", usage_));
+  EXPECT_EQ(llm_.requests().back().max_tokens, first.max_tokens);
+  // A prompt that fills the context is an error before any call, naming the setting.
+  size_t calls = llm_.requests().size();
+  auto full =
+      caller_->ask("summarizer", "system.txt", {{"gpu", std::string(100000, 'x')}}, "axpy", usage_);
+  ASSERT_FALSE(full);
+  EXPECT_NE(full.error().find("llm.agents.summarizer.context_tokens"), std::string::npos)
+      << full.error();
+  EXPECT_EQ(llm_.requests().size(), calls);
 }
 
 TEST_F(AgentCallTest, AtTheCeilingTheCodeIsAskedForWithoutCommentaryAndThenItSaysSo) {

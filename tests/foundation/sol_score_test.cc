@@ -68,6 +68,9 @@ TEST(Standing, WithoutAProductionBaselineScoresAgainstBaselineCuAndSaysSo) {
   EXPECT_EQ(s.score_reference, "baseline.cu");
   EXPECT_EQ(format_production_speedup(s), "none measured");
   EXPECT_EQ(format_score(s), "S 0.73 vs baseline.cu (no production baseline measured)");
+  // Not measured is null in JSON, never 0.0.
+  EXPECT_TRUE(standing_json(s)["speedup_vs_production"].is_null());
+  EXPECT_TRUE(standing_json(s)["production_baseline"].is_null());
 }
 
 TEST(Standing, WithAProductionBaselineScoresAgainstItAndNamesIt) {

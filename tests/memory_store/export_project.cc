@@ -20,8 +20,10 @@ CommandOutput export_sample_memory(const std::filesystem::path& dir,
     auto store = open_store(db);
     fill_sample_memory(store);
   }
+  // Each kernel runs under the four sanitizer tools first (racecheck alone ~30 s on an H100).
   return run_checked({KOPT_BINARY, "export", "--db", db, "--out", out.string(), "--tasks",
-                      (std::filesystem::path(KOPT_SOURCE_DIR) / "tasks").string()});
+                      (std::filesystem::path(KOPT_SOURCE_DIR) / "tasks").string()},
+                     std::chrono::seconds(900));
 }
 
 CommandOutput cmake_configure_and_build(const std::filesystem::path& source,

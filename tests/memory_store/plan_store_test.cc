@@ -54,6 +54,8 @@ TEST(PlanStoreTest, PlansKeepParentTechniqueOutcomeAndChildren) {
   plan.title = "float4 loads";
   auto good = add_plan(store.database(), plan);
   ASSERT_TRUE(finish_plan(store.database(), *good, "verified, 1.30x its parent", {child}));
+  // A second sample of the same plan fails: the plan stays verified, with both kernels.
+  ASSERT_TRUE(finish_plan(store.database(), *good, "incorrect: second sample", {parent}));
   plan.title = "still queued";
   ASSERT_TRUE(add_plan(store.database(), plan));
   plan.task = "no such task";
@@ -69,6 +71,24 @@ TEST(PlanStoreTest, PlansKeepParentTechniqueOutcomeAndChildren) {
   EXPECT_EQ(earlier->at(0).child_kernel_ids, std::vector<int64_t>{child});
   EXPECT_EQ(earlier->at(0).parent_kernel_id, parent);
   EXPECT_TRUE(failed_plans(store.database(), "softmax", run1, 10)->empty());
+  // Every plan of earlier runs, oldest first, each with every attempt's kernels.
+  auto all = earlier_plans(store.database(), "softmax", run1 + 1);
+  ASSERT_TRUE(all) << all.error();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ(all->at(1).outcome, "verified, 1.30x its parent");
+  EXPECT_EQ(all->at(1).child_kernel_ids, (std::vector<int64_t>{child, parent}));
+}
+
+TEST(PlanStoreTest, APlansOutcomeIsItsBestAttemptNotItsLast) {
+  EXPECT_EQ(merged_plan_outcome("verified, 1.30x its parent", "incorrect: x"),
+            "verified, 1.30x its parent");
+  EXPECT_EQ(merged_plan_outcome("incorrect: x", "verified, 0.90x its parent"),
+            "verified, 0.90x its parent");
+  EXPECT_EQ(merged_plan_outcome("verified, 1.30x its parent", "verified, 1.10x its parent"),
+            "verified, 1.30x its parent");
+  EXPECT_EQ(merged_plan_outcome("verified, 1.10x its parent", "verified, 1.30x its parent"),
+            "verified, 1.30x its parent");
+  EXPECT_EQ(merged_plan_outcome("queued", "compile_error: y"), "compile_error: y");
 }
 
 TEST(PlanStoreTest, TranscriptsAreKeptCappedAndReadBack) {

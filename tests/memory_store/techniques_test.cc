@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "common/files.h"
+
 namespace kopt::memory {
 namespace {
 
@@ -41,6 +45,62 @@ TEST(Techniques, APairTeachesWhatItsFastKernelAdded) {
             (Labels{"vector_loads"}));
   // The lesson counts too.
   EXPECT_EQ(pair_techniques("fused the scale", "a", "a"), (Labels{"fusion"}));
+}
+
+std::string suite_kernel(const std::string& path) {
+  auto text = read_file(std::filesystem::path(KOPT_SOURCE_DIR) / path);
+  if (!text) throw std::runtime_error(text.error());
+  return *text;
+}
+
+bool has(const Labels& labels, const std::string& name) {
+  return std::find(labels.begin(), labels.end(), name) != labels.end();
+}
+
+TEST(Techniques, WordBoundariesHold) {
+  EXPECT_FALSE(has(techniques_in("y = expf(x - m);"), "fast_math")) << "expf is not __expf";
+  EXPECT_TRUE(has(techniques_in("y = __expf(x - m);"), "fast_math"));
+  EXPECT_FALSE(has(techniques_in("out[i] = __float2bfloat16(acc);"), "vector_loads"));
+  EXPECT_TRUE(
+      has(techniques_in("float2 v = reinterpret_cast<const float2*>(x)[i];"), "vector_loads"));
+  EXPECT_FALSE(has(techniques_in("float f = __half2float(h);"), "packed_half"));
+  EXPECT_TRUE(has(techniques_in("vectorized loads"), "vector_loads")) << "a stem is a prefix";
+}
+
+TEST(Techniques, CommentsAreNotCode) {
+  std::string kernel =
+      "// shared-memory tiling, no tensor cores\n/* float4 later */\n"
+      "const char* s = \"// not a comment\"; y = x;";
+  EXPECT_EQ(without_comments(kernel).find("tensor"), std::string::npos);
+  EXPECT_NE(without_comments(kernel).find("// not a comment"), std::string::npos);
+  EXPECT_TRUE(techniques_in_code(kernel).empty());
+}
+
+// The suite's own kernels: what the old reading got wrong (issue 36).
+TEST(Techniques, RealKernelsOfTheSuiteAreLabelledByTheirCode) {
+  for (const char* task : {"softmax", "cross_entropy", "causal_attention"}) {
+    std::string source = suite_kernel(std::string("tasks/") + task + "/baseline.cu");
+    ASSERT_NE(source.find("expf("), std::string::npos) << task;
+    EXPECT_FALSE(has(techniques_in_code(source), "fast_math")) << task << " calls expf";
+  }
+  for (const char* task : {"bf16_gemm", "gemm_bias_relu", "causal_attention"}) {
+    std::string source = suite_kernel(std::string("tasks/") + task + "/baseline.cu");
+    ASSERT_NE(source.find("__float2bfloat16"), std::string::npos) << task;
+    ASSERT_NE(source.find("no tensor cores"), std::string::npos) << task;
+    Labels labels = techniques_in_code(source);
+    EXPECT_FALSE(has(labels, "vector_loads")) << task << ": __float2bfloat16 is no float2 load";
+    EXPECT_FALSE(has(labels, "tensor_cores")) << task << ": the comment says there are none";
+    EXPECT_TRUE(has(labels, "warp_shuffle")) << task;
+  }
+}
+
+TEST(Techniques, APairTeachesWhatItsFastKernelsCodeAdds) {
+  std::string slow = suite_kernel("tasks/bf16_gemm/baseline.cu");
+  // The same kernel with a comment about tensor cores and a conversion added: nothing taught.
+  std::string commented = slow + "\n// next: tensor cores (wmma), float4 loads\n";
+  EXPECT_TRUE(pair_techniques_from_code("", slow, commented).empty());
+  std::string vectorized = slow + "\n__device__ float4 load4(const float4* p) { return *p; }\n";
+  EXPECT_EQ(pair_techniques_from_code("", slow, vectorized), Labels{"vector_loads"});
 }
 
 }  // namespace

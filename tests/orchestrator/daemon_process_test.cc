@@ -81,7 +81,7 @@ TEST_F(DaemonProcessTest, TheTunerRunsWithoutAnyLlmOrConfig) {
   EXPECT_EQ(count("SELECT count(*) FROM llm_calls"), 0);
   EXPECT_EQ(count("SELECT count(*) FROM pairs"), 2);
   // The run's log is in its folder.
-  auto log = read_file(dir_ / "runs/1/kopt.log");
+  auto log = read_file(dir_ / "runs/memory/1/kopt.log");
   ASSERT_TRUE(log) << log.error();
   EXPECT_TRUE(kopt::testing::contains(*log, "[axpy] tuner BLOCK=512: ok 1.100x"));
 }
@@ -207,33 +207,7 @@ TEST_F(DaemonProcessTest, StatusAndSubmitFromAnotherShell) {
   EXPECT_EQ(bad.exit_code, 2);
 }
 
-// A config whose LLM is the fake server at `base_url`, with prompts from `prompts_dir` when given.
-std::filesystem::path write_llm_config(const std::filesystem::path& dir,
-                                       const std::string& base_url,
-                                       nlohmann::json daemon = nlohmann::json::object()) {
-  nlohmann::json config = {
-      {"format", 1},
-      {"llm",
-       {{"providers",
-         {{"fake",
-           {{"type", "openai"},
-            {"base_url", base_url},
-            {"timeout_s", 30},
-            {"max_attempts", 2},
-            {"backoff_initial_s", 0.1}}}}},
-        {"agents",
-         {{"planner", {{"provider", "fake"}, {"model", "replay-planner"}}},
-          {"coder", {{"provider", "fake"}, {"model", "replay-coder"}}},
-          {"summarizer", {{"provider", "fake"}, {"model", "replay-summarizer"}}}}},
-        {"prices",
-         {{"replay-planner", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}},
-          {"replay-coder", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}},
-          {"replay-summarizer", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}}}}}}};
-  config["daemon"] = std::move(daemon);
-  auto path = dir / "config.json";
-  kopt::testing::write_text(path, config.dump(2));
-  return path;
-}
+using kopt::testing::write_llm_config;
 
 TEST_F(DaemonProcessTest, PromptsWithBadPlaceholdersAreRefusedBeforeAnyWork) {
   auto prompts = dir_ / "prompts";

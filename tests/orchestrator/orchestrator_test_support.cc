@@ -64,4 +64,30 @@ void isolate_environment(const std::filesystem::path& dir) {
   ::unsetenv("KOPT_PROMPTS");
 }
 
+std::filesystem::path write_llm_config(const std::filesystem::path& dir,
+                                       const std::string& base_url, nlohmann::json daemon) {
+  nlohmann::json config = {
+      {"format", 1},
+      {"llm",
+       {{"providers",
+         {{"fake",
+           {{"type", "openai"},
+            {"base_url", base_url},
+            {"timeout_s", 30},
+            {"max_attempts", 2},
+            {"backoff_initial_s", 0.1}}}}},
+        {"agents",
+         {{"planner", {{"provider", "fake"}, {"model", "replay-planner"}}},
+          {"coder", {{"provider", "fake"}, {"model", "replay-coder"}}},
+          {"summarizer", {{"provider", "fake"}, {"model", "replay-summarizer"}}}}},
+        {"prices",
+         {{"replay-planner", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}},
+          {"replay-coder", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}},
+          {"replay-summarizer", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}}}}}}};
+  config["daemon"] = std::move(daemon);
+  auto path = dir / "config.json";
+  write_text(path, config.dump(2));
+  return path;
+}
+
 }  // namespace kopt::testing

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "memory_store/memory_store.h"
@@ -31,5 +32,11 @@ bool wait_until(const std::function<bool()>& condition, std::chrono::millisecond
 // Points $KOPT_HOME and $KOPT_CACHE_DIR into `dir`, so nothing touches the user's files and no
 // user config is picked up.
 void isolate_environment(const std::filesystem::path& dir);
+
+// A config whose LLM is the fake server at `base_url` (the planner, coder and summarizer as the
+// models replay-planner, replay-coder and replay-summarizer), with `daemon` as its daemon section.
+std::filesystem::path write_llm_config(const std::filesystem::path& dir,
+                                       const std::string& base_url,
+                                       nlohmann::json daemon = nlohmann::json::object());
 
 }  // namespace kopt::testing

@@ -105,7 +105,7 @@ Result<StallReport> run_stall_scenario(const StallScenario& s, const std::filesy
   r.exit_code = out->exit_code;
   r.stdout_text = out->stdout_text;
   r.stderr_text = out->stderr_text;
-  auto log = read_file(dir / "runs/1/kopt.log");
+  auto log = read_file(dir / "runs/memory/1/kopt.log");
   r.log = log ? *log : "";
   r.llm_calls = query_count(db, "SELECT count(*) FROM llm_calls");
   r.coder_calls = query_count(db, "SELECT count(*) FROM llm_calls WHERE agent = 'coder'");

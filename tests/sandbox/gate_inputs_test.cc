@@ -16,6 +16,7 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "sandbox/expr.h"
 #include "sandbox/input_families.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/shape_derive.h"
@@ -399,6 +400,60 @@ TEST(SuiteDraws, EveryTaskDrawsPastItsListedShapes) {
     }
   }
   EXPECT_GE(tasks, 27);
+}
+
+// True when some values of the draw's variables give every computed size of `shape` its value
+// (each computed size searched over its own variables' ranges, one variable at a time).
+bool drawable(const TaskSpec& task, const ShapeBinding& shape) {
+  for (const auto& [name, text] : task.draws.computed) {
+    auto e = Expr::parse(text);
+    if (!e) return false;
+    std::vector<std::string> vars;
+    for (const auto& id : e->identifiers())
+      if (task.draws.variables.count(id)) vars.push_back(id);
+    ShapeBinding all = shape;
+    bool found = false;
+    if (vars.empty()) {
+      auto value = evaluate_expression(text, all);
+      found = value.ok() && *value == shape.at(name);
+    } else {
+      const SizeRange& r = task.draws.variables.at(vars.front());
+      for (int64_t v = r.min; v <= r.max && !found; ++v) {
+        all[vars.front()] = v;
+        auto value = evaluate_expression(text, all);
+        found = value.ok() && *value == shape.at(name);
+      }
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+// A threshold moves one size; the sizes the draw computes from it (q_heads = kv_heads * group,
+// kv_len = seq + prefix - 1) follow, so every threshold shape is one the task's draw could make.
+// Before, a threshold of 5 gave causal_prefill_gqa kv_heads 5 with a drawn q_heads of 4: the
+// baseline read past its heads and the gate refused it (a false reject on the H100).
+TEST(SourceThresholds, ComputedSizesFollowTheMovedSize) {
+  int checked = 0;
+  for (const char* suite : {"tasks", "tasks_realworld"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::filesystem::path(KOPT_SOURCE_DIR) / suite)) {
+      if (!entry.is_directory()) continue;
+      auto task = load_task(entry.path());
+      ASSERT_TRUE(task.ok()) << task.error();
+      if (task->draws.computed.empty()) continue;
+      std::vector<SourceThreshold> thresholds;
+      for (int64_t t : {2, 3, 5, 7, 12, 64, 100, 1000, 4096}) thresholds.push_back({t, 3, "x"});
+      for (uint64_t seed = 1; seed <= 6; ++seed) {
+        for (const auto& shape : threshold_shapes(*task, thresholds, seed)) {
+          ++checked;
+          EXPECT_TRUE(drawable(*task, shape))
+              << task->name << " seed " << seed << ": " << json(shape).dump();
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 20);
 }
 
 // The GPU test's kernels (tests/sandbox/gate_inputs/) parse against their tasks, and each planted

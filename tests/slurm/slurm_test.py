@@ -56,7 +56,7 @@ class Daemon:
                                             stderr=subprocess.STDOUT)
 
     def log(self):
-        path = os.path.join(self.dir, "runs", "1", "kopt.log")
+        path = os.path.join(self.dir, "runs", "memory", "1", "kopt.log")
         if not os.path.exists(path):
             return ""
         with open(path, errors="replace") as f:

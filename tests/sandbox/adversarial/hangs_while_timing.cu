@@ -1,7 +1,8 @@
 // expect: timeout
 // Defence: the hang limit of the timing loop. This axpy is right everywhere except at the timed
-// shape (n = 2^26), where it is right for its first 2 launches, exactly verification's there (a
-// large shape: 1 round x 2 runs), and spins from the 3rd on, the timing loop's first sample (verification's runs there stand for the warm-up). Only the
+// shape (n = 2^26), where it is right for its first 6 launches, exactly verification's there (the
+// sweep's round and two stress rounds at the default shape, 2 runs each: verify_plan.h), and
+// spins from the 7th on, the timing loop's first launch. Only the
 // limit derived from the reference's time at that shape ends it; fault_test.cc checks that the
 // verdict names the timed shape, so a change of verification's rounds shows up there.
 /* kopt:plan
@@ -17,7 +18,7 @@ extern "C" __global__ void axpy(const float* x, const float* y, float* out, int 
   // Only block 0 counts and spins: one block that never ends keeps the launch from completing,
   // and other blocks cannot misread the count while block 0 updates it.
   if (n == 67108864 && blockIdx.x == 0 && threadIdx.x == 0 &&
-      atomicAdd(&g_launches_at_timed_shape, 1u) >= 2) {
+      atomicAdd(&g_launches_at_timed_shape, 1u) >= 6) {
     while (*(volatile int*)&g_never_set == 0) {
     }
   }

@@ -1,0 +1,107 @@
+// What a new night reads of the nights before it (run_recorder.h): the diverse beam it starts
+// from, and everything judged under the task's current spec and verifier, so that the search
+// pays for nothing twice (TaskSearch::carry_over).
+#include <algorithm>
+#include <set>
+
+#include "memory_store/plan_store.h"
+#include "sandbox/judging_spec.h"
+#include "src/orchestrator/run_recorder.h"
+
+namespace kopt::orchestrator {
+
+Result<std::vector<PastEvaluation>> read_past_evaluations(sql::Statement& statement,
+                                                          const std::string& task) {
+  std::vector<PastEvaluation> out;
+  while (true) {
+    auto row = statement.step();
+    if (!row) return make_error(row.error());
+    if (!*row) break;
+    PastEvaluation p;
+    p.evaluation_id = statement.column_int64(0);
+    p.kernel_id = statement.column_int64(1);
+    p.parent_id = statement.column_optional_int64(2);
+    p.source = statement.column_text(3);
+    p.origin_agent = statement.column_text(4);
+    p.tuner = statement.column_int64(5) != 0;
+    memory::EvaluationRecord& e = p.evaluation;
+    e.id = p.evaluation_id;
+    e.kernel_id = p.kernel_id;
+    e.task = task;
+    e.gpu = {statement.column_text(6), statement.column_text(7), statement.column_text(8),
+             statement.column_text(9)};
+    e.verdict = statement.column_text(10);
+    e.detail = statement.column_text(11);
+    e.tunables_json = statement.column_text(12);
+    e.median_us = statement.column_double(13);
+    e.noise = statement.column_double(14);
+    e.baseline_us = statement.column_double(15);
+    e.speedup = statement.column_double(16);
+    e.sol_percent = statement.column_double(17);
+    e.resources_json = statement.column_text(18);
+    e.created_at = statement.column_text(19);
+    e.run_id = statement.column_optional_int64(20);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Result<std::vector<WarmKernel>> RunRecorder::warm_start_kernels(const std::string& task,
+                                                                const std::string& gpu_model,
+                                                                int limit, double near_copy) {
+  std::lock_guard lock(mutex_);
+  // A kernel's best verified evaluation per kernel; the speedups of different runs are each
+  // against their own baseline timed interleaved, so they compare across runs.
+  auto statement = store_.database().cached(
+      "SELECT k.id, k.parent_id, k.source, k.origin_agent, k.origin_tuner, max(e.speedup) AS s"
+      " FROM evaluations e JOIN kernels k ON k.id = e.kernel_id JOIN tasks t ON t.id = e.task_id"
+      " WHERE t.name = ?1 AND e.gpu_model = ?2 AND e.verdict = 'ok' AND e.run_id IS NOT ?3"
+      " AND k.origin_agent != 'baseline' AND e.speedup > 1.0"
+      " GROUP BY k.id ORDER BY s DESC, k.id LIMIT 500");
+  statement->bind(1, task).bind(2, gpu_model).bind(3, run_id_);
+  std::vector<WarmKernel> out;
+  std::set<int64_t> lineages;  // a tuner kernel's lineage is the kernel it tuned
+  while (static_cast<int>(out.size()) < limit) {
+    auto row = statement->step();
+    if (!row) return make_error(row.error());
+    if (!*row) break;
+    WarmKernel k;
+    k.kernel_id = statement->column_int64(0);
+    k.parent_id = statement->column_optional_int64(1);
+    k.source = statement->column_text(2);
+    k.origin = statement->column_int64(4) ? "tuner" : statement->column_text(3);
+    k.earlier_speedup = statement->column_double(5);
+    int64_t lineage = k.origin == "tuner" && k.parent_id ? *k.parent_id : k.kernel_id;
+    // Fastest first: the first kernel of a lineage is its best, and a near-copy of a kernel
+    // already chosen is slower than it; the beam would drop either.
+    bool copy = std::any_of(out.begin(), out.end(), [&](const WarmKernel& chosen) {
+      return code_similarity(chosen.source, k.source) >= near_copy;
+    });
+    if (copy || !lineages.insert(lineage).second) continue;
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+Result<EarlierNights> RunRecorder::earlier_nights(const TaskSpec& task) {
+  std::lock_guard lock(mutex_);
+  EarlierNights nights;
+  auto statement = store_.database().cached(
+      std::string(kPastEvaluationColumns) +
+      " WHERE t.name = ?1 AND e.run_id IS NOT ?2 AND e.judging_spec_sha256 = ?3"
+      " AND e.verifier_version = ?4 ORDER BY e.id");
+  statement->bind(1, task.name)
+      .bind(2, run_id_ ? std::optional<int64_t>(run_id_) : std::nullopt)
+      .bind(3, judging_spec_sha256(task))
+      .bind(4, int64_t{kVerifierVersion});
+  auto evaluations = read_past_evaluations(*statement, task.name);
+  if (!evaluations) return make_error(evaluations.error());
+  nights.evaluations = std::move(*evaluations);
+  auto plans = memory::earlier_plans(store_.database(), task.name,
+                                     run_id_ ? std::optional<int64_t>(run_id_) : std::nullopt);
+  if (!plans) return make_error(plans.error());
+  nights.plans = std::move(*plans);
+  return nights;
+}
+
+}  // namespace kopt::orchestrator
