@@ -110,52 +110,69 @@ bool affordable(const TaskSpec& task, const ShapeBinding& sizes) {
   return bytes && flops && *bytes <= kFamilyBigShapeBytes && *flops <= kFamilyBigShapeFlops;
 }
 
+// The task judged with its tolerance's absolute parts (atol, max_error) scaled by `scale`.
+const TaskSpec* scaled_variant(const TaskSpec& task, double scale, VerifyPlan& plan) {
+  if (scale <= 1) return nullptr;
+  TaskSpec scaled = task;
+  scaled.tolerance.atol *= scale;
+  scaled.tolerance.max_error *= scale;
+  plan.variants.push_back(std::move(scaled));
+  return &plan.variants.back();
+}
+
+// The tolerance of family `f` at `sizes`: its own scale, and for constant rows the square root
+// of the row's length there (input_families.h, coherent_row).
+const TaskSpec* family_variant(const TaskSpec& task, const FamilyRound& f,
+                               const ShapeBinding& sizes, VerifyPlan& plan) {
+  double scale = f.tolerance_scale;
+  if (!f.coherent_row.empty()) {
+    if (auto n = evaluate_expression(f.coherent_row, sizes); n && *n > 1)
+      scale = std::max(scale, std::sqrt(double(*n)));
+  }
+  return scaled_variant(task, scale, plan);
+}
+
+// The shapes where a rotating few families also run, besides the small one: the timed shape and
+// the smallest holdout, where the reference's work there stays within the budget (a naive
+// reference of a GEMM's timed shape takes seconds).
+std::vector<std::pair<std::string, ShapeBinding>> big_family_shapes(const TaskSpec& task,
+                                                                    const EvalOptions& options) {
+  std::vector<std::pair<std::string, ShapeBinding>> big;
+  if (affordable(task, task.bind({}))) big.push_back({"stress", task.bind({})});
+  if (!options.check_holdout) return big;
+  std::optional<ShapeBinding> smallest;
+  int64_t smallest_bytes = 0;
+  for (const auto& h : task.holdout) {
+    auto bytes = task.tensor_bytes(task.bind(h));
+    if (bytes && (!smallest || *bytes < smallest_bytes)) {
+      smallest = task.bind(h);
+      smallest_bytes = *bytes;
+    }
+  }
+  if (smallest && affordable(task, *smallest)) big.push_back({"holdout", *smallest});
+  return big;
+}
+
 void add_families(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
                   VerifyPlan& plan) {
   if (!options.families) return;
   std::vector<FamilyRound> families = input_family_rounds(task);
   if (families.empty()) return;
-  std::vector<const TaskSpec*> variants;
-  for (auto& f : families) {
-    plan.rounds.push_back(std::move(f.round));
-    const TaskSpec* variant = nullptr;
-    if (f.tolerance_scale > 1) {
-      TaskSpec scaled = task;
-      scaled.tolerance.atol *= f.tolerance_scale;
-      scaled.tolerance.max_error *= f.tolerance_scale;
-      plan.variants.push_back(std::move(scaled));
-      variant = &plan.variants.back();
-    }
-    variants.push_back(variant);
-  }
+  const size_t first = plan.rounds.size();
+  for (const auto& f : families) plan.rounds.push_back(f.round);
   ShapeBinding small = family_shape(task, options);
-  const size_t first = plan.rounds.size() - families.size();
   for (size_t i = 0; i < families.size(); ++i) {
-    plan.steps.push_back(
-        {"stress", small, 1, seed + 2750159 * (i + 1), &plan.rounds[first + i], variants[i], true});
+    plan.steps.push_back({"stress", small, 1, seed + 2750159 * (i + 1), &plan.rounds[first + i],
+                          family_variant(task, families[i], small, plan), true});
     ++plan.family_rounds;
   }
-  // A rotating few at the timed shape and at the smallest holdout, where the reference's work
-  // there stays within the budget (a naive reference of a GEMM's timed shape takes seconds).
-  std::vector<std::pair<std::string, ShapeBinding>> big;
-  if (affordable(task, task.bind({}))) big.push_back({"stress", task.bind({})});
-  if (options.check_holdout) {
-    std::optional<ShapeBinding> smallest;
-    int64_t smallest_bytes = 0;
-    for (const auto& h : task.holdout) {
-      auto bytes = task.tensor_bytes(task.bind(h));
-      if (bytes && (!smallest || *bytes < smallest_bytes)) {
-        smallest = task.bind(h);
-        smallest_bytes = *bytes;
-      }
-    }
-    if (smallest && affordable(task, *smallest)) big.push_back({"holdout", *smallest});
-  }
+  std::vector<std::pair<std::string, ShapeBinding>> big = big_family_shapes(task, options);
   for (int k = 0; k < kFamiliesAtBigShapes && !big.empty(); ++k) {
     size_t i = (mix(seed ^ 0x7a3d) + size_t(k)) % families.size();
     for (const auto& [phase, sizes] : big) {
       plan.steps.push_back({phase, sizes, 1, seed + 3021377 * (i + 1) + uint64_t(k),
-                            &plan.rounds[first + i], variants[i], true});
+                            &plan.rounds[first + i], family_variant(task, families[i], sizes, plan),
+                            true});
       ++plan.family_rounds;
     }
   }
