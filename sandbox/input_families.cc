@@ -67,7 +67,9 @@ void float_families(const TensorSpec& t, std::vector<FamilyRound>& out) {
   out.push_back(with_pattern("tiny_rows", t, Kind::kScaleRows, 1e-4, 0.25));
   InitSpec constant = plain(t.init);
   constant.repeat = row_of(t);
-  out.push_back(make("constant_rows", t, constant));
+  FamilyRound constant_rows = make("constant_rows", t, constant);
+  constant_rows.coherent_row = row_of(t);
+  out.push_back(std::move(constant_rows));
   for (const char* order : {"ascending", "descending"}) {
     InitSpec sorted = plain(t.init);
     sorted.sorted = order;

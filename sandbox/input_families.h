@@ -30,6 +30,11 @@ struct FamilyRound {
   // absolute parts (atol, max_error) are scaled by F^2, since a correct kernel's rounding grows
   // with its outputs (NaN, Inf and rtol still judge). 1 for families that keep the scale.
   double tolerance_scale = 1;
+  // Constant rows make every product of a row's reduction the same sign: a sum over the row
+  // grows with its length n where random signs grow with sqrt(n), so outputs and a correct
+  // kernel's rounding grow by up to sqrt(n). This is the row's length (an expression over the
+  // sizes); the plan scales the tolerance's absolute parts by its square root at each shape.
+  std::string coherent_row;
 };
 
 // The family rounds of `task` by its inputs' roles (float tensors, integer indices), minus

@@ -3,7 +3,7 @@
 
     bench/run.sh mutation OUT_DIR [--worker build/bin/kopt-sandbox] [--max-seconds 420]
                                   [--tasks a,b] [--operators a,b] [--per-operator 5]
-                                  [--limit N] [--jobs N] [--compile-only] [--list]
+                                  [--limit N] [--jobs N] [--workers N] [--compile-only] [--list]
 
 1. Every known-good kernel (each task's baseline.cu in tasks/ and tasks_realworld/, and the
    `// expect: ok` twins in tests/sandbox/** of a suite task) is mutated by the operators of
@@ -15,7 +15,9 @@
    false reject), then every mutant, with exactly the request `kopt eval TASK FILE` sends: the
    task's reference and baseline and the default options (5 rounds, stress rounds, drawn shapes,
    holdouts, timing with poisoned outputs checked every sample). A mutant is killed when the
-   verdict is not ok. Each verdict is appended to OUT_DIR/mutation-results.jsonl as it comes, so a
+   verdict is not ok. `--workers N` runs N workers on the GPU at once and judges what sharing
+   may have decided (a timeout, a busy GPU, a wide round skipped for memory) again alone (see
+   run_worker). Each verdict is appended to OUT_DIR/mutation-results.jsonl as it comes, so a
    run cut short (`--max-seconds`, or the machine's limit) resumes where it stopped.
 4. mutation.json: mutation_score = killed / (judged - equivalent), per operator and per task,
    the survivors with their diffs (equivalent.json says which are equivalent and why), the
@@ -27,8 +29,10 @@ import json
 import os
 import pathlib
 import random
+import shutil
 import subprocess
 import sys
+import threading
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -80,17 +84,26 @@ def write_files(out_dir, items):
 def compile_gate(kopt, tasks, items, cache, arch, jobs):
     """{id: compile verdict}: `kopt eval --compile-only` of every item, `jobs` at a time, into
     the worker's cache. Each task's reference and baseline are compiled too (the worker needs
-    them), once."""
-    env = dict(os.environ, KOPT_CACHE_DIR=str(cache))
+    them), once. Each item compiles into a cache of its own first, so its cubin's digest is
+    known (`cubin`: what machine_code_signature compares), then joins the worker's cache."""
 
-    def one(task_dir, path):
+    def one(task_dir, path, own=None):
+        env = dict(os.environ, KOPT_CACHE_DIR=str(own or cache))
         proc = subprocess.run([kopt, "eval", str(task_dir), str(path), "--compile-only", "--arch",
                                arch, "--json"], capture_output=True, text=True, env=env,
                               timeout=600)
         try:
-            return json.loads(proc.stdout)
+            verdict = json.loads(proc.stdout)
         except json.JSONDecodeError:
-            return {"verdict": "gate_error", "log": (proc.stderr or proc.stdout)[-500:]}
+            verdict = {"verdict": "gate_error", "log": (proc.stderr or proc.stdout)[-500:]}
+        if own:
+            digests = sorted(json.loads(f.read_text()).get("cubin_sha256", "")
+                             for f in own.glob("compile/*/*.json"))
+            verdict["cubin"] = ",".join(digests)
+            if own.exists():
+                shutil.copytree(own, cache, dirs_exist_ok=True)
+                shutil.rmtree(own, ignore_errors=True)
+        return verdict
 
     began = time.perf_counter()
     verdicts = {}
@@ -99,12 +112,41 @@ def compile_gate(kopt, tasks, items, cache, arch, jobs):
         for name in sorted({i["task"] for i in items}):
             extra += [pool.submit(one, tasks[name].dir, tasks[name].dir / f)
                       for f in ("reference.cu", "baseline.cu")]
-        futures = {pool.submit(one, tasks[i["task"]].dir, i["path"]): i["id"] for i in items}
+        futures = {pool.submit(one, tasks[i["task"]].dir, i["path"],
+                               pathlib.Path(cache) / "own" / i["id"]): i["id"] for i in items}
         for future in concurrent.futures.as_completed(futures):
             verdicts[futures[future]] = future.result()
         for future in extra:
             future.result()
     return verdicts, time.perf_counter() - began
+
+
+def plan_block(text):
+    """The kernel's `/* kopt:plan ... */` block: launches, grids, shared memory, tunables."""
+    begin = text.find("/* kopt:plan")
+    return "" if begin < 0 else text[begin:text.find("*/", begin) + 2]
+
+
+def machine_code_signature(item, compiled):
+    """What the GPU runs of an item: its cubin's digest and its launch plan; None when unknown.
+    Two sources with one signature compute the same function on every input (trivial compiler
+    equivalence): a mutant with its original's signature is equivalent without a GPU."""
+    verdict = compiled.get(item["id"], {})
+    if verdict.get("verdict") != "compiled" or not verdict.get("cubin"):
+        return None
+    return verdict["cubin"] + "\0" + plan_block(item["text"])
+
+
+def same_machine_code(originals, mutants, compiled):
+    """{mutant id: why} for every mutant whose signature is its original's."""
+    by_source = {o["source"]: machine_code_signature(o, compiled) for o in originals}
+    out = {}
+    for m in mutants:
+        sig = machine_code_signature(m, compiled)
+        if sig is not None and sig == by_source.get(m["source"]):
+            out[m["id"]] = ("same machine code as its original (identical cubin and launch plan "
+                            "after NVRTC): the compiler removed the change")
+    return out
 
 
 def read_done(path):
@@ -117,48 +159,118 @@ def read_done(path):
     return done
 
 
-def judge(worker, task, item, retries=1):
+def judge(worker, task, item, retries=1, options=None):
     """The worker's verdict on one item, as `kopt eval --json` would give it."""
     is_baseline = item["text"] == task.baseline
     for attempt in range(retries + 1):
         result, error, wall_ms = worker.evaluate(task, item["text"], item["id"] + ".cu",
-                                                 baseline=not is_baseline)
+                                                 baseline=not is_baseline, options=options)
         verdict = result.get("verdict") if result else None
         if verdict != "gpu_busy" or attempt == retries:
             break
         time.sleep(2)
     record = {"id": item["id"], "verdict": verdict, "error": error, "wall_ms": round(wall_ms, 1)}
     if result:
-        record["detail"] = (result.get("detail") or "")[:400]
+        detail = result.get("detail") or ""
+        record["detail"] = detail[:400]
+        # A round the GPU's memory could not hold at that moment: the verdict is not the gate's.
+        if "past 2^31 elements" in detail and "skipped" in detail:
+            record["wide_skipped"] = True
         for key in ("compile_ms", "verify_ms", "time_ms", "speedup"):
             record[key] = result.get(key)
     return record
 
 
-def run_worker(args, tasks, items, done, cache, results_path, deadline):
-    pending = [i for i in items if i["id"] not in done and i.get("compiled", True)]
-    if not pending:
-        return 0
-    worker = benchlib.Worker(args.worker, cache_dir=cache,
-                             log_path=benchlib.output_file(args.out_dir, "mutation-worker.log"))
-    log("worker up in %.2f s on %s; %d to judge" % (worker.start_seconds,
-                                                    worker.info.get("name"), len(pending)))
-    judged = 0
-    with open(results_path, "a") as sink:
-        for item in pending:
-            if time.monotonic() > deadline:
-                log("--max-seconds spent: %d left unjudged (rerun to resume)" %
-                    (len(pending) - judged))
-                break
-            record = judge(worker, tasks[item["task"]], item)
-            sink.write(json.dumps(record) + "\n")
-            sink.flush()
-            done[item["id"]] = record
-            judged += 1
+# Verdicts of a worker sharing the GPU that the exact request, alone on the GPU, might not give:
+# a launch deadline scaled from times that co-running workers stretched, a busy GPU, a failed
+# request, a wide round skipped for memory another worker held. Those are judged again alone.
+SHARED_GPU_DOUBTS = {"timeout", "gpu_busy", None}
+
+
+def needs_rejudge(record):
+    return record.get("verdict") in SHARED_GPU_DOUBTS or bool(record.get("wide_skipped"))
+
+
+class Sink:
+    """mutation-results.jsonl, appended by several threads, and the progress log. Records of the
+    second pass (one worker alone on the GPU) replace the first's: read_done keeps the last."""
+
+    def __init__(self, path, done):
+        self.file = open(path, "a")
+        self.done = done
+        self.lock = threading.Lock()
+
+    def put(self, item, record):
+        with self.lock:
+            self.file.write(json.dumps(record) + "\n")
+            self.file.flush()
+            self.done[item["id"]] = record
             log("%-24s %-22s %-12s %7.0f ms  %s" % (item["task"], item["operator"],
                                                    record["verdict"] or "error",
                                                    record["wall_ms"], item["site"][:60]))
-    worker.close()
+
+
+def judge_all(args, tasks, pending, sink, cache, deadline, workers, options):
+    """Judges `pending` with `workers` worker processes at once (a thread feeds each from one
+    queue); returns how many were judged before the deadline."""
+    queue = list(reversed(pending))
+    lock = threading.Lock()
+    judged = [0]
+
+    def feed(index):
+        worker = benchlib.Worker(args.worker, cache_dir=cache, log_path=benchlib.output_file(
+            args.out_dir, "mutation-worker%s.log" % ("" if workers == 1 else index)))
+        if index == 0:
+            log("worker up in %.2f s on %s; %d to judge with %d worker(s)" % (
+                worker.start_seconds, worker.info.get("name"), len(pending), workers))
+        while time.monotonic() <= deadline:
+            with lock:
+                if not queue:
+                    break
+                item = queue.pop()
+            record = judge(worker, tasks[item["task"]], item, options=options)
+            if workers > 1:
+                record["shared"] = True  # judged beside other workers (see run_worker)
+            sink.put(item, record)
+            with lock:
+                judged[0] += 1
+        worker.close()
+
+    threads = [threading.Thread(target=feed, args=(i,)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if queue:
+        log("--max-seconds spent: %d left unjudged (rerun to resume)" % len(queue))
+    return judged[0]
+
+
+def run_worker(args, tasks, items, done, cache, results_path, deadline):
+    """Judges what is not judged yet. With --workers N > 1, N workers share the GPU (the busy-GPU
+    check off: it would call each neighbour a foreign process), then whatever a shared GPU may
+    have decided (SHARED_GPU_DOUBTS, a skipped wide round) is judged again by one worker alone
+    with the exact request. Verification, where nearly every mutant dies, does not depend on the
+    time a neighbour takes; a timed verdict can only get milder (stretched samples never fall
+    below the speed of light), so sharing never kills a mutant the exact request would pass."""
+    pending = [i for i in items if i["id"] not in done and i.get("compiled", True)]
+    sink = Sink(results_path, done)
+    judged = 0
+    if args.workers > 1:  # each worker keeps input sets in its share of the GPU's memory only
+        os.environ["KOPT_WORKERS_PER_GPU"] = str(args.workers)
+    if pending:
+        shared = {"check_gpu_quiet": False} if args.workers > 1 else None
+        judged = judge_all(args, tasks, pending, sink, cache, deadline, args.workers, shared)
+    doubtful = [i for i in items if i["id"] in done and done[i["id"]].get("shared") and
+                needs_rejudge(done[i["id"]])]
+    if doubtful:
+        log("%d verdicts of the shared GPU judged again alone" % len(doubtful))
+        before = {i["id"]: done[i["id"]].get("verdict") for i in doubtful}
+        os.environ.pop("KOPT_WORKERS_PER_GPU", None)
+        judge_all(args, tasks, doubtful, sink, cache, deadline + args.rejudge_seconds, 1, None)
+        changed = sum(before[i["id"]] != done[i["id"]].get("verdict") for i in doubtful)
+        log("%d of them changed verdict alone" % changed)
+    sink.file.close()
     return judged
 
 
@@ -176,6 +288,12 @@ def main():
                         help="at most this many mutants per (source, operator)")
     parser.add_argument("--limit", type=int, default=0, help="judge at most N mutants")
     parser.add_argument("--seed", type=int, default=0, help="order of the mutants")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="worker processes judging at once on the GPU (1: the exact request "
+                             "alone; more: see run_worker)")
+    parser.add_argument("--rejudge-seconds", type=float, default=60,
+                        help="with --workers: time past --max-seconds for judging doubtful "
+                             "verdicts again alone")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 4,
                         help="compile gate processes at once")
     parser.add_argument("--cache", default="",
@@ -231,12 +349,17 @@ def main():
     elif missing:
         log("compile gate: %d files, %d at a time..." % (len(missing), args.jobs))
         fresh, gate_s = compile_gate(kopt, tasks, missing, cache, arch, args.jobs)
-        compiled.update({k: {"verdict": v.get("verdict"), "log": (v.get("log") or "")[-300:]}
-                         for k, v in fresh.items()})
+        compiled.update({k: {"verdict": v.get("verdict"), "log": (v.get("log") or "")[-300:],
+                             "cubin": v.get("cubin")} for k, v in fresh.items()})
         gate_path.write_text(json.dumps(compiled, indent=1, sort_keys=True) + "\n")
         log("compile gate: %.1f s" % gate_s)
+    machine_equal = same_machine_code(originals, mutants, compiled)
+    if machine_equal:
+        log("%d mutants compile to their original's machine code: equivalent, not judged" %
+            len(machine_equal))
     for item in items:
-        item["compiled"] = compiled.get(item["id"], {}).get("verdict") == "compiled"
+        item["compiled"] = compiled.get(item["id"], {}).get("verdict") == "compiled" and \
+            item["id"] not in machine_equal
 
     results_path = out / RESULTS
     done = read_done(results_path)
@@ -247,7 +370,7 @@ def main():
     stream_s = time.perf_counter() - stream_began
     summary = summarize(args, tasks, originals, mutants, compiled, done, equivalent,
                         {"compile_gate_s": round(gate_s, 1), "judge_s": round(stream_s, 1),
-                         "judged_this_run": judged_now})
+                         "judged_this_run": judged_now}, machine_equal=machine_equal)
     benchlib.write_results(out, "mutation", summary, markdown(summary))
 
 
@@ -263,7 +386,8 @@ def resummarize(args, out, tasks, originals, mutants, equivalent):
         compiled = {i["id"]: {"verdict": "compiled"} for i in originals + mutants}
     args.per_operator, args.seed = before["options"]["per_operator"], before["options"]["seed"]
     summary = summarize(args, tasks, originals, mutants, compiled, done, equivalent,
-                        before["cost"], env=before["environment"])
+                        before["cost"], env=before["environment"],
+                        machine_equal=same_machine_code(originals, mutants, compiled))
     summary["options"] = before["options"]
     benchlib.write_results(out, "mutation", summary, markdown(summary))
 
@@ -281,16 +405,22 @@ def _tally(rows):
             "mutation_score": round(killed / scored, 4) if scored else None}
 
 
-def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost, env=None):
+def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost, env=None,
+              machine_equal=None):
     env = env or benchlib.gpu_environment()
+    machine_equal = machine_equal or {}
+    equivalent = dict(equivalent, **machine_equal)
     rows = []
     for m in mutants:
         record = done.get(m["id"])
         if compiled.get(m["id"], {}).get("verdict") != "compiled" or \
                 (record or {}).get("verdict") == "compile_error":
             status = "stillborn"
-        elif not record or not record.get("verdict") or record["verdict"] == "gpu_busy":
-            status = "unjudged"
+        elif m["id"] in machine_equal:
+            status = "equivalent"  # by its machine code, never judged
+        elif not record or not record.get("verdict") or record["verdict"] == "gpu_busy" or \
+                (record.get("shared") and needs_rejudge(record)):
+            status = "unjudged"  # a shared GPU's doubtful verdict not yet judged again alone
         elif record["verdict"] != "ok":
             status = "killed"
         elif m["id"] in equivalent:
@@ -339,14 +469,16 @@ def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost,
         "survivors": [{"id": r["id"], "task": r["task"], "source": r["source"],
                        "operator": r["operator"], "site": r["site"], "diff": r["diff"],
                        "equivalent": equivalent.get(r["id"])}
-                      for r in rows if r["status"] in ("survived", "equivalent")],
+                      for r in rows if r["status"] == "survived" or
+                      (r["status"] == "equivalent" and r["id"] not in machine_equal)],
+        "equivalent_by_machine_code": sorted(machine_equal),
         "stillborn_list": [{"id": r["id"], "task": r["task"], "operator": r["operator"],
                             "site": r["site"]} for r in rows if r["status"] == "stillborn"],
         "per_mutant_wall_ms": benchlib.summary(walls),
         "cost": cost,
         "options": {"per_operator": args.per_operator, "seed": args.seed, "limit": args.limit,
                     "max_seconds": args.max_seconds, "tasks": args.tasks,
-                    "operators": args.operators},
+                    "operators": args.operators, "workers": getattr(args, "workers", 1)},
         "device": (env.get("gpus") or [{}])[0].get("name") if isinstance(env.get("gpus"), list)
         else None,
         "date": env["date"],
@@ -373,6 +505,8 @@ def markdown(s):
              benchlib.markdown_table(header, [row(k, v) for k, v in s["per_operator"].items()]),
              "", "## By task", "",
              benchlib.markdown_table(header, [row(k, v) for k, v in s["per_task"].items()]),
+             "", "%d mutants compile to their original's machine code (equivalent, not judged)."
+             % len(s.get("equivalent_by_machine_code", [])),
              "", "## Survivors", ""]
     for sv in s["survivors"]:
         lines.append("- `%s` %s, %s, %s%s" % (sv["id"], sv["task"], sv["operator"], sv["site"],

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "common/files.h"
@@ -61,13 +62,17 @@ Compiled prepare(Device& device, const KernelSource& source, const TaskSpec& tas
   return c;
 }
 
-// What the plan needs besides the task: the candidate's literals and the GPU's free memory.
+// What the plan needs besides the task: the candidate's literals and the GPU's memory.
 PlanInputs plan_inputs(Device& device, const LoadedKernel& candidate,
                        const std::map<std::string, int64_t>& tunables) {
   PlanInputs inputs;
   inputs.candidate = &candidate.file();
   inputs.tunables = tunables;
-  inputs.free_bytes = free_device_bytes(device);
+  size_t free_bytes = 0, total_bytes = 0;
+  if (device.driver().cuMemGetInfo(&free_bytes, &total_bytes) == CUDA_SUCCESS) {
+    inputs.free_bytes = int64_t(free_bytes);
+    inputs.total_bytes = int64_t(total_bytes);
+  }
   return inputs;
 }
 
@@ -173,7 +178,11 @@ Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalR
     if (over_budget(request.options, verify_started)) break;
     ++steps_run;
     // The kept sets made during this evaluation may have taken the memory the plan counted on.
+    // Another worker on this GPU may be in its own wide round: wait for its end first.
+    std::optional<WideRoundTurn> turn;
     if (step.phase == "wide") {
+      const auto& info = device.info();
+      turn.emplace(info.pci_bus_id.empty() ? std::to_string(info.ordinal) : info.pci_bus_id);
       if (auto skip = wide_round_skipped(*task, free_device_bytes(device))) {
         plan->notes.push_back(*skip);
         plan->wide = false;

@@ -1,8 +1,14 @@
 #include "sandbox/worker/verify_plan.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "sandbox/input_families.h"
@@ -104,52 +110,69 @@ bool affordable(const TaskSpec& task, const ShapeBinding& sizes) {
   return bytes && flops && *bytes <= kFamilyBigShapeBytes && *flops <= kFamilyBigShapeFlops;
 }
 
+// The task judged with its tolerance's absolute parts (atol, max_error) scaled by `scale`.
+const TaskSpec* scaled_variant(const TaskSpec& task, double scale, VerifyPlan& plan) {
+  if (scale <= 1) return nullptr;
+  TaskSpec scaled = task;
+  scaled.tolerance.atol *= scale;
+  scaled.tolerance.max_error *= scale;
+  plan.variants.push_back(std::move(scaled));
+  return &plan.variants.back();
+}
+
+// The tolerance of family `f` at `sizes`: its own scale, and for constant rows the square root
+// of the row's length there (input_families.h, coherent_row).
+const TaskSpec* family_variant(const TaskSpec& task, const FamilyRound& f,
+                               const ShapeBinding& sizes, VerifyPlan& plan) {
+  double scale = f.tolerance_scale;
+  if (!f.coherent_row.empty()) {
+    if (auto n = evaluate_expression(f.coherent_row, sizes); n && *n > 1)
+      scale = std::max(scale, std::sqrt(double(*n)));
+  }
+  return scaled_variant(task, scale, plan);
+}
+
+// The shapes where a rotating few families also run, besides the small one: the timed shape and
+// the smallest holdout, where the reference's work there stays within the budget (a naive
+// reference of a GEMM's timed shape takes seconds).
+std::vector<std::pair<std::string, ShapeBinding>> big_family_shapes(const TaskSpec& task,
+                                                                    const EvalOptions& options) {
+  std::vector<std::pair<std::string, ShapeBinding>> big;
+  if (affordable(task, task.bind({}))) big.push_back({"stress", task.bind({})});
+  if (!options.check_holdout) return big;
+  std::optional<ShapeBinding> smallest;
+  int64_t smallest_bytes = 0;
+  for (const auto& h : task.holdout) {
+    auto bytes = task.tensor_bytes(task.bind(h));
+    if (bytes && (!smallest || *bytes < smallest_bytes)) {
+      smallest = task.bind(h);
+      smallest_bytes = *bytes;
+    }
+  }
+  if (smallest && affordable(task, *smallest)) big.push_back({"holdout", *smallest});
+  return big;
+}
+
 void add_families(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
                   VerifyPlan& plan) {
   if (!options.families) return;
   std::vector<FamilyRound> families = input_family_rounds(task);
   if (families.empty()) return;
-  std::vector<const TaskSpec*> variants;
-  for (auto& f : families) {
-    plan.rounds.push_back(std::move(f.round));
-    const TaskSpec* variant = nullptr;
-    if (f.tolerance_scale > 1) {
-      TaskSpec scaled = task;
-      scaled.tolerance.atol *= f.tolerance_scale;
-      scaled.tolerance.max_error *= f.tolerance_scale;
-      plan.variants.push_back(std::move(scaled));
-      variant = &plan.variants.back();
-    }
-    variants.push_back(variant);
-  }
+  const size_t first = plan.rounds.size();
+  for (const auto& f : families) plan.rounds.push_back(f.round);
   ShapeBinding small = family_shape(task, options);
-  const size_t first = plan.rounds.size() - families.size();
   for (size_t i = 0; i < families.size(); ++i) {
-    plan.steps.push_back(
-        {"stress", small, 1, seed + 2750159 * (i + 1), &plan.rounds[first + i], variants[i], true});
+    plan.steps.push_back({"stress", small, 1, seed + 2750159 * (i + 1), &plan.rounds[first + i],
+                          family_variant(task, families[i], small, plan), true});
     ++plan.family_rounds;
   }
-  // A rotating few at the timed shape and at the smallest holdout, where the reference's work
-  // there stays within the budget (a naive reference of a GEMM's timed shape takes seconds).
-  std::vector<std::pair<std::string, ShapeBinding>> big;
-  if (affordable(task, task.bind({}))) big.push_back({"stress", task.bind({})});
-  if (options.check_holdout) {
-    std::optional<ShapeBinding> smallest;
-    int64_t smallest_bytes = 0;
-    for (const auto& h : task.holdout) {
-      auto bytes = task.tensor_bytes(task.bind(h));
-      if (bytes && (!smallest || *bytes < smallest_bytes)) {
-        smallest = task.bind(h);
-        smallest_bytes = *bytes;
-      }
-    }
-    if (smallest && affordable(task, *smallest)) big.push_back({"holdout", *smallest});
-  }
+  std::vector<std::pair<std::string, ShapeBinding>> big = big_family_shapes(task, options);
   for (int k = 0; k < kFamiliesAtBigShapes && !big.empty(); ++k) {
     size_t i = (mix(seed ^ 0x7a3d) + size_t(k)) % families.size();
     for (const auto& [phase, sizes] : big) {
       plan.steps.push_back({phase, sizes, 1, seed + 3021377 * (i + 1) + uint64_t(k),
-                            &plan.rounds[first + i], variants[i], true});
+                            &plan.rounds[first + i], family_variant(task, families[i], sizes, plan),
+                            true});
       ++plan.family_rounds;
     }
   }
@@ -174,7 +197,10 @@ void add_wide(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
               const PlanInputs& inputs, VerifyPlan& plan) {
   if (!options.wide || !task.wide_round) return;
   ShapeBinding sizes = task.bind(task.wide_round->shape);
-  if (auto skip = wide_round_skipped(task, inputs.free_bytes)) {
+  // Where the whole GPU is too small the round never runs; memory another worker holds for now
+  // (its own wide round) is waited for at run time instead (WideRoundTurn), so not checked here.
+  int64_t room = inputs.total_bytes > 0 ? inputs.total_bytes : inputs.free_bytes;
+  if (auto skip = wide_round_skipped(task, room)) {
     plan.notes.push_back(*skip);
     return;
   }
@@ -214,6 +240,23 @@ std::optional<std::string> wide_round_skipped(const TaskSpec& task, int64_t free
   if (free_bytes >= needed) return std::nullopt;
   return "the round past 2^31 elements (" + task.wide_round->why + ") skipped: it needs " +
          gib(needed) + ", the GPU has " + gib(free_bytes) + " free";
+}
+
+WideRoundTurn::WideRoundTurn(const std::string& gpu_id) {
+  std::string name = "kopt-wide-round-" + gpu_id + ".lock";
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return c == '/' || c == ':'; }, '_');
+  std::error_code ec;
+  auto dir = std::filesystem::temp_directory_path(ec);
+  if (ec) return;
+  fd_ = ::open((dir / name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) return;
+  while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+  }
+}
+
+WideRoundTurn::~WideRoundTurn() {
+  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
 }
 
 Result<VerifyPlan> plan_verification(const TaskSpec& task, const EvalOptions& options,

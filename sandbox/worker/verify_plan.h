@@ -44,6 +44,9 @@ struct PlanInputs {
   const KernelFile* candidate = nullptr;
   std::map<std::string, int64_t> tunables;
   int64_t free_bytes = 0;
+  // The GPU's whole memory, where the evaluation checks the free memory again when the wide round
+  // comes (after its turn: WideRoundTurn); 0: the plan decides by free_bytes.
+  int64_t total_bytes = 0;
 };
 
 // Families that also run at the timed shape and the smallest holdout, per evaluation (rotating
@@ -63,6 +66,22 @@ std::map<std::string, double> draw_constants(const TaskSpec& task, uint64_t seed
 // Why the task's round past 2^31 elements cannot run with `free_bytes` of GPU memory free (it
 // needs the round's bytes and a quarter GiB), or nullopt when it can.
 std::optional<std::string> wide_round_skipped(const TaskSpec& task, int64_t free_bytes);
+
+// Rounds past 2^31 elements take most of a GPU's memory. Workers sharing one GPU (the mutation
+// bench runs several at once) take turns through an exclusive flock(2) on a file named after the
+// GPU, held from the free-memory check to the round's end, instead of each finding the memory
+// taken and skipping the round. A lone worker per GPU (the daemon's) never waits. Without the
+// file (an unwritable temp folder) there are no turns, and the free-memory check still decides.
+class WideRoundTurn {
+ public:
+  explicit WideRoundTurn(const std::string& gpu_id);
+  ~WideRoundTurn();
+  WideRoundTurn(const WideRoundTurn&) = delete;
+  WideRoundTurn& operator=(const WideRoundTurn&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 // Bytes the round at `shape` holds on the GPU: the kept inputs and their copies, the reference's
 // outputs, the candidate's and its first run's.

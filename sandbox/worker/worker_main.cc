@@ -117,10 +117,14 @@ int main(int argc, char** argv) {
     return kExitNoGpu;
   }
   // Kept input sets: at most 30% of the GPU's memory (and half of what is free now), so timing
-  // buffers and the largest shapes, which are verified on demand, still fit beside them.
+  // buffers and the largest shapes, which are verified on demand, still fit beside them. Workers
+  // that share one GPU (KOPT_WORKERS_PER_GPU, the mutation bench's --workers) split that share.
   size_t free_bytes = 0, total_bytes = 0;
   gpu.driver().cuMemGetInfo(&free_bytes, &total_bytes);
-  worker::InputPool pool(std::min(total_bytes / 10 * 3, free_bytes / 2));
+  size_t sharing = 1;
+  if (const char* n = std::getenv("KOPT_WORKERS_PER_GPU"); n && std::atoi(n) > 1)
+    sharing = size_t(std::atoi(n));
+  worker::InputPool pool(std::min(total_bytes / 10 * 3, free_bytes / 2) / sharing);
   worker::BaselineHistory baselines;
   std::string line;
   while (std::getline(std::cin, line)) {

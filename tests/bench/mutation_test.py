@@ -181,10 +181,15 @@ def test_suite_mutants():
 
 # The fake compile gate (`kopt eval TASK FILE --compile-only ...`): a narrowed accumulator
 # "does not compile", everything else does. A shell script: it runs once per file.
+# The fake compiler's "cubin" ignores __syncthreads() (and whitespace): a drop_sync mutant
+# compiles to its original's machine code, so the harness calls it equivalent and never judges it.
 FAKE_KOPT = r'''#!/bin/sh
 if grep -q "__half\|__nv_bfloat16 sum\|__nv_bfloat16 local" "$3"; then
   echo '{"verdict": "compile_error", "log": "fake"}'
 else
+  d=$(sed 's/__syncthreads();//g' "$3" | tr -d ' \n' | sha256sum | cut -c1-64)
+  mkdir -p "$KOPT_CACHE_DIR/compile/aa"
+  echo "{\"cubin_sha256\": \"$d\"}" > "$KOPT_CACHE_DIR/compile/aa/$d.json"
   echo '{"verdict": "compiled", "log": ""}'
 fi
 '''
@@ -201,10 +206,19 @@ def test_harness_end_to_end():
                 str(ROOT / "tests" / "bench" / "fake_sandbox.py"), "--kopt", str(kopt),
                 "--tasks", "softmax,sgemm", "--jobs", "4", "--operators",
                 "narrow_accumulator,drop_sync,fold_constant"]
-        proc = subprocess.run(argv + ["--limit", "6"], capture_output=True, text=True,
-                              timeout=120)
+        proc = subprocess.run(argv + ["--limit", "6", "--workers", "2"], capture_output=True,
+                              text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-2000:]
         first = json.loads((out / "mutation.json").read_text())
+        assert first["options"]["workers"] == 2
+        judged = {json.loads(line)["id"]: json.loads(line)
+                  for line in (out / "mutation-results.jsonl").read_text().splitlines()}
+        assert all(r.get("shared") for r in judged.values()), "judged beside another worker"
+        # drop_sync mutants compile to their original's machine code: equivalent, never judged.
+        same = set(first["equivalent_by_machine_code"])
+        sync = first["per_operator"].get("drop_sync", {})
+        assert same and sync.get("equivalent") == sync.get("mutants") == len(same), (same, sync)
+        assert not same & set(judged), "a mutant with its original's machine code was judged"
         for key in ("mutation_score", "mutants", "killed", "stillborn", "tasks", "per_operator",
                     "per_task", "survivors", "false_rejects", "device", "date", "commit",
                     "per_mutant_wall_ms"):
@@ -216,7 +230,7 @@ def test_harness_end_to_end():
         assert sgemm.get("killed", 0) == sgemm.get("mutants", 0) - sgemm.get("stillborn", 0)
         assert first["killed"] + first["survived"] + first["stillborn"] + first["unjudged"] + \
             first["equivalent"] == first["generated"]
-        assert len(first["survivors"]) == first["survived"] + first["equivalent"]
+        assert len(first["survivors"]) == first["survived"] + first["equivalent"] - len(same)
         assert first["stillborn"] >= 1 and first["stillborn"] == len(first["stillborn_list"]) and all(
             s["operator"] == "narrow_accumulator" for s in first["stillborn_list"])
         assert all(s["diff"].startswith("--- a/") for s in first["survivors"])
