@@ -64,8 +64,9 @@ EvalRequest request(const std::string& task, const KernelSource& candidate, bool
 
 std::vector<std::string> cases() {
   std::vector<std::string> names = kernel_names_in(kKernels);
-  for (const char* task : {"paged_decode_attention", "causal_prefill_gqa", "fused_moe",
-                           "w4a16_gemm", "fp8_block_gemm", "paged_decode_attention_fp8kv"})
+  for (const char* task :
+       {"paged_decode_attention", "causal_prefill_gqa", "fused_moe", "w4a16_gemm", "fp8_block_gemm",
+        "paged_decode_attention_fp8kv", "causal_prefill_varlen"})
     names.push_back(std::string("baseline_") + task);
   return names;
 }
