@@ -66,7 +66,7 @@ std::vector<std::string> cases() {
   std::vector<std::string> names = kernel_names_in(kKernels);
   for (const char* task :
        {"paged_decode_attention", "causal_prefill_gqa", "fused_moe", "w4a16_gemm", "fp8_block_gemm",
-        "paged_decode_attention_fp8kv", "causal_prefill_varlen"})
+        "paged_decode_attention_fp8kv", "causal_prefill_varlen", "fused_moe_grouped_topk"})
     names.push_back(std::string("baseline_") + task);
   return names;
 }
