@@ -25,9 +25,14 @@ def build(torch, inputs, sizes, constants):
 
     def fn(q, k_pages, v_pages, k_scale, v_scale):
         def dense(pages, scales):  # [batch, ctx, kv_heads, d] -> [batch, q_heads, ctx, d]
-            # Gathered as bytes: advanced indexing of float8 tensors is missing in some PyTorch.
-            x = pages.view(torch.uint8)[table].view(pages.dtype).flatten(1, 2).float()
-            x = x * scales[None, None, :, None].float()
+            # Gathered as bytes: advanced indexing of float8 tensors is missing in some PyTorch
+            # (the float64 oracle run gets the codes already widened).
+            if pages.dtype == torch.float8_e4m3fn:
+                x = pages.view(torch.uint8)[table].view(pages.dtype)
+            else:
+                x = pages[table]
+            wide = torch.float64 if q.dtype == torch.float64 else torch.float32
+            x = x.flatten(1, 2).to(wide) * scales[None, None, :, None].to(wide)
             x = torch.where(readable[:, :, None, None], x, torch.zeros((), dtype=x.dtype, device=x.device))
             return x.to(q.dtype).transpose(1, 2).repeat_interleave(group, dim=1)
         out = F.scaled_dot_product_attention(q.transpose(1, 2), dense(k_pages, k_scale),
