@@ -3,7 +3,7 @@
 // Planted bug: the group restriction dropped: the top_k experts by c over all experts (plain
 // biased top-k), as a kernel that takes n_group = topk_group = 1 for granted (Moonlight's and
 // DeepSeek-V2-Lite's configs) computes. The sweep's grouped shapes (topk_group < n_group: 2 of 4
-// groups, 4 of 8, 5 of 12) expose it; only the ungrouped shapes (n_group 1) pass.
+// groups, 4 of 8, 5 of 12) expose it; only shapes that choose every group pass.
 /* kopt:plan
 {
   "scratch": [{"name": "chosen", "dtype": "i32", "count": "tokens * top_k"},
