@@ -1,7 +1,7 @@
 """Structured inputs (task.json's init keys of issue 33; sandbox/structured_init.h) drawn in
 PyTorch, for the helpers that draw a task's inputs outside the worker (torch baselines, the
 reference's validation against PyTorch): block tables ("pages"), permutations, edge values,
-NaN in stale KV slots and hot/cold routing columns, with the worker's semantics (its random
+NaN in stale KV slots, hot/cold routing columns, runs (`repeat`) and sorted rows (`sorted`), with the worker's semantics (its random
 numbers differ: only the structure matters).
 
   make(torch, spec, init, shape, sizes, made, gen, evaluate) -> tensor or None (not structured)
@@ -56,6 +56,14 @@ def make(torch, spec, init, shape, sizes, made, gen, evaluate):
 
 def finish(torch, spec, init, tensor, sizes, made, gen, evaluate):
     device = tensor.device
+    if init.get("repeat"):  # runs of `repeat` consecutive elements share one value
+        run = max(1, evaluate(init["repeat"], sizes))
+        flat = tensor.flatten()
+        tensor = flat[torch.arange(flat.numel(), device=device) // run * run].reshape(tensor.shape)
+    if init.get("sorted"):  # monotone rows (the worker draws quantiles; the order is what matters)
+        row = max(1, evaluate(init.get("row", tensor.shape[-1] if tensor.dim() else 1), sizes))
+        rows = tensor.reshape(-1, row).sort(dim=1, descending=init["sorted"] == "descending")
+        tensor = rows.values.reshape(tensor.shape)
     if init.get("edges"):
         low, high = evaluate(init["low"], sizes), evaluate(init["high"], sizes)
         values = []

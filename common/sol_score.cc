@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/strings.h"
+
 namespace kopt {
 
 namespace {
@@ -64,8 +66,14 @@ Standing standing(double kernel_us, double baseline_us, double sol_us,
 }
 
 std::string format_production_speedup(const Standing& s) {
-  if (s.production_name.empty()) return "none measured";
-  return fixed(s.speedup_vs_production, 2) + "x " + s.production_name;
+  std::string text = s.production_name.empty()
+                         ? std::string("none measured")
+                         : fixed(s.speedup_vs_production, 2) + "x " + s.production_name;
+  if (s.not_installed.empty()) return text;
+  return text + "; " + join(s.not_installed, ", ") + " not installed (" +
+         (s.production_name.empty() ? std::string("nothing measured stands in")
+                                    : s.production_name + " stands in") +
+         ")";
 }
 
 std::string format_score(const Standing& s) {
@@ -86,6 +94,7 @@ nlohmann::json standing_json(const Standing& s) {
       {"sol_score", nullptr},
       {"sol_score_reference", s.score_reference}};
   if (!s.production_name.empty()) j["production_baseline"] = s.production_name;
+  if (!s.not_installed.empty()) j["libraries_not_installed"] = s.not_installed;
   if (s.score) {
     j["sol_score"] = *s.score;
   } else {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -35,6 +36,9 @@ struct Standing {
   std::optional<double> score;       // S; empty when it cannot be computed (score_note says why)
   std::string score_reference;       // what T_b is: the production name, or "baseline.cu"
   std::string score_note;            // why S is missing, or "" when it is there
+  // Production libraries the task declares that did not import on the GPU machine when
+  // `kopt baselines` ran ("flashinfer", "vllm"): said plainly beside the baseline that stands in.
+  std::vector<std::string> not_installed;
 };
 
 // All four numbers for a kernel. S uses the production baseline as T_b when one is given, else
@@ -42,12 +46,15 @@ struct Standing {
 Standing standing(double kernel_us, double baseline_us, double sol_us,
                   const std::optional<ProductionReference>& production);
 
-// "1.52x" or "-"; "0.83x cublaslt_autotuned" or "none measured"; "S 0.47 vs baseline.cu" or
-// "S - (why)". Plain text shared by the terminal, markdown and the export's README.
+// "1.52x" or "-"; "0.83x cublaslt_autotuned" or "none measured", followed by "; flashinfer, vllm
+// not installed (torch_compile stands in)" where declared libraries are missing; "S 0.47 vs
+// baseline.cu" or "S - (why)". Plain text shared by the terminal, markdown and the export's
+// README.
 std::string format_production_speedup(const Standing& s);
 std::string format_score(const Standing& s);
 // {"speedup_vs_baseline", "speedup_vs_production", "production_baseline" (null: none measured),
-//  "sol_percent", "sol_score" (null: see "sol_score_note"), "sol_score_reference"}.
+//  "sol_percent", "sol_score" (null: see "sol_score_note"), "sol_score_reference"}, and
+//  "libraries_not_installed" (names) where some are.
 nlohmann::json standing_json(const Standing& s);
 
 }  // namespace kopt

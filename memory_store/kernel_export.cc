@@ -106,11 +106,20 @@ Result<json> existing_manifest(const std::filesystem::path& path) {
 std::string production_cell(const json& k) {
   const json s = k.value("standing", json::object());
   if (!s.is_object() || !s.contains("speedup_vs_baseline")) return "-";
-  if (!s.contains("production_baseline") || !s["production_baseline"].is_string()) {
-    return "none measured";
+  // The standing as written; format_production_speedup says it as status and the report do.
+  Standing standing;
+  if (s.contains("production_baseline") && s["production_baseline"].is_string()) {
+    standing.production_name = s["production_baseline"].get<std::string>();
+    standing.speedup_vs_production = s.value("speedup_vs_production", 0.0);
   }
-  return fixed(s.value("speedup_vs_production", 0.0), 2) + "x " +
-         markdown_text(s["production_baseline"].get<std::string>());
+  const json missing = s.value("libraries_not_installed", json::array());
+  for (const auto& name : missing.is_array() ? missing : json::array())
+    if (name.is_string()) standing.not_installed.push_back(name.get<std::string>());
+  // The leading number stays as written (markdown_text is for names and words).
+  std::string text = format_production_speedup(standing);
+  std::string number =
+      standing.production_name.empty() ? "" : fixed(standing.speedup_vs_production, 2) + "x ";
+  return number + markdown_text(text.substr(number.size()));
 }
 
 std::string score_cell(const json& k) {

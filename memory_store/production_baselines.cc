@@ -70,9 +70,10 @@ Result<int64_t> add_production_baseline(sql::Database& db, const ProductionBasel
   if (r.task.empty() || r.gpu_model.empty() || r.name.empty()) {
     return make_error("production_baselines: a row needs a task, a GPU model and a name");
   }
-  if (!(r.median_us > 0)) {
+  bool absence = r.median_us == 0 && r.detail.rfind("not installed", 0) == 0;
+  if (!(r.median_us > 0) && !absence) {
     return make_error("production_baselines: " + r.task + " " + r.name +
-                      ": the median must be positive");
+                      ": the median must be positive (0 only for a library not installed)");
   }
   auto statement = db.cached(
       "INSERT INTO production_baselines (task, gpu_model, name, median_us, noise, samples,"
@@ -103,7 +104,7 @@ Result<std::vector<ProductionBaselineRecord>> current_production_baselines(
   auto statement = db.cached(std::string("SELECT ") + kColumns +
                              " FROM production_baselines WHERE id IN (SELECT max(id) FROM"
                              " production_baselines WHERE task = ?1 AND gpu_model = ?2 AND"
-                             " (?3 = '' OR spec_sha256 = ?3) GROUP BY name)"
+                             " (?3 = '' OR spec_sha256 = ?3) GROUP BY name) AND median_us > 0"
                              " ORDER BY median_us, name");
   statement->bind(1, task).bind(2, gpu_model).bind(3, spec_sha256);
   return read_all(*statement);
@@ -116,6 +117,24 @@ Result<std::optional<ProductionBaselineRecord>> best_production_baseline(
   if (!rows) return make_error(rows.error());
   if (rows->empty()) return std::optional<ProductionBaselineRecord>{};
   return std::optional<ProductionBaselineRecord>{rows->front()};
+}
+
+Result<std::vector<std::string>> libraries_not_installed(sql::Database& db, const std::string& task,
+                                                         const std::string& gpu_model) {
+  std::vector<std::string> names;
+  if (!db.has_table("production_baselines")) return names;
+  auto statement = db.cached(
+      "SELECT name FROM production_baselines WHERE id IN (SELECT max(id) FROM"
+      " production_baselines WHERE task = ?1 AND gpu_model = ?2 GROUP BY name) AND median_us = 0"
+      " ORDER BY name");
+  statement->bind(1, task).bind(2, gpu_model);
+  while (true) {
+    auto row = statement->step();
+    if (!row) return make_error("production_baselines: " + row.error());
+    if (!*row) break;
+    names.push_back(statement->column_text(0));
+  }
+  return names;
 }
 
 Result<std::vector<ProductionBaselineRecord>> all_production_baselines(sql::Database& db) {
@@ -132,7 +151,10 @@ Standing evaluation_standing(sql::Database& db, const EvaluationRecord& evaluati
   auto best = best_production_baseline(db, evaluation.task, evaluation.gpu.model);
   if (best && *best) production = ProductionReference{(*best)->name, (*best)->median_us};
   double sol_us = evaluation.median_us * evaluation.sol_percent / 100.0;
-  return standing(evaluation.median_us, evaluation.baseline_us, sol_us, production);
+  Standing s = standing(evaluation.median_us, evaluation.baseline_us, sol_us, production);
+  if (auto missing = libraries_not_installed(db, evaluation.task, evaluation.gpu.model))
+    s.not_installed = std::move(*missing);
+  return s;
 }
 
 }  // namespace kopt::memory

@@ -34,6 +34,9 @@ struct ProductionBaselineRecord {
   std::string created_at;
 };
 
+// A row with median_us 0 records an absence: the library a task declares did not import on that
+// GPU machine when `kopt baselines` ran (its `detail` starts "not installed"). It is the
+// current row of its name until a later measurement replaces it, never a time to compare with.
 Result<int64_t> add_production_baseline(sql::Database& db, const ProductionBaselineRecord& r);
 
 // The current row of each baseline name of `task` on `gpu_model`, fastest first. A non-empty
@@ -43,11 +46,18 @@ Result<std::vector<ProductionBaselineRecord>> current_production_baselines(
     const std::string& spec_sha256 = "");
 
 // The fastest current row, or none when nothing was measured for the task on that GPU model.
+// Absence rows (median_us 0) are never current times: neither this nor the list above has them.
 Result<std::optional<ProductionBaselineRecord>> best_production_baseline(
     sql::Database& db, const std::string& task, const std::string& gpu_model,
     const std::string& spec_sha256 = "");
 
-// Every current row (each task, GPU model and name), for `kopt baselines --list`.
+// The names whose current row on `gpu_model` is an absence (not installed), sorted: what status,
+// the report and the export's README say plainly beside the baseline that stands in.
+Result<std::vector<std::string>> libraries_not_installed(sql::Database& db, const std::string& task,
+                                                         const std::string& gpu_model);
+
+// Every current row (each task, GPU model and name), absences included, for `kopt baselines
+// --list`.
 Result<std::vector<ProductionBaselineRecord>> all_production_baselines(sql::Database& db);
 
 // Where an evaluated kernel stands (common/sol_score.h): its speedup over baseline.cu, over the

@@ -50,6 +50,24 @@ std::optional<memory::ProductionBaselineRecord> record_of(const json& row, const
   return r;
 }
 
+// The absence row of a library that did not import (scripts/library_baselines.py's "not
+// installed: ..." error), on the GPU the row's device names; nothing for any other error.
+std::optional<memory::ProductionBaselineRecord> absence_of(const json& row, const TaskSpec& task,
+                                                           const std::string& error) {
+  if (error.rfind("not installed", 0) != 0) return std::nullopt;
+  memory::ProductionBaselineRecord r;
+  r.task = task.name;
+  r.name = row.value("name", "");
+  json device = row.value("device", json::object());
+  r.gpu_model = device.is_object() ? device.value("name", "") : "";
+  if (r.name.empty() || r.gpu_model.empty()) return std::nullopt;
+  r.device_json = device.dump();
+  r.spec_sha256 = task.spec_hash;
+  r.shape = row.value("shape", "");
+  r.detail = error;
+  return r;
+}
+
 }  // namespace
 
 BaselineRunReport parse_helper_output(const std::string& stdout_text,
@@ -65,14 +83,20 @@ BaselineRunReport parse_helper_output(const std::string& stdout_text,
     }
     std::string task_name = j.value("task", "");
     std::string name = j.value("name", "");
-    if (j.contains("error")) {
-      std::string what = task_name.empty() ? "" : task_name + " " + name + ": ";
-      report.problems.push_back(what + j["error"].get<std::string>());
-      continue;
-    }
     const TaskSpec* task = nullptr;
     for (const auto& t : tasks) {
       if (t.name == task_name) task = &t;
+    }
+    if (j.contains("error")) {
+      std::string what = task_name.empty() ? "" : task_name + " " + name + ": ";
+      std::string error =
+          j["error"].is_string() ? j["error"].get<std::string>() : j["error"].dump();
+      report.problems.push_back(what + error);
+      // A library that does not import is stored as an absence (median 0), so that status, the
+      // report and the export say "not installed" for it rather than nothing.
+      auto absent = task ? absence_of(j, *task, error) : std::nullopt;
+      if (absent) report.stored.push_back(std::move(*absent));
+      continue;
     }
     auto r = task ? record_of(j, j.value("device", json::object()), *task) : std::nullopt;
     if (!r) {

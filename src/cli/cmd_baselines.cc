@@ -41,6 +41,13 @@ void print_rows(const std::vector<memory::ProductionBaselineRecord>& rows) {
   std::printf("%-18s %-20s %12s %7s %7s  %-24s %s\n", "task", "baseline", "median us", "noise",
               "samples", "gpu", "measured");
   for (const auto& r : rows) {
+    if (r.median_us == 0) {  // an absence row: the library did not import there
+      std::printf("%-18s %-20s %12s %7s %7s  %-24s %s\n",
+                  std::string(utf8_prefix(r.task, 18)).c_str(), r.name.c_str(), "not installed",
+                  "-", "-", terminal_text(utf8_prefix(r.gpu_model, 24)).c_str(),
+                  r.created_at.c_str());
+      continue;
+    }
     std::printf("%-18s %-20s %12.2f %6.2f%% %7lld  %-24s %s\n",
                 std::string(utf8_prefix(r.task, 18)).c_str(), r.name.c_str(), r.median_us,
                 r.noise * 100, static_cast<long long>(r.samples),

@@ -35,8 +35,10 @@ Standing task_standing(sql::Database& db, const std::string& gpu,
   std::optional<ProductionReference> production;
   auto best = memory::best_production_baseline(db, t.name, gpu);
   if (best && *best) production = ProductionReference{(*best)->name, (*best)->median_us};
-  return standing(t.best_us, t.best_us * t.best_speedup, t.best_us * t.best_sol_percent / 100.0,
-                  production);
+  Standing s = standing(t.best_us, t.best_us * t.best_speedup,
+                        t.best_us * t.best_sol_percent / 100.0, production);
+  if (auto missing = memory::libraries_not_installed(db, t.name, gpu)) s.not_installed = *missing;
+  return s;
 }
 
 // A run's published progress and when it was written: the daemon_status row, or for a run that

@@ -169,7 +169,7 @@ def test_suite_mutants():
     assert len(mutants) >= 300, len(mutants)
     assert len({m["task"] for m in mutants}) >= 20
     realworld = {t.name for t in tasks.values() if t.suite == "tasks_realworld"}
-    assert len(realworld) == 5 and realworld <= {m["task"] for m in mutants}
+    assert len(realworld) == 8 and realworld <= {m["task"] for m in mutants}
     for m in mutants:
         original = dict((p, t) for p, _, t in good)[m["source"]]
         assert kt.plan(m["text"]) == kt.plan(original), "%s changed the plan" % m["id"]

@@ -85,6 +85,21 @@ TEST(Standing, WithAProductionBaselineScoresAgainstItAndNamesIt) {
   EXPECT_EQ(format_score(s), "S 0.40 vs cublaslt_autotuned");
 }
 
+// Libraries a task declares that did not import are said beside the baseline that stands in.
+TEST(Standing, LibrariesNotInstalledAreSaidPlainly) {
+  Standing s = standing(50.0, 100.0, 20.0, ProductionReference{"torch_compile", 40.0});
+  s.not_installed = {"flashinfer", "vllm"};
+  EXPECT_EQ(format_production_speedup(s),
+            "0.80x torch_compile; flashinfer, vllm not installed (torch_compile stands in)");
+  EXPECT_EQ(standing_json(s)["libraries_not_installed"], nlohmann::json({"flashinfer", "vllm"}));
+  Standing none = standing(50.0, 100.0, 20.0, std::nullopt);
+  none.not_installed = {"deepgemm"};
+  EXPECT_EQ(format_production_speedup(none),
+            "none measured; deepgemm not installed (nothing measured stands in)");
+  EXPECT_FALSE(
+      standing_json(standing(50.0, 100.0, 20.0, std::nullopt)).contains("libraries_not_installed"));
+}
+
 TEST(Standing, AKernelFasterThanLightKeepsItsSpeedupsButNoScore) {
   Standing s = standing(10.0, 100.0, 20.0, std::nullopt);
   EXPECT_DOUBLE_EQ(s.speedup_vs_baseline, 10.0);

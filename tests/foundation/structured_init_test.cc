@@ -147,8 +147,9 @@ TEST(StructuredInit, ShapesMustHoldTheStructure) {
 // swaps these inits in on the GPU): each must stay a valid task.
 TEST(StructuredInit, RealWorldSuiteAndPlainVariantsParse) {
   std::filesystem::path root = std::filesystem::path(KOPT_SOURCE_DIR);
-  for (const char* name : {"paged_decode_attention", "causal_prefill_gqa", "fused_moe",
-                           "w4a16_gemm", "fp8_block_gemm"}) {
+  for (const char* name :
+       {"paged_decode_attention", "causal_prefill_gqa", "fused_moe", "w4a16_gemm", "fp8_block_gemm",
+        "paged_decode_attention_fp8kv", "causal_prefill_varlen", "fused_moe_grouped_topk"}) {
     auto task = load_task(root / "tasks_realworld" / name);
     EXPECT_TRUE(task.ok()) << task.error();
   }

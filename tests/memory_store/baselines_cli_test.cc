@@ -31,6 +31,34 @@ print('{"task": "softmax", "name": "torch_compile", "error": "InductorError: boo
 print(' '.join(sys.argv[1:]), file=sys.stderr)
 )";
 
+// A finished run's progress row, as the daemon publishes it: axpy's best kernel at 280 us.
+void publish_finished_run(const std::string& path) {
+  auto store = open_store(path);
+  nlohmann::json progress = {{"format", 2},
+                             {"run_id", 1},
+                             {"pid", 0},
+                             {"state", "finished"},
+                             {"mode", "tuner"},
+                             {"gpu", "NVIDIA H100 80GB HBM3"},
+                             {"tasks",
+                              {{{"name", "axpy"},
+                                {"state", "done"},
+                                {"best_speedup", 310.0 / 280.0},
+                                {"best_sol_percent", 100.0 * 240.0 / 280.0},
+                                {"best_us", 280.0}},
+                               {{"name", "softmax"}, {"state", "waiting"}}}}};
+  auto& db = store.database();
+  ASSERT_TRUE(db.execute("CREATE TABLE IF NOT EXISTS daemon_status (run_id INTEGER PRIMARY KEY,"
+                         " pid INTEGER NOT NULL, updated_at TEXT NOT NULL, active_seconds REAL"
+                         " NOT NULL DEFAULT 0, status_json TEXT NOT NULL)")
+                  .ok());
+  auto insert = db.cached(
+      "INSERT INTO daemon_status (run_id, pid, updated_at, status_json) VALUES (1, 0, "
+      "'2026-11-26T00:00:00Z', ?1)");
+  insert->bind(1, progress.dump());
+  ASSERT_TRUE(insert->run().ok());
+}
+
 class BaselinesCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -105,32 +133,7 @@ TEST_F(BaselinesCliTest, WinsVsProductionNameTheBestProductionBaselineAndScoreS)
 // finished run's row written as the daemon writes it.
 TEST_F(BaselinesCliTest, StatusShowsEachTasksBestAgainstProductionWithS) {
   ASSERT_EQ(measure().exit_code, 0);
-  {
-    auto store = open_store(db_);
-    nlohmann::json progress = {{"format", 2},
-                               {"run_id", 1},
-                               {"pid", 0},
-                               {"state", "finished"},
-                               {"mode", "tuner"},
-                               {"gpu", "NVIDIA H100 80GB HBM3"},
-                               {"tasks",
-                                {{{"name", "axpy"},
-                                  {"state", "done"},
-                                  {"best_speedup", 310.0 / 280.0},
-                                  {"best_sol_percent", 100.0 * 240.0 / 280.0},
-                                  {"best_us", 280.0}},
-                                 {{"name", "softmax"}, {"state", "waiting"}}}}};
-    auto& db = store.database();
-    ASSERT_TRUE(db.execute("CREATE TABLE IF NOT EXISTS daemon_status (run_id INTEGER PRIMARY KEY,"
-                           " pid INTEGER NOT NULL, updated_at TEXT NOT NULL, active_seconds REAL"
-                           " NOT NULL DEFAULT 0, status_json TEXT NOT NULL)")
-                    .ok());
-    auto insert = db.cached(
-        "INSERT INTO daemon_status (run_id, pid, updated_at, status_json) VALUES (1, 0, "
-        "'2026-11-26T00:00:00Z', ?1)");
-    insert->bind(1, progress.dump());
-    ASSERT_TRUE(insert->run().ok());
-  }
+  publish_finished_run(db_);
   auto out = kopt({"status", "--db", db_});
   ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
   EXPECT_TRUE(contains(out.stdout_text, "0.95x torch_compile")) << out.stdout_text;
@@ -189,8 +192,8 @@ TEST_F(BaselinesCliTest, CublasLtRowsComeFromTheWorkerWhichExitsBeforeTheHelperS
                                 " 'median_us': 5400.0, 'samples': 30,"
                                 " 'device': {'name': 'NVIDIA H100 80GB HBM3'}}))\n")
                   .ok());
-  auto out = kopt({"baselines", "sgemm", "--db", db_, "--helper", helper_, "--worker",
-                   KOPT_FAKE_WORKER});
+  auto out =
+      kopt({"baselines", "sgemm", "--db", db_, "--helper", helper_, "--worker", KOPT_FAKE_WORKER});
   unsetenv("KOPT_FAKE_ALIVE_FILE");
   ASSERT_EQ(out.exit_code, 0) << out.stdout_text << out.stderr_text;
   EXPECT_FALSE(contains(out.stdout_text, "not measured")) << out.stdout_text;
@@ -220,6 +223,51 @@ TEST_F(BaselinesCliTest, AWorkerThatCannotStartIsReportedAndTheTorchRowsAreStill
   EXPECT_EQ(out.exit_code, 0) << out.stdout_text << out.stderr_text;
   EXPECT_TRUE(contains(out.stdout_text, "not measured: cuBLASLt baselines:")) << out.stdout_text;
   EXPECT_TRUE(contains(out.stdout_text, "1 production baselines stored")) << out.stdout_text;
+}
+
+// A declared library that does not import on the GPU machine: stored as an absence, listed and
+// said in status as "not installed" beside the baseline that stands in (issue 33).
+constexpr const char* kHelperWithoutVllm = R"py(
+print('{"task": "axpy", "name": "torch_compile", "median_us": 266.3, "samples": 60,'
+      ' "device": {"name": "NVIDIA H100 80GB HBM3"}}')
+print('{"task": "axpy", "name": "vllm", "device": {"name": "NVIDIA H100 80GB HBM3"}, "error":'
+      ' "not installed: the baseline is the PyTorch composition (vllm does not import)"}')
+)py";
+
+TEST_F(BaselinesCliTest, ALibraryNotInstalledIsSaidInTheListAndInStatus) {
+  ASSERT_TRUE(write_file_atomic(helper_, kHelperWithoutVllm).ok());
+  auto out = measure();
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_text << out.stderr_text;
+  EXPECT_TRUE(contains(out.stdout_text, "not measured: axpy vllm: not installed"))
+      << out.stdout_text;
+  out = kopt({"baselines", "--list", "--db", db_});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  EXPECT_TRUE(contains(out.stdout_text, "vllm")) << out.stdout_text;
+  EXPECT_TRUE(contains(out.stdout_text, "not installed")) << out.stdout_text;
+  publish_finished_run(db_);
+  out = kopt({"status", "--db", db_});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  EXPECT_TRUE(contains(out.stdout_text, "vllm not installed")) << out.stdout_text;
+  EXPECT_TRUE(contains(out.stdout_text, "S 0.40 vs torch_compile")) << out.stdout_text;
+  out = kopt({"status", "--db", db_, "--json"});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  auto tasks = nlohmann::json::parse(out.stdout_text)["tasks"];
+  EXPECT_EQ(tasks[0]["standing"]["libraries_not_installed"], nlohmann::json({"vllm"}));
+  // The report's "vs production" cell and the export's README say it too.
+  std::string md = (dir_ / "report.md").string();
+  out = kopt({"report", "--run", "all", "--db", db_, "--markdown", md});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  EXPECT_TRUE(contains(*read_file(md), "vllm not installed \\(torch\\_compile stands in\\)"))
+      << *read_file(md);
+  auto exported = dir_ / "kernels";
+  out = kopt({"export", "--db", db_, "--out", exported.string()});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  auto readme = read_file(exported / "README.md");
+  ASSERT_TRUE(readme.ok()) << readme.error();
+  EXPECT_TRUE(contains(*readme,
+                       "| 0.95x torch\\_compile; vllm not installed \\(torch\\_compile "
+                       "stands in\\) |"))
+      << *readme;
 }
 
 }  // namespace

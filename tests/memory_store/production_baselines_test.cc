@@ -138,5 +138,38 @@ TEST(ProductionBaselinesTest, RowsWithoutAPositiveTimeOrANameAreRefused) {
   EXPECT_EQ(*db.query_int64("SELECT count(*) FROM production_baselines"), 0);
 }
 
+// A library that did not import on the GPU machine is stored as an absence (median 0, "not
+// installed" in its detail): never a time to compare with, and said plainly until a later
+// measurement of that name replaces it.
+TEST(ProductionBaselinesTest, ALibraryNotInstalledIsNoTimeAndIsNamedUntilMeasured) {
+  TempDir dir;
+  MemoryStore store = open_store(dir / "m.db");
+  auto& db = store.database();
+  ASSERT_TRUE(add_production_baseline(db, row("paged_decode_attention", "torch_compile", 1650.0)));
+  ProductionBaselineRecord absent = row("paged_decode_attention", "vllm", 0.0);
+  absent.detail = "not installed: the baseline is the PyTorch composition (vllm does not import)";
+  ASSERT_TRUE(add_production_baseline(db, absent));
+  absent.name = "flashinfer";
+  ASSERT_TRUE(add_production_baseline(db, absent));
+  auto best = best_production_baseline(db, "paged_decode_attention", kH100);
+  ASSERT_TRUE(best.ok() && best->has_value());
+  EXPECT_EQ((*best)->name, "torch_compile");  // an absence of 0 us is never the fastest
+  auto current = current_production_baselines(db, "paged_decode_attention", kH100);
+  ASSERT_TRUE(current.ok());
+  EXPECT_EQ(current->size(), 1u);
+  auto missing = libraries_not_installed(db, "paged_decode_attention", kH100);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(*missing, (std::vector<std::string>{"flashinfer", "vllm"}));
+  EXPECT_TRUE(libraries_not_installed(db, "paged_decode_attention", "NVIDIA A100")->empty());
+  // Installed later: the measurement is current, the absence is history.
+  ASSERT_TRUE(add_production_baseline(db, row("paged_decode_attention", "vllm", 120.0)));
+  EXPECT_EQ(*libraries_not_installed(db, "paged_decode_attention", kH100),
+            (std::vector<std::string>{"flashinfer"}));
+  EXPECT_EQ((*best_production_baseline(db, "paged_decode_attention", kH100))->name, "vllm");
+  // A zero time that is no absence stays refused.
+  ProductionBaselineRecord zero = row("paged_decode_attention", "sdpa", 0.0);
+  EXPECT_FALSE(add_production_baseline(db, zero));
+}
+
 }  // namespace
 }  // namespace kopt::memory

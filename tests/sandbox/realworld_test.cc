@@ -55,14 +55,21 @@ EvalRequest request(const std::string& task, const KernelSource& candidate, bool
   r.options.draws = hardened;
   r.options.stress = hardened;
   r.options.check_holdout = false;
+  // The plain run is the task before issue 33 and 32: input families redraw a float input per
+  // column (for fp8 KV's per-head scales, that is the structured input itself), and shapes at the
+  // kernel's thresholds reach sizes where a plain init is no valid input (cu_seqlens 0, 1, 2...
+  // past total_kv), so both stay off there.
+  r.options.families = hardened;
+  r.options.thresholds = hardened;
   r.options.max_wall_seconds = 60;
   return r;
 }
 
 std::vector<std::string> cases() {
   std::vector<std::string> names = kernel_names_in(kKernels);
-  for (const char* task : {"paged_decode_attention", "causal_prefill_gqa", "fused_moe",
-                           "w4a16_gemm", "fp8_block_gemm"})
+  for (const char* task :
+       {"paged_decode_attention", "causal_prefill_gqa", "fused_moe", "w4a16_gemm", "fp8_block_gemm",
+        "paged_decode_attention_fp8kv", "causal_prefill_varlen", "fused_moe_grouped_topk"})
     names.push_back(std::string("baseline_") + task);
   return names;
 }
