@@ -86,7 +86,8 @@ std::filesystem::path write_llm_config(const std::filesystem::path& dir,
           {"replay-summarizer", {{"input_per_mtok", 1.0}, {"output_per_mtok", 2.0}}}}}}}};
   config["daemon"] = std::move(daemon);
   auto path = dir / "config.json";
-  write_text(path, config.dump(2));
+  if (auto written = write_file_atomic(path, config.dump(2)); !written)
+    throw std::runtime_error(written.error());
   return path;
 }
 
