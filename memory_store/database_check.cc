@@ -44,8 +44,8 @@ Status check_database_file(const std::filesystem::path& path, bool thorough) {
   options.read_only = true;
   auto db = sql::Database::open(path, options);
   if (!db)
-    return make_error(path.string() + ": damaged, SQLite cannot open it (" + db.error() + "). " +
-                      recovery_advice(path));
+    return make_error(path.string() + ": the database is damaged: SQLite cannot open it (" +
+                      db.error() + "). " + recovery_advice(path));
   // quick_check reads every page and checks its structure (not the index contents): the
   // damage SQLite would otherwise meet only when a query reaches that page. Without it, the
   // schema (the pages every statement reads first) at least.

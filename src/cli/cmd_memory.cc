@@ -706,9 +706,9 @@ int run_memory(int argc, char** argv) {
                                             : MemoryAccess::kRead;
   auto store = open_memory(*args, access, "kopt memory " + action);
   if (!store) return memory_open_exit_code();
-  if (action == "wins") return wins(*store, *args);
   std::string task = args->count("task") ? (*args)["task"].as<std::string>() : "";
   if (!check_task(*store, task, ("kopt memory " + action).c_str())) return 1;
+  if (action == "wins") return wins(*store, *args);
   if (action == "search") return search(*store, *args, words);
   if (action == "show") return args->count("json") ? show_json(*store, words) : show(*store, words);
   if (action == "kernel") return show_kernel(*store, words, *args);

@@ -129,6 +129,12 @@ TEST(AdversarialBlameOnGpu, AnInnocentCandidateAfterACorruptingOneIsNotBlamed) {
       timed.options.time = again == 0;
       auto after = evaluator.evaluate(timed);
       ASSERT_TRUE(after.ok()) << after.error();
+      // gpu_busy blames no one: the quiet probe after timing was slow (seen on a machine just
+      // started, its clocks still settling). Judged again, as the daemon does.
+      for (int busy = 0; busy < 3 && after->verdict == Verdict::kGpuBusy; ++busy) {
+        after = evaluator.evaluate(timed);
+        ASSERT_TRUE(after.ok()) << after.error();
+      }
       EXPECT_EQ(after->verdict, Verdict::kOk) << "after " << name << ": " << after->detail;
     }
   }
