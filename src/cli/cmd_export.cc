@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
 #include "memory_store/kernel_export.h"
 #include "sandbox/cuda_driver.h"
 #include "sandbox/judging_spec.h"

@@ -43,26 +43,25 @@ void Orchestrator::keep_finished_phases(const RunProgress& before) {
   std::lock_guard lock(mutex_);
   for (TaskState& task : tasks_) {
     auto was = std::find_if(before.tasks.begin(), before.tasks.end(),
-                            [&](const TaskProgress& p) { return p.name == task.spec.name; });
+                            [&](const TaskProgress& p) { return p.name == task.spec().name; });
     if (was == before.tasks.end()) continue;
     // The task's LLM use so far, so that its per-task cap and the table count the whole run.
-    task.usage.calls += was->llm_calls;
-    task.usage.input_tokens += was->tokens;
-    task.usage.cost_usd += was->cost_usd;
+    agents::AgentUsage earlier;
+    earlier.calls = was->llm_calls;
+    earlier.input_tokens = was->tokens;
+    earlier.cost_usd = was->cost_usd;
+    task.charge(earlier);
     if (task.finished()) continue;
     if (was->state == "done" || was->state == "failed") {
-      task.phase = was->state == "done" ? TaskState::Phase::kDone : TaskState::Phase::kFailed;
-      task.note = was->note;
+      task.keep_phase(was->state == "done" ? TaskState::Phase::kDone : TaskState::Phase::kFailed,
+                      was->note);
     } else if (was->state == "parked") {
       task.park(was->note);
-      if (ended) {
-        task.phase = TaskState::Phase::kParked;
-        task.note = was->note;
-      }
+      if (ended) task.keep_phase(TaskState::Phase::kParked, was->note);
     } else {
       continue;
     }
-    spdlog::info("[{}] stays {} as before the resume: {}", task.spec.name, was->state,
+    spdlog::info("[{}] stays {} as before the resume: {}", task.spec().name, was->state,
                  was->note.empty() ? std::string("(no reason recorded)") : was->note);
   }
 }
