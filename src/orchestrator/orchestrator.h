@@ -156,6 +156,9 @@ class Orchestrator {
   CandidateOutcome judge(TaskState& task, const CandidateInput& input);
   void on_sanitized(TaskState& task, const CandidateOutcome& outcome,
                     const SanitizerOutcome& sanitized);
+  // Hands a provisional best to the lane; its pass runs only while no faster kernel of its task
+  // has been judged.
+  void submit_to_lane(TaskState& task, const CandidateOutcome& outcome);
   // Whether a pair ending in `kernel` must wait (its kernel is provisional: stashed until the
   // pass) or be dropped (it or its parent failed the pass). Requires mutex_.
   bool hold_pair(TaskState& task, const VerifiedKernel& parent, const VerifiedKernel& kernel,
@@ -238,6 +241,7 @@ class Orchestrator {
     std::string lesson;
   };
   std::set<int64_t> provisional_;
+  std::map<int64_t, CandidateOutcome> provisional_outcomes_;  // for a second submission
   std::map<int64_t, std::vector<HeldPair>> held_pairs_;
   int llm_jobs_ = 0;  // planner and coder jobs running
   // Gives a model job's slot back when the job ends, however it ends.

@@ -12,6 +12,10 @@
 
 namespace kopt::orchestrator {
 
+namespace {
+constexpr double kLaneEndWaitSeconds = 3;
+}  // namespace
+
 CandidateOutcome Orchestrator::judge(TaskState& task, const CandidateInput& input) {
   CandidateOutcome outcome = candidates_->judge(input);
   if (outcome.noise_level && outcome.verified) {
@@ -24,26 +28,48 @@ CandidateOutcome Orchestrator::judge(TaskState& task, const CandidateInput& inpu
   {
     std::lock_guard lock(mutex_);
     provisional_.insert(outcome.kernel_id);
+    provisional_outcomes_[outcome.kernel_id] = outcome;
   }
   spdlog::info(
       "[{}] kernel {} ({:.2f} us, best was {:.2f} us) is a provisional best: the "
       "sanitizer lane checks it",
       task.spec().name, outcome.kernel_id, outcome.verified ? outcome.verified->median_us : 0.0,
       input.best_us);
-  lane_->submit(*outcome.sanitize_request,
-                [this, &task, outcome](const SanitizerOutcome& sanitized) {
-                  on_sanitized(task, outcome, sanitized);
-                });
+  submit_to_lane(task, outcome);
   return outcome;
+}
+
+void Orchestrator::submit_to_lane(TaskState& task, const CandidateOutcome& outcome) {
+  double us = outcome.verified ? outcome.verified->median_us : 0;
+  int64_t id = outcome.kernel_id;
+  lane_->submit(
+      *outcome.sanitize_request,
+      [this, &task, outcome](const SanitizerOutcome& sanitized) {
+        on_sanitized(task, outcome, sanitized);
+      },
+      [this, &task, us, id] {
+        // Superseded: a faster provisional best of the task waits for its own pass. This one
+        // stays provisional; should the faster one fail, it is queued again.
+        std::lock_guard lock(mutex_);
+        if (task.sanitizer_tainted(id)) return false;
+        for (const auto& [other, o] : provisional_outcomes_) {
+          if (other != id && o.kernel_record.task == task.spec().name && o.verified &&
+              o.verified->median_us < us)
+            return false;
+        }
+        return true;
+      });
 }
 
 void Orchestrator::on_sanitized(TaskState& task, const CandidateOutcome& outcome,
                                 const SanitizerOutcome& sanitized) {
   bool passed = candidates_->settle_provisional(outcome, sanitized);
   std::vector<HeldPair> pairs;
+  std::optional<CandidateOutcome> again;
   {
     std::lock_guard lock(mutex_);
     provisional_.erase(outcome.kernel_id);
+    provisional_outcomes_.erase(outcome.kernel_id);
     if (auto it = held_pairs_.find(outcome.kernel_id); it != held_pairs_.end()) {
       pairs = std::move(it->second);
       held_pairs_.erase(it);
@@ -59,9 +85,19 @@ void Orchestrator::on_sanitized(TaskState& task, const CandidateOutcome& outcome
           ids.empty() ? std::string("no descendant of it was in the beam")
                       : "its descendants " + join(ids, ", ") + " are dropped from the beam",
           task.best_speedup());
-      return;
+      // The best that is left may be a provisional one whose pass was skipped as superseded.
+      const VerifiedKernel* best = task.beam().best();
+      if (best && provisional_outcomes_.count(best->kernel_id)) {
+        again = provisional_outcomes_.at(best->kernel_id);
+      }
     }
   }
+  if (again) {
+    spdlog::info("[{}] kernel {} is the best again: the sanitizer lane checks it", task.spec().name,
+                 again->kernel_id);
+    submit_to_lane(task, *again);
+  }
+  if (!passed) return;
   spdlog::info("[{}] kernel {} passed the sanitizer: {}", task.spec().name, outcome.kernel_id,
                sanitized.ran ? sanitized.note : "not run (" + sanitized.note + ")");
   // The pairs that waited for this pass; one whose parent failed meanwhile is dropped there.
@@ -86,7 +122,8 @@ int Orchestrator::finish_sanitizer_lane(Clock::time_point deadline) {
   }
   lane_->stop();
   double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-  bool idle = lane_->wait_idle(std::max(0.0, left));
+  // A pass takes half a minute: the night ends on time instead, its kernel staying provisional.
+  bool idle = lane_->wait_idle(std::clamp(left, 0.0, kLaneEndWaitSeconds));
   std::lock_guard lock(mutex_);
   if (!provisional_.empty()) {
     std::vector<std::string> ids;
@@ -96,8 +133,10 @@ int Orchestrator::finish_sanitizer_lane(Clock::time_point deadline) {
         "'sanitizing', never exported nor shown as wins",
         provisional_.size(), join(ids, ", "));
   }
-  spdlog::info("sanitizer lane: {} passes ({:.0f} s of tools), {} kernels waited at the end",
-               lane_->runs(), lane_->busy_seconds(), queued);
+  spdlog::info(
+      "sanitizer lane: {} passes ({:.0f} s of tools), {} skipped as superseded, {} "
+      "kernels waited at the end",
+      lane_->runs(), lane_->busy_seconds(), lane_->skipped(), queued);
   return idle ? 0 : lane_->pending();
 }
 

@@ -17,8 +17,9 @@ SanitizerLane::~SanitizerLane() {
   for (std::thread& t : threads_) t.join();
 }
 
-void SanitizerLane::submit(const EvalRequest& request, Done done) {
-  std::string key = sha256_hex(request.candidate.source);
+void SanitizerLane::submit(const EvalRequest& request, Done done, Wanted wanted) {
+  // The task's files are part of the key: the same kernel text judged for two tasks is two runs.
+  std::string key = sha256_hex(request.task_json + "\n" + request.candidate.source);
   std::unique_lock lock(mutex_);
   if (auto it = done_.find(key); it != done_.end()) {
     SanitizerOutcome outcome = it->second;
@@ -27,7 +28,7 @@ void SanitizerLane::submit(const EvalRequest& request, Done done) {
     return;
   }
   if (stopped_) return;
-  auto [it, fresh] = pending_.try_emplace(key, Entry{request, {}});
+  auto [it, fresh] = pending_.try_emplace(key, Entry{request, {}, std::move(wanted)});
   it->second.waiting.push_back(std::move(done));
   if (!fresh) return;
   queue_.push_back(key);
@@ -54,6 +55,11 @@ int SanitizerLane::runs() const {
   return runs_;
 }
 
+int SanitizerLane::skipped() const {
+  std::lock_guard lock(mutex_);
+  return skipped_;
+}
+
 int SanitizerLane::pending() const {
   std::lock_guard lock(mutex_);
   return static_cast<int>(pending_.size());
@@ -72,7 +78,19 @@ void SanitizerLane::work(int lane) {
     std::string key = queue_.front();
     queue_.pop_front();
     EvalRequest request = pending_.at(key).request;
+    Wanted wanted = pending_.at(key).wanted;
     ++running_;
+    lock.unlock();
+    // Asked without the lane's lock: the caller's answer may take its own locks.
+    if (wanted && !wanted()) {
+      lock.lock();
+      --running_;
+      ++skipped_;
+      pending_.erase(key);
+      if (pending_.empty()) idle_.notify_all();
+      continue;
+    }
+    lock.lock();
     ++runs_;
     lock.unlock();
     auto started = std::chrono::steady_clock::now();

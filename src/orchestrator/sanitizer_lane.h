@@ -24,6 +24,10 @@ class SanitizerLane {
   // Runs the tools on the candidate of a request; `lane` (0 .. lanes-1) picks the GPU.
   using Runner = std::function<SanitizerOutcome(const EvalRequest& request, int lane)>;
   using Done = std::function<void(const SanitizerOutcome& outcome)>;
+  // Asked (without the lane's lock) when a queued source's turn comes: false skips it (a newer,
+  // faster best of its task superseded it, so its 30 s would buy nothing); its `done` is not
+  // called and a later submit() queues it again.
+  using Wanted = std::function<bool()>;
 
   SanitizerLane(Runner runner, int lanes);
   ~SanitizerLane();  // stop(), then joins
@@ -32,7 +36,7 @@ class SanitizerLane {
 
   // Queues the candidate of `request` (its source is the key); `done` is called on a lane thread
   // once its outcome is known, or at once when this source was sanitized before. Never blocks.
-  void submit(const EvalRequest& request, Done done);
+  void submit(const EvalRequest& request, Done done, Wanted wanted = nullptr);
   // No new run starts; queued sources are dropped (their `done` is never called). Runs in
   // progress finish on their threads.
   void stop();
@@ -40,6 +44,7 @@ class SanitizerLane {
   bool wait_idle(double seconds);
 
   int runs() const;             // tool passes started (each distinct source once)
+  int skipped() const;  // queued sources skipped as superseded
   int pending() const;          // queued or running sources
   double busy_seconds() const;  // summed over the lane's runs
 
@@ -47,6 +52,7 @@ class SanitizerLane {
   struct Entry {
     EvalRequest request;
     std::vector<Done> waiting;
+    Wanted wanted;
   };
   void work(int lane);
 
@@ -59,6 +65,7 @@ class SanitizerLane {
   std::map<std::string, SanitizerOutcome> done_;  // finished, by source key
   int running_ = 0;
   int runs_ = 0;
+  int skipped_ = 0;
   double busy_seconds_ = 0;
   bool stopped_ = false;
   std::vector<std::thread> threads_;

@@ -39,9 +39,9 @@ class SanitizerLaneTest : public ::testing::Test {
   int64_t count(const std::string& sql) { return kopt::testing::query_count(db_path(), sql); }
 
   // Tuner-only with one job slot: without a lane, a sanitizer pass would hold the only slot.
-  RunOptions options(std::vector<std::string> tasks) {
+  RunOptions options(std::vector<std::string> tasks, const std::string& folder = "tasks") {
     RunOptions o;
-    for (const auto& t : tasks) o.task_dirs.push_back(kopt::testing::copy_task(t, dir_ / "tasks"));
+    for (const auto& t : tasks) o.task_dirs.push_back(kopt::testing::copy_task(t, dir_ / folder));
     o.use_llm = false;
     o.drain_seconds = 10;
     o.max_in_flight = 1;
@@ -97,7 +97,7 @@ TEST_F(SanitizerLaneTest, TheLaneNeverBlocksAnEvaluation) {
   RunRecorder recorder(*store);
   OrchestratorDeps d = deps(inline_pass, false);
   d.recorder = &recorder;
-  Orchestrator orchestrator(options({"axpy", "softmax"}), d);
+  Orchestrator orchestrator(options({"axpy", "softmax"}, "tasks-inline"), d);
   ASSERT_TRUE(orchestrator.run());
   ASSERT_GE(inline_pass.sanitized(), 1);
   EXPECT_EQ(inline_pass.evaluations_during_sanitize(), 0);
@@ -226,6 +226,15 @@ TEST_F(SanitizerLaneTest, IdenticalSourcesAreSanitizedOnce) {
   EXPECT_EQ(done.load(), 4);
   EXPECT_EQ(runs.load(), 2);
   EXPECT_EQ(lane.runs(), 2);
+
+  // A source superseded before its turn (a faster best of its task waits) costs no pass.
+  EvalRequest c;
+  c.candidate.source = "kernel c";
+  lane.submit(c, count_done, [] { return false; });
+  ASSERT_TRUE(lane.wait_idle(10));
+  EXPECT_EQ(runs.load(), 2);
+  EXPECT_EQ(lane.skipped(), 1);
+  EXPECT_EQ(done.load(), 4);
 }
 
 }  // namespace
