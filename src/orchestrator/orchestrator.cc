@@ -166,6 +166,8 @@ void Orchestrator::begin_drain(const std::string& reason, const std::string& sta
   spdlog::info("stopping: {}; no new work, waiting up to {:.0f} s for the work in flight", reason,
                options_.drain_seconds);
   if (deps_.cancel_llm) deps_.cancel_llm();
+  // No sanitizer pass starts after the budget: one takes half a minute or more of its GPU.
+  if (lane_) lane_->stop();
   changed_.notify_all();
 }
 
