@@ -79,4 +79,17 @@ bool Beam::offer(const VerifiedKernel& kernel) {
   return true;
 }
 
+std::vector<int64_t> Beam::remove_if(const std::function<bool(const VerifiedKernel&)>& drop) {
+  std::vector<int64_t> removed;
+  for (auto it = members_.begin(); it != members_.end();) {
+    if (drop(*it)) {
+      removed.push_back(it->kernel_id);
+      it = members_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return removed;
+}
+
 }  // namespace kopt::orchestrator

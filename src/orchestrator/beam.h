@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,6 +46,9 @@ class Beam {
   const std::vector<VerifiedKernel>& members() const { return members_; }
   const VerifiedKernel* best() const { return members_.empty() ? nullptr : &members_.front(); }
   bool contains(int64_t kernel_id) const;
+  // Takes out the members `drop` names (a kernel that failed the sanitizer and its descendants);
+  // returns their ids.
+  std::vector<int64_t> remove_if(const std::function<bool(const VerifiedKernel&)>& drop);
   bool empty() const { return members_.empty(); }
 
  private:

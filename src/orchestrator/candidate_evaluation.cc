@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
 #include "common/json_limits.h"
 #include "common/utf8.h"
 #include "sandbox/confined/confined_compile.h"
@@ -68,6 +70,33 @@ void CandidateEvaluator::record(const CandidateInput& input, CandidateOutcome& o
   outcome.kernel_id = *id;
 }
 
+bool beats_beyond_noise(double candidate_us, double candidate_noise, double best_us,
+                        double best_noise, double above) {
+  if (best_us <= 0) return true;
+  if (candidate_us <= 0) return false;
+  double ratio = best_us / candidate_us;
+  double noise = std::sqrt(candidate_noise * candidate_noise + best_noise * best_noise);
+  return ratio > above && ratio > 1 + 3 * noise;
+}
+
+bool CandidateEvaluator::settle_provisional(const CandidateOutcome& outcome,
+                                            const SanitizerOutcome& sanitized) {
+  memory::EvaluationRecord evaluation = outcome.evaluation_record;
+  bool passed = !sanitized.finding.has_value();
+  if (!passed) {
+    evaluation.verdict = verdict_name(Verdict::kSanitizer);
+    evaluation.detail = clip_utf8(sanitized.finding->describe(), 20000, "");
+    evaluation.speedup = 0;
+    evaluation.sol_percent = 0;
+  }
+  auto id = recorder_.record_evaluation(outcome.kernel_record, evaluation);
+  if (!id) {
+    spdlog::error("[{}] could not store the sanitizer's verdict: {}", outcome.kernel_record.task,
+                  id.error());
+  }
+  return passed;
+}
+
 CandidateOutcome CandidateEvaluator::reject_locally(const CandidateInput& input, Verdict verdict,
                                                     const std::string& detail) {
   CandidateOutcome outcome;
@@ -126,14 +155,25 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
   }
   // A would-be new best of its task runs once more under compute-sanitizer before it counts: a
   // write past the guard zones or a race that did not fire while it was verified shows there.
+  // Only a gain beyond the noise is worth the tools' time; with a lane the pass runs beside the
+  // next evaluations and the kernel is provisional until it ends.
+  bool provisional = false, noise_level = false;
   if (double candidate_us = result->candidate_time ? result->candidate_time->median_us : 0;
       result->verdict == Verdict::kOk && input.gpu && candidate_us > 0 &&
       (input.best_us <= 0 || candidate_us < input.best_us)) {
-    SanitizerOutcome sanitized = evaluator_.sanitize(request);
-    if (sanitized.ran) spdlog::info("[{}] new best: {}", input.task->name, sanitized.note);
-    if (sanitized.finding) {
-      result->verdict = Verdict::kSanitizer;
-      result->detail = sanitized.finding->describe();
+    double candidate_noise = result->candidate_time->noise;
+    if (input.best_us > 0 && !beats_beyond_noise(candidate_us, candidate_noise, input.best_us,
+                                                 input.best_noise, input.sanitize_above)) {
+      noise_level = true;
+    } else if (sanitizer_lane_) {
+      provisional = true;
+    } else {
+      SanitizerOutcome sanitized = evaluator_.sanitize(request);
+      if (sanitized.ran) spdlog::info("[{}] new best: {}", input.task->name, sanitized.note);
+      if (sanitized.finding) {
+        result->verdict = Verdict::kSanitizer;
+        result->detail = sanitized.finding->describe();
+      }
     }
   }
   bool unavailable = result->profile_note.rfind("profiling unavailable", 0) == 0;
@@ -171,7 +211,22 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
   if (!result->image_sha256.empty()) resources["image_sha256"] = result->image_sha256;
   evaluation.resources_json = dump_json(resources);
   if (result->profile) evaluation.profile_json = dump_json(to_json(*result->profile));
+  outcome.noise_level = noise_level;
+  if (provisional) {
+    // Stored now (its id may seed children), but never as 'ok' until the pass ends.
+    outcome.provisional = true;
+    outcome.sanitize_request = request;
+    outcome.evaluation_record = evaluation;
+    evaluation.verdict = kSanitizingVerdict;
+  }
   record(input, outcome, evaluation);
+  if (provisional) {
+    outcome.kernel_record.source = input.source;
+    outcome.kernel_record.task = input.task->name;
+    outcome.kernel_record.parent_id = input.parent_id;
+    outcome.kernel_record.origin = input.origin;
+    outcome.kernel_record.tunables_json = input.tunables_json;
+  }
 
   if (result->verdict == Verdict::kOk && median > 0 && outcome.kernel_id > 0) {
     VerifiedKernel k;

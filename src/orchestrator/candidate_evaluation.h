@@ -32,6 +32,10 @@ struct CandidateInput {
   // The task's best median so far (0: none yet): a candidate faster than this is a new best,
   // and the worker profiles it (EvalOptions::profile_below_us).
   double best_us = 0;
+  double best_noise = 0;  // the relative noise of that median
+  // A would-be new best is sanitized only when it beats best_us by more than this ratio and by
+  // three times the two medians' combined noise: a noise-level gain is not worth the tools' 30 s.
+  double sanitize_above = 1.01;
 };
 
 struct CandidateOutcome {
@@ -45,7 +49,23 @@ struct CandidateOutcome {
   int64_t kernel_id = 0;             // as stored
   std::optional<VerifiedKernel> verified;  // for verdict ok
   std::optional<GpuIdentity> gpu;          // what the worker reported
+  // A new best waiting for the sanitizer lane (CandidateEvaluator::set_sanitizer_lane): stored
+  // with verdict "sanitizing", never 'ok', until settle_provisional() records the pass.
+  bool provisional = false;
+  bool noise_level = false;  // a new best within the noise: not sanitized
+  std::optional<EvalRequest> sanitize_request;
+  memory::KernelRecord kernel_record;          // as stored, for the record after the pass
+  memory::EvaluationRecord evaluation_record;  // as stored, for the record after the pass
 };
+
+// The verdict stored for a provisional best until its sanitizer pass ends.
+inline constexpr const char* kSanitizingVerdict = "sanitizing";
+
+// Whether a kernel at `candidate_us` (noise `candidate_noise`) beats the best at `best_us`
+// (noise `best_noise`) by more than the measurement noise: by the ratio `above` and by three
+// combined standard errors.
+bool beats_beyond_noise(double candidate_us, double candidate_noise, double best_us,
+                        double best_noise, double above);
 
 class CandidateEvaluator {
  public:
@@ -53,6 +73,12 @@ class CandidateEvaluator {
       : evaluator_(evaluator), recorder_(recorder), cache_(cache) {}
 
   CandidateOutcome judge(const CandidateInput& input);
+  // With a lane, a would-be new best is not sanitized in judge(): it comes back provisional and
+  // the caller hands outcome.sanitize_request to the lane, then calls settle_provisional().
+  void set_sanitizer_lane(bool on) { sanitizer_lane_ = on; }
+  // Stores the sanitizer's verdict on a provisional best: 'ok' (the pass found nothing) or
+  // 'sanitizer' with the finding. Returns whether it passed.
+  bool settle_provisional(const CandidateOutcome& outcome, const SanitizerOutcome& sanitized);
 
  private:
   // Records a verdict reached before the GPU (invalid plan, compile error).
@@ -67,6 +93,7 @@ class CandidateEvaluator {
   // "profiling unavailable" (no counter permission) was passed on: a worker says it once per
   // process, and workers restart after crashes, so the daemon says it once per run.
   std::atomic<bool> profiling_unavailable_said_{false};
+  bool sanitizer_lane_ = false;
 };
 
 // The GPU described by a worker's device object ("name", "cc", "arch", "driver", "sms").

@@ -20,6 +20,7 @@
 #include "sandbox/confined/landlock.h"
 #include "sandbox/cuda_driver.h"
 #include "sandbox/evaluator_pool.h"
+#include "sandbox/sanitizer_runner.h"
 #include "sandbox/task_catalog.h"
 #include "src/llm/llm_service.h"
 #include "src/llm/secret.h"
@@ -580,7 +581,13 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   spdlog::info("search: score {}, sol_score_threshold {:.2f}, sol_threshold_percent {:.0f}",
                score_basis_name(options.search.score), options.search.sol_score_threshold,
                options.search.sol_threshold_percent);
+  std::vector<SandboxOptions> lane_workers;  // the sanitizer lane's: one per GPU
   if (!evaluator) {
+    for (size_t i = 0; i < sandboxes->size(); ++i) {
+      SandboxOptions o = (*sandboxes)[i];
+      o.label = "sanitizer on GPU " + std::to_string(gpus[i]);
+      lane_workers.push_back(std::move(o));
+    }
     std::vector<std::unique_ptr<Evaluator>> members;
     for (size_t i = 0; i < sandboxes->size(); ++i) {
       SandboxOptions& o = (*sandboxes)[i];
@@ -609,6 +616,31 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
     if (service) service->shutdown();
   };
   if (display) deps.on_progress = [display](const RunProgress& p) { display->update(p); };
+  if (!lane_workers.empty()) {
+    // compute-sanitizer in worker processes of its own, one lane per GPU: a new best's 30 s of
+    // tools no longer hold a job slot (sanitizer_lane.h). By default a pass takes its GPU from
+    // the pool like an evaluation (the GPU is never shared while a candidate is timed: the
+    // timing workers' quiet-GPU check would call it busy); KOPT_SANITIZER_LANE=concurrent runs
+    // it beside the timing workers on the same GPU, for measuring what that costs.
+    const char* lane_mode = std::getenv("KOPT_SANITIZER_LANE");
+    bool concurrent = lane_mode && std::string(lane_mode) == "concurrent";
+    Evaluator* pool = evaluator.get();
+    deps.sanitize = [lane_workers, concurrent, pool](const EvalRequest& request, int lane) {
+      if (!concurrent) return pool->sanitize(request);
+      return run_sanitizers(request, lane_workers[static_cast<size_t>(lane) % lane_workers.size()]);
+    };
+    deps.sanitizer_lanes = static_cast<int>(lane_workers.size());
+    spdlog::info("sanitizer lane: {} lane(s), {}", lane_workers.size(),
+                 concurrent ? "beside the timing workers (KOPT_SANITIZER_LANE=concurrent)"
+                            : "each pass holding its GPU like an evaluation");
+  }
+  if (workers) {
+    deps.gpu_busy_fraction = [workers]() -> std::optional<double> {
+      auto u = workers->utilization();
+      if (u.evaluations == 0) return std::nullopt;
+      return 1.0 - u.idle_fraction();
+    };
+  }
 
   Orchestrator orchestrator(options, deps);
   auto outcome = orchestrator.run(resume_id);
@@ -630,6 +662,11 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
       spdlog::info("{}", line);
       std::printf("%s\n", line.c_str());
     }
+  }
+  if (outcome->progress.sanitizer_runs > 0 || outcome->progress.sanitizer_pending > 0) {
+    std::printf("sanitizer lane: %lld passes, %lld not finished\n",
+                static_cast<long long>(outcome->progress.sanitizer_runs),
+                static_cast<long long>(outcome->progress.sanitizer_pending));
   }
   std::printf("run %lld %s: %s\n", static_cast<long long>(outcome->run_id), outcome->status.c_str(),
               outcome->stop_reason.c_str());

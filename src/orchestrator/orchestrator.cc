@@ -58,14 +58,21 @@ Orchestrator::Orchestrator(RunOptions options, OrchestratorDeps deps)
   // Without a cap of its own, model jobs share 2 x GPUs + 2 slots with GPU jobs; with one,
   // every GPU gets a slot and the model its llm_concurrency.
   int with_llm = options_.llm_concurrency > 0 ? slots + options_.llm_concurrency : 2 * slots + 2;
+  // Tuner-only, too, more jobs than GPUs: the next candidate compiles on the CPU (the local gate)
+  // while the GPU times the one before, so a freed GPU finds it ready.
   max_in_flight_ =
-      options_.max_in_flight > 0 ? options_.max_in_flight : (deps_.llm ? with_llm : slots);
+      options_.max_in_flight > 0 ? options_.max_in_flight : (deps_.llm ? with_llm : 2 * slots + 1);
+  if (deps_.sanitize) {
+    lane_ = std::make_unique<SanitizerLane>(deps_.sanitize, std::max(1, deps_.sanitizer_lanes));
+    candidates_->set_sanitizer_lane(true);
+  }
 }
 
 Orchestrator::~Orchestrator() {
   for (Job& job : jobs_) {
     if (job.thread.joinable()) job.thread.join();
   }
+  lane_.reset();  // its threads call back into the state below: they end first
 }
 
 Status Orchestrator::add_task(const std::filesystem::path& dir, bool restore) {
@@ -159,6 +166,8 @@ void Orchestrator::begin_drain(const std::string& reason, const std::string& sta
   spdlog::info("stopping: {}; no new work, waiting up to {:.0f} s for the work in flight", reason,
                options_.drain_seconds);
   if (deps_.cancel_llm) deps_.cancel_llm();
+  // No sanitizer pass starts after the budget: one takes half a minute or more of its GPU.
+  if (lane_) lane_->stop();
   changed_.notify_all();
 }
 
@@ -308,6 +317,11 @@ RunProgress Orchestrator::progress() const {
   p.cost_usd = cost_before_ + usage_.cost_usd;
   p.alarm = alarm_;
   p.waiting_workers = deps_.evaluator->waiting();
+  if (deps_.gpu_busy_fraction) p.gpu_busy_fraction = deps_.gpu_busy_fraction();
+  if (lane_) {
+    p.sanitizer_runs = lane_->runs();
+    p.sanitizer_pending = lane_->pending();
+  }
   for (const TaskState& t : tasks_) p.tasks.push_back(t.progress());
   p.refused = refused_;
   return p;
@@ -421,10 +435,18 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
     publish_progress(false);
   }
 
+  // The lane's passes in progress finish within the drain time; queued ones are dropped, their
+  // kernels staying provisional (never exported).
+  Clock::time_point lane_deadline =
+      drain_deadline != Clock::time_point{}
+          ? drain_deadline
+          : Clock::now() +
+                std::chrono::milliseconds(static_cast<int64_t>(options_.drain_seconds * 1000));
+  int lane_running = finish_sanitizer_lane(lane_deadline);
   RunOutcome outcome;
   {
     std::lock_guard lock(mutex_);
-    outcome.abandoned_jobs = static_cast<int>(jobs_.size());
+    outcome.abandoned_jobs = static_cast<int>(jobs_.size()) + lane_running;
     state_ = final_status_;
     outcome.status = final_status_;
     outcome.stop_reason = stop_reason_;

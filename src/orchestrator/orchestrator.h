@@ -23,9 +23,11 @@
 #include <condition_variable>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +46,7 @@
 #include "src/orchestrator/progress.h"
 #include "src/orchestrator/run_options.h"
 #include "src/orchestrator/run_recorder.h"
+#include "src/orchestrator/sanitizer_lane.h"
 #include "src/orchestrator/spend_rate.h"
 #include "src/orchestrator/stall_detector.h"
 #include "src/orchestrator/stop_signal.h"
@@ -63,6 +66,13 @@ struct OrchestratorDeps {
   std::function<void()> cancel_llm;                // called once when draining starts
   // Called from the loop's thread about once a second, and once at the end.
   std::function<void(const RunProgress&)> on_progress;
+  // The sanitizer's own lane (sanitizer_lane.h): runs compute-sanitizer on a request's candidate
+  // with worker processes of its own, lane 0 .. sanitizer_lanes-1. Unset: a would-be new best
+  // is sanitized inside its evaluation (Evaluator::sanitize), holding its job slot.
+  SanitizerLane::Runner sanitize;
+  int sanitizer_lanes = 1;
+  // The GPU workers' busy share since the first evaluation, for the progress line; may be unset.
+  std::function<std::optional<double>()> gpu_busy_fraction;
 };
 
 struct RunOutcome {
@@ -140,6 +150,23 @@ class Orchestrator {
                    const agents::WorkContext& context, const std::vector<int64_t>& retrieved,
                    std::vector<agents::Plan> fresh);
 
+  // ---- the sanitizer lane (sanitizer_jobs.cc) ----
+  // Judges a candidate; a provisional best goes to the sanitizer lane, whose verdict
+  // on_sanitized() applies. Requires mutex_ unheld.
+  CandidateOutcome judge(TaskState& task, const CandidateInput& input);
+  void on_sanitized(TaskState& task, const CandidateOutcome& outcome,
+                    const SanitizerOutcome& sanitized);
+  // Hands a provisional best to the lane; its pass runs only while no faster kernel of its task
+  // has been judged.
+  void submit_to_lane(TaskState& task, const CandidateOutcome& outcome);
+  // Whether a pair ending in `kernel` must wait (its kernel is provisional: stashed until the
+  // pass) or be dropped (it or its parent failed the pass). Requires mutex_.
+  bool hold_pair(TaskState& task, const VerifiedKernel& parent, const VerifiedKernel& kernel,
+                 const std::string& lesson);
+  // At the end of the run: stops the lane and waits for its passes until `deadline`; returns
+  // how many were still running.
+  int finish_sanitizer_lane(Clock::time_point deadline);
+
   // ---- shared by the jobs (search_jobs.cc) ----
   CandidateInput candidate_input(const TaskState& task, std::string source,
                                  memory::KernelOrigin origin, std::optional<int64_t> parent) const;
@@ -205,6 +232,17 @@ class Orchestrator {
   std::string stop_reason_;
   std::string final_status_;
   int max_in_flight_ = 1;
+  // The sanitizer lane, when deps_.sanitize is set; its provisional bests and the pairs that
+  // wait for their pass (kernel id -> parent, kernel, lesson).
+  std::unique_ptr<SanitizerLane> lane_;
+  struct HeldPair {
+    VerifiedKernel parent;
+    VerifiedKernel kernel;
+    std::string lesson;
+  };
+  std::set<int64_t> provisional_;
+  std::map<int64_t, CandidateOutcome> provisional_outcomes_;  // for a second submission
+  std::map<int64_t, std::vector<HeldPair>> held_pairs_;
   int llm_jobs_ = 0;  // planner and coder jobs running
   // Gives a model job's slot back when the job ends, however it ends.
   struct LlmSlot {

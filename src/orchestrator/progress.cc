@@ -48,6 +48,9 @@ json RunProgress::to_json() const {
             {"pending_submissions", pending_submissions},
             {"alarm", alarm},
             {"waiting_workers", waiting_workers},
+            {"gpu_busy_fraction", gpu_busy_fraction ? json(*gpu_busy_fraction) : json(nullptr)},
+            {"sanitizer_runs", sanitizer_runs},
+            {"sanitizer_pending", sanitizer_pending},
             {"tasks", std::move(tasks_json)},
             {"refused", std::move(refused_json)}};
   return j;
@@ -76,6 +79,10 @@ RunProgress RunProgress::from_json(const json& j) {
       if (w.is_string()) p.waiting_workers.push_back(w.get<std::string>());
     }
   }
+  if (j.contains("gpu_busy_fraction") && j["gpu_busy_fraction"].is_number())
+    p.gpu_busy_fraction = j["gpu_busy_fraction"].get<double>();
+  p.sanitizer_runs = j.value("sanitizer_runs", int64_t{0});
+  p.sanitizer_pending = j.value("sanitizer_pending", int64_t{0});
   if (j.contains("tasks") && j["tasks"].is_array()) {
     for (const json& t : j["tasks"]) {
       TaskProgress task;
@@ -186,6 +193,15 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
   if (!p.refused.empty()) total += fmt::format("; {} refused", p.refused.size());
   lines.push_back(fit(total, width));
   if (!p.alarm.empty()) lines.push_back(fit("alarm: " + p.alarm, width));
+  if (p.gpu_busy_fraction || p.sanitizer_runs > 0 || p.sanitizer_pending > 0) {
+    std::string busy =
+        p.gpu_busy_fraction
+            ? fmt::format("GPU busy {:.1f}% since the first evaluation", 100 * *p.gpu_busy_fraction)
+            : std::string("GPU busy share unknown");
+    lines.push_back(fit(fmt::format("{}; sanitizer: {} passes, {} waiting", busy, p.sanitizer_runs,
+                                    p.sanitizer_pending),
+                        width));
+  }
   for (const std::string& w : p.waiting_workers) lines.push_back(fit("worker " + w, width));
   if (!p.stop_reason.empty()) lines.push_back(fit("stopping: " + p.stop_reason, width));
   return lines;

@@ -50,6 +50,11 @@ struct RunProgress {
   std::string alarm;  // the spend-rate alarm while it holds LLM work back
   // GPU workers waiting to start, e.g. in Slurm's queue (Evaluator::waiting()).
   std::vector<std::string> waiting_workers;
+  // The GPU workers' busy share since the first evaluation (EvaluatorPool::utilization), when
+  // the evaluator says; the sanitizer lane's passes done and those queued or running.
+  std::optional<double> gpu_busy_fraction;
+  int64_t sanitizer_runs = 0;
+  int64_t sanitizer_pending = 0;
   std::vector<TaskProgress> tasks;
   std::vector<RefusedTask> refused;
 

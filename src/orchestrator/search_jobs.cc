@@ -33,6 +33,8 @@ CandidateInput Orchestrator::candidate_input(const TaskState& task, std::string 
   input.origin = std::move(origin);
   input.parent_id = parent;
   input.best_us = task.best_us();
+  input.best_noise = task.best_noise();
+  input.sanitize_above = options_.search.min_improvement;
   return input;
 }
 
@@ -58,6 +60,12 @@ agents::WorkContext Orchestrator::work_context(const TaskState& task,
 void Orchestrator::record_pair(TaskState& task, const VerifiedKernel& parent,
                                const VerifiedKernel& kernel, const std::string& mechanical_lesson) {
   if (parent.kernel_id == kernel.kernel_id || kernel.kernel_id == 0) return;
+  {
+    // Not stored as a pair (a win) while its kernel waits for the sanitizer, nor ever after a
+    // finding (sanitizer_jobs.cc).
+    std::lock_guard lock(mutex_);
+    if (hold_pair(task, parent, kernel, mechanical_lesson)) return;
+  }
   // Both speedups were timed interleaved with the same baseline, so their ratio cancels drift
   // between the two evaluations.
   double ratio = parent.speedup > 0 && kernel.speedup > 0 ? kernel.speedup / parent.speedup
@@ -198,7 +206,7 @@ void Orchestrator::run_warm(TaskState& task, const WarmKernel& kernel) {
   // verifier counts only if it passes now. A known source keeps its id, parent and origin.
   memory::KernelOrigin origin{kernel.origin, "", "", kernel.origin == "tuner"};
   CandidateOutcome outcome =
-      candidates_->judge(candidate_input(task, kernel.source, origin, kernel.parent_id));
+      judge(task, candidate_input(task, kernel.source, origin, kernel.parent_id));
   if (outcome.verified) outcome.verified->origin = kernel.origin;
   std::string verdict = describe_result(outcome);
   spdlog::info("[{}] warm start: kernel {} ({:.2f}x in an earlier run): {}", task.spec().name,
@@ -218,7 +226,7 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
   CandidateInput input =
       candidate_input(task, *source, {"tuner", "", "", true}, target.root.kernel_id);
   input.tunables_json = config_json(item.config);
-  CandidateOutcome outcome = candidates_->judge(input);
+  CandidateOutcome outcome = judge(task, input);
   if (outcome.verified) outcome.verified->origin = "tuner";
   std::string verdict = describe_result(outcome);
   spdlog::info("[{}] tuner {}: {}", task.spec().name, describe_config(item.config), verdict);
@@ -347,18 +355,17 @@ void Orchestrator::run_code(TaskState& task, CodeItem item) {
     item.context.repeats = task.repeat_notes();
     item.context.temperature = raised_temperature("coder", task.coder_temperature_boost(item));
   }
-  CoderJudge judge({.mutex = &mutex_,
-                    .task = &task,
-                    .stopping = [this] { return stopping(); },
-                    .evaluate =
-                        [&](const std::string& source, int attempt) {
-                          memory::KernelOrigin origin{"coder", deps_.coder_model,
-                                                      attempt == 1 ? "coder.txt" : "repair.txt",
-                                                      false};
-                          return candidates_->judge(
-                              candidate_input(task, source, origin, item.parent.kernel_id));
-                        }},
-                   item.plan.title);
+  CoderJudge judge(
+      {.mutex = &mutex_,
+       .task = &task,
+       .stopping = [this] { return stopping(); },
+       .evaluate =
+           [&](const std::string& source, int attempt) {
+             memory::KernelOrigin origin{"coder", deps_.coder_model,
+                                         attempt == 1 ? "coder.txt" : "repair.txt", false};
+             return this->judge(task, candidate_input(task, source, origin, item.parent.kernel_id));
+           }},
+      item.plan.title);
   agents::AgentUsage usage;
   agents::CoderOutcome result =
       coder_->develop(item.context, item.plan, std::ref(judge), options_.search.max_repairs, usage);

@@ -246,15 +246,43 @@ PhaseChange TaskSearch::on_result(const CandidateOutcome& outcome, bool tune_new
   }
   const VerifiedKernel& k = *outcome.verified;
   if (k.kernel_id && k.parent_id) parent_of_[k.kernel_id] = *k.parent_id;
+  // Its sanitizer pass may have ended (with a finding) before this verdict arrived here.
+  if (sanitizer_tainted(k.kernel_id)) {
+    ++failures_;
+    return {};
+  }
   if (k.speedup > best_speedup_ * limits_.search.min_improvement) since_improvement_ = 0;
   if (k.speedup > best_speedup_) {
     best_speedup_ = k.speedup;
     best_us_ = k.median_us;
+    best_noise_ = k.noise;
   }
   best_sol_percent_ = std::max(best_sol_percent_, k.sol_percent);
   bool entered = beam_.offer(k);
   if (entered && tune_new_kernels && k.origin != "tuner") add_tune_target(k);
   return {};
+}
+
+bool TaskSearch::sanitizer_tainted(int64_t kernel_id) const {
+  if (sanitizer_failed_.empty()) return false;
+  for (int64_t id : lineage(kernel_id))
+    if (sanitizer_failed_.count(id)) return true;
+  return false;
+}
+
+std::vector<int64_t> TaskSearch::on_sanitizer_failed(int64_t kernel_id) {
+  sanitizer_failed_.insert(kernel_id);
+  std::vector<int64_t> removed =
+      beam_.remove_if([&](const VerifiedKernel& k) { return sanitizer_tainted(k.kernel_id); });
+  removed.erase(std::remove(removed.begin(), removed.end(), kernel_id), removed.end());
+  // The best is what is left: the beam's best, else the baseline.
+  const VerifiedKernel* best = beam_.best() ? beam_.best() : (baseline_ ? &*baseline_ : nullptr);
+  if (best) {
+    best_speedup_ = best->speedup;
+    best_us_ = best->median_us;
+    best_noise_ = best->noise;
+  }
+  return removed;
 }
 
 int TaskSearch::plateau_limit() const {

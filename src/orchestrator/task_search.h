@@ -187,6 +187,7 @@ class TaskSearch {
   double best_speedup() const { return best_speedup_; }  // the best ever verified
   double best_sol_percent() const { return best_sol_percent_; }
   double best_us() const { return best_us_; }
+  double best_noise() const { return best_noise_; }
   // The best production baseline measured for the task on this run's GPU model; S is measured
   // against it (task_score.h).
   const std::optional<ProductionReference>& production() const { return production_; }
@@ -242,6 +243,12 @@ class TaskSearch {
   // `tune_new_kernels`, to the tuner). A change when the evaluator keeps failing. The verbs
   // below call it; tests drive it directly.
   PhaseChange on_result(const CandidateOutcome& outcome, bool tune_new_kernels = true);
+  // A provisional best failed its sanitizer pass (sanitizer_lane.h): it and its descendants
+  // leave the beam (and never enter it later), and the task's best is the best that is left.
+  // Returns the descendants dropped (the kernel itself not included).
+  std::vector<int64_t> on_sanitizer_failed(int64_t kernel_id);
+  // Whether `kernel_id` or one of its ancestors failed the sanitizer.
+  bool sanitizer_tainted(int64_t kernel_id) const;
 
   // ---- the baseline and the warm start ----
   // The baseline's verdict: the task searches from it, or fails with the reason.
@@ -362,6 +369,8 @@ class TaskSearch {
   double best_speedup_ = 0;
   double best_sol_percent_ = 0;
   double best_us_ = 0;
+  double best_noise_ = 0;
+  std::set<int64_t> sanitizer_failed_;  // kernels whose sanitizer pass found something
   std::optional<ProductionReference> production_;
   bool score_fallback_said_ = false;
 

@@ -119,6 +119,7 @@ Result<EvalResult> FakeEvaluator::evaluate(const EvalRequest& request) {
     ~Leave() { --running; }
   } leave{running_};
   ++evaluations_;
+  if (sanitizing_.load() > 0) ++during_sanitize_;
   {
     std::lock_guard lock(mutex_);
     sources_.push_back(request.candidate.source);
@@ -128,8 +129,8 @@ Result<EvalResult> FakeEvaluator::evaluate(const EvalRequest& request) {
   auto task = parse_task(request.task_json, "task.json");
   if (!task) return make_error("the fake evaluator cannot read the task: " + task.error());
   EvalResult result;
-  result.device = {{"name", options_.gpu_name}, {"cc", "9.0"},      {"arch", "sm_90a"},
-                   {"sms", 132},                {"driver", "580.0"}, {"ordinal", 0}};
+  result.device = {{"name", options_.gpu_name}, {"cc", "9.0"}, {"arch", "sm_90a"}, {"sms", 132},
+                   {"driver", "580.0"},         {"ordinal", 0}};
   auto file = parse_kernel_file(request.candidate.source, request.candidate.origin, &*task);
   if (!file) {
     result.verdict = Verdict::kInvalidPlan;
@@ -178,6 +179,31 @@ Result<EvalResult> FakeEvaluator::evaluate(const EvalRequest& request) {
   result.resources = KernelResources{24, 0, 0, 0, 1.0};
   add_profile(request, result);
   return result;
+}
+
+SanitizerOutcome FakeEvaluator::sanitize(const EvalRequest& request) {
+  ++sanitizing_;
+  ++sanitized_;
+  {
+    std::lock_guard lock(mutex_);
+    sanitized_sources_.push_back(request.candidate.source);
+  }
+  if (options_.sanitize_delay.count() > 0) std::this_thread::sleep_for(options_.sanitize_delay);
+  SanitizerOutcome outcome;
+  outcome.ran = true;
+  outcome.note = "fake memcheck, racecheck, synccheck, initcheck";
+  std::string tool = script_value(request.candidate.source, "sanitizer");
+  if (!tool.empty()) {
+    outcome.finding =
+        SanitizerFinding{tool, "Race reported (scripted)", "kernel", "candidate.cu:1"};
+  }
+  --sanitizing_;
+  return outcome;
+}
+
+std::vector<std::string> FakeEvaluator::sanitized_sources() const {
+  std::lock_guard lock(mutex_);
+  return sanitized_sources_;
 }
 
 FakeEvaluator::Options fake_evaluator_options_from_env() {

@@ -7,6 +7,11 @@
 //   // test-evaluator: sol_us=40           the speed-of-light time (default 50)
 //   // test-evaluator: profile_note=profiling unavailable: ERR_NVGPUCTRPERM
 //                                          (the rest of the line) answered instead of a profile
+//   // test-evaluator: sanitizer=racecheck a finding of that tool when it is sanitized
+//
+// sanitize() takes Options::sanitize_delay (the tools' 30 s, scaled down) and counts its calls;
+// while one runs, evaluate() notes how many evaluations started (evaluations_during_sanitize),
+// which is what proves that the sanitizer never holds an evaluation up.
 //
 // and by the tunables: a kernel with a BLOCK tunable takes (1 + 0.1 * |log2(BLOCK / 512)|) times
 // its scripted time, so the tuner has a real optimum to find (BLOCK=512). The baseline in the
@@ -37,9 +42,10 @@ namespace kopt::testing {
 class FakeEvaluator final : public Evaluator {
  public:
   struct Options {
-    std::chrono::milliseconds delay{0};  // per evaluation, like a GPU taking its time
+    std::chrono::milliseconds delay{0};   // per evaluation, like a GPU taking its time
     std::filesystem::path compile_cache;  // "" for none
     std::string gpu_name = "Fake H100 80GB HBM3";
+    std::chrono::milliseconds sanitize_delay{0};
   };
 
   FakeEvaluator() : FakeEvaluator(Options{}) {}
@@ -47,6 +53,13 @@ class FakeEvaluator final : public Evaluator {
 
   Result<EvalResult> evaluate(const EvalRequest& request) override;
   std::string name() const override { return "fake evaluator"; }
+  SanitizerOutcome sanitize(const EvalRequest& request) override;
+
+  int sanitized() const { return sanitized_.load(); }
+  // Evaluations that started while a sanitize() call was running.
+  int evaluations_during_sanitize() const { return during_sanitize_.load(); }
+  // The sources sanitize() was asked about, in order.
+  std::vector<std::string> sanitized_sources() const;
 
   int evaluations() const { return evaluations_.load(); }
   // The most evaluations that ran at once.
@@ -62,6 +75,10 @@ class FakeEvaluator final : public Evaluator {
   std::atomic<int> max_concurrent_{0};
   mutable std::mutex mutex_;
   std::vector<std::string> sources_;
+  std::vector<std::string> sanitized_sources_;
+  std::atomic<int> sanitized_{0};
+  std::atomic<int> sanitizing_{0};
+  std::atomic<int> during_sanitize_{0};
 };
 
 // Options from the environment, for the test daemon: KOPT_FAKE_DELAY_MS.

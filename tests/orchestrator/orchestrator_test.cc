@@ -370,6 +370,7 @@ TEST_F(OrchestratorTest, AResumedRunRedoesNothing) {
   slow.delay = std::chrono::milliseconds(150);
   FakeEvaluator first_evaluator(slow);
   RunOptions o = options({"axpy"}, false);
+  o.max_in_flight = 1;  // one at a time, so the stop comes before the sweep is over
   int64_t run_id = 0;
   {
     std::thread stopper([] {

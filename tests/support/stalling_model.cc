@@ -94,6 +94,12 @@ Result<std::unique_ptr<StallingModel>> StallingModel::load(const std::filesystem
     // The first correct kernel of each task seeds its variants.
     if (!kernel || kernel->find("verdict=") != std::string::npos) continue;
     model->seeds_.emplace(parts[1], *kernel);
+    // A task whose name has underscores (bf16_gemm) seeds from "NN_bf16_gemm.txt": the whole
+    // name after the number, so a replay folder of every task's baseline (bench/
+    // daemon_throughput.py) gives each task kernels of its own.
+    if (parts.size() > 2)
+      model->seeds_.emplace(join(std::vector<std::string>(parts.begin() + 1, parts.end()), "_"),
+                            *kernel);
   }
   if (model->seeds_.empty()) return make_error(replay_dir.string() + ": no kernel to vary");
   return model;

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Evaluations per GPU-hour through `kopt run` itself, end to end, on the whole suite (issue 35).
+
+    bench/run.sh daemon_throughput OUT_DIR [--seconds 90] [--modes tuner,llm] [--gpus 1,all]
+                                           [--tasks DIR] [--bin build/bin]
+
+For each mode and GPU count, one fresh `kopt run` on every task of --tasks (default tasks/) for
+a fixed wall time: `tuner` is `--tuner-only`; `llm` points the agents at `fake-llm-server
+--healthy` on loopback, a model that answers at once with a new, valid kernel every time (a
+variant of the task's own baseline.cu: a replay folder of every task's baseline is written for
+it), so the GPU, not the model, is the bottleneck. The sanitizer runs as it does overnight (its
+own lane). Evaluation counts come from the run's database (every judged candidate once: the
+"sanitizing" row of a provisional best is not counted, its final verdict is); the GPU's idle
+share from the daemon's own line ("GPU workers idle X% ..."); the sanitizer passes from its
+"sanitizer lane: N passes" line. Writes daemon_throughput.json (one row per mode and GPU count:
+mode, gpus, evaluations, seconds, evaluations_per_gpu_hour, gpu_idle_fraction, scaling against
+the 1-GPU row of the same mode, sanitizer_runs; plus device, date, commit) and a markdown table.
+Goals: >= 8,000 evaluations per GPU-hour on one H100, idle <= 10%, scaling >= 0.9 x GPUs.
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import socket
+import sqlite3
+import subprocess
+import time
+
+import benchlib
+from benchlib import log
+
+IDLE_LINE = re.compile(r"GPU workers idle ([0-9.]+)% of the ([0-9.]+) s between the first and "
+                       r"the last evaluation \(([0-9]+) evaluations on ([0-9]+) GPU")
+LANE_LINE = re.compile(r"sanitizer lane: ([0-9]+) passes, ([0-9]+) not finished")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def visible_gpus():
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                             timeout=30).stdout
+        return max(1, sum(1 for line in out.splitlines() if line.startswith("GPU ")))
+    except (OSError, subprocess.TimeoutExpired):
+        return 1
+
+
+def write_replay(tasks, folder):
+    """One replay file per task, its baseline.cu as the kernel: the healthy fake model varies it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, task in enumerate(tasks):
+        source = (task / "baseline.cu").read_text()
+        (folder / ("%02d_%s.txt" % (i, task.name))).write_text("```cuda\n" + source + "```\n")
+
+
+def count_evaluations(db):
+    with sqlite3.connect(str(db)) as c:
+        rows = c.execute("SELECT verdict, count(*) FROM evaluations GROUP BY verdict").fetchall()
+    by_verdict = {v: n for v, n in rows}
+    judged = sum(n for v, n in by_verdict.items() if v != "sanitizing")
+    return judged, by_verdict
+
+
+def one_run(args, mode, gpus, tasks, out):
+    home = benchlib.fresh_dir("kopt-throughput-")
+    tag = "%s-%dgpu" % (mode, gpus)
+    env = dict(os.environ, KOPT_HOME=str(home / "home"), KOPT_CACHE_DIR=str(home / "cache"))
+    for var in ("KOPT_CONFIG", "KOPT_DB", "KOPT_PROMPTS"):
+        env.pop(var, None)
+    # Tasks never count as done (speed of light, plateau), so the search goes on for the whole time.
+    config = {"format": 1, "daemon": {"search": {"sol_threshold_percent": 1000,
+                                                 "plateau_candidates": 1000000}}}
+    server = None
+    if mode == "llm":
+        port = free_port()
+        config = json.loads((benchlib.ROOT / "configs" / "fake-server.json").read_text().replace(
+            "127.0.0.1:8090", "127.0.0.1:%d" % port))
+        config["llm"]["providers"]["fake"]["max_concurrent"] = 32
+        config["daemon"] = {"search": {"sol_threshold_percent": 1000,
+                                       "plateau_candidates": 1000000}}
+        replay = home / "replay"
+        write_replay(tasks, replay)
+        server_log = open(out / ("fake-llm-server-%s.log" % tag), "w")
+        server = subprocess.Popen(
+            [str(args.bin / "fake-llm-server"), "--port", str(port), "--quiet", "--healthy",
+             "--replay", str(replay)], stdout=server_log, stderr=subprocess.STDOUT)
+        for _ in range(100):
+            if "listening" in (out / ("fake-llm-server-%s.log" % tag)).read_text():
+                break
+            time.sleep(0.1)
+    config_path = home / "config.json"
+    config_path.write_text(json.dumps(config, indent=2))
+    db = home / "memory.db"
+    command = [str(args.bin / "kopt"), "run", "--tasks", *[str(t) for t in tasks],
+               "--config", str(config_path), "--db", str(db),
+               "--hours", "%.6f" % (args.seconds / 3600.0), "--candidates-per-task", "100000",
+               "--gpus", ",".join(str(g) for g in range(gpus)), "--no-display"]
+    if mode == "tuner":
+        command.append("--tuner-only")
+    if mode == "llm":
+        command.append("--allow-unconfined-compile")  # no Landlock in some containers
+    log("%s: %s" % (tag, " ".join(command)))
+    started = time.time()
+    try:
+        run = subprocess.run(command, env=env, capture_output=True, text=True,
+                             timeout=args.seconds + 240)
+    finally:
+        if server:
+            server.terminate()
+            server.wait(timeout=10)
+    wall = time.time() - started
+    (out / ("kopt-run-%s.txt" % tag)).write_text(run.stdout)
+    (out / ("kopt-run-%s.log" % tag)).write_text(run.stderr)
+    idle = IDLE_LINE.search(run.stdout)
+    lane = LANE_LINE.search(run.stdout)
+    evaluations, by_verdict = count_evaluations(db)
+    row = {"mode": mode, "gpus": gpus, "evaluations": evaluations, "seconds": round(wall, 1),
+           "budget_seconds": args.seconds, "exit_code": run.returncode,
+           "evaluations_per_gpu_hour": round(evaluations / wall * 3600 / gpus, 1),
+           "gpu_idle_fraction": round(float(idle.group(1)) / 100, 4) if idle else None,
+           "busy_span_seconds": float(idle.group(2)) if idle else None,
+           "sanitizer_runs": int(lane.group(1)) if lane else 0,
+           "sanitizer_unfinished": int(lane.group(2)) if lane else 0,
+           "verdicts": by_verdict}
+    log("%s: %s" % (tag, json.dumps(row)))
+    benchlib.remove_dir(home)
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--seconds", type=float, default=90)
+    parser.add_argument("--modes", default="tuner,llm")
+    parser.add_argument("--gpus", default="1,all", help="GPU counts; 'all': every visible GPU")
+    parser.add_argument("--tasks", default=str(benchlib.TASKS))
+    parser.add_argument("--bin", default=str(benchlib.ROOT / "build" / "bin"))
+    parser.add_argument("--worker", default=None, help="(accepted for bench/run.sh)")
+    args = parser.parse_args()
+    args.bin = pathlib.Path(args.bin).resolve()
+    out = pathlib.Path(args.out).resolve()
+    tasks = sorted(p for p in pathlib.Path(args.tasks).resolve().iterdir()
+                   if (p / "task.json").is_file() and (p / "baseline.cu").is_file())
+    available = visible_gpus()
+    counts = []
+    for part in args.gpus.split(","):
+        n = available if part == "all" else int(part)
+        if n <= available and n not in counts:
+            counts.append(n)
+    environment = benchlib.gpu_environment()
+    rows = []
+    for mode in args.modes.split(","):
+        for gpus in counts:
+            rows.append(one_run(args, mode, gpus, tasks, out))
+    for row in rows:
+        one = next(r for r in rows if r["mode"] == row["mode"] and r["gpus"] == 1)
+        rate = lambda r: r["evaluations"] / r["seconds"]
+        row["scaling"] = round(rate(row) / rate(one), 3) if rate(one) > 0 else None
+    gpus_env = environment.get("gpus")
+    device = gpus_env[0]["name"] if isinstance(gpus_env, list) and gpus_env else "unknown"
+    results = {"benchmark": "daemon_throughput", "device": device, "date": environment["date"],
+               "commit": environment["commit"], "environment": environment,
+               "tasks": [t.name for t in tasks], "rows": rows}
+    table = [[r["mode"], r["gpus"], r["evaluations"], "%.0f" % r["seconds"],
+              "%.0f" % r["evaluations_per_gpu_hour"],
+              benchlib.fmt(100 * r["gpu_idle_fraction"], 1, "%") if r["gpu_idle_fraction"]
+              is not None else "-",
+              benchlib.fmt(r["scaling"], 2), r["sanitizer_runs"]] for r in rows]
+    markdown = "\n".join([
+        "# `kopt run` throughput on the whole suite (%d tasks), %s" % (len(tasks), device), "",
+        "%s, commit %s, %.0f s per run." % (environment["date"], environment["commit"],
+                                            args.seconds), "",
+        benchlib.markdown_table(["mode", "GPUs", "evaluations", "s", "per GPU-hour", "GPU idle",
+                                 "scaling", "sanitizer passes"], table)])
+    benchlib.write_results(out, "daemon_throughput", results, markdown)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+// The sanitizer's own lane (issue 35): compute-sanitizer runs on threads and worker processes of
+// their own, beside candidate evaluation, instead of holding a GPU job slot for the 30 s its four
+// tools take. A kernel waiting here is a provisional best: it may seed children, but it is not
+// exported, shown as a win or stored as a pair until its pass ends (orchestrator.h). Identical
+// sources are sanitized once: a second submission gets the first one's outcome.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sandbox/protocol.h"
+#include "sandbox/sanitizer_report.h"
+
+namespace kopt::orchestrator {
+
+class SanitizerLane {
+ public:
+  // Runs the tools on the candidate of a request; `lane` (0 .. lanes-1) picks the GPU.
+  using Runner = std::function<SanitizerOutcome(const EvalRequest& request, int lane)>;
+  using Done = std::function<void(const SanitizerOutcome& outcome)>;
+  // Asked (without the lane's lock) when a queued source's turn comes: false skips it (a newer,
+  // faster best of its task superseded it, so its 30 s would buy nothing); its `done` is not
+  // called and a later submit() queues it again.
+  using Wanted = std::function<bool()>;
+
+  SanitizerLane(Runner runner, int lanes);
+  ~SanitizerLane();  // stop(), then joins
+  SanitizerLane(const SanitizerLane&) = delete;
+  SanitizerLane& operator=(const SanitizerLane&) = delete;
+
+  // Queues the candidate of `request` (its source is the key); `done` is called on a lane thread
+  // once its outcome is known, or at once when this source was sanitized before. Never blocks.
+  void submit(const EvalRequest& request, Done done, Wanted wanted = nullptr);
+  // No new run starts; queued sources are dropped (their `done` is never called). Runs in
+  // progress finish on their threads.
+  void stop();
+  // Waits until nothing is queued or running, or `seconds` passed; returns whether idle.
+  bool wait_idle(double seconds);
+
+  int runs() const;             // tool passes started (each distinct source once)
+  int skipped() const;  // queued sources skipped as superseded
+  int pending() const;          // queued or running sources
+  double busy_seconds() const;  // summed over the lane's runs
+
+ private:
+  struct Entry {
+    EvalRequest request;
+    std::vector<Done> waiting;
+    Wanted wanted;
+  };
+  void work(int lane);
+
+  Runner runner_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable idle_;
+  std::deque<std::string> queue_;                 // source keys, oldest first
+  std::map<std::string, Entry> pending_;          // queued or running, by source key
+  std::map<std::string, SanitizerOutcome> done_;  // finished, by source key
+  int running_ = 0;
+  int runs_ = 0;
+  int skipped_ = 0;
+  double busy_seconds_ = 0;
+  bool stopped_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace kopt::orchestrator

@@ -1,0 +1,241 @@
+// The sanitizer off the critical path (issue 35), on the CPU: the search loop with real tasks
+// (copies of tasks/axpy and tasks/softmax), real NVRTC, a real SQLite memory, and the fake
+// evaluator standing in for the GPU and for compute-sanitizer (its sanitize() sleeps like the
+// tools and reports a scripted finding).
+#include "src/orchestrator/sanitizer_lane.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "common/files.h"
+#include "src/orchestrator/orchestrator.h"
+#include "tests/orchestrator/fake_evaluator.h"
+#include "tests/orchestrator/orchestrator_test_support.h"
+#include "tests/support/log_capture.h"
+
+namespace kopt::orchestrator {
+namespace {
+
+using kopt::testing::FakeEvaluator;
+using kopt::testing::TempDir;
+using namespace std::chrono_literals;
+
+class SanitizerLaneTest : public ::testing::Test {
+ protected:
+  SanitizerLaneTest() {
+    kopt::testing::isolate_environment(dir_.path());
+    StopSignal::instance().reset();
+    auto store = memory::MemoryStore::open(db_path());
+    if (!store) throw std::runtime_error(store.error());
+    store_.emplace(std::move(*store));
+    recorder_.emplace(*store_);
+    cache_.emplace(dir_ / "compile-cache");
+  }
+  ~SanitizerLaneTest() override { StopSignal::instance().reset(); }
+
+  std::filesystem::path db_path() const { return dir_ / "memory.db"; }
+  int64_t count(const std::string& sql) { return kopt::testing::query_count(db_path(), sql); }
+
+  // Tuner-only with one job slot: without a lane, a sanitizer pass would hold the only slot.
+  RunOptions options(std::vector<std::string> tasks, const std::string& folder = "tasks") {
+    RunOptions o;
+    for (const auto& t : tasks) o.task_dirs.push_back(kopt::testing::copy_task(t, dir_ / folder));
+    o.use_llm = false;
+    o.drain_seconds = 10;
+    o.max_in_flight = 1;
+    return o;
+  }
+
+  OrchestratorDeps deps(FakeEvaluator& evaluator, bool lane) {
+    OrchestratorDeps d;
+    d.recorder = &*recorder_;
+    d.evaluator = &evaluator;
+    d.compile_cache = &*cache_;
+    if (lane) {
+      d.sanitize = [this, &evaluator](const EvalRequest& request, int) {
+        if (during_pass_) during_pass_(request);
+        return evaluator.sanitize(request);
+      };
+    }
+    return d;
+  }
+
+  TempDir dir_;
+  std::optional<memory::MemoryStore> store_;
+  std::optional<RunRecorder> recorder_;
+  std::optional<CompileCache> cache_;
+  std::function<void(const EvalRequest&)> during_pass_;  // what the test looks at mid-pass
+};
+
+// Two tasks, one job slot, a sanitizer pass as long as 20 evaluations: with the lane, the other
+// task's (and the same task's) evaluations go on while a new best is sanitized; without it, the
+// slot waits (the same run, so the test can tell the two apart).
+TEST_F(SanitizerLaneTest, TheLaneNeverBlocksAnEvaluation) {
+  FakeEvaluator::Options slow;
+  slow.delay = 50ms;
+  slow.sanitize_delay = 1000ms;
+  FakeEvaluator with_lane(slow);
+  {
+    Orchestrator orchestrator(options({"axpy", "softmax"}), deps(with_lane, true));
+    auto outcome = orchestrator.run();
+    ASSERT_TRUE(outcome) << outcome.error();
+    EXPECT_EQ(outcome->status, "finished");
+  }
+  ASSERT_GE(with_lane.sanitized(), 1);
+  EXPECT_GE(with_lane.evaluations_during_sanitize(), 1)
+      << "no evaluation ran while the sanitizer did";
+  // Every new best that passed is stored 'ok' after its 'sanitizing' row.
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'sanitizing'"),
+            with_lane.sanitized());
+
+  FakeEvaluator inline_pass(slow);
+  TempDir other;
+  auto store = memory::MemoryStore::open(other / "memory.db");
+  ASSERT_TRUE(store) << store.error();
+  RunRecorder recorder(*store);
+  OrchestratorDeps d = deps(inline_pass, false);
+  d.recorder = &recorder;
+  Orchestrator orchestrator(options({"axpy", "softmax"}, "tasks-inline"), d);
+  ASSERT_TRUE(orchestrator.run());
+  ASSERT_GE(inline_pass.sanitized(), 1);
+  EXPECT_EQ(inline_pass.evaluations_during_sanitize(), 0);
+}
+
+// A kernel that wins the tuner's sweep but fails its sanitizer pass: while the pass runs it is
+// 'sanitizing' (no 'ok' row, so `kopt export` and the morning report never see it) with no pair;
+// afterwards it has a 'sanitizer' verdict, no win, and the task's best falls back.
+TEST_F(SanitizerLaneTest, AProvisionalBestThatFailsIsNeverExportedNorAWin) {
+  FakeEvaluator::Options slow;
+  slow.sanitize_delay = 300ms;
+  FakeEvaluator evaluator(slow);
+  RunOptions o = options({"axpy"});
+  // Every configuration the tuner derives from this baseline carries the scripted finding; the
+  // baseline itself is never sanitized (it is the reference point).
+  auto baseline = o.task_dirs[0] / "baseline.cu";
+  auto text = read_file(baseline);
+  ASSERT_TRUE(text);
+  ASSERT_TRUE(write_file_atomic(baseline, *text + "// test-evaluator: sanitizer=racecheck\n"));
+  std::atomic<int> passes{0};
+  std::atomic<int64_t> ok_during{-1}, pairs_during{-1}, sanitizing_during{-1};
+  during_pass_ = [&](const EvalRequest&) {
+    ++passes;
+    ok_during = count(
+        "SELECT count(*) FROM evaluations WHERE verdict = 'ok' AND median_us > 0"
+        " AND speedup > 1.05");
+    pairs_during = count("SELECT count(*) FROM pairs");
+    sanitizing_during = count("SELECT count(*) FROM evaluations WHERE verdict = 'sanitizing'");
+  };
+  kopt::testing::LogCapture log;
+  Orchestrator orchestrator(o, deps(evaluator, true));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  ASSERT_GE(passes.load(), 1);
+  EXPECT_EQ(sanitizing_during.load(), 1);
+  EXPECT_EQ(ok_during.load(), 0) << "a provisional best was stored as ok";
+  EXPECT_EQ(pairs_during.load(), 0) << "a provisional best was stored as a pair";
+  // After the pass: the finding is its verdict, there is no faster 'ok' kernel and no win.
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'sanitizer'"), passes.load());
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'ok' AND speedup > 1.05"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM pairs"), 0);
+  auto wins = store_->wins({});
+  ASSERT_TRUE(wins) << wins.error();
+  EXPECT_TRUE(wins->empty());
+  ASSERT_EQ(outcome->progress.tasks.size(), 1u);
+  EXPECT_LT(outcome->progress.tasks[0].best_speedup, 1.05);
+  EXPECT_NE(log.text().find("failed the sanitizer"), std::string::npos) << log.text();
+}
+
+// A new best within the measurement noise of the task's best is not worth the tools' time; one
+// beyond it is sanitized. CandidateEvaluator alone, the fake evaluator as the GPU.
+TEST_F(SanitizerLaneTest, NoiseLevelImprovementsAreNotSanitized) {
+  EXPECT_FALSE(beats_beyond_noise(99.5, 0.002, 100, 0.002, 1.01));  // 1.005x: noise
+  EXPECT_FALSE(beats_beyond_noise(98.5, 0.01, 100, 0.01, 1.01));    // 1.5% < 3 x 1.4% noise
+  EXPECT_TRUE(beats_beyond_noise(95, 0.002, 100, 0.002, 1.01));
+  EXPECT_TRUE(beats_beyond_noise(95, 0.0, 0, 0.0, 1.01));  // no best yet
+
+  auto dir = kopt::testing::copy_task("axpy", dir_ / "tasks");
+  auto spec = load_task(dir);
+  ASSERT_TRUE(spec) << spec.error();
+  ASSERT_TRUE(recorder_->start_run("{}"));
+  ASSERT_TRUE(recorder_->upsert_task(*spec));
+  FakeEvaluator evaluator;
+  CandidateEvaluator candidates(evaluator, *recorder_, nullptr);
+  auto reference = read_file(dir / "reference.cu");
+  auto baseline = read_file(dir / "baseline.cu");
+  ASSERT_TRUE(reference && baseline);
+  auto input_at = [&](double time_us) {
+    CandidateInput input;
+    input.task = &*spec;
+    input.reference_source = *reference;
+    input.baseline_source = *baseline;
+    input.gpu = GpuIdentity{};
+    input.gpu->model = "Fake H100 80GB HBM3";
+    input.source = *baseline + "// test-evaluator: time_us=" + std::to_string(time_us) + "\n";
+    input.origin = {"coder", "m", "coder.txt", false};
+    input.best_us = 100 * 1.1;  // the default BLOCK=256 costs the fake GPU 1.1x its time
+    input.best_noise = 0.002;
+    return input;
+  };
+  CandidateOutcome noise = candidates.judge(input_at(99.6));  // 1.004x the best
+  EXPECT_TRUE(noise.noise_level);
+  EXPECT_FALSE(noise.provisional);
+  EXPECT_EQ(evaluator.sanitized(), 0);
+  EXPECT_EQ(noise.verdict, Verdict::kOk);
+
+  CandidateOutcome real = candidates.judge(input_at(80));  // 1.25x
+  EXPECT_FALSE(real.noise_level);
+  EXPECT_EQ(evaluator.sanitized(), 1);  // without a lane: inside the evaluation, as before
+
+  candidates.set_sanitizer_lane(true);
+  CandidateOutcome lane = candidates.judge(input_at(70));
+  EXPECT_TRUE(lane.provisional);
+  EXPECT_EQ(evaluator.sanitized(), 1);  // left to the lane
+  ASSERT_TRUE(lane.sanitize_request);
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'sanitizing'"), 1);
+  EXPECT_TRUE(candidates.settle_provisional(lane, SanitizerOutcome{.ran = true}));
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'ok' AND kernel_id = " +
+                  std::to_string(lane.kernel_id)),
+            1);
+}
+
+// Identical sources are sanitized once: the second submission gets the first one's outcome.
+TEST_F(SanitizerLaneTest, IdenticalSourcesAreSanitizedOnce) {
+  std::atomic<int> runs{0};
+  SanitizerLane lane(
+      [&](const EvalRequest&, int) {
+        ++runs;
+        std::this_thread::sleep_for(100ms);
+        return SanitizerOutcome{.ran = true, .note = "fake"};
+      },
+      2);
+  EvalRequest a, b;
+  a.candidate.source = "kernel a";
+  b.candidate.source = "kernel b";
+  std::atomic<int> done{0};
+  auto count_done = [&](const SanitizerOutcome& o) {
+    EXPECT_TRUE(o.ran);
+    ++done;
+  };
+  lane.submit(a, count_done);
+  lane.submit(a, count_done);  // while the first is queued or running
+  lane.submit(b, count_done);
+  ASSERT_TRUE(lane.wait_idle(10));
+  lane.submit(a, count_done);  // after it finished
+  EXPECT_EQ(done.load(), 4);
+  EXPECT_EQ(runs.load(), 2);
+  EXPECT_EQ(lane.runs(), 2);
+
+  // A source superseded before its turn (a faster best of its task waits) costs no pass.
+  EvalRequest c;
+  c.candidate.source = "kernel c";
+  lane.submit(c, count_done, [] { return false; });
+  ASSERT_TRUE(lane.wait_idle(10));
+  EXPECT_EQ(runs.load(), 2);
+  EXPECT_EQ(lane.skipped(), 1);
+  EXPECT_EQ(done.load(), 4);
+}
+
+}  // namespace
+}  // namespace kopt::orchestrator
