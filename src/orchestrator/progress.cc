@@ -175,9 +175,13 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
     std::string name = std::filesystem::path(r.dir).filename().string();
     // The first line of the reason: the rest (a "did you mean") is in `kopt status --json`.
     std::string reason = r.reason.substr(0, r.reason.find('\n'));
-    lines.push_back(fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  refused: {}",
-                                    name.substr(0, 18), "-", "-", "-", "-", "-", "-", reason),
-                        width));
+    // The reason on a line of its own: it starts with the task file's path, which would leave
+    // nothing of it in the state column.
+    lines.push_back(
+        fit(fmt::format("{:<18} {:>8} {:>6} {:>6} {:>5} {:>7} {:>8}  refused: see below",
+                        std::string(utf8_prefix(name, 18)), "-", "-", "-", "-", "-", "-"),
+            width));
+    lines.push_back(fit("  " + reason, width));
   }
   // Time left means something only while the run works; a run that stopped has none.
   bool active = p.state == "running" || p.state == "draining";

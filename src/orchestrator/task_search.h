@@ -376,6 +376,9 @@ class TaskSearch {
 
   std::deque<WarmKernel> warm_queue_;
   int warm_in_flight_ = 0;
+  // Tuner jobs claimed and not yet judged: they count toward the candidate budget, so that
+  // jobs in flight beyond the GPUs (compile-ahead) never overshoot it.
+  int tunes_in_flight_ = 0;
   std::list<TuneTarget> tune_targets_;  // a list: TuneItem points into it
   std::deque<TuneItem> tune_queue_;
   // Tuner configurations judged in earlier nights, by the kernel they tuned: tried, and the

@@ -95,18 +95,22 @@ void TaskSearch::tune_slot_freed(TuneTarget& target, bool stopping) {
 
 std::optional<std::string> TaskSearch::claim_tune(const TuneItem& item, bool stopping) {
   auto source = with_default_tunables(item.target->root.source, item.config);
-  bool skip = !source || stopping || finished() || judged(*source);
+  const bool over_budget =
+      limits_.candidates_per_task && candidates_ + tunes_in_flight_ >= *limits_.candidates_per_task;
+  bool skip = !source || stopping || finished() || over_budget || judged(*source);
   if (skip) {
     tune_slot_freed(*item.target, stopping);
     return std::nullopt;
   }
   judged_sources_.insert(sha256_hex(*source));
+  ++tunes_in_flight_;
   return *source;
 }
 
 PhaseChange TaskSearch::on_tune_judged(const TuneItem& item, const std::string& source,
                                        const std::string& verdict, const CandidateOutcome& outcome,
                                        bool stopping) {
+  --tunes_in_flight_;
   PhaseChange change = on_result(outcome);
   remember(source, outcome.kernel_id, verdict);
   TuneTarget& target = *item.target;

@@ -129,7 +129,7 @@ TEST_F(Morning, EveryCommandReadsTheNightAndNothingIsLost) {
   auto report = kopt({"report", "--markdown", report_file.string()});
   ASSERT_EQ(report.exit_code, 0) << report.stderr_text;
   std::string markdown = *read_file(report_file);
-  EXPECT_TRUE(contains(markdown, "**" + std::to_string(stored) + "** candidates judged"))
+  EXPECT_TRUE(contains(markdown, "**" + std::to_string(judged) + "** candidates judged"))
       << markdown;
   EXPECT_FALSE(contains(markdown, "GPU: none")) << markdown;
 

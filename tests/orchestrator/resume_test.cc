@@ -230,7 +230,10 @@ TEST_F(ResumeTest, CompareShowsTwoRunsSideBySide) {
   for (const auto& row : j["tasks"]) {
     if (row["task"] == "axpy") {
       EXPECT_EQ(row["a"]["candidates"], 2) << row.dump();
-      EXPECT_EQ(row["b"]["candidates"], 3) << row.dump();
+      // Run 2 pays for nothing run 1 judged (the search carried across nights): of axpy's three
+      // tuner configurations, run 1's budget of 2 judged two, so run 2 judges the third, and
+      // re-verifies run 1's best once on purpose (the warm start).
+      EXPECT_EQ(row["b"]["candidates"], 2) << row.dump();
       EXPECT_TRUE(row["a"]["best_speedup"].is_number());
     } else {
       EXPECT_TRUE(row["a"].is_null()) << "softmax was not in run 1: " << row.dump();

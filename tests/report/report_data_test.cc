@@ -47,8 +47,9 @@ TEST_F(ReportDataTest, RunScopeHoldsOnlyThatRunsTasks) {
   EXPECT_EQ(data.tasks[0].task, "bf16_gemm");  // by name
   EXPECT_EQ(data.tasks[1].task, "rmsnorm");
   EXPECT_EQ(data.tasks[2].task, "softmax");
-  EXPECT_EQ(data.evaluations, 14);
-  EXPECT_EQ(data.verified, 7);
+  // Candidates as status counts them: the three baselines' evaluations are not candidates.
+  EXPECT_EQ(data.evaluations, 11);
+  EXPECT_EQ(data.verified, 4);
   EXPECT_EQ(data.start, "2026-11-22T00:00:00Z");
   EXPECT_DOUBLE_EQ(data.span_hours, 8.0);  // the run's end
   EXPECT_EQ(data.gpus, std::vector<std::string>{"NVIDIA H100 80GB HBM3"});
