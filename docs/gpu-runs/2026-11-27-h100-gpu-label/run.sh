@@ -2,7 +2,7 @@
 # The whole gpu label of a built tree on a lent H100, in one call, plus the task suites under the
 # gate (no false rejects), repeated to catch flaky refusals. The stripped build (binaries, the
 # gpu-labelled test executables, the ctest files) is carried as .dev/${PACK:-final}/build.tar.xz,
-# its commit in COMMIT. From the repository root:  bash docs/gpu-runs/2026-11-27-h100-gpu-label/run.sh
+# its commit in COMMIT (packed by scripts/pack_gpu_build.sh). From the repository root:  bash docs/gpu-runs/2026-11-27-h100-gpu-label/run.sh
 set -u
 here=$PWD; out=${OUT:-/tmp/out}; pack=.dev/${PACK:-final}; mkdir -p "$out" /work
 [ -e /work/main ] || ln -s "$here" /work/main   # the tests have the source path compiled in
