@@ -8,6 +8,7 @@ import json
 import pathlib
 import re
 
+import benchlib
 import kernel_text as kt
 from operators import OPERATORS, Kernel
 
@@ -15,14 +16,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 TASK_ROOTS = ("tasks", "tasks_realworld")
 
 
-class Task:
+class Task(benchlib.Task):
+    """A task directory (benchlib.Task) and the suite it belongs to (tasks, tasks_realworld)."""
+
     def __init__(self, directory):
-        self.dir = pathlib.Path(directory)
-        self.json_text = (self.dir / "task.json").read_text()
-        self.spec = json.loads(self.json_text)
-        self.name = self.spec["name"]
-        self.reference = (self.dir / "reference.cu").read_text()
-        self.baseline = (self.dir / "baseline.cu").read_text()
+        super().__init__(directory)
         self.suite = self.dir.parent.name
 
 

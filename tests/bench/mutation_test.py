@@ -13,6 +13,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "mutation"))
+sys.path.insert(0, str(ROOT / "bench"))  # benchlib, as bench/mutation/run.py has it
 
 import kernel_text as kt  # noqa: E402
 import operators as ops  # noqa: E402
