@@ -21,12 +21,13 @@ std::optional<std::string> report_body(const std::string& line) {
 }
 
 // Header lines that are not findings: banners, summaries, API errors (kopt probes the driver
-// on purpose, e.g. cuFuncGetParamInfo past the last parameter) and the host backtrace.
+// on purpose, e.g. cuFuncGetParamInfo past the last parameter), the host backtrace, and
+// racecheck's note that it stopped counting hazards (it can come before the first hazard).
 bool is_bookkeeping(const std::string& header) {
   for (const char* word :
        {"COMPUTE-SANITIZER", "ERROR SUMMARY", "LEAK SUMMARY", "RACECHECK SUMMARY", "Program hit",
         "Target application", "Saved host backtrace", "Note:", "Host Frame", "Device Frame",
-        "This tool", "Internal"}) {
+        "This tool", "Internal", "Warning: Maximum number of hazards"}) {
     if (starts_with(header, word)) return true;
   }
   return false;

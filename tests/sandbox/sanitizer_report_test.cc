@@ -86,6 +86,20 @@ TEST(SanitizerReport, RacecheckFindingNamesBothAccesses) {
   EXPECT_EQ(finding->location, "candidate.cu:22");
 }
 
+// Seen on the H100 (2026-11-27): with many hazards racecheck says it stopped counting before it
+// reports the first one; that note is not the finding.
+TEST(SanitizerReport, RacecheckHazardLimitNoteIsNotTheFinding) {
+  std::string report = std::string("========= COMPUTE-SANITIZER\n") +
+                       "========= Warning: Maximum number of hazards reached. Environment variable "
+                       "NV_COMPUTE_SANITIZER_MAX_RACECHECK_HAZARDS can be used to increase this "
+                       "count.\n" +
+                       (kRacecheck + std::string(kRacecheck).find('\n') + 1);
+  auto finding = first_sanitizer_finding("racecheck", report, {"transpose_tiled"});
+  ASSERT_TRUE(finding);
+  EXPECT_EQ(finding->kernel, "transpose_tiled");
+  EXPECT_EQ(finding->location, "candidate.cu:22");
+}
+
 TEST(SanitizerReport, TemplateInstanceMatchesItsKernelName) {
   auto finding = first_sanitizer_finding("synccheck", kSynccheck, {"reduce"});
   ASSERT_TRUE(finding.has_value());
