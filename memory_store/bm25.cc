@@ -36,9 +36,11 @@ struct TransparentHash {
 }  // namespace
 
 std::vector<double> bm25_scores(const std::vector<std::string>& query_terms,
-                                const std::vector<std::string>& documents) {
+                                const std::vector<std::string>& documents,
+                                std::vector<double>* coverage) {
   constexpr double kK1 = 1.2, kB = 0.75;
   std::vector<double> scores(documents.size(), 0.0);
+  if (coverage) coverage->assign(documents.size(), 0.0);
   if (documents.empty() || query_terms.empty()) return scores;
   std::unordered_map<std::string, size_t, TransparentHash, std::equal_to<>> term_index;
   for (const auto& term : query_terms) term_index.emplace(term, term_index.size());
@@ -80,6 +82,7 @@ std::vector<double> bm25_scores(const std::vector<std::string>& query_terms,
     for (size_t t = 0; t < terms; ++t) {
       int f = tf[d * terms + t];
       if (f == 0) continue;
+      if (coverage) (*coverage)[d] += 1.0 / static_cast<double>(terms);
       double idf = std::log(1 + (n - df[t] + 0.5) / (df[t] + 0.5));
       scores[d] += idf * f * (kK1 + 1) / (f + length_norm);
     }

@@ -13,7 +13,10 @@ namespace kopt::memory {
 // tokenizing the documents as pair_fts does (unicode61 with '_' a token character: runs of
 // letters, digits, '_' and non-ASCII bytes, lower-cased), with document frequencies and average
 // length taken over `documents` themselves. A document that contains no query term scores 0.
+// With `coverage`, also each document's share of the distinct query terms (0..1): an absolute
+// measure, unlike BM25 over a candidate set, which gives the best of poor matches a high score.
 std::vector<double> bm25_scores(const std::vector<std::string>& query_terms,
-                                const std::vector<std::string>& documents);
+                                const std::vector<std::string>& documents,
+                                std::vector<double>* coverage = nullptr);
 
 }  // namespace kopt::memory

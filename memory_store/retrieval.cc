@@ -30,6 +30,12 @@ constexpr int64_t kTextCandidates = 100;
 // Identifiers of the current kernel in the candidate query (the longest), and in BM25.
 constexpr size_t kProbeTerms = 12;
 constexpr size_t kMaxSourceTerms = 48;
+// The absolute part of text relevance: a candidate's share of the query's distinct words. At
+// kFullCoverage or more its relative BM25 counts whole; below, in proportion, so the best of
+// poor matches no longer gets a full 1.0. A pair of another task and family with less than
+// kMinCoverage is not relevant at all and is never shown.
+constexpr double kFullCoverage = 0.4;
+constexpr double kMinCoverage = 0.2;
 
 bool contains(const std::vector<std::string>& tags, const std::string& tag) {
   return std::find(tags.begin(), tags.end(), tag) != tags.end();
@@ -48,6 +54,16 @@ std::string arch_digits(const std::string& arch) {
 bool known_bottleneck(const std::string& name) { return !name.empty() && name != "unknown"; }
 
 }  // namespace
+
+std::string example_key(const RetrievedPair& candidate) {
+  std::string key = candidate.pair.task + (candidate.pair.is_negative ? "|warning|" : "|");
+  // A pair that names no technique cannot be told apart by what it teaches: its lineage (a
+  // branch of successive improvements) stands in for it.
+  if (candidate.techniques.empty())
+    return key + "lineage " + std::to_string(candidate.pair.lineage_root_id);
+  for (const auto& technique : candidate.techniques) key += technique + ",";
+  return key;
+}
 
 double arch_similarity(const std::string& a, const std::string& b) {
   std::string da = arch_digits(a), db = arch_digits(b);
@@ -99,7 +115,7 @@ std::vector<RetrievedPair> select_diverse(
   });
   const int max_negatives = std::max(1, k / 3);
   int negatives = 0, tuner = 0;
-  std::set<int64_t> lineages;
+  std::set<std::string> shown;  // example_key of every chosen pair
   std::set<std::string> taught;
   std::vector<RetrievedPair> chosen;
   std::vector<bool> taken(candidates.size(), false);
@@ -120,14 +136,14 @@ std::vector<RetrievedPair> select_diverse(
       if (taken[i] || query.exclude_kernels.count(pair.fast_kernel_id)) continue;
       if (pair.is_negative && negatives >= max_negatives) continue;
       if (candidate.tuner_only && tuner >= query.max_tuner_pairs) continue;
-      if (lineages.count(pair.lineage_root_id)) continue;
+      if (shown.count(example_key(candidate))) continue;
       if (pass == 0 && !candidate.techniques.empty() &&
           std::all_of(candidate.techniques.begin(), candidate.techniques.end(),
                       [&](const std::string& t) { return taught.count(t) > 0; })) {
         continue;
       }
       if (is_near_copy(i)) continue;
-      lineages.insert(pair.lineage_root_id);
+      shown.insert(example_key(candidate));
       if (pair.is_negative) ++negatives;
       if (candidate.tuner_only) ++tuner;
       taught.insert(candidate.techniques.begin(), candidate.techniques.end());
@@ -216,11 +232,18 @@ Result<std::string> candidate_ids(sql::Database& db, const RetrievalQuery& query
   return nlohmann::json(std::vector<int64_t>(ids.begin(), ids.end())).dump();
 }
 
-// BM25 of every candidate over what pair_fts holds for it, scaled so the best is 1. The slow
-// kernel's identifiers count: a pair whose "before" looks like the current kernel is the one
-// whose change applies.
-Result<std::map<int64_t, double>> text_relevance(sql::Database& db, const std::string& id_list,
-                                                 const std::vector<std::string>& words) {
+// How well a candidate's text matches the query: BM25 relative to the best candidate, damped
+// by its absolute share of the query's words (kFullCoverage).
+struct TextMatch {
+  double score = 0;     // 0..1
+  double coverage = 0;  // share of the query's distinct words the candidate contains
+};
+
+// BM25 of every candidate over what pair_fts holds for it, scaled so the best is 1, times its
+// coverage's weight. The slow kernel's identifiers count: a pair whose "before" looks like the
+// current kernel is the one whose change applies.
+Result<std::map<int64_t, TextMatch>> text_relevance(sql::Database& db, const std::string& id_list,
+                                                    const std::vector<std::string>& words) {
   std::vector<int64_t> doc_ids;
   std::vector<std::string> documents;
   auto statement = db.cached(
@@ -235,20 +258,32 @@ Result<std::map<int64_t, double>> text_relevance(sql::Database& db, const std::s
     doc_ids.push_back(statement->column_int64(0));
     documents.push_back(statement->column_text(1));
   }
-  std::vector<double> scores = bm25_scores(words, documents);
+  std::vector<double> coverage;
+  std::vector<double> scores = bm25_scores(words, documents, &coverage);
   double best = 0;
   for (double score : scores) best = std::max(best, score);
-  std::map<int64_t, double> text;  // pair id -> relevance in [0, 1]
-  for (size_t i = 0; i < doc_ids.size(); ++i) text[doc_ids[i]] = best > 0 ? scores[i] / best : 0;
+  std::map<int64_t, TextMatch> text;  // pair id -> relevance
+  for (size_t i = 0; i < doc_ids.size(); ++i) {
+    double weight = std::min(1.0, coverage[i] / kFullCoverage);
+    text[doc_ids[i]] = {best > 0 ? weight * scores[i] / best : 0, coverage[i]};
+  }
   return text;
 }
 
 // The candidates' rows scored: text relevance plus the non-text score (GPU, bottleneck,
 // techniques, production). The slow kernel's newest profile comes with each candidate (one
 // indexed look-up in the same statement), only when the query has a class to match it to.
+// Whether a candidate is worth showing at all: the query's own task or operation family, or
+// enough of the query's words (an absolute threshold: the best of unrelated pairs is not shown).
+bool relevant(const RetrievalQuery& query, const PairRecord& pair, const TextMatch& match) {
+  if (!query.task.empty() && pair.task == query.task) return true;
+  if (!query.family_tags.empty() && contains(pair.tags, query.family_tags.front())) return true;
+  return match.coverage >= kMinCoverage;
+}
+
 Result<std::vector<RetrievedPair>> scored_candidates(sql::Database& db, const RetrievalQuery& query,
                                                      const std::string& id_list,
-                                                     const std::map<int64_t, double>& text) {
+                                                     const std::map<int64_t, TextMatch>& text) {
   const bool match_bottleneck = query.bottleneck_of_profile && known_bottleneck(query.bottleneck);
   std::map<int64_t, std::string> slow_classes;  // slow kernel id -> class: lineages share them
   // (task, GPU model) -> its best production baseline: candidates share a few of them.
@@ -310,7 +345,10 @@ Result<std::vector<RetrievedPair>> scored_candidates(sql::Database& db, const Re
       candidate.production_us = production->median_us;
     }
     auto it = text.find(candidate.pair.id);
-    candidate.text_score = it != text.end() ? it->second : 0;
+    TextMatch match = it != text.end() ? it->second : TextMatch{};
+    if (!relevant(query, candidate.pair, match)) continue;
+    candidate.text_score = match.score;
+    candidate.text_coverage = match.coverage;
     candidate.score =
         candidate.text_score + non_text_score(query, candidate.pair, candidate.slow_bottleneck,
                                               candidate.techniques, candidate.reached_production());

@@ -7,7 +7,8 @@
 //
 //   score = 1.0 * text      BM25 (bm25.h) of its summary, tags, task name and the identifiers of
 //                           both kernels against all the query's words, relative to the best
-//                           candidate, 0..1
+//                           candidate, times min(1, coverage / 0.4) where coverage is its share
+//                           of the query's distinct words (absolute), 0..1
 //         + 0.6 * family    the query's operation family (first tag) 0.5, other tags 0.5 shared
 //         + 0.4 * same_task
 //         + 0.3 * gpu       same arch 1, same major architecture 0.5
@@ -28,14 +29,17 @@
 //                           that reached cuBLASLt or torch.compile teaches more than one that
 //                           sped up a plain kernel by as much
 //
-// A pair never shown: one whose fast kernel is the current kernel or one of its ancestors
-// (`exclude_kernels`), or a near-copy of the current kernel (`near_copy`): the model would be
-// shown where it already is. The result takes the best pair of each lineage (a branch of
-// successive improvements), at most max(1, k/3) negatives and at most `max_tuner_pairs` pairs
-// whose fast kernel the tuner made (a tuning line teaches no technique), and prefers pairs
-// that add a technique no chosen pair teaches yet (a pair adding nothing new waits for a second
-// pass); ordered by score then pair id so equal databases and queries always give the same
-// answer.
+// A pair never shown: one of another task and operation family that shares less than 20% of the
+// query's distinct words (an absolute relevance threshold); one whose fast kernel is the current
+// kernel or one of its ancestors (`exclude_kernels`), or a near-copy of the current kernel
+// (`near_copy`): the model would be shown where it already is. The result takes one example per
+// (task, techniques taught) (example_key: a later step of a lineage that teaches something new
+// is shown, a second pair teaching the same thing on the same task is not; a pair naming no
+// technique counts by its lineage), at most
+// max(1, k/3) negatives and at most `max_tuner_pairs` pairs whose fast kernel the tuner made
+// (none by default: a tuning line teaches no technique), and prefers pairs that add a technique
+// no chosen pair teaches yet (a pair adding nothing new waits for a second pass); ordered by
+// score then pair id so equal databases and queries always give the same answer.
 #pragma once
 
 #include <functional>
@@ -71,13 +75,14 @@ struct RetrievalQuery {
   std::function<bool(const std::string& fast_source)> near_copy;
   // The techniques the current kernel already uses (techniques_in of its source).
   std::vector<std::string> current_techniques;
-  int max_tuner_pairs = 1;  // pairs whose fast kernel is a tuner configuration
+  int max_tuner_pairs = 0;  // pairs whose fast kernel is a tuner configuration
 };
 
 struct RetrievedPair {
   PairRecord pair;
-  double score = 0;       // the ranking score above
-  double text_score = 0;  // the BM25 part, 0..1
+  double score = 0;          // the ranking score above
+  double text_score = 0;     // the BM25 part, 0..1
+  double text_coverage = 0;  // the share of the query's distinct words it contains
   // The class of the slow kernel's newest profile; "unknown" when it has none or the query
   // has no class to match (then it is not looked up).
   std::string slow_bottleneck = "unknown";
@@ -102,6 +107,10 @@ double non_text_score(const RetrievalQuery& query, const PairRecord& pair,
                       const std::string& slow_bottleneck = "unknown",
                       const std::vector<std::string>& techniques = {},
                       bool reached_production = false);
+
+// The diversity key: its task, whether it is a warning, and the techniques it teaches (its
+// lineage where it names none). One example per key is shown.
+std::string example_key(const RetrievedPair& candidate);
 
 // Whether two bottleneck classes are the same known class ("" and "unknown" match nothing).
 bool same_bottleneck(const std::string& a, const std::string& b);

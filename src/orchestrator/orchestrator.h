@@ -143,11 +143,13 @@ class Orchestrator {
                    double best_before);
   // Memory examples for a plan from `parent` into `context`, `skip` of the best left out;
   // returns the pairs shown.
-  std::vector<int64_t> add_examples(const TaskState& task, const VerifiedKernel& parent,
-                                    size_t skip, agents::WorkContext& context);
+  std::vector<memory::RetrievedPair> add_examples(const TaskState& task,
+                                                  const VerifiedKernel& parent, size_t skip,
+                                                  agents::WorkContext& context);
   // Records the planner's fresh plans and queues their coder samples. Requires mutex_.
   void queue_plans(TaskState& task, const VerifiedKernel& parent,
-                   const agents::WorkContext& context, const std::vector<int64_t>& retrieved,
+                   const agents::WorkContext& context,
+                   const std::vector<memory::RetrievedPair>& retrieved,
                    std::vector<agents::Plan> fresh);
 
   // ---- the sanitizer lane (sanitizer_jobs.cc) ----

@@ -247,8 +247,10 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
                           ratio >= 1 ? "faster" : "slower", target.root.median_us, k.median_us));
 }
 
-std::vector<int64_t> Orchestrator::add_examples(const TaskState& task, const VerifiedKernel& parent,
-                                                size_t skip, agents::WorkContext& context) {
+std::vector<memory::RetrievedPair> Orchestrator::add_examples(const TaskState& task,
+                                                              const VerifiedKernel& parent,
+                                                              size_t skip,
+                                                              agents::WorkContext& context) {
   if (options_.search.memory_examples <= 0) return {};
   memory::RetrievalQuery query;
   query.task = task.spec().name;
@@ -278,9 +280,7 @@ std::vector<int64_t> Orchestrator::add_examples(const TaskState& task, const Ver
   size_t drop = pairs->size() > k ? std::min(skip, pairs->size() - k) : 0;
   pairs->erase(pairs->begin(), pairs->begin() + static_cast<ptrdiff_t>(drop));
   add_memory_examples(*pairs, *deps_.recorder, context);
-  std::vector<int64_t> retrieved;
-  for (const auto& p : *pairs) retrieved.push_back(p.pair.id);
-  return retrieved;
+  return std::move(*pairs);
 }
 
 void Orchestrator::run_plan(TaskState& task) {
@@ -296,7 +296,7 @@ void Orchestrator::run_plan(TaskState& task) {
     // After each back-off the prompt shows the next examples, not the ones it stalled on.
     skip = static_cast<size_t>(task.memory_rotation() * options_.search.memory_examples);
   }
-  std::vector<int64_t> retrieved = add_examples(task, *parent, skip, context);
+  std::vector<memory::RetrievedPair> retrieved = add_examples(task, *parent, skip, context);
   agents::AgentUsage usage;
   auto plans = planner_->propose(context, options_.search.plans_per_iteration, usage);
   std::lock_guard lock(mutex_);
@@ -331,7 +331,7 @@ void Orchestrator::run_plan(TaskState& task) {
 
 void Orchestrator::queue_plans(TaskState& task, const VerifiedKernel& parent,
                                const agents::WorkContext& context,
-                               const std::vector<int64_t>& retrieved,
+                               const std::vector<memory::RetrievedPair>& retrieved,
                                std::vector<agents::Plan> fresh) {
   auto credited = std::make_shared<std::atomic<bool>>(false);
   for (agents::Plan& plan : fresh) {
@@ -340,9 +340,12 @@ void Orchestrator::queue_plans(TaskState& task, const VerifiedKernel& parent,
     if (parent.kernel_id) record.parent_kernel_id = parent.kernel_id;
     record.title = plan.title;
     record.detail = plan.detail;
-    record.technique = join(memory::techniques_in(plan.title + "\n" + plan.detail), " ");
+    std::vector<std::string> techniques = memory::techniques_in(plan.title + "\n" + plan.detail);
+    record.technique = join(techniques, " ");
     auto plan_id = deps_.recorder->add_plan(record);
-    task.queue_plan(CodeItem{parent, std::move(plan), context, retrieved, credited, plan_id});
+    // Credit goes only to the examples whose technique this plan applies.
+    task.queue_plan(CodeItem{parent, std::move(plan), context,
+                             pairs_used_by_plan(retrieved, techniques), credited, plan_id});
   }
 }
 

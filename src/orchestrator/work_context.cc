@@ -119,4 +119,17 @@ void add_memory_examples(const std::vector<memory::RetrievedPair>& pairs, RunRec
   }
 }
 
+std::vector<int64_t> pairs_used_by_plan(const std::vector<memory::RetrievedPair>& shown,
+                                        const std::vector<std::string>& plan_techniques) {
+  std::vector<int64_t> used;
+  for (const auto& example : shown) {
+    bool applied = std::any_of(
+        example.techniques.begin(), example.techniques.end(), [&](const std::string& t) {
+          return std::count(plan_techniques.begin(), plan_techniques.end(), t) > 0;
+        });
+    if (applied) used.push_back(example.pair.id);
+  }
+  return used;
+}
+
 }  // namespace kopt::orchestrator

@@ -28,4 +28,10 @@ std::vector<std::string> beam_lines(const Beam& beam, int64_t current);
 void add_memory_examples(const std::vector<memory::RetrievedPair>& pairs, RunRecorder& recorder,
                          agents::WorkContext& context);
 
+// The shown pairs a plan may credit when its child gains: those teaching a technique the plan
+// names (`plan_techniques`, techniques_in of its title and detail). A pair whose techniques the
+// plan does not use was not what helped, and a pair that names none cannot be told apart.
+std::vector<int64_t> pairs_used_by_plan(const std::vector<memory::RetrievedPair>& shown,
+                                        const std::vector<std::string>& plan_techniques);
+
 }  // namespace kopt::orchestrator

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "memory_store/memory_store.h"
 #include "memory_store/production_baselines.h"
 #include "sandbox/profile_bottleneck.h"
@@ -37,19 +39,25 @@ class RetrievalTest : public ::testing::Test {
     add_task(s, "sgemm", {"matmul", "compute-bound", "fp32"});
     add_task(s, "rmsnorm", {"normalization", "memory-bound", "fp32"});
 
-    int64_t ln0 = add_kernel(s, "layernorm", kernel_source("layernorm_rows",
-        "extern __shared__ float partial[]; __syncthreads(); rsqrtf tree reduction"));
-    int64_t ln1 = add_kernel(s, "layernorm", kernel_source("layernorm_rows",
-        "__shfl_xor_sync warp reduction rsqrtf"), ln0);
-    int64_t ln2 = add_kernel(s, "layernorm", kernel_source("layernorm_rows",
-        "__shfl_xor_sync warp reduction float4 rsqrtf"), ln1);
-    int64_t ln3 = add_kernel(s, "layernorm", kernel_source("layernorm_rows",
-        "atomicAdd partial sums rsqrtf"), ln0);
-    int64_t ln4 = add_kernel(s, "layernorm", kernel_source("layernorm_rows",
-        "cooperative partial __syncthreads rsqrtf"), ln0);
+    int64_t ln0 = add_kernel(
+        s, "layernorm",
+        kernel_source("layernorm_rows",
+                      "extern __shared__ float partial[]; __syncthreads(); rsqrtf tree reduction"));
+    int64_t ln1 =
+        add_kernel(s, "layernorm",
+                   kernel_source("layernorm_rows", "__shfl_xor_sync warp reduction rsqrtf"), ln0);
+    int64_t ln2 = add_kernel(
+        s, "layernorm",
+        kernel_source("layernorm_rows", "__shfl_xor_sync warp reduction float4 rsqrtf"), ln1);
+    int64_t ln3 = add_kernel(s, "layernorm",
+                             kernel_source("layernorm_rows", "atomicAdd partial sums rsqrtf"), ln0);
+    int64_t ln4 = add_kernel(
+        s, "layernorm", kernel_source("layernorm_rows", "cooperative partial __syncthreads rsqrtf"),
+        ln0);
     fitting_ = add_pair(s, "layernorm", ln0, ln1, 2.1,
                         "warp shuffle reduction replaces the shared-memory tree and its "
-                        "__syncthreads barriers", {"normalization", "memory-bound", "fp32"});
+                        "__syncthreads barriers",
+                        {"normalization", "memory-bound", "fp32"});
     same_lineage_ = add_pair(s, "layernorm", ln1, ln2, 1.3, "float4 loads on top of the shuffles",
                              {"normalization", "memory-bound", "fp32"});
     older_arch_ = add_pair(s, "layernorm", ln0, ln4, 1.6,
@@ -61,7 +69,8 @@ class RetrievalTest : public ::testing::Test {
 
     int64_t ax0 = add_kernel(s, "axpy", kernel_source("axpy", "scalar loads"));
     int64_t ax1 = add_kernel(s, "axpy", kernel_source("axpy", "float4 vectorized loads"), ax0);
-    add_pair(s, "axpy", ax0, ax1, 1.4, "float4 vectorized loads", {"elementwise", "memory-bound", "fp32"});
+    add_pair(s, "axpy", ax0, ax1, 1.4, "float4 vectorized loads",
+             {"elementwise", "memory-bound", "fp32"});
     int64_t mm0 = add_kernel(s, "sgemm", kernel_source("sgemm", "naive loops"));
     int64_t mm1 = add_kernel(s, "sgemm", kernel_source("sgemm", "wmma tensor core tiles"), mm0);
     add_pair(s, "sgemm", mm0, mm1, 8.0, "tensor core tiles", {"matmul", "compute-bound", "fp32"});
@@ -99,13 +108,64 @@ TEST_F(RetrievalTest, TheFittingPairComesFirst) {
   EXPECT_EQ(result[0], fitting_);
 }
 
-TEST_F(RetrievalTest, OnePairPerLineageThenTheOtherFamilyMembers) {
+TEST_F(RetrievalTest, OneExamplePerTaskAndTechnique) {
   auto result = ids(query(3, false));
   ASSERT_EQ(result.size(), 3u);
   EXPECT_EQ(result[0], fitting_);
-  EXPECT_EQ(result[1], older_arch_);  // same family, another lineage
-  // The second step of the fitting lineage is never shown next to the first.
-  EXPECT_EQ(std::count(result.begin(), result.end(), same_lineage_), 0);
+  EXPECT_EQ(result[1], older_arch_);  // same family, another technique
+  // The second step of the fitting lineage teaches vector loads, which nothing shown teaches:
+  // a night's later steps are examples too (not only the first step below the root).
+  EXPECT_EQ(result[2], same_lineage_);
+
+  // Another layernorm pair teaching exactly what the fitting pair teaches is not shown beside
+  // it, however well it scores.
+  MemoryStore& s = *store_;
+  int64_t root = add_kernel(
+      s, "layernorm",
+      kernel_source(
+          "layernorm_rows",
+          "extern __shared__ float partial[]; __syncthreads(); rsqrtf tree reduction twin"));
+  int64_t twin = add_kernel(
+      s, "layernorm", kernel_source("layernorm_rows", "__shfl_xor_sync warp reduction rsqrtf twin"),
+      root);
+  int64_t repeat = add_pair(s, "layernorm", root, twin, 2.5,
+                            "warp shuffle reduction replaces the shared-memory tree and its "
+                            "__syncthreads barriers",
+                            {"normalization", "memory-bound", "fp32"});
+  auto shown = *store_->retrieve(query(6, false));
+  std::vector<std::string> keys;
+  for (const auto& r : shown) keys.push_back(example_key(r));
+  EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()).size(), keys.size());
+  bool both = std::count_if(shown.begin(), shown.end(), [&](const RetrievedPair& r) {
+                return r.pair.id == repeat || r.pair.id == fitting_;
+              }) == 2;
+  EXPECT_FALSE(both);
+}
+
+// An absolute relevance threshold: a pair of another task and family that shares almost none of
+// the query's words is not shown, even when it is the best (the only) candidate.
+TEST(RetrievalRelevance, TheBestOfUnrelatedPairsIsNotShown) {
+  TempDir dir;
+  MemoryStore store = open_store(dir / "m.db");
+  add_task(store, "sgemm", {"matmul", "compute-bound", "fp32"});
+  int64_t slow = add_kernel(store, "sgemm", kernel_source("sgemm", "naive loops"));
+  int64_t fast = add_kernel(store, "sgemm", kernel_source("sgemm", "wmma tensor core tiles"), slow);
+  add_pair(store, "sgemm", slow, fast, 8.0, "tensor core tiles", {"matmul", "compute-bound"});
+  RetrievalQuery q;
+  q.task = "layernorm";
+  q.family_tags = {"normalization", "memory-bound", "fp32"};
+  q.kernel_source = kSharedTreeKernel;
+  q.k = 4;
+  q.max_tuner_pairs = 0;
+  auto result = store.retrieve(q);
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_TRUE(result->empty());
+  // The same pair is shown to its own task, and to its family, whatever the words.
+  q.task = "sgemm";
+  EXPECT_EQ(store.retrieve(q)->size(), 1u);
+  q.task = "hgemm";
+  q.family_tags = {"matmul"};
+  EXPECT_EQ(store.retrieve(q)->size(), 1u);
 }
 
 TEST_F(RetrievalTest, NegativesAreWarningsOnlyWhenAskedAndCapped) {
@@ -298,11 +358,15 @@ class RetrievalBottleneckTest : public ::testing::Test {
     MemoryStore& s = *store_;
     add_task(s, "transpose", {"transpose", "memory-bound", "fp32"});
     int64_t slow_a = add_kernel(s, "transpose", kernel_source("transpose", "tiled alpha"));
-    int64_t fast_a = add_kernel(s, "transpose", kernel_source("transpose", "padded alpha"), slow_a);
+    int64_t fast_a =
+        add_kernel(s, "transpose", kernel_source("transpose", "diagonal alpha"), slow_a);
     int64_t slow_b = add_kernel(s, "transpose", kernel_source("transpose", "tiled omega"));
-    int64_t fast_b = add_kernel(s, "transpose", kernel_source("transpose", "padded omega"), slow_b);
-    compute_pair_ = add_pair(s, "transpose", slow_a, fast_a, 1.8, "padded tiles", {"transpose"});
-    latency_pair_ = add_pair(s, "transpose", slow_b, fast_b, 1.8, "padded tiles", {"transpose"});
+    int64_t fast_b =
+        add_kernel(s, "transpose", kernel_source("transpose", "diagonal omega"), slow_b);
+    compute_pair_ =
+        add_pair(s, "transpose", slow_a, fast_a, 1.8, "diagonal block order", {"transpose"});
+    latency_pair_ =
+        add_pair(s, "transpose", slow_b, fast_b, 1.8, "diagonal block order", {"transpose"});
     // Each slow kernel was profiled twice; the newest profile is the one that counts.
     add_profile(slow_a, profile(35, 15, 60, "long_scoreboard"));
     add_profile(slow_a, profile(20, 75, 60, "math_pipe_throttle"));
@@ -395,11 +459,13 @@ TEST(RetrievalProductionTest, APairThatReachedProductionSpeedRanksFirst) {
   MemoryStore s = open_store(dir / "m.db");
   add_task(s, "transpose", {"transpose", "memory-bound", "fp32"});
   int64_t slow_a = add_kernel(s, "transpose", kernel_source("transpose", "tiled alpha"));
-  int64_t fast_a = add_kernel(s, "transpose", kernel_source("transpose", "padded alpha"), slow_a);
+  int64_t fast_a = add_kernel(s, "transpose", kernel_source("transpose", "diagonal alpha"), slow_a);
   int64_t slow_b = add_kernel(s, "transpose", kernel_source("transpose", "tiled omega"));
-  int64_t fast_b = add_kernel(s, "transpose", kernel_source("transpose", "padded omega"), slow_b);
-  int64_t pair_a = add_pair(s, "transpose", slow_a, fast_a, 1.8, "padded tiles", {"transpose"});
-  int64_t pair_b = add_pair(s, "transpose", slow_b, fast_b, 1.8, "padded tiles", {"transpose"});
+  int64_t fast_b = add_kernel(s, "transpose", kernel_source("transpose", "diagonal omega"), slow_b);
+  int64_t pair_a =
+      add_pair(s, "transpose", slow_a, fast_a, 1.8, "diagonal block order", {"transpose"});
+  int64_t pair_b =
+      add_pair(s, "transpose", slow_b, fast_b, 1.8, "diagonal block order", {"transpose"});
   auto evaluate = [&](int64_t kernel, double us, const std::string& verdict) {
     EvaluationRecord e;
     e.kernel_id = kernel;
@@ -501,14 +567,14 @@ std::vector<int64_t> ids_of(const std::vector<RetrievedPair>& pairs) {
   return out;
 }
 
-TEST(RetrievalTeaching, AtMostOneTunerPair) {
+TEST(RetrievalTeaching, NoTunerPairsAsExamplesUnlessAsked) {
   std::vector<RetrievedPair> c = {scored(1, 3.0, {"tuning"}, true),
                                   scored(2, 2.9, {"tuning"}, true),
                                   scored(3, 1.0, {"vector_loads"}), scored(4, 0.5, {"fusion"})};
-  EXPECT_EQ(ids_of(select_diverse(c, 3)), (std::vector<int64_t>{1, 3, 4}));
-  RetrievalQuery none;
-  none.max_tuner_pairs = 0;
-  EXPECT_EQ(ids_of(select_diverse(c, 3, none)), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(ids_of(select_diverse(c, 3)), (std::vector<int64_t>{3, 4}));
+  RetrievalQuery one;
+  one.max_tuner_pairs = 1;
+  EXPECT_EQ(ids_of(select_diverse(c, 3, one)), (std::vector<int64_t>{1, 3, 4}));
 }
 
 TEST(RetrievalTeaching, ATechniqueNotShownYetGoesBeforeARepeat) {
@@ -517,8 +583,12 @@ TEST(RetrievalTeaching, ATechniqueNotShownYetGoesBeforeARepeat) {
       scored(1, 3.0, {"online_softmax"}), scored(2, 2.9, {"online_softmax"}),
       scored(3, 2.8, {"online_softmax", "warp_shuffle"}), scored(4, 1.0, {"register_resident"})};
   EXPECT_EQ(ids_of(select_diverse(c, 3)), (std::vector<int64_t>{1, 3, 4}));
-  // With room left, the repeats fill it by score.
+  // With room left, a repeat of another task fills it by score; one of the same task does not
+  // (one example per task and technique).
+  c[1].pair.task = "other";
   EXPECT_EQ(ids_of(select_diverse(c, 4)), (std::vector<int64_t>{1, 2, 3, 4}));
+  c[1].pair.task = c[0].pair.task;
+  EXPECT_EQ(ids_of(select_diverse(c, 4)), (std::vector<int64_t>{1, 3, 4}));
 }
 
 TEST(RetrievalTeaching, ExcludedAndNearCopyFastKernelsAreNeverShown) {
@@ -583,6 +653,7 @@ TEST(RetrievalTeaching, ATunerPairIsLabelledTuning) {
   RetrievalQuery q;
   q.task = "axpy";
   q.k = 2;
+  q.max_tuner_pairs = 1;
   auto result = *store.retrieve(q);
   ASSERT_EQ(result.size(), 1u);
   EXPECT_TRUE(result[0].tuner_only);
