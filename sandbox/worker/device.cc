@@ -1,11 +1,10 @@
 #include "sandbox/worker/device.h"
 
+#include "sandbox/compiler.h"
+
 namespace kopt::worker {
 
-std::string DeviceInfo::arch() const {
-  std::string a = "sm_" + std::to_string(cc_major) + std::to_string(cc_minor);
-  return cc_major >= 9 ? a + "a" : a;
-}
+std::string DeviceInfo::arch() const { return arch_of_compute_capability(cc_major, cc_minor); }
 
 nlohmann::json DeviceInfo::to_json() const {
   return {{"name", name},
