@@ -172,7 +172,9 @@ class CublasLtRun {
     auto flush = ColdL2::create(device_);
     if (!flush) return make_error(flush.error());
     cold_l2_.emplace(std::move(*flush));
-    stream_.emplace(device_);
+    auto stream = Stream::create(device_);
+    if (!stream) return make_error(stream.error());
+    stream_.emplace(std::move(*stream));
     auto id = CuptiKernelTimer::stream_id(device_.context(), stream_->get());
     if (!id) return make_error(id.error());
     stream_id_ = *id;

@@ -68,11 +68,9 @@ PlanInputs plan_inputs(Device& device, const LoadedKernel& candidate,
   PlanInputs inputs;
   inputs.candidate = &candidate.file();
   inputs.tunables = tunables;
-  size_t free_bytes = 0, total_bytes = 0;
-  if (device.driver().cuMemGetInfo(&free_bytes, &total_bytes) == CUDA_SUCCESS) {
-    inputs.free_bytes = int64_t(free_bytes);
-    inputs.total_bytes = int64_t(total_bytes);
-  }
+  MemoryInfo memory = memory_info(device);
+  inputs.free_bytes = int64_t(memory.free_bytes);
+  inputs.total_bytes = int64_t(memory.total_bytes);
   return inputs;
 }
 

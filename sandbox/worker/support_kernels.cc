@@ -379,64 +379,44 @@ Result<double> SupportKernels::measure_fp32_flops() {
 Result<double> SupportKernels::measure_copy_bandwidth(CUdeviceptr from, CUdeviceptr to,
                                                       size_t bytes) {
   const CudaDriver& d = device_->driver();
-  CudaFailure failure;
-  CUevent start = nullptr, stop = nullptr;
-  d.cuEventCreate(&start, CU_EVENT_DEFAULT);
-  d.cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  constexpr int kBlocksPerSm[] = {4, 8, 16};
+  constexpr int kReps = 4;  // per grid size; the first of each warms up
   uint64_t n = bytes / 16;
   void* args[] = {&from, &to, &n};
   auto it = functions_.find("copy_peak");
+  auto times = time_with_events(*device_, device_->stream(), 3 * kReps, [&](int rep) -> Status {
+    unsigned blocks = unsigned(device_->info().sm_count * kBlocksPerSm[rep / kReps]);
+    CudaFailure failure;
+    if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, 512, 1, 1, 0, device_->stream(),
+                                         args, nullptr),
+                        "cuLaunchKernel(copy_peak)", &failure))
+      return make_error(failure.message);
+    return ok_status();
+  });
+  if (!times) return make_error(times.error());
   double best_ms = 1e30;
-  for (int blocks_per_sm : {4, 8, 16}) {
-    unsigned blocks = unsigned(device_->info().sm_count * blocks_per_sm);
-    for (int rep = 0; rep < 4; ++rep) {
-      d.cuEventRecord(start, device_->stream());
-      if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, 512, 1, 1, 0,
-                                           device_->stream(), args, nullptr),
-                          "cuLaunchKernel(copy_peak)", &failure))
-        return make_error(failure.message);
-      d.cuEventRecord(stop, device_->stream());
-      d.cuEventSynchronize(stop);
-      float ms = 0;
-      d.cuEventElapsedTime(&ms, start, stop);
-      if (rep > 0) best_ms = std::min<double>(best_ms, ms);
-    }
-  }
-  d.cuEventDestroy(start);
-  d.cuEventDestroy(stop);
+  for (size_t rep = 0; rep < times->size(); ++rep)
+    if (rep % kReps > 0) best_ms = std::min<double>(best_ms, (*times)[rep]);
   return 2.0 * double(n * 16) / (best_ms * 1e-3);
 }
 
 Result<std::vector<double>> SupportKernels::time_fma(int iterations, int reps) {
   const CudaDriver& d = device_->driver();
-  CudaFailure failure;
-  CUevent start = nullptr, stop = nullptr;
-  d.cuEventCreate(&start, CU_EVENT_DEFAULT);
-  d.cuEventCreate(&stop, CU_EVENT_DEFAULT);
   CUdeviceptr out = probe_.ptr();
   float seed = 1.0f;
   void* args[] = {&out, &iterations, &seed};
   unsigned blocks = unsigned(device_->info().sm_count) * 8, threads = 256;
   auto it = functions_.find("fma_peak");
-  std::vector<double> times;
-  for (int rep = 0; rep < reps; ++rep) {
-    d.cuEventRecord(start, device_->stream());
+  auto times = time_with_events(*device_, device_->stream(), reps, [&](int) -> Status {
+    CudaFailure failure;
     if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, threads, 1, 1, 0,
                                          device_->stream(), args, nullptr),
-                        "cuLaunchKernel(fma_peak)", &failure)) {
-      times.clear();
-      break;
-    }
-    d.cuEventRecord(stop, device_->stream());
-    d.cuEventSynchronize(stop);
-    float ms = 0;
-    d.cuEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  d.cuEventDestroy(start);
-  d.cuEventDestroy(stop);
-  if (times.empty()) return make_error(failure.message);
-  return times;
+                        "cuLaunchKernel(fma_peak)", &failure))
+      return make_error(failure.message);
+    return ok_status();
+  });
+  if (!times) return make_error(times.error());
+  return std::vector<double>(times->begin(), times->end());
 }
 
 Result<double> SupportKernels::read_element(CUdeviceptr data, DType dtype, int64_t index,
