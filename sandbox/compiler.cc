@@ -53,6 +53,20 @@ bool is_valid_arch(const std::string& arch) {
   return std::stoi(m[1]) >= 50;
 }
 
+std::string arch_of_compute_capability(int major, int minor) {
+  return "sm_" + std::to_string(major) + std::to_string(minor) + (major >= 9 ? "a" : "");
+}
+
+std::string arch_of_compute_capability(const std::string& compute_capability) {
+  size_t dot = compute_capability.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 >= compute_capability.size()) return "";
+  std::string major = compute_capability.substr(0, dot), minor = compute_capability.substr(dot + 1);
+  if ((major + minor).find_first_not_of("0123456789") != std::string::npos || major.size() > 2 ||
+      minor.size() > 1)
+    return "";
+  return arch_of_compute_capability(std::stoi(major), std::stoi(minor));
+}
+
 std::string nvrtc_version() {
   int major = 0, minor = 0;
   if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";

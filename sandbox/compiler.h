@@ -15,12 +15,12 @@ namespace kopt {
 
 struct CompileRequest {
   std::string source;
-  std::string origin;                       // file name shown in the log
-  std::string arch = "sm_90a";              // sm_XX[a]
-  std::map<std::string, int64_t> defines;   // tunables, passed as -DNAME=VALUE
-  std::vector<std::string> extra_options;   // already checked against the allow-list
-  std::vector<std::string> kernel_names;    // __global__ functions to look up
-  bool use_pch = false;                     // NVRTC automatic PCH (long-lived worker only)
+  std::string origin;                      // file name shown in the log
+  std::string arch = "sm_90a";             // sm_XX[a]
+  std::map<std::string, int64_t> defines;  // tunables, passed as -DNAME=VALUE
+  std::vector<std::string> extra_options;  // already checked against the allow-list
+  std::vector<std::string> kernel_names;   // __global__ functions to look up
+  bool use_pch = false;                    // NVRTC automatic PCH (long-lived worker only)
 };
 
 struct CompileOutput {
@@ -63,6 +63,11 @@ Result<CompileOutput> compile_kernel(const CompileRequest& request, const Compil
 
 // True for sm_XX or sm_XXa with XX >= 50.
 bool is_valid_arch(const std::string& arch);
+// The NVRTC target of a compute capability: "sm_XY", plus "a" from Hopper on (wgmma and
+// setmaxnreg need the architecture-specific target). The one place this rule lives.
+std::string arch_of_compute_capability(int major, int minor);
+// The same from "9.0" (the device JSON's "cc"); "" when the text is not a compute capability.
+std::string arch_of_compute_capability(const std::string& compute_capability);
 
 }  // namespace kopt
 

@@ -1,54 +1,56 @@
 #include "sandbox/dtype.h"
 
 namespace kopt {
+namespace {
+
+// Every fact of every dtype, in one table that the functions below read: a new dtype is one row.
+constexpr DTypeFacts kDTypes[] = {
+    {DType::kF32, "f32", 4, true, "float"},
+    {DType::kF16, "f16", 2, true, "__half"},
+    {DType::kBF16, "bf16", 2, true, "__nv_bfloat16"},
+    {DType::kI32, "i32", 4, false, "int"},
+    {DType::kI64, "i64", 8, false, "long long"},
+    {DType::kE4M3, "e4m3", 1, true, "__nv_fp8_e4m3"},
+};
+
+const DTypeFacts* find_facts(DType dtype) {
+  for (const auto& facts : kDTypes)
+    if (facts.dtype == dtype) return &facts;
+  return nullptr;
+}
+
+}  // namespace
 
 std::optional<DType> parse_dtype(const std::string& name) {
-  if (name == "f32") return DType::kF32;
-  if (name == "f16") return DType::kF16;
-  if (name == "bf16") return DType::kBF16;
-  if (name == "i32") return DType::kI32;
-  if (name == "i64") return DType::kI64;
-  if (name == "e4m3") return DType::kE4M3;
+  for (const auto& facts : kDTypes)
+    if (name == facts.name) return facts.dtype;
   return std::nullopt;
 }
 
-std::vector<std::string> dtype_names() { return {"f32", "f16", "bf16", "i32", "i64", "e4m3"}; }
+std::vector<std::string> dtype_names() {
+  std::vector<std::string> names;
+  for (const auto& facts : kDTypes) names.push_back(facts.name);
+  return names;
+}
 
 std::string dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "f32";
-    case DType::kF16:
-      return "f16";
-    case DType::kBF16:
-      return "bf16";
-    case DType::kI32:
-      return "i32";
-    case DType::kI64:
-      return "i64";
-    case DType::kE4M3:
-      return "e4m3";
-  }
-  return "?";
+  const DTypeFacts* facts = find_facts(dtype);
+  return facts ? facts->name : "?";
 }
 
 size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::kE4M3:
-      return 1;
-    case DType::kF16:
-    case DType::kBF16:
-      return 2;
-    case DType::kI64:
-      return 8;
-    default:
-      return 4;
-  }
+  const DTypeFacts* facts = find_facts(dtype);
+  return facts ? facts->size : 4;
 }
 
 bool dtype_is_float(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16 ||
-         dtype == DType::kE4M3;
+  const DTypeFacts* facts = find_facts(dtype);
+  return facts && facts->is_float;
+}
+
+const char* dtype_cpp_type(DType dtype) {
+  const DTypeFacts* facts = find_facts(dtype);
+  return facts ? facts->cpp_type : "float";
 }
 
 }  // namespace kopt

@@ -267,16 +267,51 @@ SandboxEvaluator::Answer SandboxEvaluator::worker_failure(Verdict verdict,
   return answer;
 }
 
+// One start of the worker: the ping it must answer and how long it may take.
+struct SandboxEvaluator::StartUp {
+  std::string who;
+  int64_t id = 0;
+  Clock::time_point spawned;
+  bool running = false;  // said hello (or started directly): a silence is a hang
+  Clock::time_point deadline;
+};
+
 Result<json> SandboxEvaluator::start_locked() {
   if (worker_ && worker_->process.running()) return worker_->device;
-  if (worker_) {
-    auto status = worker_->process.wait_status();
-    // Its last words say why (through srun: slurmstepd's "*** STEP 12.0 ... CANCELLED ***").
-    (void)worker_->process.read_all(after_seconds(0.2));
-    stop_worker("the worker exited while idle (" +
-                (status ? describe_wait_status(*status) : std::string("unknown status")) + ")" +
-                stderr_tail());
-  }
+  reap_idle_worker();
+  if (Status spawned = spawn_worker(); !spawned) return make_error(spawned.error());
+  StartUp start;
+  start.who = name();
+  start.id = next_id_++;
+  // Through a launcher (srun) the worker may wait in a queue before it runs: until its hello,
+  // only queue_timeout_seconds (if any) applies, checked with the stop flag every second.
+  start.spawned = Clock::now();
+  start.running = options_.command_prefix.empty();
+  start.deadline = start.running ? after_seconds(options_.start_timeout_seconds)
+                   : options_.queue_timeout_seconds > 0
+                       ? after_seconds(options_.queue_timeout_seconds)
+                       : Clock::time_point::max();
+  struct ClearWaiting {
+    SandboxEvaluator* self;
+    ~ClearWaiting() { self->clear_waiting(); }
+  } clear_waiting_at_exit{this};
+  // A worker that cannot start (no GPU) prints its error and exits without reading stdin, so a
+  // failed write is not yet an error: its line is read below.
+  (void)worker_->process.write_all(encode_line(make_request(start.id, "ping")));
+  return await_first_answer(start);
+}
+
+void SandboxEvaluator::reap_idle_worker() {
+  if (!worker_) return;
+  auto status = worker_->process.wait_status();
+  // Its last words say why (through srun: slurmstepd's "*** STEP 12.0 ... CANCELLED ***").
+  (void)worker_->process.read_all(after_seconds(0.2));
+  stop_worker("the worker exited while idle (" +
+              (status ? describe_wait_status(*status) : std::string("unknown status")) + ")" +
+              stderr_tail());
+}
+
+Status SandboxEvaluator::spawn_worker() {
   // The worker runs model-written code: it sees no key of the daemon's environment, inherits no
   // descriptor but its pipes, and dumps no core.
   Subprocess::Options spawn;
@@ -288,105 +323,101 @@ Result<json> SandboxEvaluator::start_locked() {
   ++started_;
   worker_.emplace(Worker{std::move(*child), json::object()});
   stderr_mark_ = 0;
+  return ok_status();
+}
+
+// `reason`: what the worker itself said, if anything; its stderr often repeats it.
+Result<json> SandboxEvaluator::fail_start(const std::string& message, const std::string& reason) {
   Subprocess& process = worker_->process;
-  const std::string who = name();
-  int64_t id = next_id_++;
-  // Through a launcher (srun) the worker may wait in a queue before it runs: until its hello,
-  // only queue_timeout_seconds (if any) applies, checked with the stop flag every second.
-  const auto spawned = Clock::now();
-  bool running = options_.command_prefix.empty();
-  auto deadline = running ? after_seconds(options_.start_timeout_seconds)
-                  : options_.queue_timeout_seconds > 0
-                      ? after_seconds(options_.queue_timeout_seconds)
-                      : Clock::time_point::max();
-  struct ClearWaiting {
-    SandboxEvaluator* self;
-    ~ClearWaiting() { self->clear_waiting(); }
-  } clear_waiting_at_exit{this};
-  // A worker that cannot start (no GPU) prints its error and exits without reading stdin, so a
-  // failed write is not yet an error: its line is read below.
-  (void)process.write_all(encode_line(make_request(id, "ping")));
+  if (!process.wait_for(millis(options_.exit_grace_seconds))) end_process(process);
+  (void)process.read_all(after_seconds(0.2));
+  std::string tail = stderr_tail();
+  std::string text = message;
+  if (reason.empty() || tail.find(reason) == std::string::npos) text += tail;
+  worker_.reset();
+  return make_error(text);
+}
 
-  // `reason`: what the worker itself said, if anything; its stderr often repeats it.
-  auto fail = [&](const std::string& message, const std::string& reason = "") -> Result<json> {
-    if (!process.wait_for(millis(options_.exit_grace_seconds))) end_process(process);
-    (void)process.read_all(after_seconds(0.2));
-    std::string tail = stderr_tail();
-    std::string text = message;
-    if (reason.empty() || tail.find(reason) == std::string::npos) text += tail;
-    worker_.reset();
-    return make_error(text);
-  };
-
+Result<json> SandboxEvaluator::await_first_answer(StartUp& start) {
+  Subprocess& process = worker_->process;
+  const std::string& who = start.who;
   while (true) {
-    auto line = process.read_line(running ? deadline : std::min(deadline, after_seconds(1)),
-                                  options_.max_reply_bytes);
+    auto line = process.read_line(
+        start.running ? start.deadline : std::min(start.deadline, after_seconds(1)),
+        options_.max_reply_bytes);
     if (!line && line.error().find("exceeds") != std::string::npos) {
       end_process(process);
-      return fail(who + " broke the protocol at start-up: " + line.error());
+      return fail_start(who + " broke the protocol at start-up: " + line.error());
     }
-    if (!line && !running && Clock::now() < deadline) {
+    if (!line && !start.running && Clock::now() < start.deadline) {
       if (stopping()) {
         end_process(process);
-        return fail(who + " was still waiting to start when the daemon stopped");
+        return fail_start(who + " was still waiting to start when the daemon stopped");
       }
-      note_waiting(spawned, process);
+      note_waiting(start.spawned, process);
       continue;
     }
     if (!line) {
       end_process(process);
-      return fail(running ? who + " did not answer its first ping within " +
-                                seconds_text(options_.start_timeout_seconds)
-                          : who + " did not start within " +
-                                seconds_text(options_.queue_timeout_seconds));
+      return fail_start(start.running ? who + " did not answer its first ping within " +
+                                            seconds_text(options_.start_timeout_seconds)
+                                      : who + " did not start within " +
+                                            seconds_text(options_.queue_timeout_seconds));
     }
     if (!*line) {
       auto status = process.wait_for(millis(options_.exit_grace_seconds));
-      return fail(who + " exited during start-up (" +
-                  (status ? describe_wait_status(*status) : std::string("closed its output")) +
-                  ")");
+      return fail_start(
+          who + " exited during start-up (" +
+          (status ? describe_wait_status(*status) : std::string("closed its output")) + ")");
     }
     if (trim(**line).empty()) continue;
-    // The start-up failure line ("no NVIDIA driver") is honoured even without an envelope.
-    json raw = parse_json_bounded(**line);
-    if (raw.is_object() && !bool_member(raw, "ok") && !string_member(raw, "error").empty()) {
-      std::string reason = string_member(raw, "error");
-      return fail(who + " cannot start: " + reason, reason);
-    }
-    auto message = parse_message(**line);
-    if (!message) {
-      end_process(process);
-      return fail(who + " sent a malformed line at start-up (" + message.error() +
-                  "): " + excerpt(**line));
-    }
-    if (message->version != kProtocolVersion) {
-      end_process(process);
-      return fail(who + " speaks sandbox protocol v" + std::to_string(message->version) +
-                  " but this kopt speaks v" + std::to_string(kProtocolVersion) +
-                  ": build both from the same tree");
-    }
-    if (is_hello(message->body)) {
-      // The process runs: from here on, a silence is a hang.
-      running = true;
-      deadline = after_seconds(options_.start_timeout_seconds);
-      double waited = std::chrono::duration<double>(Clock::now() - spawned).count();
-      if (!waiting().empty()) {
-        spdlog::info("{}: the worker runs (pid {} on {}) after {} waiting to start", label(),
-                     message->body["hello"].value("pid", int64_t(0)),
-                     message->body["hello"].value("host", std::string("?")), seconds_text(waited));
-      }
-      clear_waiting();
-      continue;
-    }
-    if (message->id != id || !bool_member(message->body, "ok")) {
-      end_process(process);
-      return fail(who + " answered the ping (id " + std::to_string(id) +
-                  ") with: " + excerpt(**line));
-    }
-    if (message->body.contains("device")) worker_->device = message->body.at("device");
-    spdlog::debug("{} started (pid {}): {}", who, process.pid(), worker_->device.dump());
-    return worker_->device;
+    if (auto answer = read_start_line(start, **line)) return std::move(*answer);
   }
+}
+
+std::optional<Result<json>> SandboxEvaluator::read_start_line(StartUp& start,
+                                                              const std::string& line) {
+  Subprocess& process = worker_->process;
+  const std::string& who = start.who;
+  // The start-up failure line ("no NVIDIA driver") is honoured even without an envelope.
+  json raw = parse_json_bounded(line);
+  if (raw.is_object() && !bool_member(raw, "ok") && !string_member(raw, "error").empty()) {
+    std::string reason = string_member(raw, "error");
+    return fail_start(who + " cannot start: " + reason, reason);
+  }
+  auto message = parse_message(line);
+  if (!message) {
+    end_process(process);
+    return fail_start(who + " sent a malformed line at start-up (" + message.error() +
+                      "): " + excerpt(line));
+  }
+  if (message->version != kProtocolVersion) {
+    end_process(process);
+    return fail_start(who + " speaks sandbox protocol v" + std::to_string(message->version) +
+                      " but this kopt speaks v" + std::to_string(kProtocolVersion) +
+                      ": build both from the same tree");
+  }
+  if (is_hello(message->body)) {
+    // The process runs: from here on, a silence is a hang.
+    start.running = true;
+    start.deadline = after_seconds(options_.start_timeout_seconds);
+    double waited = std::chrono::duration<double>(Clock::now() - start.spawned).count();
+    if (!waiting().empty()) {
+      spdlog::info("{}: the worker runs (pid {} on {}) after {} waiting to start", label(),
+                   message->body["hello"].value("pid", int64_t(0)),
+                   message->body["hello"].value("host", std::string("?")), seconds_text(waited));
+    }
+    clear_waiting();
+    return std::nullopt;
+  }
+  if (message->id != start.id || !bool_member(message->body, "ok")) {
+    end_process(process);
+    return fail_start(who + " answered the ping (id " + std::to_string(start.id) +
+                      ") with: " + excerpt(line));
+  }
+  if (message->body.contains("device")) worker_->device = message->body.at("device");
+  spdlog::debug("{} started (pid {}): {}", who, process.pid(), worker_->device.dump());
+  return Result<json>(worker_->device);
 }
 
 Result<SandboxEvaluator::Answer> SandboxEvaluator::exchange(json message, double limit_seconds) {

@@ -120,6 +120,14 @@ class SandboxEvaluator final : public Evaluator {
   };
 
   Result<nlohmann::json> start_locked();
+  // start_locked's steps: reap a worker that exited while idle, spawn a new one, and read its
+  // lines until it answers the first ping (or fails, which fail_start describes).
+  struct StartUp;
+  void reap_idle_worker();
+  Status spawn_worker();
+  Result<nlohmann::json> await_first_answer(StartUp& start);
+  std::optional<Result<nlohmann::json>> read_start_line(StartUp& start, const std::string& line);
+  Result<nlohmann::json> fail_start(const std::string& message, const std::string& reason = "");
   Result<EvalResult> evaluate_locked(const EvalRequest& request);
   // Sends `message` (an id is added) and waits up to `limit_seconds` for the reply. A worker
   // that dies, hangs or breaks the protocol is killed; one that answers "fatal" is let go.

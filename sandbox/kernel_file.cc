@@ -77,7 +77,8 @@ std::set<std::string> defined_kernels(const std::string& code) {
     }
   }
   std::vector<size_t> next_stop(n + 1, std::string::npos);  // the first ';' or '{' at or after i
-  for (size_t i = n; i-- > 0;) next_stop[i] = (code[i] == ';' || code[i] == '{') ? i : next_stop[i + 1];
+  for (size_t i = n; i-- > 0;)
+    next_stop[i] = (code[i] == ';' || code[i] == '{') ? i : next_stop[i + 1];
 
   std::set<std::string> defined;
   for (size_t g = code.find(kGlobal); g != std::string::npos;) {
@@ -106,9 +107,9 @@ std::set<std::string> defined_kernels(const std::string& code) {
 }
 
 struct Symbols {
-  std::set<std::string> integers;   // sizes and tunables
-  std::set<std::string> floats;     // constants
-  std::set<std::string> buffers;    // inputs, outputs, scratch
+  std::set<std::string> integers;  // sizes and tunables
+  std::set<std::string> floats;    // constants
+  std::set<std::string> buffers;   // inputs, outputs, scratch
   std::vector<std::string> all() const {
     std::vector<std::string> out(integers.begin(), integers.end());
     out.insert(out.end(), floats.begin(), floats.end());
@@ -207,13 +208,190 @@ std::vector<std::string> expression_list(JsonReader& reader, const json& launch,
   return out;
 }
 
+// Where the plan block is: its JSON text and the line its comment opens on.
+struct PlanBlock {
+  std::string text;
+  int line = 0;
+};
+
+// The one '/* kopt:plan ... */' comment of a kernel file, with the file's size checked first.
+Result<PlanBlock> find_plan_block(const std::string& source, const std::string& origin) {
+  if (source.size() > kMaxKernelSourceBytes)
+    return make_error(origin + ": the kernel file is " + std::to_string(source.size()) +
+                      " bytes, over the limit of " + std::to_string(kMaxKernelSourceBytes) +
+                      " bytes");
+  size_t open = source.find(kPlanOpen);
+  if (open == std::string::npos)
+    return make_error(origin + ": no launch plan: add a '/* kopt:plan { ... } */' block");
+  size_t body = open + kPlanOpen.size();
+  size_t close = source.find("*/", body);
+  int plan_line = line_of_offset(source, open);
+  if (close == std::string::npos)
+    return make_error(origin + ":" + std::to_string(plan_line) +
+                      ": the kopt:plan comment is not closed with */");
+  if (size_t second = source.find(kPlanOpen, close); second != std::string::npos)
+    return make_error(origin + ":" + std::to_string(line_of_offset(source, second)) +
+                      ": more than one kopt:plan block (the first is on line " +
+                      std::to_string(plan_line) + ")");
+  return PlanBlock{source.substr(body, close - body), plan_line};
+}
+
+void read_tunables(JsonReader& checker, const json& plan, KernelFile& file) {
+  const json* t = checker.typed_field(plan, "$", "tunables", json::value_t::object, false);
+  if (!t) return;
+  for (const auto& [name, values] : t->items()) {
+    Tunable tunable{name, {}};
+    if (!values.is_array() || values.empty()) {
+      checker.error("$.tunables." + name, "expected a non-empty array of integers");
+      continue;
+    }
+    for (const auto& v : values) {
+      if (!v.is_number_integer()) {
+        checker.error("$.tunables." + name, "expected integers");
+        break;
+      }
+      tunable.values.push_back(v.get<int64_t>());
+    }
+    file.tunables.push_back(std::move(tunable));
+  }
+}
+
+// The names a plan may use: the task's sizes, constants and tensors, then the file's tunables.
+Symbols plan_symbols(JsonReader& checker, const TaskSpec* task, const KernelFile& file) {
+  Symbols symbols;
+  if (task) {
+    for (const auto& [n, v] : task->sizes) symbols.integers.insert(n);
+    for (const auto& [n, v] : task->constants) symbols.floats.insert(n);
+    for (const auto& t : task->inputs) symbols.buffers.insert(t.name);
+    for (const auto& t : task->outputs) symbols.buffers.insert(t.name);
+  }
+  for (const auto& t : file.tunables) {
+    std::string path = "$.tunables." + t.name;
+    if (!is_identifier(t.name))
+      checker.error(
+          path, "'" + t.name + "' is not an identifier (it is passed as -D" + t.name + "=VALUE)");
+    if (symbols.integers.count(t.name) || symbols.floats.count(t.name))
+      checker.error(path, "clashes with a size or constant of the task");
+    if (symbols.buffers.count(t.name))
+      checker.error(path, "clashes with tensor '" + t.name + "' of the task");
+    symbols.integers.insert(t.name);
+  }
+  return symbols;
+}
+
+// One scratch buffer at `path`; its name joins the buffers the launches may pass.
+ScratchBuffer read_scratch_buffer(JsonReader& checker, const json& item, const std::string& path,
+                                  const TaskSpec* task, Symbols& symbols) {
+  checker.check_keys(item, path, kScratchKeys);
+  ScratchBuffer buffer;
+  std::optional<std::string> name = checker.string_field(item, path, "name", true);
+  buffer.name = name.value_or("");
+  if (name && !is_identifier(buffer.name))
+    checker.error(path + ".name", "'" + buffer.name + "' is not an identifier");
+  if (symbols.integers.count(buffer.name) || symbols.floats.count(buffer.name))
+    checker.error(path + ".name",
+                  "'" + buffer.name + "' clashes with a size or constant of the task");
+  std::string dtype = checker.string_field(item, path, "dtype", true).value_or("f32");
+  if (auto d = parse_dtype(dtype)) {
+    buffer.dtype = *d;
+  } else {
+    checker.error(path + ".dtype",
+                  "unknown dtype '" + dtype + "'" + did_you_mean(dtype, dtype_names()));
+  }
+  buffer.count = checker.string_field(item, path, "count", true).value_or("0");
+  check_integer_expression(checker, path + ".count", buffer.count, task ? &symbols : nullptr);
+  buffer.zero = checker.bool_field(item, path, "zero", false).value_or(false);
+  if (symbols.buffers.count(buffer.name))
+    checker.error(path + ".name", "'" + buffer.name + "' is already a buffer name");
+  symbols.buffers.insert(buffer.name);
+  return buffer;
+}
+
+void read_scratch(JsonReader& checker, const json& plan, const TaskSpec* task, Symbols& symbols,
+                  KernelFile& file) {
+  const json* s = checker.typed_field(plan, "$", "scratch", json::value_t::array, false);
+  if (!s) return;
+  for (size_t i = 0; i < s->size(); ++i) {
+    std::string path = "$.scratch[" + std::to_string(i) + "]";
+    const json& item = (*s)[i];
+    if (!item.is_object()) {
+      checker.error(path, "expected an object");
+      continue;
+    }
+    file.scratch.push_back(read_scratch_buffer(checker, item, path, task, symbols));
+  }
+}
+
+void read_compile_options(JsonReader& checker, const json& plan, KernelFile& file) {
+  file.compile_options = checker.string_list(plan, "$", "compile_options", false);
+  for (size_t i = 0; i < file.compile_options.size(); ++i) {
+    if (!is_allowed_compile_option(file.compile_options[i]))
+      checker.error("$.compile_options[" + std::to_string(i) + "]",
+                    "option '" + file.compile_options[i] + "' is not allowed");
+  }
+}
+
+// One launch at `path`; `checked` is null where there is no task to check names against.
+Launch read_launch(JsonReader& checker, const json& item, const std::string& path, int plan_line,
+                   const std::set<std::string>& kernels, const Symbols* checked) {
+  checker.check_keys(item, path, kLaunchKeys);
+  Launch launch;
+  launch.plan_line = plan_line;
+  launch.kernel = checker.string_field(item, path, "kernel", true).value_or("");
+  if (!launch.kernel.empty()) {
+    if (!is_identifier(launch.kernel)) {
+      checker.error(path + ".kernel", "'" + launch.kernel + "' is not an identifier");
+    } else if (!kernels.count(launch.kernel)) {
+      checker.error(path + ".kernel",
+                    "kernel '" + launch.kernel + "' is not defined as a __global__ function");
+    }
+  }
+  launch.grid = expression_list(checker, item, path, "grid", checked);
+  launch.block = expression_list(checker, item, path, "block", checked);
+  if (item.contains("shared_bytes")) {
+    const json& smem = item.at("shared_bytes");
+    launch.shared_bytes = smem.is_string()           ? smem.get<std::string>()
+                          : smem.is_number_integer() ? std::to_string(smem.get<int64_t>())
+                                                     : "";
+    if (launch.shared_bytes.empty()) {
+      checker.error(path + ".shared_bytes", "expected an expression");
+    } else {
+      check_integer_expression(checker, path + ".shared_bytes", launch.shared_bytes, checked);
+    }
+  }
+  auto args = checker.string_list(item, path, "args", true);
+  for (size_t a = 0; a < args.size(); ++a) {
+    launch.args.push_back(
+        parse_arg(checker, path + ".args[" + std::to_string(a) + "]", args[a], checked));
+  }
+  return launch;
+}
+
+void read_launches(JsonReader& checker, const json& plan, const TaskSpec* task,
+                   const Symbols& symbols, KernelFile& file) {
+  std::string code = strip_comments(file.source);
+  const std::set<std::string> kernels = defined_kernels(code);
+  const json* launches = checker.typed_field(plan, "$", "launches", json::value_t::array, true);
+  if (launches && launches->empty()) checker.error("$.launches", "needs at least one launch");
+  for (size_t i = 0; launches && i < launches->size(); ++i) {
+    std::string path = "$.launches[" + std::to_string(i) + "]";
+    const json& item = (*launches)[i];
+    if (!item.is_object()) {
+      checker.error(path, "expected an object");
+      continue;
+    }
+    file.launches.push_back(
+        read_launch(checker, item, path, file.plan_line, kernels, task ? &symbols : nullptr));
+  }
+}
+
 }  // namespace
 
 bool is_allowed_compile_option(const std::string& option) {
-  static const std::vector<std::string> kExact = {"--use_fast_math", "-use_fast_math",
-                                                  "--extra-device-vectorization", "--ftz=true",
-                                                  "--ftz=false", "--prec-div=false",
-                                                  "--prec-sqrt=false", "--fmad=true"};
+  static const std::vector<std::string> kExact = {
+      "--use_fast_math",   "-use_fast_math", "--extra-device-vectorization",
+      "--ftz=true",        "--ftz=false",    "--prec-div=false",
+      "--prec-sqrt=false", "--fmad=true"};
   for (const auto& o : kExact)
     if (option == o) return true;
   for (std::string_view prefix : {"-maxrregcount=", "--maxrregcount="}) {
@@ -238,29 +416,13 @@ std::map<std::string, int64_t> KernelFile::tunable_values(
 
 Result<KernelFile> parse_kernel_file(const std::string& source, const std::string& origin,
                                      const TaskSpec* task) {
-  if (source.size() > kMaxKernelSourceBytes)
-    return make_error(origin + ": the kernel file is " + std::to_string(source.size()) +
-                      " bytes, over the limit of " + std::to_string(kMaxKernelSourceBytes) + " bytes");
-  size_t open = source.find(kPlanOpen);
-  if (open == std::string::npos)
-    return make_error(origin + ": no launch plan: add a '/* kopt:plan { ... } */' block");
-  size_t body = open + kPlanOpen.size();
-  size_t close = source.find("*/", body);
-  int plan_line = line_of_offset(source, open);
-  if (close == std::string::npos)
-    return make_error(origin + ":" + std::to_string(plan_line) +
-                      ": the kopt:plan comment is not closed with */");
-  if (size_t second = source.find(kPlanOpen, close); second != std::string::npos)
-    return make_error(origin + ":" + std::to_string(line_of_offset(source, second)) +
-                      ": more than one kopt:plan block (the first is on line " +
-                      std::to_string(plan_line) + ")");
-
-  std::string plan_text = source.substr(body, close - body);
+  auto block = find_plan_block(source, origin);
+  if (!block) return make_error(block.error());
   JsonReader reader(origin);
-  auto parsed = reader.parse(plan_text, plan_line);
+  auto parsed = reader.parse(block->text, block->line);
   if (!parsed) return make_error(reader.message());
   const json& plan = *parsed;
-  std::string where = origin + ":" + std::to_string(plan_line);
+  std::string where = origin + ":" + std::to_string(block->line);
   JsonReader checker(where + " (kopt:plan)");
   if (!plan.is_object()) return make_error(where + ": the plan must be a JSON object");
   checker.check_keys(plan, "$", kPlanKeys);
@@ -268,130 +430,12 @@ Result<KernelFile> parse_kernel_file(const std::string& source, const std::strin
   KernelFile file;
   file.source = source;
   file.origin = origin;
-  file.plan_line = plan_line;
-
-  if (const json* t = checker.typed_field(plan, "$", "tunables", json::value_t::object, false)) {
-    for (const auto& [name, values] : t->items()) {
-      Tunable tunable{name, {}};
-      if (!values.is_array() || values.empty()) {
-        checker.error("$.tunables." + name, "expected a non-empty array of integers");
-        continue;
-      }
-      for (const auto& v : values) {
-        if (!v.is_number_integer()) {
-          checker.error("$.tunables." + name, "expected integers");
-          break;
-        }
-        tunable.values.push_back(v.get<int64_t>());
-      }
-      file.tunables.push_back(std::move(tunable));
-    }
-  }
-
-  Symbols symbols;
-  if (task) {
-    for (const auto& [n, v] : task->sizes) symbols.integers.insert(n);
-    for (const auto& [n, v] : task->constants) symbols.floats.insert(n);
-    for (const auto& t : task->inputs) symbols.buffers.insert(t.name);
-    for (const auto& t : task->outputs) symbols.buffers.insert(t.name);
-  }
-  for (const auto& t : file.tunables) {
-    std::string path = "$.tunables." + t.name;
-    if (!is_identifier(t.name))
-      checker.error(
-          path, "'" + t.name + "' is not an identifier (it is passed as -D" + t.name + "=VALUE)");
-    if (symbols.integers.count(t.name) || symbols.floats.count(t.name))
-      checker.error(path, "clashes with a size or constant of the task");
-    if (symbols.buffers.count(t.name))
-      checker.error(path, "clashes with tensor '" + t.name + "' of the task");
-    symbols.integers.insert(t.name);
-  }
-
-  if (const json* s = checker.typed_field(plan, "$", "scratch", json::value_t::array, false)) {
-    for (size_t i = 0; i < s->size(); ++i) {
-      std::string path = "$.scratch[" + std::to_string(i) + "]";
-      const json& item = (*s)[i];
-      if (!item.is_object()) {
-        checker.error(path, "expected an object");
-        continue;
-      }
-      checker.check_keys(item, path, kScratchKeys);
-      ScratchBuffer buffer;
-      std::optional<std::string> name = checker.string_field(item, path, "name", true);
-      buffer.name = name.value_or("");
-      if (name && !is_identifier(buffer.name))
-        checker.error(path + ".name", "'" + buffer.name + "' is not an identifier");
-      if (symbols.integers.count(buffer.name) || symbols.floats.count(buffer.name))
-        checker.error(path + ".name",
-                      "'" + buffer.name + "' clashes with a size or constant of the task");
-      std::string dtype = checker.string_field(item, path, "dtype", true).value_or("f32");
-      if (auto d = parse_dtype(dtype)) {
-        buffer.dtype = *d;
-      } else {
-        checker.error(path + ".dtype",
-                      "unknown dtype '" + dtype + "'" + did_you_mean(dtype, dtype_names()));
-      }
-      buffer.count = checker.string_field(item, path, "count", true).value_or("0");
-      check_integer_expression(checker, path + ".count", buffer.count, task ? &symbols : nullptr);
-      buffer.zero = checker.bool_field(item, path, "zero", false).value_or(false);
-      if (symbols.buffers.count(buffer.name))
-        checker.error(path + ".name", "'" + buffer.name + "' is already a buffer name");
-      symbols.buffers.insert(buffer.name);
-      file.scratch.push_back(std::move(buffer));
-    }
-  }
-
-  file.compile_options = checker.string_list(plan, "$", "compile_options", false);
-  for (size_t i = 0; i < file.compile_options.size(); ++i) {
-    if (!is_allowed_compile_option(file.compile_options[i]))
-      checker.error("$.compile_options[" + std::to_string(i) + "]",
-                    "option '" + file.compile_options[i] + "' is not allowed");
-  }
-
-  std::string code = strip_comments(source);
-  const std::set<std::string> kernels = defined_kernels(code);
-  const json* launches = checker.typed_field(plan, "$", "launches", json::value_t::array, true);
-  if (launches && launches->empty()) checker.error("$.launches", "needs at least one launch");
-  for (size_t i = 0; launches && i < launches->size(); ++i) {
-    std::string path = "$.launches[" + std::to_string(i) + "]";
-    const json& item = (*launches)[i];
-    if (!item.is_object()) {
-      checker.error(path, "expected an object");
-      continue;
-    }
-    checker.check_keys(item, path, kLaunchKeys);
-    Launch launch;
-    launch.plan_line = plan_line;
-    launch.kernel = checker.string_field(item, path, "kernel", true).value_or("");
-    if (!launch.kernel.empty()) {
-      if (!is_identifier(launch.kernel)) {
-        checker.error(path + ".kernel", "'" + launch.kernel + "' is not an identifier");
-      } else if (!kernels.count(launch.kernel)) {
-        checker.error(path + ".kernel",
-                      "kernel '" + launch.kernel + "' is not defined as a __global__ function");
-      }
-    }
-    const Symbols* checked = task ? &symbols : nullptr;
-    launch.grid = expression_list(checker, item, path, "grid", checked);
-    launch.block = expression_list(checker, item, path, "block", checked);
-    if (item.contains("shared_bytes")) {
-      const json& smem = item.at("shared_bytes");
-      launch.shared_bytes = smem.is_string()           ? smem.get<std::string>()
-                            : smem.is_number_integer() ? std::to_string(smem.get<int64_t>())
-                                                       : "";
-      if (launch.shared_bytes.empty()) {
-        checker.error(path + ".shared_bytes", "expected an expression");
-      } else {
-        check_integer_expression(checker, path + ".shared_bytes", launch.shared_bytes, checked);
-      }
-    }
-    auto args = checker.string_list(item, path, "args", true);
-    for (size_t a = 0; a < args.size(); ++a) {
-      launch.args.push_back(
-          parse_arg(checker, path + ".args[" + std::to_string(a) + "]", args[a], checked));
-    }
-    file.launches.push_back(std::move(launch));
-  }
+  file.plan_line = block->line;
+  read_tunables(checker, plan, file);
+  Symbols symbols = plan_symbols(checker, task, file);
+  read_scratch(checker, plan, task, symbols, file);
+  read_compile_options(checker, plan, file);
+  read_launches(checker, plan, task, symbols, file);
   if (!checker.ok()) return make_error(checker.message());
   return file;
 }

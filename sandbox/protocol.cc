@@ -123,41 +123,46 @@ json options_to_json(const EvalOptions& o) {
           {"verify_budget_seconds", o.verify_budget_seconds}};
 }
 
-EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
-  EvalOptions options;
-  r.check_keys(o, path,
-               {"arch",
-                "seed",
-                "rounds",
-                "check_holdout",
-                "time",
-                "min_samples",
-                "max_noise",
-                "max_gpu_seconds",
-                "max_wall_seconds",
-                "suspicious_speedup",
-                "hang_factor",
-                "hang_floor_seconds",
-                "check_gpu_quiet",
-                "probe_tolerance",
-                "large_shape_rounds",
-                "large_shape_bytes",
-                "reuse_inputs",
-                "pool_sets",
-                "profile",
-                "profile_below_us",
-                "min_samples_long",
-                "long_sample_ms",
-                "reuse_baseline_samples",
-                "fresh_baseline_samples",
-                "baseline_drift",
-                "stress",
-                "draws",
-                "thresholds",
-                "families",
-                "wide",
-                "vary_constants",
-                "verify_budget_seconds"});
+// The keys an "options" object may hold.
+const std::vector<std::string>& option_keys() {
+  static const std::vector<std::string> keys = {"arch",
+                                                "seed",
+                                                "rounds",
+                                                "check_holdout",
+                                                "time",
+                                                "min_samples",
+                                                "max_noise",
+                                                "max_gpu_seconds",
+                                                "max_wall_seconds",
+                                                "suspicious_speedup",
+                                                "hang_factor",
+                                                "hang_floor_seconds",
+                                                "check_gpu_quiet",
+                                                "probe_tolerance",
+                                                "large_shape_rounds",
+                                                "large_shape_bytes",
+                                                "reuse_inputs",
+                                                "pool_sets",
+                                                "profile",
+                                                "profile_below_us",
+                                                "min_samples_long",
+                                                "long_sample_ms",
+                                                "reuse_baseline_samples",
+                                                "fresh_baseline_samples",
+                                                "baseline_drift",
+                                                "stress",
+                                                "draws",
+                                                "thresholds",
+                                                "families",
+                                                "wide",
+                                                "vary_constants",
+                                                "verify_budget_seconds"};
+  return keys;
+}
+
+// Every field of `o` into `options`, in the protocol's order.
+void read_option_fields(JsonReader& r, const json& o, const std::string& path,
+                        EvalOptions& options) {
   read_into(r, o, path, "arch", options.arch);
   // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
   if (o.contains("seed")) {
@@ -201,6 +206,10 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   read_into(r, o, path, "profile", options.profile);
   read_into(r, o, path, "profile_below_us", options.profile_below_us);
   read_into(r, o, path, "verify_budget_seconds", options.verify_budget_seconds);
+}
+
+// Ranges every option must stay in.
+void check_option_ranges(JsonReader& r, const std::string& path, const EvalOptions& options) {
   if (!(options.verify_budget_seconds >= 0))
     r.error(path + ".verify_budget_seconds", "must not be negative");
   if (options.profile != "" && options.profile != "cupti" && options.profile != "bracket")
@@ -215,6 +224,13 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
   if (options.rounds < 1) r.error(path + ".rounds", "must be at least 1");
   if (options.min_samples < 1) r.error(path + ".min_samples", "must be at least 1");
   if (!(options.max_wall_seconds > 0)) r.error(path + ".max_wall_seconds", "must be positive");
+}
+
+EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& path) {
+  EvalOptions options;
+  r.check_keys(o, path, option_keys());
+  read_option_fields(r, o, path, options);
+  check_option_ranges(r, path, options);
   return options;
 }
 

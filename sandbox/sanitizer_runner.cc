@@ -141,29 +141,76 @@ EvalResult sanitizer_verdict(const SanitizerFinding& finding) {
   return result;
 }
 
+namespace {
+
+// The request each tool runs, or nothing where the candidate is not sanitized here: `note`
+// says why (no compute-sanitizer, a launcher, a task it cannot reduce).
+std::optional<EvalRequest> request_to_sanitize(const EvalRequest& request,
+                                               const std::string& sanitizer,
+                                               const SandboxOptions& worker,
+                                               const SanitizerOptions& options, std::string& note) {
+  if (sanitizer.empty()) {
+    note = "compute-sanitizer is not installed here; candidates are not sanitized";
+    static std::once_flag said;
+    std::call_once(said, [&] { spdlog::warn("{}", note); });
+    return std::nullopt;
+  }
+  if (!worker.command_prefix.empty()) {
+    note = "not sanitized: the worker starts through a launcher (" +
+           join(worker.command_prefix, " ") + ")";
+    return std::nullopt;
+  }
+  auto reduced =
+      sanitizer_request(request, options.small_shape_bytes, options.verify_seconds_per_tool);
+  if (!reduced) {
+    note = "not sanitized: " + reduced.error();
+    return std::nullopt;
+  }
+  reduced->options.max_wall_seconds = options.seconds_per_tool;
+  return std::move(*reduced);
+}
+
+// The worker started under one tool, which writes its report to `report`.
+SandboxOptions worker_under_tool(const SandboxOptions& worker, const std::string& sanitizer,
+                                 const std::string& tool, const std::string& report,
+                                 const SanitizerOptions& options) {
+  SandboxOptions run = worker;
+  run.worker = sanitizer;
+  run.device = -1;
+  run.label = "compute-sanitizer " + tool;
+  // API errors are left out: the worker probes the driver on purpose (a parameter index past
+  // the last one). The print limit bounds the report of a kernel with a million hazards.
+  run.extra_args = {"--tool",
+                    tool,
+                    "--log-file",
+                    report,
+                    "--print-limit",
+                    "10",
+                    "--report-api-errors",
+                    "no",
+                    worker.worker,
+                    "--device",
+                    std::to_string(std::max(worker.device, 0)),
+                    "--under-profiler",
+                    "--output-log",
+                    ""};
+  run.extra_args.insert(run.extra_args.end(), worker.extra_args.begin(), worker.extra_args.end());
+  run.start_timeout_seconds = options.seconds_per_tool;
+  run.deadline_slack_seconds = 5;
+  run.busy_retry_seconds = 0;
+  run.exit_grace_seconds = 30;  // the tool writes its summary as the worker exits
+  return run;
+}
+
+}  // namespace
+
 SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions& worker,
                                 const SanitizerOptions& options) {
   SanitizerOutcome outcome;
   std::string sanitizer = options.sanitizer;
   if (sanitizer.empty()) sanitizer = find_compute_sanitizer().value_or("");
-  if (sanitizer.empty()) {
-    outcome.note = "compute-sanitizer is not installed here; candidates are not sanitized";
-    static std::once_flag said;
-    std::call_once(said, [&] { spdlog::warn("{}", outcome.note); });
-    return outcome;
-  }
-  if (!worker.command_prefix.empty()) {
-    outcome.note = "not sanitized: the worker starts through a launcher (" +
-                   join(worker.command_prefix, " ") + ")";
-    return outcome;
-  }
-  auto reduced =
-      sanitizer_request(request, options.small_shape_bytes, options.verify_seconds_per_tool);
-  if (!reduced) {
-    outcome.note = "not sanitized: " + reduced.error();
-    return outcome;
-  }
-  reduced->options.max_wall_seconds = options.seconds_per_tool;
+  auto reduced = request_to_sanitize(request, sanitizer, worker, options, outcome.note);
+  if (!reduced) return outcome;
   const std::vector<std::string> kernels = candidate_kernels(request);
   std::vector<std::string> spent;
   auto begin = std::chrono::steady_clock::now();
@@ -174,31 +221,7 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
       spent.push_back(tool + " not run (" + report.error() + ")");
       continue;
     }
-    SandboxOptions run = worker;
-    run.worker = sanitizer;
-    run.device = -1;
-    run.label = "compute-sanitizer " + tool;
-    // API errors are left out: the worker probes the driver on purpose (a parameter index past
-    // the last one). The print limit bounds the report of a kernel with a million hazards.
-    run.extra_args = {"--tool",
-                      tool,
-                      "--log-file",
-                      *report,
-                      "--print-limit",
-                      "10",
-                      "--report-api-errors",
-                      "no",
-                      worker.worker,
-                      "--device",
-                      std::to_string(std::max(worker.device, 0)),
-                      "--under-profiler",
-                      "--output-log",
-                      ""};
-    run.extra_args.insert(run.extra_args.end(), worker.extra_args.begin(), worker.extra_args.end());
-    run.start_timeout_seconds = options.seconds_per_tool;
-    run.deadline_slack_seconds = 5;
-    run.busy_retry_seconds = 0;
-    run.exit_grace_seconds = 30;  // the tool writes its summary as the worker exits
+    SandboxOptions run = worker_under_tool(worker, sanitizer, tool, *report, options);
     std::string verdict, budget;
     {
       SandboxEvaluator evaluator(run);

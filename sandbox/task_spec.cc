@@ -21,9 +21,8 @@ using nlohmann::json;
 namespace {
 
 const std::vector<std::string> kTaskKeys = {
-    "format", "name",    "description", "tags",     "sizes",  "constants",
-    "inputs", "outputs", "shapes",      "holdout",  "stress", "tolerance",
-    "flops",  "bytes",   "peak",        "priority", "draws",
+    "format", "name", "description", "tags", "sizes", "constants", "inputs", "outputs", "shapes",
+    "holdout", "stress", "tolerance", "flops", "bytes", "peak", "priority", "draws",
     // sandbox/task_ranges.h
     "constant_ranges", "wide_round", "input_families",
     // sandbox/task_baselines.h
@@ -158,17 +157,10 @@ std::vector<ShapeBinding> stress_shapes(const TaskSpec& task, const StressRound&
   return out;
 }
 
-Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) {
-  JsonReader reader(origin);
-  auto parsed = reader.parse(text);
-  if (!parsed) return make_error(reader.message());
-  const json& root = *parsed;
-  if (!root.is_object()) return make_error(origin + ": $: expected an object");
-  reader.check_keys(root, "$", kTaskKeys);
+namespace {
 
-  TaskSpec task;
-  task.raw_json = text;
-  task.spec_hash = sha256_hex(text);
+// format, name, description and tags.
+void read_task_header(JsonReader& reader, const json& root, TaskSpec& task) {
   if (auto f = reader.integer_field(root, "$", "format", true)) {
     task.format = static_cast<int>(*f);
     if (*f < 1)
@@ -185,12 +177,19 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
     reader.error("$.name", std::string(kTaskNameRule));
   task.description = reader.string_field(root, "$", "description", true).value_or("");
   task.tags = reader.string_list(root, "$", "tags", true);
+}
 
+// A size or constant is named like code: an identifier that is not reserved.
+void check_code_name(JsonReader& reader, const std::string& path, const std::string& name) {
+  if (!is_identifier_name(name)) reader.error(path, "not an identifier");
+  if (is_identifier_name(name) && is_reserved_code_name(name))
+    reader.error(path, "'" + name + "' " + std::string(kReservedCodeNameRule));
+}
+
+void read_sizes_and_constants(JsonReader& reader, const json& root, TaskSpec& task) {
   if (const json* sizes = reader.typed_field(root, "$", "sizes", json::value_t::object, true)) {
     for (const auto& [name, value] : sizes->items()) {
-      if (!is_identifier_name(name)) reader.error("$.sizes." + name, "not an identifier");
-      if (is_identifier_name(name) && is_reserved_code_name(name))
-        reader.error("$.sizes." + name, "'" + name + "' " + std::string(kReservedCodeNameRule));
+      check_code_name(reader, "$.sizes." + name, name);
       if (!value.is_number_integer() || value.get<int64_t>() < 1) {
         reader.error("$.sizes." + name, "expected a positive integer default");
         continue;
@@ -200,9 +199,7 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
   }
   if (const json* c = reader.typed_field(root, "$", "constants", json::value_t::object, false)) {
     for (const auto& [name, value] : c->items()) {
-      if (!is_identifier_name(name)) reader.error("$.constants." + name, "not an identifier");
-      if (is_identifier_name(name) && is_reserved_code_name(name))
-        reader.error("$.constants." + name, "'" + name + "' " + std::string(kReservedCodeNameRule));
+      check_code_name(reader, "$.constants." + name, name);
       if (task.sizes.count(name)) reader.error("$.constants." + name, "also declared as a size");
       if (!value.is_number()) {
         reader.error("$.constants." + name, "expected a number");
@@ -211,9 +208,11 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
       task.constants[name] = value.get<double>();
     }
   }
+}
 
-  std::set<std::string> symbols;
-  for (const auto& [n, v] : task.sizes) symbols.insert(n);
+// Inputs and outputs; returns the tensors' names, each used once and none a size or constant.
+std::set<std::string> read_tensor_lists(JsonReader& reader, const json& root,
+                                        const std::set<std::string>& symbols, TaskSpec& task) {
   task.inputs = read_tensors(reader, root, "inputs", symbols, true, task.format);
   task.outputs = read_tensors(reader, root, "outputs", symbols, false, task.format);
   std::set<std::string> tensor_names;
@@ -227,31 +226,30 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
         reader.error(path, "tensor name '" + tensor + "' is also a size or constant");
     }
   }
+  return tensor_names;
+}
 
-  read_task_baselines(reader, root, tensor_names, symbols);  // validated here, read on demand
+void read_tolerance(JsonReader& reader, const json& root, TaskSpec& task) {
+  const json* tol = reader.typed_field(root, "$", "tolerance", json::value_t::object, true);
+  if (!tol) return;
+  reader.check_keys(*tol, "$.tolerance", kToleranceKeys);
+  task.tolerance.atol = reader.number_field(*tol, "$.tolerance", "atol", true).value_or(0);
+  task.tolerance.rtol = reader.number_field(*tol, "$.tolerance", "rtol", true).value_or(0);
+  task.tolerance.max_error =
+      reader.number_field(*tol, "$.tolerance", "max_error", true).value_or(0);
+  task.tolerance.min_pass_fraction =
+      reader.number_field(*tol, "$.tolerance", "min_pass_fraction", false).value_or(1.0);
+  if (task.tolerance.atol < 0) reader.error("$.tolerance.atol", "must be >= 0");
+  if (task.tolerance.rtol < 0) reader.error("$.tolerance.rtol", "must be >= 0");
+  if (task.tolerance.max_error <= 0 && tol->contains("max_error"))
+    reader.error("$.tolerance.max_error", "must be > 0");
+  if (task.tolerance.min_pass_fraction <= 0 || task.tolerance.min_pass_fraction > 1)
+    reader.error("$.tolerance.min_pass_fraction", "must be in (0, 1]");
+}
 
-  task.shapes = read_shape_list(reader, root, "$", "shapes", task.sizes, true);
-  if (task.shapes.empty() && reader.ok()) reader.error("$.shapes", "needs at least one shape");
-  task.holdout = read_shape_list(reader, root, "$", "holdout", task.sizes, false);
-  task.stress = read_stress_rounds(reader, root, task.inputs, task.sizes, task.format);
-  task.draws = read_draw_spec(reader, root, task.sizes, task.format);
-  check_task_structured(reader, task);  // sandbox/structured_init.h
-
-  if (const json* tol = reader.typed_field(root, "$", "tolerance", json::value_t::object, true)) {
-    reader.check_keys(*tol, "$.tolerance", kToleranceKeys);
-    task.tolerance.atol = reader.number_field(*tol, "$.tolerance", "atol", true).value_or(0);
-    task.tolerance.rtol = reader.number_field(*tol, "$.tolerance", "rtol", true).value_or(0);
-    task.tolerance.max_error =
-        reader.number_field(*tol, "$.tolerance", "max_error", true).value_or(0);
-    task.tolerance.min_pass_fraction =
-        reader.number_field(*tol, "$.tolerance", "min_pass_fraction", false).value_or(1.0);
-    if (task.tolerance.atol < 0) reader.error("$.tolerance.atol", "must be >= 0");
-    if (task.tolerance.rtol < 0) reader.error("$.tolerance.rtol", "must be >= 0");
-    if (task.tolerance.max_error <= 0 && tol->contains("max_error"))
-      reader.error("$.tolerance.max_error", "must be > 0");
-    if (task.tolerance.min_pass_fraction <= 0 || task.tolerance.min_pass_fraction > 1)
-      reader.error("$.tolerance.min_pass_fraction", "must be in (0, 1]");
-  }
+// flops, bytes, the peak they are measured against, and the task's priority.
+void read_cost(JsonReader& reader, const json& root, const std::set<std::string>& symbols,
+               TaskSpec& task) {
   task.flops = reader.string_field(root, "$", "flops", true).value_or("0");
   check_expression(reader, "$.flops", task.flops, symbols);
   task.bytes = reader.string_field(root, "$", "bytes", true).value_or("0");
@@ -261,41 +259,50 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
     reader.error("$.peak", "unknown peak '" + task.peak + "'" + did_you_mean(task.peak, kPeaks));
   task.priority = reader.number_field(root, "$", "priority", false).value_or(1.0);
   if (task.priority <= 0) reader.error("$.priority", "must be positive");
+}
 
-  if (reader.ok()) {
-    // Every shape must give every tensor a valid size, and every run length (repeat) a valid one.
-    auto check_shape = [&](const std::string& path, const ShapeBinding& overrides,
-                           const StressRound* round) {
-      ShapeBinding s = task.bind(overrides);
-      for (const auto* tensors : {&task.inputs, &task.outputs})
-        for (const auto& t : *tensors)
-          if (auto n = task.element_count(t, s); !n) reader.error(path, n.error());
-      for (const auto& t : task.inputs) {
-        const InitSpec& init = stress_init(round, t);
-        for (const auto& [key, length] : {std::pair{"repeat", &init.repeat},
-                                          {"row", &init.row},
-                                          {"repeated_max", &init.repeated_max}}) {
-          if (length->empty()) continue;
-          auto run = evaluate_expression(*length, s);
-          if (!run || *run < 1)
-            reader.error(path, "input '" + t.name + "': " + key + " '" + *length +
-                                   "' must be a positive length here");
-        }
-        check_structured_at_shape(reader, task, t, round, s, path);
-      }
-    };
-    for (const auto& [key, list] : {std::pair{"shapes", &task.shapes}, {"holdout", &task.holdout}})
-      for (size_t i = 0; i < list->size(); ++i)
-        check_shape(std::string("$.") + key + "[" + std::to_string(i) + "]", (*list)[i], nullptr);
-    for (size_t r = 0; r < task.stress.size(); ++r) {
-      const StressRound& round = task.stress[r];
-      std::string path = "$.stress[" + std::to_string(r) + "]";
-      for (size_t i = 0; i < round.shapes.size(); ++i)
-        check_shape(path + ".shapes[" + std::to_string(i) + "]", round.shapes[i], &round);
-      for (size_t i = 0; i < task.shapes.size(); ++i)
-        check_shape(path + " at $.shapes[" + std::to_string(i) + "]", task.shapes[i], &round);
+// A shape must give every tensor a valid size, and every run length (repeat) a valid one.
+void check_shape_fits(JsonReader& reader, const TaskSpec& task, const std::string& path,
+                      const ShapeBinding& overrides, const StressRound* round) {
+  ShapeBinding s = task.bind(overrides);
+  for (const auto* tensors : {&task.inputs, &task.outputs})
+    for (const auto& t : *tensors)
+      if (auto n = task.element_count(t, s); !n) reader.error(path, n.error());
+  for (const auto& t : task.inputs) {
+    const InitSpec& init = stress_init(round, t);
+    for (const auto& [key, length] : {std::pair{"repeat", &init.repeat},
+                                      {"row", &init.row},
+                                      {"repeated_max", &init.repeated_max}}) {
+      if (length->empty()) continue;
+      auto run = evaluate_expression(*length, s);
+      if (!run || *run < 1)
+        reader.error(path, "input '" + t.name + "': " + key + " '" + *length +
+                               "' must be a positive length here");
     }
+    check_structured_at_shape(reader, task, t, round, s, path);
   }
+}
+
+// Every listed shape, holdout shape and stress round shape (with each sweep shape it adds to).
+void check_every_shape_fits(JsonReader& reader, const TaskSpec& task) {
+  for (const auto& [key, list] : {std::pair{"shapes", &task.shapes}, {"holdout", &task.holdout}})
+    for (size_t i = 0; i < list->size(); ++i)
+      check_shape_fits(reader, task, std::string("$.") + key + "[" + std::to_string(i) + "]",
+                       (*list)[i], nullptr);
+  for (size_t r = 0; r < task.stress.size(); ++r) {
+    const StressRound& round = task.stress[r];
+    std::string path = "$.stress[" + std::to_string(r) + "]";
+    for (size_t i = 0; i < round.shapes.size(); ++i)
+      check_shape_fits(reader, task, path + ".shapes[" + std::to_string(i) + "]", round.shapes[i],
+                       &round);
+    for (size_t i = 0; i < task.shapes.size(); ++i)
+      check_shape_fits(reader, task, path + " at $.shapes[" + std::to_string(i) + "]",
+                       task.shapes[i], &round);
+  }
+}
+
+// Draws, constant ranges, the wide round and input family skips: what the worker draws from.
+void read_draw_sources(JsonReader& reader, const json& root, TaskSpec& task) {
   // A task that declares no draws is still drawn: from ranges its listed shapes imply.
   if (reader.ok() && !root.contains("draws")) task.draws = derive_draw_spec(task);
   task.constant_ranges = read_constant_ranges(reader, root, task.constants);
@@ -312,6 +319,39 @@ Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) 
       }
     }
   }
+}
+
+}  // namespace
+
+Result<TaskSpec> parse_task(const std::string& text, const std::string& origin) {
+  JsonReader reader(origin);
+  auto parsed = reader.parse(text);
+  if (!parsed) return make_error(reader.message());
+  const json& root = *parsed;
+  if (!root.is_object()) return make_error(origin + ": $: expected an object");
+  reader.check_keys(root, "$", kTaskKeys);
+
+  TaskSpec task;
+  task.raw_json = text;
+  task.spec_hash = sha256_hex(text);
+  read_task_header(reader, root, task);
+  read_sizes_and_constants(reader, root, task);
+  std::set<std::string> symbols;
+  for (const auto& [n, v] : task.sizes) symbols.insert(n);
+  std::set<std::string> tensor_names = read_tensor_lists(reader, root, symbols, task);
+  read_task_baselines(reader, root, tensor_names, symbols);  // validated here, read on demand
+
+  task.shapes = read_shape_list(reader, root, "$", "shapes", task.sizes, true);
+  if (task.shapes.empty() && reader.ok()) reader.error("$.shapes", "needs at least one shape");
+  task.holdout = read_shape_list(reader, root, "$", "holdout", task.sizes, false);
+  task.stress = read_stress_rounds(reader, root, task.inputs, task.sizes, task.format);
+  task.draws = read_draw_spec(reader, root, task.sizes, task.format);
+  check_task_structured(reader, task);  // sandbox/structured_init.h
+
+  read_tolerance(reader, root, task);
+  read_cost(reader, root, symbols, task);
+  if (reader.ok()) check_every_shape_fits(reader, task);
+  read_draw_sources(reader, root, task);
   if (!reader.ok()) return make_error(reader.message());
   return task;
 }

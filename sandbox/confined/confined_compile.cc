@@ -31,13 +31,52 @@ std::string seconds(double value) {
   return text;
 }
 
-// The compile error a candidate earns by exhausting a limit; never cached.
-CompileOutput limit_exceeded(const std::string& key, const std::string& what) {
+// A compile error decided without NVRTC's output: a refused source or an exhausted limit.
+CompileOutput refused(const std::string& key, std::string log) {
   CompileOutput out;
   out.key = key;
-  out.log = "the compiler exceeded its limit of " + what +
-            " (the source is refused; simplify it: fewer template or macro expansions)\n";
+  out.log = std::move(log);
   return out;
+}
+
+// The compile error a candidate earns by exhausting a limit; never cached.
+CompileOutput limit_exceeded(const std::string& key, const std::string& what) {
+  return refused(key, "the compiler exceeded its limit of " + what +
+                          " (the source is refused; simplify it: fewer template or macro "
+                          "expansions)\n");
+}
+
+// The child's environment and limits: address space, CPU time, no files, no core.
+Subprocess::Options compiler_options(const CompileLimits& limits) {
+  Subprocess::Options options;
+  options.stderr_mode = Subprocess::StderrMode::kCapture;
+  options.environment = compiler_environment();
+  auto cpu = static_cast<uint64_t>(limits.cpu_seconds);
+  options.limits = {{RLIMIT_AS, limits.address_space_bytes, std::nullopt},
+                    // SIGXCPU at the soft limit, SIGKILL a second later.
+                    {RLIMIT_CPU, cpu + 1, cpu},
+                    // NVRTC writes no file; the child writes only to its pipes.
+                    {RLIMIT_FSIZE, 0, std::nullopt},
+                    {RLIMIT_CORE, 0, std::nullopt},
+                    {RLIMIT_NOFILE, 256, std::nullopt}};
+  return options;
+}
+
+// A child that did not exit 0: which limit it hit, or why it failed. Nothing for a clean exit.
+std::optional<Result<CompileOutput>> failed_exit(Subprocess& child, int status,
+                                                 const std::string& key,
+                                                 const CompileLimits& limits) {
+  if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL))
+    return limit_exceeded(key, std::to_string(limits.cpu_seconds) + " s of CPU time");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::nullopt;
+  // NVRTC out of address space throws or aborts; a candidate cannot crash it otherwise.
+  std::string said = child.captured_stderr();
+  if (said.size() > 2000) said = said.substr(said.size() - 2000);
+  if (WIFSIGNALED(status) || said.find("bad_alloc") != std::string::npos ||
+      said.find("memory") != std::string::npos)
+    return limit_exceeded(key, mib(limits.address_space_bytes) +
+                                   " of memory (it ended: " + describe_wait_status(status) + ")");
+  return make_error("the compiler failed (" + describe_wait_status(status) + "): " + said);
 }
 
 // Splits "JSON line\nBYTES".
@@ -83,13 +122,10 @@ Result<CompileRequest> decode_compile_request(const std::string& bytes) {
 std::string encode_compile_output(const CompileOutput& output, const std::string& note) {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
-  json header = {{"ok", output.ok},
-                 {"log", output.log},
-                 {"lowered_names", output.lowered_names},
-                 {"ptx", output.ptx},
-                 {"millis", output.millis},
-                 {"max_rss_kib", usage.ru_maxrss},
-                 {"note", note}};
+  json header = {
+      {"ok", output.ok},   {"log", output.log},       {"lowered_names", output.lowered_names},
+      {"ptx", output.ptx}, {"millis", output.millis}, {"max_rss_kib", usage.ru_maxrss},
+      {"note", note}};
   return header.dump(-1, ' ', false, json::error_handler_t::replace) + "\n" + output.cubin;
 }
 
@@ -127,35 +163,18 @@ Result<CompileOutput> compile_confined(const CompileRequest& request, const Comp
   if (!is_valid_arch(request.arch))
     return make_error("invalid architecture '" + request.arch + "' (expected e.g. sm_90a)");
   std::string key = compile_cache_key(request);
-  if (request.source.size() > kMaxKernelSourceBytes) {
-    CompileOutput out;
-    out.key = key;
-    out.log = request.origin + ": the source is " + std::to_string(request.source.size()) +
-              " bytes, over the limit of " + std::to_string(kMaxKernelSourceBytes) + " bytes\n";
-    return out;
-  }
+  if (request.source.size() > kMaxKernelSourceBytes)
+    return refused(key, request.origin + ": the source is " +
+                            std::to_string(request.source.size()) + " bytes, over the limit of " +
+                            std::to_string(kMaxKernelSourceBytes) + " bytes\n");
   if (cache) {
     if (auto hit = cache->lookup(key)) return *hit;
   }
   // The scan runs here too: a refused include costs no child.
-  if (auto refused = check_includes(request.source, request.origin, toolkit_include_roots())) {
-    CompileOutput out;
-    out.key = key;
-    out.log = *refused;
-    return out;
-  }
+  if (auto why = check_includes(request.source, request.origin, toolkit_include_roots()))
+    return refused(key, *why);
 
-  Subprocess::Options options;
-  options.stderr_mode = Subprocess::StderrMode::kCapture;
-  options.environment = compiler_environment();
-  auto cpu = static_cast<uint64_t>(limits.cpu_seconds);
-  options.limits = {{RLIMIT_AS, limits.address_space_bytes, std::nullopt},
-                    // SIGXCPU at the soft limit, SIGKILL a second later.
-                    {RLIMIT_CPU, cpu + 1, cpu},
-                    // NVRTC writes no file; the child writes only to its pipes.
-                    {RLIMIT_FSIZE, 0, std::nullopt},
-                    {RLIMIT_CORE, 0, std::nullopt},
-                    {RLIMIT_NOFILE, 256, std::nullopt}};
+  Subprocess::Options options = compiler_options(limits);
   auto started = Clock::now();
   auto child = Subprocess::start({confined_compiler_binary()}, options);
   if (!child) return make_error("cannot start the compiler: " + child.error());
@@ -169,8 +188,8 @@ Result<CompileOutput> compile_confined(const CompileRequest& request, const Comp
   if (!bytes) {
     // poll() waits whole milliseconds, so its timeout can end a hair before `deadline`: the
     // read's own "deadline passed" counts as late too (it was an error once, under load).
-    bool late = Clock::now() >= deadline ||
-                bytes.error().find("deadline passed") != std::string::npos;
+    bool late =
+        Clock::now() >= deadline || bytes.error().find("deadline passed") != std::string::npos;
     child->kill_group();
     if (late) return limit_exceeded(key, seconds(limits.wall_seconds) + " of wall time");
     if (bytes.error().find("exceeds") != std::string::npos)
@@ -183,18 +202,7 @@ Result<CompileOutput> compile_confined(const CompileRequest& request, const Comp
     child->kill_group();
     return limit_exceeded(key, seconds(limits.wall_seconds) + " of wall time");
   }
-  if (WIFSIGNALED(*status) && (WTERMSIG(*status) == SIGXCPU || WTERMSIG(*status) == SIGKILL))
-    return limit_exceeded(key, std::to_string(limits.cpu_seconds) + " s of CPU time");
-  if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-    // NVRTC out of address space throws or aborts; a candidate cannot crash it otherwise.
-    std::string said = child->captured_stderr();
-    if (said.size() > 2000) said = said.substr(said.size() - 2000);
-    if (WIFSIGNALED(*status) || said.find("bad_alloc") != std::string::npos ||
-        said.find("memory") != std::string::npos)
-      return limit_exceeded(key, mib(limits.address_space_bytes) + " of memory (it ended: " +
-                                     describe_wait_status(*status) + ")");
-    return make_error("the compiler failed (" + describe_wait_status(*status) + "): " + said);
-  }
+  if (auto failed = failed_exit(*child, *status, key, limits)) return std::move(*failed);
   std::string note;
   auto out = decode_compile_output(*bytes, &note);
   if (!out) return make_error(out.error());

@@ -22,17 +22,21 @@ using nlohmann::json;
 
 // As PyTorch gives cuBLASLt on Hopper; larger workspaces change which algorithms are offered.
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
-constexpr int kBatch = 10;             // samples between CUPTI flushes and stopping decisions
-constexpr int kQuickSamples = 10;      // per algorithm in the autotuned search
-constexpr unsigned char kNaN = 0xFF;   // poison before each checked run: NaN in every float type
+constexpr int kBatch = 10;            // samples between CUPTI flushes and stopping decisions
+constexpr int kQuickSamples = 10;     // per algorithm in the autotuned search
+constexpr unsigned char kNaN = 0xFF;  // poison before each checked run: NaN in every float type
 
 Result<cudaDataType_t> cuda_type(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return CUDA_R_32F;
-    case DType::kF16: return CUDA_R_16F;
-    case DType::kBF16: return CUDA_R_16BF;
-    default: return make_error("cuBLASLt baselines take f32, f16 or bf16 tensors, not " +
-                               dtype_name(dtype));
+    case DType::kF32:
+      return CUDA_R_32F;
+    case DType::kF16:
+      return CUDA_R_16F;
+    case DType::kBF16:
+      return CUDA_R_16BF;
+    default:
+      return make_error("cuBLASLt baselines take f32, f16 or bf16 tensors, not " +
+                        dtype_name(dtype));
   }
 }
 
@@ -84,25 +88,26 @@ class Matmul {
         !s)
       return s;
     uint64_t workspace = kWorkspaceBytes;
-    return cublas_check(lib_.cublasLtMatmulPreferenceSetAttribute(
-                            preference_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                            sizeof workspace),
-                        "cublasLtMatmulPreferenceSetAttribute");
+    return cublas_check(
+        lib_.cublasLtMatmulPreferenceSetAttribute(
+            preference_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace),
+        "cublasLtMatmulPreferenceSetAttribute");
   }
 
   // The heuristic's algorithms, best first, that it says can run.
   Result<std::vector<cublasLtMatmulHeuristicResult_t>> algorithms(int count) {
     std::vector<cublasLtMatmulHeuristicResult_t> results(size_t(std::max(1, count)));
     int returned = 0;
-    if (auto s = cublas_check(lib_.cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, d_, d_,
-                                                                  preference_, int(results.size()),
-                                                                  results.data(), &returned),
-                              "cublasLtMatmulAlgoGetHeuristic");
+    if (auto s = cublas_check(
+            lib_.cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, d_, d_, preference_,
+                                                int(results.size()), results.data(), &returned),
+            "cublasLtMatmulAlgoGetHeuristic");
         !s)
       return make_error(s.error());
     results.resize(size_t(std::max(0, returned)));
     std::erase_if(results, [](const auto& r) { return r.state != CUBLAS_STATUS_SUCCESS; });
-    if (results.empty()) return make_error("cuBLASLt's heuristic offers no algorithm for this call");
+    if (results.empty())
+      return make_error("cuBLASLt's heuristic offers no algorithm for this call");
     return results;
   }
 
@@ -172,7 +177,9 @@ class CublasLtRun {
     auto flush = ColdL2::create(device_);
     if (!flush) return make_error(flush.error());
     cold_l2_.emplace(std::move(*flush));
-    stream_.emplace(device_);
+    auto stream = Stream::create(device_);
+    if (!stream) return make_error(stream.error());
+    stream_.emplace(std::move(*stream));
     auto id = CuptiKernelTimer::stream_id(device_.context(), stream_->get());
     if (!id) return make_error(id.error());
     stream_id_ = *id;
@@ -196,8 +203,8 @@ class CublasLtRun {
   }
 
   // Samples of one algorithm until the stopping rule is met (or `fixed` samples when given).
-  Result<TimingSummary> time(const cublasLtMatmulHeuristicResult_t& algo, const EvalOptions& options,
-                             int fixed, size_t* kernels) {
+  Result<TimingSummary> time(const cublasLtMatmulHeuristicResult_t& algo,
+                             const EvalOptions& options, int fixed, size_t* kernels) {
     // A warm-up call, which also says how many kernels one call launches (split-K adds one):
     // the records of earlier calls (the output check) are drained first.
     if (auto s = records(); !s) return make_error(s.error());
@@ -281,16 +288,70 @@ class CublasLtRun {
 
 json row(const std::string& name, const TimingSummary& t, size_t kernels, std::string detail,
          const std::string& shape, const CublasLt& lib) {
-  return {{"name", name},
-          {"median_us", t.median_us},
-          {"noise", t.noise},
-          {"min_us", t.min_us},
-          {"samples", t.samples},
-          {"kernels", kernels},
-          {"detail", std::move(detail)},
-          {"shape", shape},
-          {"library_versions",
-           {{"cublasLt", lib.version_text()}, {"path", lib.path}, {"timer", "kopt-sandbox CUPTI"}}}};
+  return {
+      {"name", name},
+      {"median_us", t.median_us},
+      {"noise", t.noise},
+      {"min_us", t.min_us},
+      {"samples", t.samples},
+      {"kernels", kernels},
+      {"detail", std::move(detail)},
+      {"shape", shape},
+      {"library_versions",
+       {{"cublasLt", lib.version_text()}, {"path", lib.path}, {"timer", "kopt-sandbox CUPTI"}}}};
+}
+
+// A number taken on a shared GPU is never reported: checked before and after, facts in `answer`.
+Status gpu_is_quiet(GpuQuietCheck& quiet, const EvalOptions& options, const char* when,
+                    json& answer) {
+  if (!options.check_gpu_quiet) return ok_status();
+  auto check = quiet.check(options.probe_tolerance);
+  if (!check) return make_error(check.error());
+  answer["gpu_check"][when] = check->facts;
+  if (check->quiet) return ok_status();
+  return make_error(std::string("gpu_busy: the GPU is not ours alone ") + when +
+                    " timing: " + check->reason);
+}
+
+Result<EvalOptions> request_options(const json& request) {
+  if (!request.contains("options")) return EvalOptions{};
+  auto parsed = eval_options_from_json(request["options"]);
+  if (!parsed) return make_error(parsed.error());
+  return *parsed;
+}
+
+// The fastest right algorithm by a quick timing (median, index), and how many were timed.
+struct AlgorithmSearch {
+  std::optional<std::pair<double, size_t>> best;
+  int tried = 0;
+};
+
+// The search: every algorithm that is right, a few samples each; those left out go to `rejected`.
+Result<AlgorithmSearch> search_algorithms(
+    Device& device, CublasLtRun& run,
+    const std::vector<cublasLtMatmulHeuristicResult_t>& algorithms, const EvalOptions& options,
+    json& rejected) {
+  AlgorithmSearch search;
+  for (size_t i = 0; i < algorithms.size(); ++i) {
+    // An algorithm the heuristic offered may still fail to launch here: it is left out, unless
+    // the context is gone with it.
+    auto wrong = i == 0 ? Result<std::string>(std::string()) : run.check(algorithms[i]);
+    if (!wrong && device.context_lost()) return make_error(wrong.error());
+    if (!wrong || !wrong->empty()) {
+      rejected.push_back({{"index", i}, {"detail", wrong ? *wrong : wrong.error()}});
+      continue;
+    }
+    size_t n = 0;
+    auto quick = run.time(algorithms[i], options, kQuickSamples, &n);
+    if (!quick) {
+      if (device.context_lost()) return make_error(quick.error());
+      rejected.push_back({{"index", i}, {"detail", quick.error()}});
+      continue;
+    }
+    ++search.tried;
+    if (!search.best || quick->median_us < search.best->first) search.best = {quick->median_us, i};
+  }
+  return search;
 }
 
 }  // namespace
@@ -304,12 +365,8 @@ Result<json> measure_cublaslt(Device& device, SupportKernels& support, const jso
   if (!lib) return make_error(lib.error());
   auto reference = build_trusted_kernel(device, request.at("reference"), *task);
   if (!reference) return make_error("reference: " + reference.error());
-  EvalOptions options;
-  if (request.contains("options")) {
-    auto parsed = eval_options_from_json(request["options"]);
-    if (!parsed) return make_error(parsed.error());
-    options = *parsed;
-  }
+  auto options = request_options(request);
+  if (!options) return make_error(options.error());
 
   CublasLtRun run(device, support, *task, *declared.cublaslt, **lib);
   if (auto s = run.prepare(*reference, request.value("seed", uint64_t(12345))); !s)
@@ -319,63 +376,37 @@ Result<json> measure_cublaslt(Device& device, SupportKernels& support, const jso
 
   json answer = {{"device", device.info().to_json()}, {"rejected", json::array()}};
   GpuQuietCheck quiet(device, support);
-  auto gpu_is_quiet = [&](const char* when) -> Status {
-    if (!options.check_gpu_quiet) return ok_status();
-    auto check = quiet.check(options.probe_tolerance);
-    if (!check) return make_error(check.error());
-    answer["gpu_check"][when] = check->facts;
-    if (check->quiet) return ok_status();
-    return make_error(std::string("gpu_busy: the GPU is not ours alone ") + when +
-                      " timing: " + check->reason);
-  };
-  if (auto s = gpu_is_quiet("before"); !s) return make_error(s.error());
+  if (auto s = gpu_is_quiet(quiet, *options, "before", answer); !s) return make_error(s.error());
 
   // The heuristic's first must be right: if it is not, the mapping is wrong.
   auto first_wrong = run.check((*algorithms)[0]);
   if (!first_wrong) return make_error(first_wrong.error());
   if (!first_wrong->empty())
-    return make_error("cuBLASLt disagrees with the task's reference (is the \"cublaslt\" mapping "
-                      "right?): " + *first_wrong);
+    return make_error(
+        "cuBLASLt disagrees with the task's reference (is the \"cublaslt\" mapping "
+        "right?): " +
+        *first_wrong);
   size_t kernels = 0;
-  auto heuristic = run.time((*algorithms)[0], options, 0, &kernels);
+  auto heuristic = run.time((*algorithms)[0], *options, 0, &kernels);
   if (!heuristic) return make_error(heuristic.error());
   json rows = json::array();
   rows.push_back(row("cublaslt_heuristic", *heuristic, kernels,
                      "heuristic's first of " + std::to_string(algorithms->size()) + " algorithms",
                      run.shape(), **lib));
 
-  // The search: every algorithm that is right, a few samples each; the fastest timed in full.
-  std::optional<std::pair<double, size_t>> best;
-  int tried = 0;
-  for (size_t i = 0; i < algorithms->size(); ++i) {
-    // An algorithm the heuristic offered may still fail to launch here: it is left out, unless
-    // the context is gone with it.
-    auto wrong = i == 0 ? Result<std::string>(std::string()) : run.check((*algorithms)[i]);
-    if (!wrong && device.context_lost()) return make_error(wrong.error());
-    if (!wrong || !wrong->empty()) {
-      answer["rejected"].push_back({{"index", i}, {"detail", wrong ? *wrong : wrong.error()}});
-      continue;
-    }
-    size_t n = 0;
-    auto quick = run.time((*algorithms)[i], options, kQuickSamples, &n);
-    if (!quick) {
-      if (device.context_lost()) return make_error(quick.error());
-      answer["rejected"].push_back({{"index", i}, {"detail", quick.error()}});
-      continue;
-    }
-    ++tried;
-    if (!best || quick->median_us < best->first) best = {quick->median_us, i};
-  }
+  auto search = search_algorithms(device, run, *algorithms, *options, answer["rejected"]);
+  if (!search) return make_error(search.error());
+  const auto& best = search->best;
   // The heuristic's first winning its own search is the same call: its measurement stands
   // (timed again it would differ by the run-to-run noise alone, and read as a worse "best").
-  auto tuned = best->second == 0 ? heuristic
-                                 : run.time((*algorithms)[best->second], options, 0, &kernels);
+  auto tuned =
+      best->second == 0 ? heuristic : run.time((*algorithms)[best->second], *options, 0, &kernels);
   if (!tuned) return make_error(tuned.error());
   rows.push_back(row("cublaslt_autotuned", *tuned, kernels,
-                     "best of " + std::to_string(tried) + " heuristic algorithms (index " +
+                     "best of " + std::to_string(search->tried) + " heuristic algorithms (index " +
                          std::to_string(best->second) + ")",
                      run.shape(), **lib));
-  if (auto s = gpu_is_quiet("after"); !s) return make_error(s.error());
+  if (auto s = gpu_is_quiet(quiet, *options, "after", answer); !s) return make_error(s.error());
   answer["rows"] = std::move(rows);
   return answer;
 }

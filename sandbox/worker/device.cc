@@ -1,11 +1,10 @@
 #include "sandbox/worker/device.h"
 
+#include "sandbox/compiler.h"
+
 namespace kopt::worker {
 
-std::string DeviceInfo::arch() const {
-  std::string a = "sm_" + std::to_string(cc_major) + std::to_string(cc_minor);
-  return cc_major >= 9 ? a + "a" : a;
-}
+std::string DeviceInfo::arch() const { return arch_of_compute_capability(cc_major, cc_minor); }
 
 nlohmann::json DeviceInfo::to_json() const {
   return {{"name", name},
@@ -93,12 +92,75 @@ Result<DeviceMemory> allocate(Device& device, size_t bytes) {
   return DeviceMemory(&device.driver(), ptr, bytes);
 }
 
-Stream::Stream(Device& device) : device_(device) {
-  device.driver().cuStreamCreate(&stream_, CU_STREAM_DEFAULT);
+MemoryInfo memory_info(Device& device) {
+  MemoryInfo info;
+  if (device.driver().cuMemGetInfo(&info.free_bytes, &info.total_bytes) != CUDA_SUCCESS)
+    return MemoryInfo{};
+  return info;
+}
+
+Result<Stream> Stream::create(Device& device) {
+  CUstream stream = nullptr;
+  CudaFailure failure;
+  if (!device.check(device.driver().cuStreamCreate(&stream, CU_STREAM_DEFAULT), "cuStreamCreate",
+                    &failure))
+    return make_error(failure.message);
+  return Stream(&device.driver(), stream);
+}
+
+Stream& Stream::operator=(Stream&& o) noexcept {
+  if (this != &o) {
+    if (stream_ && driver_) driver_->cuStreamDestroy(stream_);
+    driver_ = o.driver_;
+    stream_ = std::exchange(o.stream_, nullptr);
+  }
+  return *this;
 }
 
 Stream::~Stream() {
-  if (stream_) device_.driver().cuStreamDestroy(stream_);
+  if (stream_ && driver_) driver_->cuStreamDestroy(stream_);
+}
+
+Result<Event> Event::create(Device& device) {
+  CUevent event = nullptr;
+  CudaFailure failure;
+  if (!device.check(device.driver().cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate",
+                    &failure))
+    return make_error(failure.message);
+  return Event(&device.driver(), event);
+}
+
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    if (event_ && driver_ && !Device::abandoned()) driver_->cuEventDestroy(event_);
+    driver_ = o.driver_;
+    event_ = std::exchange(o.event_, nullptr);
+  }
+  return *this;
+}
+
+Event::~Event() {
+  if (event_ && driver_ && !Device::abandoned()) driver_->cuEventDestroy(event_);
+}
+
+Result<std::vector<float>> time_with_events(Device& device, CUstream stream, int reps,
+                                            const std::function<Status(int rep)>& launch) {
+  auto start = Event::create(device);
+  if (!start) return make_error(start.error());
+  auto stop = Event::create(device);
+  if (!stop) return make_error(stop.error());
+  const CudaDriver& d = device.driver();
+  std::vector<float> times;
+  for (int rep = 0; rep < reps; ++rep) {
+    d.cuEventRecord(start->get(), stream);
+    if (Status launched = launch(rep); !launched) return make_error(launched.error());
+    d.cuEventRecord(stop->get(), stream);
+    d.cuEventSynchronize(stop->get());
+    float ms = 0;
+    d.cuEventElapsedTime(&ms, start->get(), stop->get());
+    times.push_back(ms);
+  }
+  return times;
 }
 
 Module& Module::operator=(Module&& o) noexcept {

@@ -5,8 +5,11 @@
 
 #include <cuda.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
 #include "sandbox/cuda_driver.h"
@@ -69,6 +72,12 @@ class Device {
   }
 };
 
+// The device's free and total memory in bytes; both 0 when the driver cannot say.
+struct MemoryInfo {
+  size_t free_bytes = 0, total_bytes = 0;
+};
+MemoryInfo memory_info(Device& device);
+
 // Device memory, freed on destruction.
 class DeviceMemory {
  public:
@@ -94,16 +103,41 @@ Result<DeviceMemory> allocate(Device& device, size_t bytes);
 // A stream of the worker's context, destroyed with its owner.
 class Stream {
  public:
-  explicit Stream(Device& device);
-  ~Stream();
+  static Result<Stream> create(Device& device);
+  Stream(Stream&& o) noexcept { *this = std::move(o); }
+  Stream& operator=(Stream&& o) noexcept;
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
+  ~Stream();
   CUstream get() const { return stream_; }
 
  private:
-  Device& device_;
+  Stream(const CudaDriver* driver, CUstream stream) : driver_(driver), stream_(stream) {}
+  const CudaDriver* driver_ = nullptr;
   CUstream stream_ = nullptr;
 };
+
+// A CUDA event, destroyed with its owner (unless the context was abandoned).
+class Event {
+ public:
+  static Result<Event> create(Device& device);
+  Event(Event&& o) noexcept { *this = std::move(o); }
+  Event& operator=(Event&& o) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event();
+  CUevent get() const { return event_; }
+
+ private:
+  Event(const CudaDriver* driver, CUevent event) : driver_(driver), event_(event) {}
+  const CudaDriver* driver_ = nullptr;
+  CUevent event_ = nullptr;
+};
+
+// Times `reps` runs of `launch(rep)` on `stream`, each between two events, and returns each
+// run's milliseconds. A launch that fails ends the timing with its error.
+Result<std::vector<float>> time_with_events(Device& device, CUstream stream, int reps,
+                                            const std::function<Status(int rep)>& launch);
 
 // A loaded CUBIN, unloaded on destruction.
 class Module {

@@ -68,11 +68,9 @@ PlanInputs plan_inputs(Device& device, const LoadedKernel& candidate,
   PlanInputs inputs;
   inputs.candidate = &candidate.file();
   inputs.tunables = tunables;
-  size_t free_bytes = 0, total_bytes = 0;
-  if (device.driver().cuMemGetInfo(&free_bytes, &total_bytes) == CUDA_SUCCESS) {
-    inputs.free_bytes = int64_t(free_bytes);
-    inputs.total_bytes = int64_t(total_bytes);
-  }
+  MemoryInfo memory = memory_info(device);
+  inputs.free_bytes = int64_t(memory.free_bytes);
+  inputs.total_bytes = int64_t(memory.total_bytes);
   return inputs;
 }
 
@@ -114,13 +112,329 @@ void apply_failure(EvalResult& result, const PlanFailure& failure) {
   result.detail = failure.detail;
 }
 
+// "5 rounds x 4, 2 rounds x 2, 1 round x 1": how many shapes got how many rounds, most first.
+std::string rounds_text(const std::map<int, int>& shapes_by_rounds) {
+  std::string text;
+  for (auto it = shapes_by_rounds.rbegin(); it != shapes_by_rounds.rend(); ++it)
+    text += std::string(text.empty() ? "" : ", ") + std::to_string(it->first) +
+            (it->first == 1 ? " round x " : " rounds x ") + std::to_string(it->second);
+  return text;
+}
+
+// The one busy-GPU check of this worker process: its probe's history serves every evaluation.
+GpuQuietCheck& quiet_check(Device& device, SupportKernels& support) {
+  static GpuQuietCheck quiet(device, support);
+  return quiet;
+}
+
+// A step of an evaluation either lets it go on or ends it with the verdict it left in the result;
+// errors (the task's or the worker's) are errors.
+enum class Next { kGoOn, kEnd };
+using Step = Result<Next>;
+
+// One evaluation, step by step (Evaluation::run is the script). The total time is set once, at
+// the end, whichever step ended it.
+class Evaluation {
+ public:
+  Evaluation(Device& device, SupportKernels& support, const EvalRequest& request, InputPool* pool,
+             BaselineHistory* baselines)
+      : device_(device),
+        support_(support),
+        request_(request),
+        options_(request.options),
+        pool_(pool),
+        baselines_(baselines) {
+    result_.device = device.info().to_json();
+  }
+
+  Result<EvalResult> run() {
+    for (auto step :
+         {&Evaluation::build_kernels, &Evaluation::verify, &Evaluation::resolve_timed_plan,
+          &Evaluation::bound_by_speed_of_light, &Evaluation::finish_untimed,
+          &Evaluation::build_baseline, &Evaluation::time_candidate, &Evaluation::accept_timing,
+          &Evaluation::reject_implausible, &Evaluation::profile_new_best}) {
+      auto next = (this->*step)();
+      if (!next) return make_error(next.error());
+      if (*next == Next::kEnd) break;
+    }
+    result_.total_ms = ms_since(started_);
+    return std::move(result_);
+  }
+
+ private:
+  // The task, the candidate (its failures are verdicts), the reference and the seed.
+  Step build_kernels() {
+    auto task = parse_task(request_.task_json, "task.json");
+    if (!task) return make_error("the request's task does not parse: " + task.error());
+    task_ = std::move(*task);
+    arch_ = options_.arch.empty() ? device_.info().arch() : options_.arch;
+    cache_.emplace(cache_directory() / "compile");
+
+    auto compile_started = Clock::now();
+    candidate_ = prepare(device_, request_.candidate, task_, arch_, *cache_);
+    result_.compile_ms = ms_since(compile_started);
+    result_.compile_log = candidate_.output.log;
+    result_.compile_cache_hit = candidate_.output.cache_hit;
+    // What `kopt export` must ship: the bytes loaded here are the bytes judged.
+    if (!candidate_.output.cubin.empty())
+      result_.image_sha256 = sha256_hex(candidate_.output.cubin);
+    if (candidate_.failure) {
+      apply_failure(result_, *candidate_.failure);
+      return Next::kEnd;
+    }
+    reference_ = prepare(device_, request_.reference, task_, arch_, *cache_);
+    if (reference_.failure)
+      return make_error("the task's reference does not build: " + reference_.failure->detail);
+
+    seed_ = options_.seed;
+    if (seed_ == 0)
+      seed_ = std::random_device{}() * 0x9e3779b97f4a7c15ULL ^
+              uint64_t(started_.time_since_epoch().count());
+    return Next::kGoOn;
+  }
+
+  // Verification: the sweep, the stress rounds, then the holdout shapes.
+  Step verify() {
+    verify_started_ = Clock::now();
+    verifier_.emplace(device_, support_, task_, *reference_.kernel, *candidate_.kernel, options_);
+    // Kept input sets belong to one task and one reference: both are in the key. A reproduction
+    // (an explicit seed) gets inputs from its seed alone.
+    if (!options_.reuse_inputs || options_.seed != 0) pool_ = nullptr;
+    pool_key_ = kernel_key(request_.task_json, request_.reference);
+    auto plan =
+        plan_verification(task_, options_, seed_,
+                          plan_inputs(device_, *candidate_.kernel, request_.candidate.tunables));
+    if (!plan) return make_error(plan.error());
+    plan_ = std::move(*plan);
+    for (const auto& step : plan_.steps) {
+      if (over_budget(options_, verify_started_)) break;
+      ++steps_run_;
+      auto next = verify_step(step);
+      if (!next || *next == Next::kEnd) return next;
+    }
+    verifier_->use_task_variant(nullptr);
+    result_.verify_ms = ms_since(verify_started_);
+    result_.verify_phases = verifier_->phases().to_json();
+    return Next::kGoOn;
+  }
+
+  Step verify_step(const VerifyStep& step) {
+    // The kept sets made during this evaluation may have taken the memory the plan counted on.
+    // Another worker on this GPU may be in its own wide round: wait for its end first.
+    std::optional<WideRoundTurn> turn;
+    if (step.phase == "wide") {
+      const auto& info = device_.info();
+      turn.emplace(info.pci_bus_id.empty() ? std::to_string(info.ordinal) : info.pci_bus_id);
+      if (auto skip = wide_round_skipped(task_, free_device_bytes(device_))) {
+        plan_.notes.push_back(*skip);
+        plan_.wide = false;
+        return Next::kGoOn;
+      }
+    }
+    if (step.phase != "stress") ++shapes_by_rounds_[step.rounds];
+    verifier_->use_pool(step.pooled ? pool_ : nullptr, pool_key_);
+    verifier_->use_task_variant(step.variant);
+    auto outcome =
+        verifier_->verify_shape(step.sizes, step.rounds, step.seed, step.phase, step.stress);
+    if (!outcome) return make_error(outcome.error());
+    if (outcome->verdict == Verdict::kOk) return Next::kGoOn;
+    result_.verdict = outcome->verdict;
+    result_.detail = outcome->detail;
+    result_.mismatch = outcome->mismatch;
+    result_.verify_ms = ms_since(verify_started_);
+    result_.verify_phases = verifier_->phases().to_json();
+    return Next::kEnd;
+  }
+
+  // The candidate's plan and resources at the timed shape.
+  Step resolve_timed_plan() {
+    timed_shape_ = task_.bind({});
+    auto resolved = candidate_.kernel->resolve(task_, timed_shape_);
+    if (auto* f = std::get_if<PlanFailure>(&resolved)) {
+      apply_failure(result_, *f);
+      return Next::kEnd;
+    }
+    result_.resources = candidate_.kernel->resources(std::get<ResolvedPlan>(resolved));
+    return Next::kGoOn;
+  }
+
+  Step bound_by_speed_of_light() {
+    auto peaks = device_peaks(device_, support_);
+    if (peaks) {
+      auto flops = evaluate_expression(task_.flops, timed_shape_);
+      auto bytes = evaluate_expression(task_.bytes, timed_shape_);
+      if (flops && bytes)
+        result_.sol_us = speed_of_light_us(double(*flops), double(*bytes), *peaks, task_.peak);
+    }
+    return Next::kGoOn;
+  }
+
+  // Shapes a time budget left out are said in every ok verdict's detail.
+  std::string budget_note() const {
+    if (steps_run_ >= plan_.steps.size()) return "";
+    return "; the verification budget of " +
+           std::to_string(int64_t(options_.verify_budget_seconds)) + " s stopped it after " +
+           std::to_string(steps_run_) + " of " + std::to_string(plan_.steps.size()) + " shapes";
+  }
+
+  Step finish_untimed() {
+    if (options_.time) return Next::kGoOn;
+    result_.verdict = Verdict::kOk;
+    result_.detail = "verified (not timed)" + budget_note();
+    if (!options_.profile.empty()) profile();
+    return Next::kEnd;
+  }
+
+  Step build_baseline() {
+    if (!request_.baseline) return Next::kGoOn;
+    baseline_ = prepare(device_, *request_.baseline, task_, arch_, *cache_);
+    if (baseline_->failure)
+      return make_error("the task's baseline does not build: " + baseline_->failure->detail);
+    return Next::kGoOn;
+  }
+
+  // Candidate and baseline timed interleaved, between two checks that the GPU is ours alone.
+  Step time_candidate() {
+    time_started_ = Clock::now();
+    quiet_ = &quiet_check(device_, support_);
+    auto quiet_before = gpu_is_quiet("before");
+    if (!quiet_before) return make_error(quiet_before.error());
+    if (!*quiet_before) return Next::kEnd;
+    TimingLoop loop(device_, support_, task_, *reference_.kernel, options_);
+    loop.use_pool(pool_, pool_key_);
+    if (baseline_) {
+      // One baseline of one task at one shape: its samples from earlier evaluations may serve.
+      std::string key = kernel_key(request_.task_json, *request_.baseline);
+      loop.use_baseline_history(baselines_, key + '\0' + describe_shape(timed_shape_));
+    }
+    auto timed =
+        loop.run(*candidate_.kernel, baseline_ ? &*baseline_->kernel : nullptr, timed_shape_,
+                 seed_ ^ 0x5bd1e995ULL, verifier_->candidate_seconds(timed_shape_));
+    result_.time_ms = ms_since(time_started_);
+    if (!timed) return make_error(timed.error());
+    result_.timing_facts = timed->facts();
+    if (timed->verdict == Verdict::kOk) {
+      auto quiet_after = gpu_is_quiet("after");
+      if (!quiet_after) return make_error(quiet_after.error());
+      if (!*quiet_after) return Next::kEnd;
+    }
+    if (timed->verdict != Verdict::kOk) {
+      result_.verdict = timed->verdict;
+      result_.detail = timed->detail;
+      result_.mismatch = timed->mismatch;
+      return Next::kEnd;
+    }
+    timed_ = std::move(*timed);
+    return Next::kGoOn;
+  }
+
+  // A number taken on a shared or throttled GPU is never reported: checked before and after.
+  Result<bool> gpu_is_quiet(const char* when) {
+    if (!options_.check_gpu_quiet) return true;
+    auto check = quiet_->check(options_.probe_tolerance);
+    if (!check) return make_error(check.error());
+    result_.gpu_check[when] = check->facts;
+    if (check->quiet) return true;
+    result_.verdict = Verdict::kGpuBusy;
+    result_.detail = std::string("the GPU is not ours alone ") + when +
+                     " timing: " + check->reason +
+                     "; no time is reported, evaluate again when it is quiet";
+    result_.time_ms = ms_since(time_started_);
+    return false;
+  }
+
+  Step accept_timing() {
+    result_.candidate_time = timed_.candidate;
+    result_.baseline_time = timed_.baseline;
+    double median = timed_.candidate.median_us;
+    if (timed_.baseline && median > 0) result_.speedup = timed_.baseline->median_us / median;
+    if (result_.sol_us > 0 && median > 0) result_.sol_percent = 100.0 * result_.sol_us / median;
+    result_.verdict = Verdict::kOk;
+    result_.detail =
+        "verified on " + std::to_string(task_.shapes.size()) + " shapes" +
+        (options_.check_holdout ? " + " + std::to_string(task_.holdout.size()) + " holdout" : "");
+    result_.detail += " (" + rounds_text(shapes_by_rounds_) + ")" + budget_note();
+    result_.detail += coverage_text(task_, options_, plan_);
+    if (timed_.baseline_from_history)
+      result_.detail += "; baseline: " + std::to_string(timed_.fresh_baseline_samples) +
+                        " fresh samples agreed with earlier ones";
+    return Next::kGoOn;
+  }
+
+  // Faster than physics allows: never accepted. Implausibly large speedups: re-verified with
+  // twice the rounds and new seeds before they count.
+  Step reject_implausible() {
+    double median = timed_.candidate.median_us;
+    if (result_.sol_us > 0 && median < 0.8 * result_.sol_us) {
+      result_.verdict = Verdict::kSuspicious;
+      result_.detail = "median " + std::to_string(median) +
+                       " us is below the speed-of-light bound " + std::to_string(result_.sol_us) +
+                       " us";
+      return Next::kGoOn;
+    }
+    if (result_.speedup <= options_.suspicious_speedup) return Next::kGoOn;
+    for (size_t i = 0; i < task_.shapes.size(); ++i) {
+      auto outcome = verifier_->verify_shape(task_.bind(task_.shapes[i]), 2 * options_.rounds,
+                                             seed_ * 31 + 17 * (i + 1), "reverify");
+      if (!outcome) return make_error(outcome.error());
+      if (outcome->verdict != Verdict::kOk) {
+        result_.verdict = Verdict::kSuspicious;
+        result_.detail = "speedup " + std::to_string(result_.speedup) +
+                         "x failed re-verification: " + outcome->detail;
+        result_.mismatch = outcome->mismatch;
+        break;
+      }
+    }
+    if (result_.verdict == Verdict::kOk)
+      result_.detail += "; speedup above " + std::to_string(options_.suspicious_speedup) +
+                        "x confirmed by extra rounds";
+    return Next::kGoOn;
+  }
+
+  // Counters for a new best (or on request), after the timed samples so they stay clean.
+  Step profile_new_best() {
+    double median = timed_.candidate.median_us;
+    bool new_best = options_.profile_below_us <= 0 || median < options_.profile_below_us;
+    if (result_.verdict == Verdict::kOk && !options_.profile.empty() && new_best) profile();
+    return Next::kGoOn;
+  }
+
+  void profile() {
+    profile_candidate(device_, support_, task_, *reference_.kernel, *candidate_.kernel,
+                      timed_shape_, options_, seed_ ^ 0x2545f491ULL, result_);
+  }
+
+  const Clock::time_point started_ = Clock::now();
+  Device& device_;
+  SupportKernels& support_;
+  const EvalRequest& request_;
+  const EvalOptions& options_;
+  InputPool* pool_;
+  BaselineHistory* baselines_;
+  EvalResult result_;
+
+  TaskSpec task_;
+  std::string arch_;
+  std::optional<CompileCache> cache_;
+  Compiled candidate_, reference_;
+  std::optional<Compiled> baseline_;
+  uint64_t seed_ = 0;
+
+  Clock::time_point verify_started_, time_started_;
+  std::optional<Verifier> verifier_;
+  std::string pool_key_;
+  VerifyPlan plan_;
+  std::map<int, int> shapes_by_rounds_;  // for the detail line
+  size_t steps_run_ = 0;
+
+  ShapeBinding timed_shape_;
+  GpuQuietCheck* quiet_ = nullptr;
+  TimedOutcome timed_;
+};
+
 }  // namespace
 
-int64_t free_device_bytes(Device& device) {
-  size_t free_bytes = 0, total_bytes = 0;
-  if (device.driver().cuMemGetInfo(&free_bytes, &total_bytes) != CUDA_SUCCESS) return 0;
-  return int64_t(free_bytes);
-}
+int64_t free_device_bytes(Device& device) { return int64_t(memory_info(device).free_bytes); }
 
 Result<int> verification_rounds(const EvalOptions& options, const TaskSpec& task,
                                 const ShapeBinding& sizes) {
@@ -133,216 +447,7 @@ Result<int> verification_rounds(const EvalOptions& options, const TaskSpec& task
 
 Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalRequest& request,
                             InputPool* pool, BaselineHistory* baselines) {
-  auto started = Clock::now();
-  EvalResult result;
-  result.device = device.info().to_json();
-  auto task = parse_task(request.task_json, "task.json");
-  if (!task) return make_error("the request's task does not parse: " + task.error());
-  std::string arch = request.options.arch.empty() ? device.info().arch() : request.options.arch;
-  CompileCache cache(cache_directory() / "compile");
-
-  auto compile_started = Clock::now();
-  Compiled candidate = prepare(device, request.candidate, *task, arch, cache);
-  result.compile_ms = ms_since(compile_started);
-  result.compile_log = candidate.output.log;
-  result.compile_cache_hit = candidate.output.cache_hit;
-  // What `kopt export` must ship: the bytes loaded here are the bytes judged.
-  if (!candidate.output.cubin.empty()) result.image_sha256 = sha256_hex(candidate.output.cubin);
-  if (candidate.failure) {
-    apply_failure(result, *candidate.failure);
-    result.total_ms = ms_since(started);
-    return result;
-  }
-  Compiled reference = prepare(device, request.reference, *task, arch, cache);
-  if (reference.failure)
-    return make_error("the task's reference does not build: " + reference.failure->detail);
-
-  uint64_t seed = request.options.seed;
-  if (seed == 0)
-    seed = std::random_device{}() * 0x9e3779b97f4a7c15ULL ^
-           uint64_t(started.time_since_epoch().count());
-
-  // Verification: the sweep, the stress rounds, then the holdout shapes.
-  auto verify_started = Clock::now();
-  Verifier verifier(device, support, *task, *reference.kernel, *candidate.kernel, request.options);
-  // Kept input sets belong to one task and one reference: both are in the key. A reproduction
-  // (an explicit seed) gets inputs from its seed alone.
-  if (!request.options.reuse_inputs || request.options.seed != 0) pool = nullptr;
-  std::string pool_key = kernel_key(request.task_json, request.reference);
-  auto plan = plan_verification(*task, request.options, seed,
-                                plan_inputs(device, *candidate.kernel, request.candidate.tunables));
-  if (!plan) return make_error(plan.error());
-  std::map<int, int> shapes_by_rounds;  // for the detail line: how many shapes got how many rounds
-  size_t steps_run = 0;
-  for (const auto& step : plan->steps) {
-    if (over_budget(request.options, verify_started)) break;
-    ++steps_run;
-    // The kept sets made during this evaluation may have taken the memory the plan counted on.
-    // Another worker on this GPU may be in its own wide round: wait for its end first.
-    std::optional<WideRoundTurn> turn;
-    if (step.phase == "wide") {
-      const auto& info = device.info();
-      turn.emplace(info.pci_bus_id.empty() ? std::to_string(info.ordinal) : info.pci_bus_id);
-      if (auto skip = wide_round_skipped(*task, free_device_bytes(device))) {
-        plan->notes.push_back(*skip);
-        plan->wide = false;
-        continue;
-      }
-    }
-    if (step.phase != "stress") ++shapes_by_rounds[step.rounds];
-    verifier.use_pool(step.pooled ? pool : nullptr, pool_key);
-    verifier.use_task_variant(step.variant);
-    auto outcome =
-        verifier.verify_shape(step.sizes, step.rounds, step.seed, step.phase, step.stress);
-    if (!outcome) return make_error(outcome.error());
-    if (outcome->verdict != Verdict::kOk) {
-      result.verdict = outcome->verdict;
-      result.detail = outcome->detail;
-      result.mismatch = outcome->mismatch;
-      result.verify_ms = ms_since(verify_started);
-      result.verify_phases = verifier.phases().to_json();
-      result.total_ms = ms_since(started);
-      return result;
-    }
-  }
-  verifier.use_task_variant(nullptr);
-  result.verify_ms = ms_since(verify_started);
-  result.verify_phases = verifier.phases().to_json();
-
-  const ShapeBinding timed_shape = task->bind({});
-  auto resolved = candidate.kernel->resolve(*task, timed_shape);
-  if (auto* f = std::get_if<PlanFailure>(&resolved)) {
-    apply_failure(result, *f);
-    return result;
-  }
-  result.resources = candidate.kernel->resources(std::get<ResolvedPlan>(resolved));
-
-  auto peaks = device_peaks(device, support);
-  if (peaks) {
-    auto flops = evaluate_expression(task->flops, timed_shape);
-    auto bytes = evaluate_expression(task->bytes, timed_shape);
-    if (flops && bytes)
-      result.sol_us = speed_of_light_us(double(*flops), double(*bytes), *peaks, task->peak);
-  }
-
-  // Shapes a time budget left out are said in every ok verdict's detail.
-  const std::string budget_note =
-      steps_run < plan->steps.size()
-          ? "; the verification budget of " +
-                std::to_string(int64_t(request.options.verify_budget_seconds)) +
-                " s stopped it after " + std::to_string(steps_run) + " of " +
-                std::to_string(plan->steps.size()) + " shapes"
-          : "";
-  if (!request.options.time) {
-    result.verdict = Verdict::kOk;
-    result.detail = "verified (not timed)" + budget_note;
-    if (!request.options.profile.empty())
-      profile_candidate(device, support, *task, *reference.kernel, *candidate.kernel, timed_shape,
-                        request.options, seed ^ 0x2545f491ULL, result);
-    result.total_ms = ms_since(started);
-    return result;
-  }
-
-  std::optional<Compiled> baseline;
-  if (request.baseline) {
-    baseline = prepare(device, *request.baseline, *task, arch, cache);
-    if (baseline->failure)
-      return make_error("the task's baseline does not build: " + baseline->failure->detail);
-  }
-  auto time_started = Clock::now();
-  // A number taken on a shared or throttled GPU is never reported: checked before and after.
-  static GpuQuietCheck quiet(device, support);
-  auto gpu_is_quiet = [&](const char* when) -> Result<bool> {
-    if (!request.options.check_gpu_quiet) return true;
-    auto check = quiet.check(request.options.probe_tolerance);
-    if (!check) return make_error(check.error());
-    result.gpu_check[when] = check->facts;
-    if (check->quiet) return true;
-    result.verdict = Verdict::kGpuBusy;
-    result.detail = std::string("the GPU is not ours alone ") + when + " timing: " + check->reason +
-                    "; no time is reported, evaluate again when it is quiet";
-    result.time_ms = ms_since(time_started);
-    result.total_ms = ms_since(started);
-    return false;
-  };
-  auto quiet_before = gpu_is_quiet("before");
-  if (!quiet_before) return make_error(quiet_before.error());
-  if (!*quiet_before) return result;
-  TimingLoop loop(device, support, *task, *reference.kernel, request.options);
-  loop.use_pool(pool, pool_key);
-  if (baseline) {
-    // One baseline of one task at one shape: its samples from earlier evaluations may serve.
-    std::string key = kernel_key(request.task_json, *request.baseline);
-    loop.use_baseline_history(baselines, key + '\0' + describe_shape(timed_shape));
-  }
-  auto timed = loop.run(*candidate.kernel, baseline ? &*baseline->kernel : nullptr, timed_shape,
-                        seed ^ 0x5bd1e995ULL, verifier.candidate_seconds(timed_shape));
-  result.time_ms = ms_since(time_started);
-  if (!timed) return make_error(timed.error());
-  result.timing_facts = timed->facts();
-  if (timed->verdict == Verdict::kOk) {
-    auto quiet_after = gpu_is_quiet("after");
-    if (!quiet_after) return make_error(quiet_after.error());
-    if (!*quiet_after) return result;
-  }
-  if (timed->verdict != Verdict::kOk) {
-    result.verdict = timed->verdict;
-    result.detail = timed->detail;
-    result.mismatch = timed->mismatch;
-    result.total_ms = ms_since(started);
-    return result;
-  }
-  result.candidate_time = timed->candidate;
-  result.baseline_time = timed->baseline;
-  double median = timed->candidate.median_us;
-  if (timed->baseline && median > 0) result.speedup = timed->baseline->median_us / median;
-  if (result.sol_us > 0 && median > 0) result.sol_percent = 100.0 * result.sol_us / median;
-  result.verdict = Verdict::kOk;
-  result.detail =
-      "verified on " + std::to_string(task->shapes.size()) + " shapes" +
-      (request.options.check_holdout ? " + " + std::to_string(task->holdout.size()) + " holdout"
-                                     : "");
-  std::string rounds_text;  // "5 rounds x 4, 2 rounds x 2, 1 round x 1", most rounds first
-  for (auto it = shapes_by_rounds.rbegin(); it != shapes_by_rounds.rend(); ++it)
-    rounds_text += std::string(rounds_text.empty() ? "" : ", ") + std::to_string(it->first) +
-                   (it->first == 1 ? " round x " : " rounds x ") + std::to_string(it->second);
-  result.detail += " (" + rounds_text + ")" + budget_note;
-  result.detail += coverage_text(*task, request.options, *plan);
-  if (timed->baseline_from_history)
-    result.detail += "; baseline: " + std::to_string(timed->fresh_baseline_samples) +
-                     " fresh samples agreed with earlier ones";
-
-  // Faster than physics allows: never accepted. Implausibly large speedups: re-verified with
-  // twice the rounds and new seeds before they count.
-  if (result.sol_us > 0 && median < 0.8 * result.sol_us) {
-    result.verdict = Verdict::kSuspicious;
-    result.detail = "median " + std::to_string(median) + " us is below the speed-of-light bound " +
-                    std::to_string(result.sol_us) + " us";
-  } else if (result.speedup > request.options.suspicious_speedup) {
-    for (size_t i = 0; i < task->shapes.size(); ++i) {
-      auto outcome = verifier.verify_shape(task->bind(task->shapes[i]), 2 * request.options.rounds,
-                                           seed * 31 + 17 * (i + 1), "reverify");
-      if (!outcome) return make_error(outcome.error());
-      if (outcome->verdict != Verdict::kOk) {
-        result.verdict = Verdict::kSuspicious;
-        result.detail = "speedup " + std::to_string(result.speedup) +
-                        "x failed re-verification: " + outcome->detail;
-        result.mismatch = outcome->mismatch;
-        break;
-      }
-    }
-    if (result.verdict == Verdict::kOk)
-      result.detail += "; speedup above " + std::to_string(request.options.suspicious_speedup) +
-                       "x confirmed by extra rounds";
-  }
-  // Counters for a new best (or on request), after the timed samples so they stay clean.
-  bool new_best =
-      request.options.profile_below_us <= 0 || median < request.options.profile_below_us;
-  if (result.verdict == Verdict::kOk && !request.options.profile.empty() && new_best)
-    profile_candidate(device, support, *task, *reference.kernel, *candidate.kernel, timed_shape,
-                      request.options, seed ^ 0x2545f491ULL, result);
-  result.total_ms = ms_since(started);
-  return result;
+  return Evaluation(device, support, request, pool, baselines).run();
 }
 
 }  // namespace kopt::worker

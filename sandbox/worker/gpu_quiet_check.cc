@@ -38,6 +38,39 @@ std::string us_text(double us) {
   return buf;
 }
 
+// What NVML says: other processes and held-down clocks become problems, the rest facts. Returns
+// whether another process holds the GPU.
+bool note_activity(const GpuActivity& activity, QuietVerdict& verdict,
+                   std::vector<std::string>& problems) {
+  bool others_present = false;
+  std::vector<GpuProcess> declared;
+  auto others = foreign_processes(activity, unsigned(::getpid()), own_gpu_pids(), &declared);
+  nlohmann::json listed = nlohmann::json::array();
+  for (const auto& p : others) listed.push_back(describe_process(p));
+  verdict.facts["other_processes"] = listed;
+  if (!declared.empty()) {
+    // kopt's own helpers (own_gpu_processes.h): listed, not counted; the probe still judges.
+    nlohmann::json own = nlohmann::json::array();
+    for (const auto& p : declared) own.push_back(describe_process(p));
+    verdict.facts["own_processes"] = own;
+  }
+  verdict.facts["sm_clock_mhz"] = activity.sm_clock_mhz;
+  verdict.facts["max_sm_clock_mhz"] = activity.max_sm_clock_mhz;
+  verdict.facts["clock_events"] = describe_clock_events(activity.clock_event_reasons);
+  if (!others.empty()) {
+    others_present = true;
+    std::string names;
+    for (const auto& p : others) names += (names.empty() ? "" : ", ") + describe_process(p);
+    problems.push_back(std::to_string(others.size()) + " other process" +
+                       (others.size() == 1 ? "" : "es") + " on this GPU: " + names);
+  }
+  if (clocks_held_down(activity.clock_event_reasons))
+    problems.push_back("clocks held down (" + describe_clock_events(activity.clock_event_reasons) +
+                       ", SM at " + std::to_string(activity.sm_clock_mhz) + " of " +
+                       std::to_string(activity.max_sm_clock_mhz) + " MHz)");
+  return others_present;
+}
+
 }  // namespace
 
 Result<double> GpuQuietCheck::probe_median_us() {
@@ -48,67 +81,45 @@ Result<double> GpuQuietCheck::probe_median_us() {
   return timed[timed.size() / 2] * 1e3;
 }
 
+double GpuQuietCheck::sm_clock_mhz() {
+  auto now = gpu_activity(device_.info().pci_bus_id);
+  return now && now->max_sm_clock_mhz > 0 ? now->sm_clock_mhz : 0;
+}
+
+// The probe is compared at the maximum SM clock: a GPU that lowers its clock under its power
+// cap runs it slower but is not shared (and interleaved timing cancels the clock in the
+// speedup), while time-slicing with another context stretches it at an unchanged clock.
+// `max_clock_mhz` 0: unknown, the probe's time as measured.
+Result<double> GpuQuietCheck::probe_at_max_clock(unsigned max_clock_mhz, QuietVerdict& verdict) {
+  double before = sm_clock_mhz();
+  auto us = probe_median_us();
+  if (!us) return make_error(us.error());
+  double after = sm_clock_mhz();
+  verdict.facts["probe_us"] = *us;
+  if (before <= 0 || after <= 0 || max_clock_mhz == 0) return *us;
+  verdict.facts["probe_sm_clock_mhz"] = (before + after) / 2;
+  return *us * (before + after) / 2 / max_clock_mhz;
+}
+
 Result<QuietVerdict> GpuQuietCheck::check(double probe_tolerance) {
   QuietVerdict verdict;
   std::vector<std::string> problems;
   bool others_present = false;
 
   auto activity = gpu_activity(device_.info().pci_bus_id);
-  if (activity) {
-    std::vector<GpuProcess> declared;
-    auto others = foreign_processes(*activity, unsigned(::getpid()), own_gpu_pids(), &declared);
-    nlohmann::json listed = nlohmann::json::array();
-    for (const auto& p : others) listed.push_back(describe_process(p));
-    verdict.facts["other_processes"] = listed;
-    if (!declared.empty()) {
-      // kopt's own helpers (own_gpu_processes.h): listed, not counted; the probe still judges.
-      nlohmann::json own = nlohmann::json::array();
-      for (const auto& p : declared) own.push_back(describe_process(p));
-      verdict.facts["own_processes"] = own;
-    }
-    verdict.facts["sm_clock_mhz"] = activity->sm_clock_mhz;
-    verdict.facts["max_sm_clock_mhz"] = activity->max_sm_clock_mhz;
-    verdict.facts["clock_events"] = describe_clock_events(activity->clock_event_reasons);
-    if (!others.empty()) {
-      others_present = true;
-      std::string names;
-      for (const auto& p : others) names += (names.empty() ? "" : ", ") + describe_process(p);
-      problems.push_back(std::to_string(others.size()) + " other process" +
-                         (others.size() == 1 ? "" : "es") + " on this GPU: " + names);
-    }
-    if (clocks_held_down(activity->clock_event_reasons))
-      problems.push_back("clocks held down (" +
-                         describe_clock_events(activity->clock_event_reasons) + ", SM at " +
-                         std::to_string(activity->sm_clock_mhz) + " of " +
-                         std::to_string(activity->max_sm_clock_mhz) + " MHz)");
-  } else {
+  if (activity)
+    others_present = note_activity(*activity, verdict, problems);
+  else
     verdict.facts["nvml"] = activity.error();
-  }
 
-  // The probe is compared at the maximum SM clock: a GPU that lowers its clock under its power
-  // cap runs it slower but is not shared (and interleaved timing cancels the clock in the
-  // speedup), while time-slicing with another context stretches it at an unchanged clock.
-  auto sm_clock_mhz = [&]() -> double {
-    auto now = gpu_activity(device_.info().pci_bus_id);
-    return now && now->max_sm_clock_mhz > 0 ? now->sm_clock_mhz : 0;
-  };
-  auto probe_at_max_clock = [&]() -> Result<double> {
-    double before = sm_clock_mhz();
-    auto us = probe_median_us();
-    if (!us) return make_error(us.error());
-    double after = sm_clock_mhz();
-    verdict.facts["probe_us"] = *us;
-    if (before <= 0 || after <= 0 || !activity || activity->max_sm_clock_mhz == 0) return *us;
-    verdict.facts["probe_sm_clock_mhz"] = (before + after) / 2;
-    return *us * (before + after) / 2 / activity->max_sm_clock_mhz;
-  };
+  unsigned max_clock_mhz = activity ? activity->max_sm_clock_mhz : 0;
   auto path = best_probe_path(device_.info());
   double best = read_best_probe_us(path);
-  auto probe = probe_at_max_clock();
+  auto probe = probe_at_max_clock(max_clock_mhz, verdict);
   if (!probe) return make_error(probe.error());
   // A slow first probe may be clocks ramping up after idle: one more try, the faster counts.
   if (best > 0 && *probe > best * (1 + probe_tolerance)) {
-    auto again = probe_at_max_clock();
+    auto again = probe_at_max_clock(max_clock_mhz, verdict);
     if (!again) return make_error(again.error());
     probe = std::min(*probe, *again);
   }

@@ -1,9 +1,10 @@
 // Is this GPU ours alone right now? A number timed while another process computes on the GPU, or
 // while its clocks are held down, is wrong by up to several times and must never become a recorded
 // win. Checked before and after timing: no other process holds compute on the GPU (NVML), no
-// hardware or thermal slowdown is active, and a fixed compute-bound probe kernel runs within a tolerance of its
-// best known time on this GPU model (cached on disk like the DRAM peak). The probe catches what
-// NVML cannot see (another container's processes, MIG neighbours, an NVML-less machine).
+// hardware or thermal slowdown is active, and a fixed compute-bound probe kernel runs within a
+// tolerance of its best known time on this GPU model (cached on disk like the DRAM peak). The probe
+// catches what NVML cannot see (another container's processes, MIG neighbours, an NVML-less
+// machine).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,8 @@ class GpuQuietCheck {
 
  private:
   Result<double> probe_median_us();
+  double sm_clock_mhz();  // 0 where NVML cannot say
+  Result<double> probe_at_max_clock(unsigned max_clock_mhz, QuietVerdict& verdict);
   Device& device_;
   SupportKernels& support_;
 };

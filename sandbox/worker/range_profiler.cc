@@ -77,134 +77,130 @@ std::vector<const char*> c_names(const std::vector<std::string>& names) {
   return out;
 }
 
-}  // namespace
+std::string with_permission_help(std::string why, CUptiResult rc) {
+  return why + (is_permission_error(rc) ? std::string(": ") + kPermissionHelp : "");
+}
 
-Result<std::unique_ptr<RangeProfiler>> RangeProfiler::create(CUcontext context, int device_ordinal,
-                                                             ProfilerUnavailable* unavailable) {
-  auto refuse = [&](const std::string& why) -> Result<std::unique_ptr<RangeProfiler>> {
-    unavailable->reason = why;
-    return make_error(why);
-  };
-  CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-  CUptiResult rc = cuptiProfilerInitialize(&init);
-  if (rc != CUPTI_SUCCESS)
-    return refuse(describe("cuptiProfilerInitialize", rc) +
-                  (is_permission_error(rc) ? std::string(": ") + kPermissionHelp : ""));
-  std::unique_ptr<RangeProfiler> self(new RangeProfiler());
-  self->context_ = context;
+Result<std::string> chip_name(int device_ordinal) {
   CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
   chip.deviceIndex = size_t(device_ordinal);
-  if ((rc = cuptiDeviceGetChipName(&chip)) != CUPTI_SUCCESS)
-    return refuse(describe("cuptiDeviceGetChipName", rc));
-  self->chip_ = chip.pChipName;
+  if (CUptiResult rc = cuptiDeviceGetChipName(&chip); rc != CUPTI_SUCCESS)
+    return make_error(describe("cuptiDeviceGetChipName", rc));
+  return std::string(chip.pChipName);
+}
 
-  // Counter availability needs the profiler enabled on the context; it is also where a missing
-  // permission shows first.
+// Counter availability needs the profiler enabled on the context; it is also where a missing
+// permission shows first.
+Result<std::vector<uint8_t>> counter_availability(CUcontext context) {
   std::vector<uint8_t> availability;
-  {
-    EnabledProfiler enabled(context);
-    if (enabled.status() != CUPTI_SUCCESS) {
-      std::string why = describe("cuptiRangeProfilerEnable", enabled.status());
-      if (is_permission_error(enabled.status())) why += std::string(": ") + kPermissionHelp;
-      return refuse(why);
-    }
-    CUpti_Profiler_GetCounterAvailability_Params a{
-        CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
-    a.ctx = context;
-    if ((rc = cuptiProfilerGetCounterAvailability(&a)) != CUPTI_SUCCESS)
-      return refuse(describe("cuptiProfilerGetCounterAvailability", rc) +
-                    (is_permission_error(rc) ? std::string(": ") + kPermissionHelp : ""));
-    availability.resize(a.counterAvailabilityImageSize);
-    a.pCounterAvailabilityImage = availability.data();
-    if ((rc = cuptiProfilerGetCounterAvailability(&a)) != CUPTI_SUCCESS)
-      return refuse(describe("cuptiProfilerGetCounterAvailability", rc));
-  }
+  EnabledProfiler enabled(context);
+  if (enabled.status() != CUPTI_SUCCESS)
+    return make_error(with_permission_help(describe("cuptiRangeProfilerEnable", enabled.status()),
+                                           enabled.status()));
+  CUpti_Profiler_GetCounterAvailability_Params a{
+      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+  a.ctx = context;
+  CUptiResult rc;
+  if ((rc = cuptiProfilerGetCounterAvailability(&a)) != CUPTI_SUCCESS)
+    return make_error(
+        with_permission_help(describe("cuptiProfilerGetCounterAvailability", rc), rc));
+  availability.resize(a.counterAvailabilityImageSize);
+  a.pCounterAvailabilityImage = availability.data();
+  if ((rc = cuptiProfilerGetCounterAvailability(&a)) != CUPTI_SUCCESS)
+    return make_error(describe("cuptiProfilerGetCounterAvailability", rc));
+  return availability;
+}
 
+Result<CUpti_Profiler_Host_Object*> initialize_host(const std::string& chip,
+                                                    std::vector<uint8_t>& availability) {
   CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
   host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  host.pChipName = self->chip_.c_str();
+  host.pChipName = chip.c_str();
   host.pCounterAvailabilityImage = availability.data();
-  if ((rc = cuptiProfilerHostInitialize(&host)) != CUPTI_SUCCESS)
-    return refuse(describe("cuptiProfilerHostInitialize", rc) + " for chip " + self->chip_);
-  self->host_ = host.pHostObject;
+  if (CUptiResult rc = cuptiProfilerHostInitialize(&host); rc != CUPTI_SUCCESS)
+    return make_error(describe("cuptiProfilerHostInitialize", rc) + " for chip " + chip);
+  return host.pHostObject;
+}
 
-  // Metrics this chip lacks (gmma stalls before Hopper) are left out and read as 0.
-  auto known = base_metrics(host_of(self->host_));
+// Metrics this chip lacks (gmma stalls before Hopper) are left out and read as 0.
+Status add_supported_metrics(CUpti_Profiler_Host_Object* host,
+                             std::vector<std::string>& supported) {
+  auto known = base_metrics(host);
   for (const auto& name : profile_metric_names())
-    if (known.count(name.substr(0, name.find('.')))) self->supported_.push_back(name);
-  auto names = c_names(self->supported_);
+    if (known.count(name.substr(0, name.find('.')))) supported.push_back(name);
+  auto names = c_names(supported);
   CUpti_Profiler_Host_ConfigAddMetrics_Params add{
       CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-  add.pHostObject = host_of(self->host_);
+  add.pHostObject = host;
   add.ppMetricNames = names.data();
   add.numMetrics = names.size();
-  if ((rc = cuptiProfilerHostConfigAddMetrics(&add)) != CUPTI_SUCCESS)
-    return refuse(describe("cuptiProfilerHostConfigAddMetrics", rc));
+  if (CUptiResult rc = cuptiProfilerHostConfigAddMetrics(&add); rc != CUPTI_SUCCESS)
+    return make_error(describe("cuptiProfilerHostConfigAddMetrics", rc));
+  return ok_status();
+}
+
+// The config image of the metrics added, and how many replay passes it needs.
+Status write_config_image(CUpti_Profiler_Host_Object* host, std::vector<uint8_t>& config,
+                          size_t& passes_needed) {
+  CUptiResult rc;
   CUpti_Profiler_Host_GetConfigImageSize_Params size{
       CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-  size.pHostObject = host_of(self->host_);
+  size.pHostObject = host;
   if ((rc = cuptiProfilerHostGetConfigImageSize(&size)) != CUPTI_SUCCESS)
-    return refuse(describe("cuptiProfilerHostGetConfigImageSize", rc));
-  self->config_.resize(size.configImageSize);
+    return make_error(describe("cuptiProfilerHostGetConfigImageSize", rc));
+  config.resize(size.configImageSize);
   CUpti_Profiler_Host_GetConfigImage_Params image{
       CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-  image.pHostObject = host_of(self->host_);
-  image.configImageSize = self->config_.size();
-  image.pConfigImage = self->config_.data();
+  image.pHostObject = host;
+  image.configImageSize = config.size();
+  image.pConfigImage = config.data();
   if ((rc = cuptiProfilerHostGetConfigImage(&image)) != CUPTI_SUCCESS)
-    return refuse(describe("cuptiProfilerHostGetConfigImage", rc));
+    return make_error(describe("cuptiProfilerHostGetConfigImage", rc));
   CUpti_Profiler_Host_GetNumOfPasses_Params passes{
       CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-  passes.configImageSize = self->config_.size();
-  passes.pConfigImage = self->config_.data();
+  passes.configImageSize = config.size();
+  passes.pConfigImage = config.data();
   if ((rc = cuptiProfilerHostGetNumOfPasses(&passes)) != CUPTI_SUCCESS)
-    return refuse(describe("cuptiProfilerHostGetNumOfPasses", rc));
-  self->passes_ = passes.numOfPasses;
-  return self;
+    return make_error(describe("cuptiProfilerHostGetNumOfPasses", rc));
+  passes_needed = passes.numOfPasses;
+  return ok_status();
 }
 
-RangeProfiler::~RangeProfiler() {
-  if (!host_) return;
-  CUpti_Profiler_Host_Deinitialize_Params p{CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
-  p.pHostObject = host_of(host_);
-  cuptiProfilerHostDeinitialize(&p);
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-Result<std::vector<RangeValues>> RangeProfiler::profile(const std::function<Status()>& before_pass,
-                                                        const std::function<Status()>& run_once,
-                                                        size_t launches) {
-  using Clock = std::chrono::steady_clock;
-  auto ms_since = [](Clock::time_point t) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-  };
-  auto phase = Clock::now();
-  timing_ = Timing{};
-  EnabledProfiler enabled(context_);
-  if (enabled.status() != CUPTI_SUCCESS)
-    return make_error(describe("cuptiRangeProfilerEnable", enabled.status()));
-  auto names = c_names(supported_);
+// The counter data image for `launches` ranges of `names`, initialised in `counter_data`.
+Status init_counter_data(CUpti_RangeProfiler_Object* profiler, std::vector<const char*>& names,
+                         size_t launches, std::vector<uint8_t>& counter_data) {
   CUpti_RangeProfiler_GetCounterDataSize_Params size{
       CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-  size.pRangeProfilerObject = enabled.get();
+  size.pRangeProfilerObject = profiler;
   size.pMetricNames = names.data();
   size.numMetrics = names.size();
   size.maxNumOfRanges = launches;
   size.maxNumRangeTreeNodes = uint32_t(launches);
   CUptiResult rc = cuptiRangeProfilerGetCounterDataSize(&size);
   if (rc != CUPTI_SUCCESS) return make_error(describe("cuptiRangeProfilerGetCounterDataSize", rc));
-  std::vector<uint8_t> counter_data(size.counterDataSize);
+  counter_data.resize(size.counterDataSize);
   CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{
       CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-  init.pRangeProfilerObject = enabled.get();
+  init.pRangeProfilerObject = profiler;
   init.counterDataSize = counter_data.size();
   init.pCounterData = counter_data.data();
   if ((rc = cuptiRangeProfilerCounterDataImageInitialize(&init)) != CUPTI_SUCCESS)
     return make_error(describe("cuptiRangeProfilerCounterDataImageInitialize", rc));
+  return ok_status();
+}
 
+// Auto ranges replayed by the caller; `kernel_replay_said` keeps the fallback's note to once.
+Status set_config(CUpti_RangeProfiler_Object* profiler, std::vector<uint8_t>& config_image,
+                  std::vector<uint8_t>& counter_data, size_t launches, bool& kernel_replay_said) {
   CUpti_RangeProfiler_SetConfig_Params config{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
-  config.pRangeProfilerObject = enabled.get();
-  config.configSize = config_.size();
-  config.pConfig = config_.data();
+  config.pRangeProfilerObject = profiler;
+  config.configSize = config_image.size();
+  config.pConfig = config_image.data();
   config.counterDataImageSize = counter_data.size();
   config.pCounterDataImage = counter_data.data();
   config.range = CUPTI_AutoRange;
@@ -214,50 +210,64 @@ Result<std::vector<RangeValues>> RangeProfiler::profile(const std::function<Stat
   config.minNestingLevel = 1;
   config.passIndex = 0;
   config.targetNestingLevel = 1;
-  if ((rc = cuptiRangeProfilerSetConfig(&config)) != CUPTI_SUCCESS) {
-    // A CUPTI that refuses auto ranges replayed by the caller replays each kernel itself
-    // (saving and restoring device memory around every pass): slower, the same counters.
-    config.replayMode = CUPTI_KernelReplay;
-    config.maxRangesPerPass = 1;
-    CUptiResult retry = cuptiRangeProfilerSetConfig(&config);
-    if (retry != CUPTI_SUCCESS)
-      return make_error(describe("cuptiRangeProfilerSetConfig", rc) +
-                        "; with kernel replay: " + describe("cuptiRangeProfilerSetConfig", retry));
-    if (!kernel_replay_said_)
-      std::fprintf(stderr, "kopt-sandbox: %s; using kernel replay\n",
-                   describe("cuptiRangeProfilerSetConfig(user replay)", rc).c_str());
-    kernel_replay_said_ = true;
-  }
+  CUptiResult rc = cuptiRangeProfilerSetConfig(&config);
+  if (rc == CUPTI_SUCCESS) return ok_status();
+  // A CUPTI that refuses auto ranges replayed by the caller replays each kernel itself
+  // (saving and restoring device memory around every pass): slower, the same counters.
+  config.replayMode = CUPTI_KernelReplay;
+  config.maxRangesPerPass = 1;
+  CUptiResult retry = cuptiRangeProfilerSetConfig(&config);
+  if (retry != CUPTI_SUCCESS)
+    return make_error(describe("cuptiRangeProfilerSetConfig", rc) +
+                      "; with kernel replay: " + describe("cuptiRangeProfilerSetConfig", retry));
+  if (!kernel_replay_said)
+    std::fprintf(stderr, "kopt-sandbox: %s; using kernel replay\n",
+                 describe("cuptiRangeProfilerSetConfig(user replay)", rc).c_str());
+  kernel_replay_said = true;
+  return ok_status();
+}
 
-  timing_.setup_ms = ms_since(phase);
-  phase = Clock::now();
-  // One run of the plan per pass; CUPTI says when every pass has been submitted.
+// One run of the plan per pass; CUPTI says when every pass has been submitted.
+Status run_passes(CUpti_RangeProfiler_Object* profiler, size_t passes,
+                  const std::function<Status()>& before_pass,
+                  const std::function<Status()>& run_once, RangeProfiler::Timing& timing) {
+  CUptiResult rc;
   bool all_submitted = false;
-  for (size_t run = 0; run < passes_ + 2 && !all_submitted; ++run) {
+  for (size_t run = 0; run < passes + 2 && !all_submitted; ++run) {
     auto t0 = Clock::now();
     if (Status ready = before_pass(); !ready)
       return make_error("before a profiled run: " + ready.error());
-    timing_.before_ms += ms_since(t0);
+    timing.before_ms += ms_since(t0);
     CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-    start.pRangeProfilerObject = enabled.get();
+    start.pRangeProfilerObject = profiler;
     if ((rc = cuptiRangeProfilerStart(&start)) != CUPTI_SUCCESS)
       return make_error(describe("cuptiRangeProfilerStart", rc));
     auto t1 = Clock::now();
     Status ran = run_once();
-    timing_.runs_ms += ms_since(t1);
+    timing.runs_ms += ms_since(t1);
     CUpti_RangeProfiler_Stop_Params stop{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-    stop.pRangeProfilerObject = enabled.get();
+    stop.pRangeProfilerObject = profiler;
     rc = cuptiRangeProfilerStop(&stop);
     if (!ran) return make_error("the plan failed under the profiler: " + ran.error());
     if (rc != CUPTI_SUCCESS) return make_error(describe("cuptiRangeProfilerStop", rc));
     all_submitted = stop.isAllPassSubmitted != 0;
   }
   if (!all_submitted)
-    return make_error("CUPTI wanted more than " + std::to_string(passes_ + 2) + " passes");
-  timing_.passes_ms = ms_since(phase);
-  phase = Clock::now();
+    return make_error("CUPTI wanted more than " + std::to_string(passes + 2) + " passes");
+  return ok_status();
+}
+
+// Decodes the passes and evaluates each range's metrics, in profile_metric_names() order (a
+// metric the chip lacks reads 0).
+Result<std::vector<RangeValues>> decode_ranges(CUpti_RangeProfiler_Object* profiler,
+                                               CUpti_Profiler_Host_Object* host,
+                                               std::vector<uint8_t>& counter_data,
+                                               std::vector<const char*>& names,
+                                               const std::vector<std::string>& supported,
+                                               size_t launches) {
+  CUptiResult rc;
   CUpti_RangeProfiler_DecodeData_Params decode{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-  decode.pRangeProfilerObject = enabled.get();
+  decode.pRangeProfilerObject = profiler;
   if ((rc = cuptiRangeProfilerDecodeData(&decode)) != CUPTI_SUCCESS)
     return make_error(describe("cuptiRangeProfilerDecodeData", rc));
   if (decode.numOfRangeDropped > 0)
@@ -278,7 +288,7 @@ Result<std::vector<RangeValues>> RangeProfiler::profile(const std::function<Stat
     std::vector<double> values(names.size());
     CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{
         CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-    eval.pHostObject = host_of(host_);
+    eval.pHostObject = host;
     eval.pCounterDataImage = counter_data.data();
     eval.counterDataImageSize = counter_data.size();
     eval.rangeIndex = r;
@@ -288,10 +298,75 @@ Result<std::vector<RangeValues>> RangeProfiler::profile(const std::function<Stat
     if ((rc = cuptiProfilerHostEvaluateToGpuValues(&eval)) != CUPTI_SUCCESS)
       return make_error(describe("cuptiProfilerHostEvaluateToGpuValues", rc));
     RangeValues full(all.size(), 0.0);
-    for (size_t i = 0, s = 0; i < all.size() && s < supported_.size(); ++i)
-      if (all[i] == supported_[s]) full[i] = values[s++];
+    for (size_t i = 0, s = 0; i < all.size() && s < supported.size(); ++i)
+      if (all[i] == supported[s]) full[i] = values[s++];
     ranges.push_back(std::move(full));
   }
+  return ranges;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RangeProfiler>> RangeProfiler::create(CUcontext context, int device_ordinal,
+                                                             ProfilerUnavailable* unavailable) {
+  auto refuse = [&](const std::string& why) -> Result<std::unique_ptr<RangeProfiler>> {
+    unavailable->reason = why;
+    return make_error(why);
+  };
+  CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+  CUptiResult rc = cuptiProfilerInitialize(&init);
+  if (rc != CUPTI_SUCCESS)
+    return refuse(with_permission_help(describe("cuptiProfilerInitialize", rc), rc));
+  std::unique_ptr<RangeProfiler> self(new RangeProfiler());
+  self->context_ = context;
+  auto chip = chip_name(device_ordinal);
+  if (!chip) return refuse(chip.error());
+  self->chip_ = *chip;
+  auto availability = counter_availability(context);
+  if (!availability) return refuse(availability.error());
+  auto host = initialize_host(self->chip_, *availability);
+  if (!host) return refuse(host.error());
+  self->host_ = *host;  // from here on the destructor deinitialises it
+  if (Status added = add_supported_metrics(*host, self->supported_); !added)
+    return refuse(added.error());
+  if (Status image = write_config_image(*host, self->config_, self->passes_); !image)
+    return refuse(image.error());
+  return self;
+}
+
+RangeProfiler::~RangeProfiler() {
+  if (!host_) return;
+  CUpti_Profiler_Host_Deinitialize_Params p{CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+  p.pHostObject = host_of(host_);
+  cuptiProfilerHostDeinitialize(&p);
+}
+
+Result<std::vector<RangeValues>> RangeProfiler::profile(const std::function<Status()>& before_pass,
+                                                        const std::function<Status()>& run_once,
+                                                        size_t launches) {
+  auto phase = Clock::now();
+  timing_ = Timing{};
+  EnabledProfiler enabled(context_);
+  if (enabled.status() != CUPTI_SUCCESS)
+    return make_error(describe("cuptiRangeProfilerEnable", enabled.status()));
+  auto names = c_names(supported_);
+  std::vector<uint8_t> counter_data;
+  if (Status s = init_counter_data(enabled.get(), names, launches, counter_data); !s)
+    return make_error(s.error());
+  if (Status s = set_config(enabled.get(), config_, counter_data, launches, kernel_replay_said_);
+      !s)
+    return make_error(s.error());
+  timing_.setup_ms = ms_since(phase);
+
+  phase = Clock::now();
+  if (Status s = run_passes(enabled.get(), passes_, before_pass, run_once, timing_); !s)
+    return make_error(s.error());
+  timing_.passes_ms = ms_since(phase);
+
+  phase = Clock::now();
+  auto ranges =
+      decode_ranges(enabled.get(), host_of(host_), counter_data, names, supported_, launches);
+  if (!ranges) return make_error(ranges.error());
   timing_.decode_ms = ms_since(phase);
   return ranges;
 }

@@ -36,21 +36,12 @@ Result<double> measure_dram_bandwidth(Device& device, SupportKernels& support) {
   if (!a) return make_error(a.error());
   auto b = allocate(device, bytes);
   if (!b) return make_error(b.error());
-  CUevent start = nullptr, stop = nullptr;
-  d.cuEventCreate(&start, CU_EVENT_DEFAULT);
-  d.cuEventCreate(&stop, CU_EVENT_DEFAULT);
-  double best_ms = 1e30;
-  for (int rep = 0; rep < 6; ++rep) {
-    d.cuEventRecord(start, nullptr);
+  auto times = time_with_events(device, nullptr, 6, [&](int) {
     d.cuMemcpyDtoD(b->ptr(), a->ptr(), bytes);
-    d.cuEventRecord(stop, nullptr);
-    d.cuEventSynchronize(stop);
-    float ms = 0;
-    d.cuEventElapsedTime(&ms, start, stop);
-    if (rep > 0) best_ms = std::min<double>(best_ms, ms);
-  }
-  d.cuEventDestroy(start);
-  d.cuEventDestroy(stop);
+    return ok_status();
+  });
+  if (!times) return make_error(times.error());
+  double best_ms = *std::min_element(times->begin() + 1, times->end());  // rep 0 warms up
   double memcpy_rate = 2.0 * double(bytes) / (best_ms * 1e-3);
   auto kernel_rate = support.measure_copy_bandwidth(a->ptr(), b->ptr(), bytes);
   if (!kernel_rate) return make_error(kernel_rate.error());

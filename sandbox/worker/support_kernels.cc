@@ -34,24 +34,6 @@ const char* word_name(DType dtype) {
   }
 }
 
-const char* type_name(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "float";
-    case DType::kF16:
-      return "__half";
-    case DType::kBF16:
-      return "__nv_bfloat16";
-    case DType::kI32:
-      return "int";
-    case DType::kI64:
-      return "long long";
-    case DType::kE4M3:
-      return "__nv_fp8_e4m3";
-  }
-  return "float";
-}
-
 }  // namespace
 
 std::vector<std::string> SupportKernels::kernel_names() {
@@ -66,7 +48,7 @@ std::vector<std::string> SupportKernels::kernel_names() {
                                     "xor_mask<unsigned int>",
                                     "xor_mask<unsigned long long>"};
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kE4M3}) {
-    std::string ty = type_name(t);
+    std::string ty = dtype_cpp_type(t);
     names.push_back("compare<" + ty + ">");
     names.push_back("fill_randint<" + ty + ">");
     names.push_back("fill_sorted<" + ty + ">");
@@ -193,8 +175,8 @@ Status SupportKernels::fill(CUdeviceptr data, DType dtype, int64_t n, const Init
                : init.dist == "constant" ? init.value + 1
                                          : double(bounds.int_high);
   void* args[] = {&data, &count, &seed, &row, &spacing, &top};
-  return launch("plant_maxima<" + std::string(type_name(dtype)) + ">", grid_for(*device_, count),
-                256, args, false);
+  return launch("plant_maxima<" + std::string(dtype_cpp_type(dtype)) + ">",
+                grid_for(*device_, count), 256, args, false);
 }
 
 Status SupportKernels::plant_rows(CUdeviceptr data, DType dtype, int64_t n,
@@ -205,8 +187,8 @@ Status SupportKernels::plant_rows(CUdeviceptr data, DType dtype, int64_t n,
   int kind = static_cast<int>(pattern.kind);
   double value = pattern.value, share = pattern.share;
   void* args[] = {&data, &count, &seed, &row_length, &kind, &value, &share};
-  return launch("plant_rows<" + std::string(type_name(dtype)) + ">", grid_for(*device_, count), 256,
-                args, false);
+  return launch("plant_rows<" + std::string(dtype_cpp_type(dtype)) + ">", grid_for(*device_, count),
+                256, args, false);
 }
 
 Status SupportKernels::fill_sorted(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
@@ -228,14 +210,14 @@ Status SupportKernels::fill_sorted(CUdeviceptr data, DType dtype, int64_t n, con
     b = init.dist == "constant" ? init.value : init.high;
   }
   void* args[] = {&data, &count, &seed, &row, &descending, &kind, &a, &b};
-  return launch("fill_sorted<" + std::string(type_name(dtype)) + ">", grid_for(*device_, count),
-                256, args, false);
+  return launch("fill_sorted<" + std::string(dtype_cpp_type(dtype)) + ">",
+                grid_for(*device_, count), 256, args, false);
 }
 
 Status SupportKernels::fill_plain(CUdeviceptr data, DType dtype, int64_t n, const InitSpec& init,
                                   const FillBounds& bounds, uint64_t seed) {
   uint64_t count = static_cast<uint64_t>(n);
-  std::string ty = type_name(dtype);
+  std::string ty = dtype_cpp_type(dtype);
   uint64_t repeat = static_cast<uint64_t>(std::max<int64_t>(1, bounds.repeat));
   double neg_inf = dtype_is_float(dtype) ? init.neg_inf : 0.0;
   if (!dtype_is_float(dtype) || init.dist == "randint") {
@@ -270,8 +252,8 @@ Result<CompareStats> SupportKernels::compare(CUdeviceptr actual, CUdeviceptr exp
   uint64_t k0 = mask_key_.k0, k1 = mask_key_.k1;
   int masked = expected_masked ? 1 : 0;
   void* args[] = {&actual, &expected, &count, &atol, &rtol, &k0, &k1, &masked, &stats};
-  if (auto s = launch(std::string("compare<") + type_name(dtype) + ">", grid_for(*device_, count),
-                      256, args, false);
+  if (auto s = launch(std::string("compare<") + dtype_cpp_type(dtype) + ">",
+                      grid_for(*device_, count), 256, args, false);
       !s)
     return make_error(s.error());
   DeviceStats host{};
@@ -397,64 +379,44 @@ Result<double> SupportKernels::measure_fp32_flops() {
 Result<double> SupportKernels::measure_copy_bandwidth(CUdeviceptr from, CUdeviceptr to,
                                                       size_t bytes) {
   const CudaDriver& d = device_->driver();
-  CudaFailure failure;
-  CUevent start = nullptr, stop = nullptr;
-  d.cuEventCreate(&start, CU_EVENT_DEFAULT);
-  d.cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  constexpr int kBlocksPerSm[] = {4, 8, 16};
+  constexpr int kReps = 4;  // per grid size; the first of each warms up
   uint64_t n = bytes / 16;
   void* args[] = {&from, &to, &n};
   auto it = functions_.find("copy_peak");
+  auto times = time_with_events(*device_, device_->stream(), 3 * kReps, [&](int rep) -> Status {
+    unsigned blocks = unsigned(device_->info().sm_count * kBlocksPerSm[rep / kReps]);
+    CudaFailure failure;
+    if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, 512, 1, 1, 0, device_->stream(),
+                                         args, nullptr),
+                        "cuLaunchKernel(copy_peak)", &failure))
+      return make_error(failure.message);
+    return ok_status();
+  });
+  if (!times) return make_error(times.error());
   double best_ms = 1e30;
-  for (int blocks_per_sm : {4, 8, 16}) {
-    unsigned blocks = unsigned(device_->info().sm_count * blocks_per_sm);
-    for (int rep = 0; rep < 4; ++rep) {
-      d.cuEventRecord(start, device_->stream());
-      if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, 512, 1, 1, 0,
-                                           device_->stream(), args, nullptr),
-                          "cuLaunchKernel(copy_peak)", &failure))
-        return make_error(failure.message);
-      d.cuEventRecord(stop, device_->stream());
-      d.cuEventSynchronize(stop);
-      float ms = 0;
-      d.cuEventElapsedTime(&ms, start, stop);
-      if (rep > 0) best_ms = std::min<double>(best_ms, ms);
-    }
-  }
-  d.cuEventDestroy(start);
-  d.cuEventDestroy(stop);
+  for (size_t rep = 0; rep < times->size(); ++rep)
+    if (rep % kReps > 0) best_ms = std::min<double>(best_ms, (*times)[rep]);
   return 2.0 * double(n * 16) / (best_ms * 1e-3);
 }
 
 Result<std::vector<double>> SupportKernels::time_fma(int iterations, int reps) {
   const CudaDriver& d = device_->driver();
-  CudaFailure failure;
-  CUevent start = nullptr, stop = nullptr;
-  d.cuEventCreate(&start, CU_EVENT_DEFAULT);
-  d.cuEventCreate(&stop, CU_EVENT_DEFAULT);
   CUdeviceptr out = probe_.ptr();
   float seed = 1.0f;
   void* args[] = {&out, &iterations, &seed};
   unsigned blocks = unsigned(device_->info().sm_count) * 8, threads = 256;
   auto it = functions_.find("fma_peak");
-  std::vector<double> times;
-  for (int rep = 0; rep < reps; ++rep) {
-    d.cuEventRecord(start, device_->stream());
+  auto times = time_with_events(*device_, device_->stream(), reps, [&](int) -> Status {
+    CudaFailure failure;
     if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, threads, 1, 1, 0,
                                          device_->stream(), args, nullptr),
-                        "cuLaunchKernel(fma_peak)", &failure)) {
-      times.clear();
-      break;
-    }
-    d.cuEventRecord(stop, device_->stream());
-    d.cuEventSynchronize(stop);
-    float ms = 0;
-    d.cuEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  d.cuEventDestroy(start);
-  d.cuEventDestroy(stop);
-  if (times.empty()) return make_error(failure.message);
-  return times;
+                        "cuLaunchKernel(fma_peak)", &failure))
+      return make_error(failure.message);
+    return ok_status();
+  });
+  if (!times) return make_error(times.error());
+  return std::vector<double>(times->begin(), times->end());
 }
 
 Result<double> SupportKernels::read_element(CUdeviceptr data, DType dtype, int64_t index,

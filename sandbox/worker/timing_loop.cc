@@ -93,9 +93,7 @@ class TimedRun {
     if (!set_size || !input_size)
       return make_error(!set_size ? set_size.error() : input_size.error());
     size_t set_bytes = size_t(*set_size + *input_size);  // and the candidate's input copies
-    size_t free_bytes = 0, total_bytes = 0;
-    device_.driver().cuMemGetInfo(&free_bytes, &total_bytes);
-    size_t budget = std::min<size_t>(free_bytes / 2, size_t(16) << 30);
+    size_t budget = std::min<size_t>(memory_info(device_).free_bytes / 2, size_t(16) << 30);
     int count = int(std::clamp<size_t>(set_bytes ? budget / set_bytes : 4, 1, 4));
 
     InputSetMaker maker(device_, support_, task_, reference_, sizes_);
@@ -128,8 +126,12 @@ class TimedRun {
     auto flush = ColdL2::create(device_);
     if (!flush) return make_error(flush.error());
     cold_l2_.emplace(std::move(*flush));
-    cand_stream_ = std::make_unique<Stream>(device_);
-    base_stream_ = std::make_unique<Stream>(device_);
+    auto cand_stream = Stream::create(device_);
+    if (!cand_stream) return make_error(cand_stream.error());
+    cand_stream_ = std::make_unique<Stream>(std::move(*cand_stream));
+    auto base_stream = Stream::create(device_);
+    if (!base_stream) return make_error(base_stream.error());
+    base_stream_ = std::make_unique<Stream>(std::move(*base_stream));
     auto cand_id = CuptiKernelTimer::stream_id(device_.context(), cand_stream_->get());
     auto base_id = CuptiKernelTimer::stream_id(device_.context(), base_stream_->get());
     if (!cand_id || !base_id) return make_error(!cand_id ? cand_id.error() : base_id.error());

@@ -1,5 +1,4 @@
 #include "sandbox/worker/verifier.h"
-#include "sandbox/worker/structured_fill.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +9,7 @@
 
 #include "sandbox/worker/candidate_buffers.h"
 #include "sandbox/worker/memory_patterns.h"
+#include "sandbox/worker/structured_fill.h"
 
 namespace kopt::worker {
 namespace {
@@ -230,142 +230,246 @@ double Verifier::candidate_seconds(const ShapeBinding& sizes) const {
   return it == candidate_seconds_.end() ? 0.0 : it->second;
 }
 
-Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
-                                            const std::string& phase, const StressRound* stress) {
-  // A holdout's or a drawn shape's sizes never reach a verdict: the text goes to the model, which
-  // would learn the shape to special-case (tasks/README.md, "Drawn shapes").
-  const bool hidden = shape_is_hidden(phase);
-  // The step's variant of the task (drawn constants, an input family's tolerance), or the task.
-  const TaskSpec& task = step_task_ ? *step_task_ : task_;
-  std::string shape_text = hidden ? "a " + phase + " shape" : describe_shape(sizes);
-  auto ref_plan = reference_.resolve(task, sizes);
-  if (auto* f = std::get_if<PlanFailure>(&ref_plan))
-    return make_error("reference plan at " + shape_text + ": " + f->detail);
-  auto cand_plan = candidate_.resolve(task, sizes);
-  if (auto* f = std::get_if<PlanFailure>(&cand_plan))
-    return CheckOutcome{f->verdict, f->detail + " (at " + shape_text + ")", std::nullopt};
-  const ResolvedPlan& cp = std::get<ResolvedPlan>(cand_plan);
+// One shape's verification, step by step (Verifier::verify_shape is the script). A verdict on
+// the candidate ends it early; errors (the task's or the worker's) are errors.
+class ShapeVerification {
+ public:
+  using Step = Result<std::optional<CheckOutcome>>;
 
-  // Host wall time between the sync points below, by phase (the per-phase breakdown).
-  auto last = std::chrono::steady_clock::now();
-  auto lap = [&last] {
-    auto now = std::chrono::steady_clock::now();
-    double ms = std::chrono::duration<double, std::milli>(now - last).count();
-    last = now;
-    return ms;
-  };
+  ShapeVerification(Verifier& v, const ShapeBinding& sizes, int rounds, uint64_t seed,
+                    const std::string& phase, const StressRound* stress)
+      : device_(v.device_),
+        support_(v.support_),
+        reference_(v.reference_),
+        candidate_(v.candidate_),
+        options_(v.options_),
+        phases_(v.phases_),
+        pool_(v.pool_),
+        pool_key_(v.pool_key_),
+        candidate_seconds_(v.candidate_seconds_),
+        // The step's variant of the task (drawn constants, an input family's tolerance).
+        task_(v.step_task_ ? *v.step_task_ : v.task_),
+        sizes_(sizes),
+        rounds_(rounds),
+        seed_(seed),
+        phase_(phase),
+        stress_(stress),
+        // A holdout's or a drawn shape's sizes never reach a verdict: the text goes to the
+        // model, which would learn the shape to special-case (tasks/README.md, "Drawn shapes").
+        hidden_(shape_is_hidden(phase)),
+        shape_text_(hidden_ ? "a " + phase + " shape" : describe_shape(sizes)) {}
+
+  // The plans of reference and candidate at this shape.
+  Step resolve_plans() {
+    auto ref_plan = reference_.resolve(task_, sizes_);
+    if (auto* f = std::get_if<PlanFailure>(&ref_plan))
+      return make_error("reference plan at " + shape_text_ + ": " + f->detail);
+    auto cand_plan = candidate_.resolve(task_, sizes_);
+    if (auto* f = std::get_if<PlanFailure>(&cand_plan))
+      return verdict({f->verdict, f->detail + " (at " + shape_text_ + ")", std::nullopt});
+    candidate_plan_ = std::get<ResolvedPlan>(std::move(cand_plan));
+    return go_on();
+  }
+
   // The rounds' inputs and the reference's outputs on them: drawn from the pool, or one set of
   // this shape refilled from the request's seed every round.
-  InputSetMaker maker(device_, support_, task, reference_, sizes, stress);
-  double made_before = phases_.inputs_ms + phases_.reference_ms;
-  auto drawn = draw_sets(pool_, pool_key_, maker, rounds, options_, &phases_);
-  if (!drawn) return make_error(drawn.error());
-  bool pooled = drawn->has_value();
-  std::vector<InputSet*> sets;
-  std::unique_ptr<InputSet> own;
-  if (pooled) {
-    sets = std::move(**drawn);
-    phases_.setup_ms += lap() - (phases_.inputs_ms + phases_.reference_ms - made_before);
-  } else {
-    auto allocated = maker.allocate();
-    if (!allocated) return make_error(allocated.error());
-    own = std::move(*allocated);
-    sets.assign(size_t(rounds), own.get());
+  Step draw_inputs() {
+    last_ = std::chrono::steady_clock::now();
+    maker_.emplace(device_, support_, task_, reference_, sizes_, stress_);
+    double made_before = phases_.inputs_ms + phases_.reference_ms;
+    auto drawn = draw_sets(pool_, pool_key_, *maker_, rounds_, options_, &phases_);
+    if (!drawn) return make_error(drawn.error());
+    pooled_ = drawn->has_value();
+    if (pooled_) {
+      sets_ = std::move(**drawn);
+      phases_.setup_ms += lap() - (phases_.inputs_ms + phases_.reference_ms - made_before);
+    } else {
+      auto allocated = maker_->allocate();
+      if (!allocated) return make_error(allocated.error());
+      own_ = std::move(*allocated);
+      sets_.assign(size_t(rounds_), own_.get());
+    }
+    return go_on();
   }
 
   // What the candidate runs on: copies of each round's inputs, its outputs and scratch
   // (candidate_buffers.h); and where its first run's outputs wait for the second's.
-  auto buffers = CandidateBuffers::create(device_, task, sizes, &cp);
-  if (!buffers) return make_error(buffers.error());
-  std::vector<GuardedBuffer> first_storage;
-  BufferMap first_run;
-  if (auto s = allocate_tensors(device_, task, task.outputs, sizes, first_storage, first_run); !s)
-    return make_error(s.error());
-  phases_.setup_ms += lap();
+  Step make_buffers() {
+    auto buffers = CandidateBuffers::create(device_, task_, sizes_, &*candidate_plan_);
+    if (!buffers) return make_error(buffers.error());
+    buffers_.emplace(std::move(*buffers));
+    if (auto s =
+            allocate_tensors(device_, task_, task_.outputs, sizes_, first_storage_, first_run_);
+        !s)
+      return make_error(s.error());
+    phases_.setup_ms += lap();
+    return go_on();
+  }
 
-  auto fail = [&](CheckOutcome o, int round) {
-    if (hidden && o.mismatch) o.detail = describe_hidden_mismatch(*o.mismatch, o.verdict);
-    o.detail += " (" + (hidden ? shape_text : phase + " shape " + shape_text) + ", round " +
-                std::to_string(round + 1) + ")";
-    if (o.mismatch) {
-      o.mismatch->shape = shape_text;
-      o.mismatch->round = round + 1;
-      o.mismatch->phase = phase;
-      if (stress) o.mismatch->stress = stress->name;
+  Step run_rounds() {
+    for (int round = 0; round < rounds_; ++round) {
+      auto end = run_round(round);
+      if (!end || *end) return end;
     }
-    if (stress && hidden) {
-      o.detail = verdict_name(o.verdict) + " on stress round '" + stress->name + "' (" +
-                 shape_text + "): " + o.detail;
-    } else if (stress) {
-      o.detail = describe_stress_failure(task, *stress, sizes, o);
-    }
-    return o;
-  };
+    return go_on();
+  }
 
-  for (int round = 0; round < rounds; ++round) {
-    InputSet* set = sets[size_t(round)];
-    if (!pooled) {
+ private:
+  static std::optional<CheckOutcome> go_on() { return std::nullopt; }
+  static std::optional<CheckOutcome> verdict(CheckOutcome o) { return o; }
+
+  // Host wall time since the last sync point (the per-phase breakdown).
+  double lap() {
+    auto now = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+    return ms;
+  }
+
+  // One round: its inputs, then the candidate twice on them.
+  Step run_round(int round) {
+    InputSet* set = sets_[size_t(round)];
+    if (!pooled_) {
       uint64_t round_seed =
-          seed * 6364136223846793005ULL + uint64_t(round) * 1442695040888963407ULL;
-      last = std::chrono::steady_clock::now();
-      if (auto s = maker.fill(*set, round_seed, &phases_); !s) return make_error(s.error());
+          seed_ * 6364136223846793005ULL + uint64_t(round) * 1442695040888963407ULL;
+      last_ = std::chrono::steady_clock::now();
+      if (auto s = maker_->fill(*set, round_seed, &phases_); !s) return make_error(s.error());
       lap();
     } else {
       ++phases_.pooled_rounds;
     }
     ++phases_.rounds;
-    if (stress) ++phases_.stress_rounds;
+    if (stress_) ++phases_.stress_rounds;
     RunLimit limit = candidate_run_limit(options_, set->reference_seconds, "the reference");
-    if (auto s = buffers->load(*set, support_); !s) return make_error(s.error());
-    const BufferMap cand_buffers = buffers->bindings();
-
+    if (auto s = buffers_->load(*set, support_); !s) return make_error(s.error());
+    const BufferMap cand_buffers = buffers_->bindings();
     for (int run = 0; run < 2; ++run) {
-      // After the first round, the first run starts from the previous round's verified answer
-      // (right for other inputs: a stale answer) instead of NaN bytes.
-      auto poisoned =
-          run == 0 && round > 0
-              ? buffers->poison_with(first_run, device_.stream())
-              : buffers->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun, device_.stream());
-      if (!poisoned) return make_error(poisoned.error());
-      phases_.checks_ms += lap();
-      double seconds = 0;
-      auto failure =
-          run_plan(device_, candidate_, cp, cand_buffers, task, device_.stream(), limit, &seconds);
-      phases_.candidate_ms += lap();
-      double& slowest = candidate_seconds_[sizes];
-      slowest = std::max(slowest, seconds);
-      if (failure) return fail({failure->verdict, failure->detail, std::nullopt}, round);
-      // Guard zones, the input copies, the kept set itself: checked before any comparison is
-      // trusted (a damaged kept set is dropped there).
-      auto intact = check_integrity(support_, task, {&*buffers}, pooled ? pool_ : nullptr);
-      if (!intact) return make_error(intact.error());
-      if (intact->verdict != Verdict::kOk) return fail(*intact, round);
-      // A second run that disagrees with the reference, after a first that agreed, means the
-      // result depends on something other than the inputs: stale memory, races.
-      auto o = check_outputs(support_, task, buffers->outputs(), *set,
-                             run == 0 ? Verdict::kIncorrect : Verdict::kNondeterministic);
-      if (!o) return make_error(o.error());
-      if (o->verdict != Verdict::kOk) {
-        if (run == 1) o->detail = "second run on the same inputs differs: " + o->detail;
-        return fail(*o, round);
-      }
-      for (const auto& t : task.outputs) {
-        const BufferRef& actual = buffers->outputs().at(t.name);
-        if (run == 0) {
-          if (auto s = copy_buffer(device_, actual, first_run[t.name]); !s)
-            return make_error(s.error());
-          continue;
-        }
-        auto same =
-            check_output(support_, task, t, actual, first_run[t.name], Verdict::kNondeterministic);
-        if (!same) return make_error(same.error());
-        if (same->verdict != Verdict::kOk) {
-          same->detail = "two runs on the same inputs disagree: " + same->detail;
-          return fail(*same, round);
-        }
-      }
-      phases_.checks_ms += lap();
+      auto end = run_candidate(round, run, *set, limit, cand_buffers);
+      if (!end || *end) return end;
     }
+    return go_on();
+  }
+
+  // One run of the candidate on poisoned outputs, then its checks.
+  Step run_candidate(int round, int run, const InputSet& set, const RunLimit& limit,
+                     const BufferMap& cand_buffers) {
+    // After the first round, the first run starts from the previous round's verified answer
+    // (right for other inputs: a stale answer) instead of NaN bytes.
+    auto poisoned =
+        run == 0 && round > 0
+            ? buffers_->poison_with(first_run_, device_.stream())
+            : buffers_->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun, device_.stream());
+    if (!poisoned) return make_error(poisoned.error());
+    phases_.checks_ms += lap();
+    double seconds = 0;
+    auto failure = run_plan(device_, candidate_, *candidate_plan_, cand_buffers, task_,
+                            device_.stream(), limit, &seconds);
+    phases_.candidate_ms += lap();
+    double& slowest = candidate_seconds_[sizes_];
+    slowest = std::max(slowest, seconds);
+    if (failure) return fail({failure->verdict, failure->detail, std::nullopt}, round);
+    auto end = check_run(round, run, set);
+    if (!end || *end) return end;
+    phases_.checks_ms += lap();
+    return go_on();
+  }
+
+  Step check_run(int round, int run, const InputSet& set) {
+    // Guard zones, the input copies, the kept set itself: checked before any comparison is
+    // trusted (a damaged kept set is dropped there).
+    auto intact = check_integrity(support_, task_, {&*buffers_}, pooled_ ? pool_ : nullptr);
+    if (!intact) return make_error(intact.error());
+    if (intact->verdict != Verdict::kOk) return fail(*intact, round);
+    // A second run that disagrees with the reference, after a first that agreed, means the
+    // result depends on something other than the inputs: stale memory, races.
+    auto o = check_outputs(support_, task_, buffers_->outputs(), set,
+                           run == 0 ? Verdict::kIncorrect : Verdict::kNondeterministic);
+    if (!o) return make_error(o.error());
+    if (o->verdict != Verdict::kOk) {
+      if (run == 1) o->detail = "second run on the same inputs differs: " + o->detail;
+      return fail(*o, round);
+    }
+    return keep_or_compare_first_run(round, run);
+  }
+
+  // The first run's outputs are kept; the second run's must equal them.
+  Step keep_or_compare_first_run(int round, int run) {
+    for (const auto& t : task_.outputs) {
+      const BufferRef& actual = buffers_->outputs().at(t.name);
+      if (run == 0) {
+        if (auto s = copy_buffer(device_, actual, first_run_[t.name]); !s)
+          return make_error(s.error());
+        continue;
+      }
+      auto same =
+          check_output(support_, task_, t, actual, first_run_[t.name], Verdict::kNondeterministic);
+      if (!same) return make_error(same.error());
+      if (same->verdict != Verdict::kOk) {
+        same->detail = "two runs on the same inputs disagree: " + same->detail;
+        return fail(*same, round);
+      }
+    }
+    return go_on();
+  }
+
+  // A failure's detail names the shape (unless hidden), the round and the stress round.
+  std::optional<CheckOutcome> fail(CheckOutcome o, int round) const {
+    if (hidden_ && o.mismatch) o.detail = describe_hidden_mismatch(*o.mismatch, o.verdict);
+    o.detail += " (" + (hidden_ ? shape_text_ : phase_ + " shape " + shape_text_) + ", round " +
+                std::to_string(round + 1) + ")";
+    if (o.mismatch) {
+      o.mismatch->shape = shape_text_;
+      o.mismatch->round = round + 1;
+      o.mismatch->phase = phase_;
+      if (stress_) o.mismatch->stress = stress_->name;
+    }
+    if (stress_ && hidden_) {
+      o.detail = verdict_name(o.verdict) + " on stress round '" + stress_->name + "' (" +
+                 shape_text_ + "): " + o.detail;
+    } else if (stress_) {
+      o.detail = describe_stress_failure(task_, *stress_, sizes_, o);
+    }
+    return o;
+  }
+
+  Device& device_;
+  SupportKernels& support_;
+  const LoadedKernel& reference_;
+  const LoadedKernel& candidate_;
+  const EvalOptions& options_;
+  VerifyPhases& phases_;
+  InputPool* pool_;
+  const std::string& pool_key_;
+  std::map<ShapeBinding, double>& candidate_seconds_;
+  const TaskSpec& task_;
+  const ShapeBinding& sizes_;
+  const int rounds_;
+  const uint64_t seed_;
+  const std::string& phase_;
+  const StressRound* stress_;
+  const bool hidden_;
+  const std::string shape_text_;
+
+  std::optional<ResolvedPlan> candidate_plan_;
+  std::chrono::steady_clock::time_point last_;
+  // Declared in the order they are made, so that they are freed in reverse.
+  std::optional<InputSetMaker> maker_;
+  bool pooled_ = false;
+  std::vector<InputSet*> sets_;
+  std::unique_ptr<InputSet> own_;
+  std::optional<CandidateBuffers> buffers_;
+  std::vector<GuardedBuffer> first_storage_;
+  BufferMap first_run_;
+};
+
+Result<CheckOutcome> Verifier::verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
+                                            const std::string& phase, const StressRound* stress) {
+  ShapeVerification shape(*this, sizes, rounds, seed, phase, stress);
+  for (auto step : {&ShapeVerification::resolve_plans, &ShapeVerification::draw_inputs,
+                    &ShapeVerification::make_buffers, &ShapeVerification::run_rounds}) {
+    auto end = (shape.*step)();
+    if (!end) return make_error(end.error());
+    if (*end) return std::move(**end);
   }
   return CheckOutcome{};
 }

@@ -80,6 +80,8 @@ struct VerifyPhases {
   nlohmann::json to_json() const;
 };
 
+class ShapeVerification;
+
 class Verifier {
  public:
   Verifier(Device& device, SupportKernels& support, const TaskSpec& task,
@@ -109,6 +111,7 @@ class Verifier {
   double candidate_seconds(const ShapeBinding& sizes) const;
 
  private:
+  friend class ShapeVerification;  // verify_shape's steps (verifier.cc)
   Device& device_;
   SupportKernels& support_;
   const TaskSpec& task_;

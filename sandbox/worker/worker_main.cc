@@ -14,6 +14,8 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "sandbox/protocol.h"
 #include "sandbox/worker/cublaslt_baseline.h"
@@ -56,22 +58,33 @@ int usage() {
   return 2;
 }
 
-}  // namespace
+void send_fatal(const std::string& why) {
+  send({{"v", kProtocolVersion}, {"id", 0}, {"ok", false}, {"fatal", true}, {"error", why}});
+}
 
-int main(int argc, char** argv) {
-  std::signal(SIGPIPE, SIG_IGN);
+// `response` becomes the failure of `request` with `error`.
+void fail(json& response, const json& request, const std::string& error) {
+  response = reply(request, false);
+  response["error"] = error;
+}
+
+struct Arguments {
   int ordinal = 0;
   std::optional<std::string> output_log;
   // An outside profiler or compute-sanitizer owns the driver's callbacks (also said by
   // KOPT_SANDBOX_UNDER_PROFILER=1, which an environment allow-list may not pass on).
   bool under_profiler = false;
+};
+
+// The exit code where the arguments end the process (--help, a bad flag), else nothing.
+std::optional<int> parse_arguments(int argc, char** argv, Arguments& args) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
-      ordinal = std::atoi(argv[++i]);
+      args.ordinal = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--under-profiler")) {
-      under_profiler = true;
+      args.under_profiler = true;
     } else if (!std::strcmp(argv[i], "--output-log") && i + 1 < argc) {
-      output_log = argv[++i];
+      args.output_log = argv[++i];
     } else if (!std::strcmp(argv[i], "--help")) {
       usage();
       return 0;
@@ -79,53 +92,141 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  // Before any CUDA call: from here on fd 1 is the output log, not the daemon.
-  auto channel =
-      worker::divert_stdout_to_log(output_log.value_or(worker::default_output_log_path(ordinal)));
+  return std::nullopt;
+}
+
+// Before any CUDA call: from here on fd 1 is the output log, not the daemon.
+bool open_channel(const Arguments& args) {
+  auto channel = worker::divert_stdout_to_log(
+      args.output_log.value_or(worker::default_output_log_path(args.ordinal)));
   if (!channel) {
     std::fprintf(stderr, "kopt-sandbox: cannot set up its protocol channel: %s\n",
                  channel.error().c_str());
-    return kExitNoGpu;
+    return false;
   }
   g_channel = *channel;
-  // The process runs: said at once, so that a daemon that started it through a scheduler (srun)
-  // knows it left the queue and times context creation from here.
-  send(make_hello());
-  // Before anything slow: a daemon that dies while this worker starts must not leave it behind.
-  worker::exit_when_stdin_closes(0.5);
-  // CUPTI first: activity collection is set up before the context exists.
-  // KOPT_SANDBOX_UNDER_PROFILER=1: an outside profiler (ncu, bench/profile_fidelity.py) owns
-  // the GPU's counters; no activity tracing then, so such a worker can verify but not time.
+  return true;
+}
+
+// CUPTI first: activity collection is set up before the context exists.
+// KOPT_SANDBOX_UNDER_PROFILER=1: an outside profiler (ncu, bench/profile_fidelity.py) owns
+// the GPU's counters; no activity tracing then, so such a worker can verify but not time.
+worker::Device* open_device(const Arguments& args) {
   const char* outside = std::getenv("KOPT_SANDBOX_UNDER_PROFILER");
-  under_profiler = under_profiler || (outside && std::string(outside) == "1");
+  bool under_profiler = args.under_profiler || (outside && std::string(outside) == "1");
   auto cupti = under_profiler ? ok_status() : worker::CuptiKernelTimer::enable();
-  auto device = worker::Device::open(ordinal);
+  auto device = worker::Device::open(args.ordinal);
   if (!device || !cupti) {
     std::string why = !device ? device.error() : cupti.error();
-    send({{"v", kProtocolVersion}, {"id", 0}, {"ok", false}, {"fatal", true}, {"error", why}});
+    send_fatal(why);
     std::fprintf(stderr, "kopt-sandbox: %s\n", why.c_str());
-    return kExitNoGpu;
+    return nullptr;
   }
-  worker::Device& gpu = **device;
-  auto support = worker::SupportKernels::load(gpu, gpu.info().arch());
-  if (!support) {
-    send({{"v", kProtocolVersion},
-          {"id", 0},
-          {"ok", false},
-          {"fatal", true},
-          {"error", support.error()}});
-    return kExitNoGpu;
-  }
-  // Kept input sets: at most 30% of the GPU's memory (and half of what is free now), so timing
-  // buffers and the largest shapes, which are verified on demand, still fit beside them. Workers
-  // that share one GPU (KOPT_WORKERS_PER_GPU, the mutation bench's --workers) split that share.
-  size_t free_bytes = 0, total_bytes = 0;
-  gpu.driver().cuMemGetInfo(&free_bytes, &total_bytes);
+  return *device;
+}
+
+// Kept input sets: at most 30% of the GPU's memory (and half of what is free now), so timing
+// buffers and the largest shapes, which are verified on demand, still fit beside them. Workers
+// that share one GPU (KOPT_WORKERS_PER_GPU, the mutation bench's --workers) split that share.
+size_t input_pool_bytes(worker::Device& gpu) {
+  worker::MemoryInfo memory = worker::memory_info(gpu);
   size_t sharing = 1;
   if (const char* n = std::getenv("KOPT_WORKERS_PER_GPU"); n && std::atoi(n) > 1)
     sharing = size_t(std::atoi(n));
-  worker::InputPool pool(std::min(total_bytes / 10 * 3, free_bytes / 2) / sharing);
+  return std::min(memory.total_bytes / 10 * 3, memory.free_bytes / 2) / sharing;
+}
+
+// What every request may use: the GPU, its support kernels and what evaluations keep.
+struct Worker {
+  worker::Device& gpu;
+  worker::SupportKernels& support;
+  worker::InputPool pool;
   worker::BaselineHistory baselines;
+};
+
+// An op's handler fills `response` (or makes it a failure); false: the worker exits after it.
+using OpHandler = bool (*)(Worker&, const json& request, json& response);
+
+bool answer_ping(Worker& w, const json&, json& response) {
+  response["device"] = w.gpu.info().to_json();
+  return true;
+}
+
+bool answer_shutdown(Worker&, const json&, json&) { return false; }
+
+bool answer_peaks(Worker& w, const json& request, json& response) {
+  auto peaks = worker::device_peaks(w.gpu, w.support);
+  if (peaks)
+    response["peaks"] = peaks->to_json();
+  else
+    fail(response, request, peaks.error());
+  return true;
+}
+
+bool answer_evaluate(Worker& w, const json& request, json& response) {
+  auto parsed = eval_request_from_json(request);
+  if (!parsed) {
+    fail(response, request, parsed.error());
+    return true;
+  }
+  auto result = worker::evaluate(w.gpu, w.support, *parsed, &w.pool, &w.baselines);
+  // The kept sets may be what leaves too little memory for a big shape: give them
+  // back and try once more.
+  if (!result && w.pool.bytes() > 0 && result.error().find("OUT_OF_MEMORY") != std::string::npos &&
+      !w.gpu.context_lost()) {
+    w.pool.clear();
+    result = worker::evaluate(w.gpu, w.support, *parsed, &w.pool, &w.baselines);
+  }
+  if (result)
+    response["result"] = to_json(*result);
+  else
+    fail(response, request, result.error());
+  return true;
+}
+
+void put_result(const Result<json>& result, const json& request, json& response) {
+  if (result)
+    response["result"] = *result;
+  else
+    fail(response, request, result.error());
+}
+
+bool answer_check_task(Worker& w, const json& request, json& response) {
+  put_result(worker::check_task_hygiene(w.gpu, w.support, request), request, response);
+  return true;
+}
+
+bool answer_cublaslt(Worker& w, const json& request, json& response) {
+  put_result(worker::measure_cublaslt(w.gpu, w.support, request), request, response);
+  return true;
+}
+
+constexpr std::pair<std::string_view, OpHandler> kOps[] = {
+    {"ping", answer_ping},         {"shutdown", answer_shutdown},     {"peaks", answer_peaks},
+    {"evaluate", answer_evaluate}, {"check_task", answer_check_task}, {"cublaslt", answer_cublaslt},
+};
+
+// One request's answer in `response`; false: the worker exits after sending it.
+bool answer(Worker& w, const json& request, json& response) {
+  try {
+    if (request.value("v", 0) != kProtocolVersion) {
+      fail(response, request,
+           "protocol version " + request.value("v", json(0)).dump() +
+               " is not supported (this worker speaks " + std::to_string(kProtocolVersion) + ")");
+      return true;
+    }
+    std::string op = request.value("op", "");
+    for (const auto& [name, handle] : kOps)
+      if (op == name) return handle(w, request, response);
+    fail(response, request, "unknown op '" + op + "'");
+  } catch (const std::exception& e) {
+    fail(response, request, std::string("worker error: ") + e.what());
+  }
+  return true;
+}
+
+// Requests one per line on stdin until it closes or one asks for shutdown.
+int serve(Worker& w) {
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
@@ -140,67 +241,11 @@ int main(int argc, char** argv) {
       continue;
     }
     json response = reply(request, true);
-    try {
-      if (request.value("v", 0) != kProtocolVersion) {
-        response = reply(request, false);
-        response["error"] = "protocol version " + request.value("v", json(0)).dump() +
-                            " is not supported (this worker speaks " +
-                            std::to_string(kProtocolVersion) + ")";
-      } else {
-        std::string op = request.value("op", "");
-        if (op == "ping") {
-          response["device"] = gpu.info().to_json();
-        } else if (op == "shutdown") {
-          send(response);
-          return 0;
-        } else if (op == "peaks") {
-          auto peaks = worker::device_peaks(gpu, *support);
-          if (peaks) {
-            response["peaks"] = peaks->to_json();
-          } else {
-            response = reply(request, false);
-            response["error"] = peaks.error();
-          }
-        } else if (op == "evaluate") {
-          auto parsed = eval_request_from_json(request);
-          if (!parsed) {
-            response = reply(request, false);
-            response["error"] = parsed.error();
-          } else {
-            auto result = worker::evaluate(gpu, *support, *parsed, &pool, &baselines);
-            // The kept sets may be what leaves too little memory for a big shape: give them
-            // back and try once more.
-            if (!result && pool.bytes() > 0 &&
-                result.error().find("OUT_OF_MEMORY") != std::string::npos && !gpu.context_lost()) {
-              pool.clear();
-              result = worker::evaluate(gpu, *support, *parsed, &pool, &baselines);
-            }
-            if (result) {
-              response["result"] = to_json(*result);
-            } else {
-              response = reply(request, false);
-              response["error"] = result.error();
-            }
-          }
-        } else if (op == "check_task" || op == "cublaslt") {
-          auto result = op == "check_task" ? worker::check_task_hygiene(gpu, *support, request)
-                                           : worker::measure_cublaslt(gpu, *support, request);
-          if (result) {
-            response["result"] = *result;
-          } else {
-            response = reply(request, false);
-            response["error"] = result.error();
-          }
-        } else {
-          response = reply(request, false);
-          response["error"] = "unknown op '" + op + "'";
-        }
-      }
-    } catch (const std::exception& e) {
-      response = reply(request, false);
-      response["error"] = std::string("worker error: ") + e.what();
+    if (!answer(w, request, response)) {
+      send(response);
+      return 0;
     }
-    if (gpu.context_lost()) {
+    if (w.gpu.context_lost()) {
       response["fatal"] = true;
       send(response);
       // No destructors and no CUPTI teardown: with a kernel still running (a hang) they would wait
@@ -210,4 +255,27 @@ int main(int argc, char** argv) {
     send(response);
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  Arguments args;
+  if (auto exit_code = parse_arguments(argc, argv, args)) return *exit_code;
+  if (!open_channel(args)) return kExitNoGpu;
+  // The process runs: said at once, so that a daemon that started it through a scheduler (srun)
+  // knows it left the queue and times context creation from here.
+  send(make_hello());
+  // Before anything slow: a daemon that dies while this worker starts must not leave it behind.
+  worker::exit_when_stdin_closes(0.5);
+  worker::Device* gpu = open_device(args);
+  if (!gpu) return kExitNoGpu;
+  auto support = worker::SupportKernels::load(*gpu, gpu->info().arch());
+  if (!support) {
+    send_fatal(support.error());
+    return kExitNoGpu;
+  }
+  Worker w{*gpu, *support, worker::InputPool(input_pool_bytes(*gpu)), worker::BaselineHistory()};
+  return serve(w);
 }
