@@ -29,6 +29,7 @@
 #include "src/orchestrator/orchestrator.h"
 #include "src/orchestrator/resume_plan.h"
 #include "src/orchestrator/run_logging.h"
+#include "src/orchestrator/run_settings.h"
 #include "src/orchestrator/slurm_workers.h"
 
 namespace kopt::orchestrator {
@@ -102,49 +103,6 @@ Status local_gpus_present(const Result<int>& count, const std::vector<int>& gpus
     }
   }
   return ok_status();
-}
-
-void apply_config(const DaemonConfig& d, RunOptions& options) {
-  SearchSettings& s = options.search;
-  auto set = [](auto& target, const auto& value) {
-    if (value) target = static_cast<std::decay_t<decltype(target)>>(*value);
-  };
-  set(s.beam_width, d.search.beam_width);
-  set(s.plans_per_iteration, d.search.plans_per_iteration);
-  set(s.max_repairs, d.search.max_repairs);
-  set(s.memory_examples, d.search.memory_examples);
-  set(s.plateau_candidates, d.search.plateau_candidates);
-  set(s.tuner_max_configs, d.search.tuner_max_configs);
-  set(s.warm_start_kernels, d.search.warm_start_kernels);
-  set(s.plateau_plans, d.search.plateau_plans);
-  set(s.exploration, d.search.exploration);
-  set(options.llm_concurrency, d.llm_concurrency);
-  set(s.sol_threshold_percent, d.search.sol_threshold_percent);
-  set(s.sol_score_threshold, d.search.sol_score_threshold);
-  // The config reader accepted only the names parse_score_basis knows.
-  if (auto basis = parse_score_basis(d.search.score)) s.score = *basis;
-  set(options.max_in_flight, d.max_in_flight);
-  options.keep_prompts = d.keep_prompts;
-  set(options.drain_seconds, d.drain_s);
-  options.budgets.hours = d.budgets.hours;
-  options.budgets.max_usd = d.budgets.max_usd;
-  options.budgets.candidates_per_task = d.budgets.candidates_per_task;
-  options.budgets.max_usd_per_task = d.budgets.max_usd_per_task;
-  options.budgets.max_usd_per_hour = d.budgets.max_usd_per_hour;
-  set(options.budgets.spend_rate_window_s, d.budgets.spend_rate_window_s);
-  StallSettings& st = options.stall;
-  auto set_ms = [](std::chrono::milliseconds& target, const std::optional<double>& seconds) {
-    if (seconds) target = std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
-  };
-  set(st.window, d.stall.window);
-  set(st.min_calls, d.stall.min_calls);
-  set(st.park_dry_calls, d.stall.park_dry_calls);
-  set(st.planner_stale_answers, d.stall.planner_stale_answers);
-  set(st.min_new_share, d.stall.min_new_share);
-  set(st.park_new_share, d.stall.park_new_share);
-  set(st.temperature_step, d.stall.temperature_step);
-  set_ms(st.backoff_initial, d.stall.backoff_initial_s);
-  set_ms(st.backoff_max, d.stall.backoff_max_s);
 }
 
 }  // namespace
@@ -403,8 +361,6 @@ class Daemon {
   ExitCode search_and_report();
 
  private:
-  StepEnd add_task_dirs();
-  void apply_budget_flags();
   void log_settings() const;
   OrchestratorDeps orchestrator_deps();
   void print_summary(const RunOutcome& outcome) const;
@@ -418,6 +374,7 @@ class Daemon {
   std::optional<memory::MemoryStore> store_;
   std::optional<RunRecorder> recorder_;
   RunOptions options_;
+  std::vector<SettingOrigin> origins_;  // where each setting came from, for the log
   std::optional<int64_t> resume_id_;
   std::vector<int> gpus_;
   std::string gpus_note_;  // how the GPUs were chosen inside a Slurm job, for the log
@@ -461,7 +418,8 @@ StepEnd Daemon::open_database() {
 }
 
 StepEnd Daemon::resolve_settings() {
-  apply_config(config_->daemon, options_);
+  // The saved run's options when resuming (an empty object where its record holds none).
+  std::optional<nlohmann::json> saved;
   if (invocation_.resume) {
     auto last = store_->latest_run();
     if (!last || !*last) {
@@ -479,50 +437,28 @@ StepEnd Daemon::resolve_settings() {
       return ExitCode::kOk;
     }
     std::cerr << plan.message;
-    auto saved = parse_json_bounded((*last)->config_json);
-    if (saved.is_object() && saved.contains("options")) {
-      // Budgets from the command line and the config win over the saved ones.
-      if (invocation_.hours) options_.budgets.hours = invocation_.hours;
-      if (invocation_.max_usd) options_.budgets.max_usd = invocation_.max_usd;
-      if (invocation_.candidates_per_task) {
-        options_.budgets.candidates_per_task = invocation_.candidates_per_task;
-      }
-      apply_saved_options(saved["options"], options_);
-    }
+    auto record = parse_json_bounded((*last)->config_json);
+    bool has_options = record.is_object() && record.contains("options");
+    saved = has_options ? record["options"] : nlohmann::json::object();
   }
-  if (auto end = add_task_dirs()) return end;
-  apply_budget_flags();
+  SettingFlags flags{.hours = invocation_.hours,
+                     .max_usd = invocation_.max_usd,
+                     .candidates_per_task = invocation_.candidates_per_task,
+                     .max_usd_per_task = invocation_.max_usd_per_task,
+                     .max_usd_per_hour = invocation_.max_usd_per_hour,
+                     .score = invocation_.score,
+                     .task_dirs = {}};
+  // A new run's folders from --tasks (the default root without any); a resumed one's are saved.
+  if (!resume_id_ || !invocation_.tasks.empty()) {
+    auto dirs = resolve_tasks(invocation_);
+    if (!dirs) return refuse(ExitCode::kBadInput, dirs.error());
+    flags.task_dirs = std::move(*dirs);
+  }
+  ResolvedSettings resolved =
+      resolve_run_settings(config_->daemon, flags, saved ? &*saved : nullptr);
+  options_ = std::move(resolved.options);
+  origins_ = std::move(resolved.origins);
   return std::nullopt;
-}
-
-StepEnd Daemon::add_task_dirs() {
-  if (resume_id_ && invocation_.tasks.empty()) return std::nullopt;
-  auto dirs = resolve_tasks(invocation_);
-  if (!dirs) return refuse(ExitCode::kBadInput, dirs.error());
-  if (!resume_id_) {
-    options_.task_dirs = *dirs;
-    return std::nullopt;
-  }
-  for (const auto& dir : *dirs) {
-    if (std::find(options_.task_dirs.begin(), options_.task_dirs.end(), dir) ==
-        options_.task_dirs.end()) {
-      options_.task_dirs.push_back(dir);
-    }
-  }
-  return std::nullopt;
-}
-
-void Daemon::apply_budget_flags() {
-  if (invocation_.hours) options_.budgets.hours = invocation_.hours;
-  if (invocation_.max_usd) options_.budgets.max_usd = invocation_.max_usd;
-  if (invocation_.candidates_per_task) {
-    options_.budgets.candidates_per_task = invocation_.candidates_per_task;
-  }
-  if (invocation_.max_usd_per_task)
-    options_.budgets.max_usd_per_task = invocation_.max_usd_per_task;
-  if (invocation_.max_usd_per_hour)
-    options_.budgets.max_usd_per_hour = invocation_.max_usd_per_hour;
-  if (invocation_.score) options_.search.score = *invocation_.score;
 }
 
 StepEnd Daemon::choose_gpus() {
@@ -646,6 +582,7 @@ void Daemon::log_settings() const {
   for (const auto& line : split(describe(effective), '\n')) {
     if (!trim(line).empty()) spdlog::info("config: {}", line);
   }
+  for (const SettingOrigin& origin : origins_) spdlog::info("setting: {}", origin.describe());
   if (!options_.use_llm) {
     spdlog::info(config_->llm ? "--tuner-only: the LLM agents stay idle"
                               : "no LLM configured: the built-in tuner works alone");
