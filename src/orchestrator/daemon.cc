@@ -679,6 +679,14 @@ void Daemon::print_summary(const RunOutcome& outcome) const {
                 static_cast<long long>(outcome.progress.sanitizer_runs),
                 static_cast<long long>(outcome.progress.sanitizer_pending));
   }
+  if (outcome.abandoned_jobs > 0) {
+    // What the end cut short (the log says which kernels stay provisional).
+    int64_t passes = std::min<int64_t>(outcome.progress.sanitizer_pending, outcome.abandoned_jobs);
+    std::printf(
+        "cut at the end: %lld jobs in flight (not stored), %lld sanitizer passes (their "
+        "kernels stay provisional)\n",
+        static_cast<long long>(outcome.abandoned_jobs - passes), static_cast<long long>(passes));
+  }
   std::printf("run %lld %s: %s\n", static_cast<long long>(outcome.run_id), outcome.status.c_str(),
               outcome.stop_reason.c_str());
   std::fflush(stdout);

@@ -18,6 +18,8 @@ namespace kopt::orchestrator {
 namespace {
 
 constexpr auto kWakeInterval = std::chrono::milliseconds(200);
+// How far past a night's time budget the drain may run (drain_deadline()).
+constexpr auto kTimeBudgetOverrun = std::chrono::seconds(3);
 constexpr auto kStatusInterval = std::chrono::seconds(1);
 constexpr auto kSubmissionInterval = std::chrono::seconds(2);
 
@@ -434,8 +436,17 @@ bool Orchestrator::wait_or_finish() {
 }
 
 Orchestrator::Clock::time_point Orchestrator::drain_deadline() const {
-  return Clock::now() +
-         std::chrono::milliseconds(static_cast<int64_t>(options_.drain_seconds * 1000));
+  Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options_.drain_seconds * 1000));
+  if (!options_.budgets.hours) return deadline;
+  // A night's time budget bounds the drain too: what cannot finish within a few seconds of the
+  // limit (a queued evaluation, a half-minute sanitizer pass) is cut and said, instead of the
+  // night running on for the drain's minute.
+  double left = std::max(0.0, *options_.budgets.hours * 3600 - elapsed_seconds());
+  Clock::time_point limit = Clock::now() +
+                            std::chrono::milliseconds(static_cast<int64_t>(left * 1000)) +
+                            kTimeBudgetOverrun;
+  return std::min(deadline, limit);
 }
 
 std::optional<Orchestrator::Clock::time_point> Orchestrator::search_until_stopped() {
@@ -464,11 +475,15 @@ RunOutcome Orchestrator::close_run(std::optional<Clock::time_point> drained_unti
     outcome.status = final_status_;
     outcome.stop_reason = stop_reason_;
   }
+  bool time_spent = options_.budgets.hours && elapsed_seconds() >= *options_.budgets.hours * 3600;
   if (outcome.abandoned_jobs > 0) {
+    // Said apart, because what becomes of them differs: a cut job's evaluation or model call
+    // is not stored; a kernel whose sanitizer pass was cut stays provisional (never exported).
     spdlog::warn(
-        "{} jobs still running at the drain deadline are abandoned; what they finished "
-        "is stored",
-        outcome.abandoned_jobs);
+        "cut at the {}: {} jobs in flight (what they finished is stored, the rest is not) and "
+        "{} sanitizer passes (their kernels stay provisional)",
+        time_spent ? "time budget" : "drain deadline", outcome.abandoned_jobs - lane_running,
+        lane_running);
   }
   outcome.run_id = deps_.recorder->run_id();
   publish_progress(true);
