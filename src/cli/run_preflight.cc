@@ -9,10 +9,10 @@ namespace kopt::cli {
 
 int run_daemon_after_preflight(const orchestrator::DaemonInvocation& invocation,
                                const orchestrator::DaemonHooks& hooks) {
-  if (invocation.tuner_only) return orchestrator::run_daemon(invocation, hooks);
+  if (invocation.tuner_only) return static_cast<int>(orchestrator::run_daemon(invocation, hooks));
   auto config = load_config_or_defaults(invocation.config);
   // A config that does not load is reported by the daemon, with every problem in it.
-  if (!config || !config->llm) return orchestrator::run_daemon(invocation, hooks);
+  if (!config || !config->llm) return static_cast<int>(orchestrator::run_daemon(invocation, hooks));
   std::vector<ProbeResult> results = preflight_llm(*config->llm);
   size_t unusable = 0;
   for (const ProbeResult& r : results) {
@@ -26,7 +26,7 @@ int run_daemon_after_preflight(const orchestrator::DaemonInvocation& invocation,
                  "--tuner-only)\n";
     return 3;
   }
-  return orchestrator::run_daemon(invocation, hooks);
+  return static_cast<int>(orchestrator::run_daemon(invocation, hooks));
 }
 
 }  // namespace kopt::cli

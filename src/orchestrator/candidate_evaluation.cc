@@ -31,6 +31,29 @@ json resources_json(const std::optional<KernelResources>& r) {
           {"occupancy", r->occupancy}};
 }
 
+EvalRequest evaluation_request(const CandidateInput& input) {
+  EvalRequest request;
+  request.task_json = input.task->raw_json;
+  request.reference = {input.reference_source, "reference.cu", {}};
+  if (input.gpu) request.baseline = KernelSource{input.baseline_source, "baseline.cu", {}};
+  request.candidate = {input.source, "candidate.cu", {}};
+  // Hardware counters for each new best of the task (the baseline is the first), taken by the
+  // worker after timing; a worker without counter permission says so once and goes on.
+  request.options.profile = "cupti";
+  request.options.profile_below_us = input.best_us;
+  return request;
+}
+
+memory::KernelRecord kernel_record_of(const CandidateInput& input) {
+  memory::KernelRecord kernel;
+  kernel.source = input.source;
+  kernel.task = input.task->name;
+  kernel.parent_id = input.parent_id;
+  kernel.origin = input.origin;
+  kernel.tunables_json = input.tunables_json;
+  return kernel;
+}
+
 }  // namespace
 
 GpuIdentity gpu_from_device(const json& device) {
@@ -55,13 +78,7 @@ std::string describe_mismatch(const Mismatch& m) {
 
 void CandidateEvaluator::record(const CandidateInput& input, CandidateOutcome& outcome,
                                 const memory::EvaluationRecord& evaluation) {
-  memory::KernelRecord kernel;
-  kernel.source = input.source;
-  kernel.task = input.task->name;
-  kernel.parent_id = input.parent_id;
-  kernel.origin = input.origin;
-  kernel.tunables_json = input.tunables_json;
-  auto id = recorder_.record_evaluation(std::move(kernel), evaluation);
+  auto id = recorder_.record_evaluation(kernel_record_of(input), evaluation);
   if (!id) {
     // The verdict stands; losing its record is worth a loud line, not the run.
     spdlog::error("[{}] could not store an evaluation: {}", input.task->name, id.error());
@@ -113,34 +130,123 @@ CandidateOutcome CandidateEvaluator::reject_locally(const CandidateInput& input,
   return outcome;
 }
 
-CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
-  if (input.gpu) {
-    auto file = parse_kernel_file(input.source, "candidate.cu", input.task);
-    if (!file) return reject_locally(input, Verdict::kInvalidPlan, file.error());
-    if (!input.gpu->arch.empty()) {
-      auto compiled = compile_confined(make_compile_request(*file, {}, input.gpu->arch), cache_);
-      if (!compiled) {
-        CandidateOutcome outcome;
-        outcome.error = "compile gate: " + compiled.error();
-        return outcome;
-      }
-      if (!compiled->ok) return reject_locally(input, Verdict::kCompileError, compiled->log);
-      // The task's reference too (a cache hit after its first candidate): a worker that shares
-      // this cache then never spends GPU time waiting for NVRTC on a task's first evaluation.
-      if (auto reference = parse_kernel_file(input.reference_source, "reference.cu", input.task))
-        (void)compile_confined(make_compile_request(*reference, {}, input.gpu->arch), cache_);
-    }
+std::optional<CandidateOutcome> CandidateEvaluator::compile_gate(const CandidateInput& input) {
+  if (!input.gpu) return std::nullopt;
+  auto file = parse_kernel_file(input.source, "candidate.cu", input.task);
+  if (!file) return reject_locally(input, Verdict::kInvalidPlan, file.error());
+  if (input.gpu->arch.empty()) return std::nullopt;
+  auto compiled = compile_confined(make_compile_request(*file, {}, input.gpu->arch), cache_);
+  if (!compiled) {
+    CandidateOutcome outcome;
+    outcome.error = "compile gate: " + compiled.error();
+    return outcome;
   }
+  if (!compiled->ok) return reject_locally(input, Verdict::kCompileError, compiled->log);
+  // The task's reference too (a cache hit after its first candidate): a worker that shares
+  // this cache then never spends GPU time waiting for NVRTC on a task's first evaluation.
+  if (auto reference = parse_kernel_file(input.reference_source, "reference.cu", input.task))
+    (void)compile_confined(make_compile_request(*reference, {}, input.gpu->arch), cache_);
+  return std::nullopt;
+}
 
-  EvalRequest request;
-  request.task_json = input.task->raw_json;
-  request.reference = {input.reference_source, "reference.cu", {}};
-  if (input.gpu) request.baseline = KernelSource{input.baseline_source, "baseline.cu", {}};
-  request.candidate = {input.source, "candidate.cu", {}};
-  // Hardware counters for each new best of the task (the baseline is the first), taken by the
-  // worker after timing; a worker without counter permission says so once and goes on.
-  request.options.profile = "cupti";
-  request.options.profile_below_us = input.best_us;
+CandidateEvaluator::SanitizeStep CandidateEvaluator::sanitize_new_best(const CandidateInput& input,
+                                                                       const EvalRequest& request,
+                                                                       EvalResult& result) {
+  // A would-be new best of its task runs once more under compute-sanitizer before it counts: a
+  // write past the guard zones or a race that did not fire while it was verified shows there.
+  // Only a gain beyond the noise is worth the tools' time; with a lane the pass runs beside the
+  // next evaluations and the kernel is provisional until it ends.
+  double candidate_us = result.candidate_time ? result.candidate_time->median_us : 0;
+  if (result.verdict != Verdict::kOk || !input.gpu || candidate_us <= 0 ||
+      (input.best_us > 0 && candidate_us >= input.best_us)) {
+    return SanitizeStep::kNotNeeded;
+  }
+  double candidate_noise = result.candidate_time->noise;
+  if (input.best_us > 0 && !beats_beyond_noise(candidate_us, candidate_noise, input.best_us,
+                                               input.best_noise, input.sanitize_above)) {
+    return SanitizeStep::kNoiseLevel;
+  }
+  if (sanitizer_lane_) return SanitizeStep::kProvisional;
+  SanitizerOutcome sanitized = evaluator_.sanitize(request);
+  if (sanitized.ran) spdlog::info("[{}] new best: {}", input.task->name, sanitized.note);
+  if (sanitized.finding) {
+    result.verdict = Verdict::kSanitizer;
+    result.detail = sanitized.finding->describe();
+  }
+  return SanitizeStep::kSanitized;
+}
+
+void CandidateEvaluator::take_verdict(const CandidateInput& input, const EvalResult& result,
+                                      CandidateOutcome& outcome) {
+  bool unavailable = result.profile_note.rfind("profiling unavailable", 0) == 0;
+  if (!result.profile_note.empty() && (!unavailable || !profiling_unavailable_said_.exchange(true)))
+    spdlog::warn("[{}] {}", input.task->name, result.profile_note);
+  outcome.judged = true;
+  outcome.verdict = result.verdict;
+  outcome.gpu = gpu_from_device(result.device);
+  if (input.gpu && outcome.gpu->model == "unknown GPU") outcome.gpu = input.gpu;
+  outcome.detail = result.detail;
+  if (result.verdict == Verdict::kCompileError && !result.compile_log.empty()) {
+    outcome.detail = result.compile_log;
+  }
+  if (result.mismatch) outcome.detail += "\nfirst mismatch: " + describe_mismatch(*result.mismatch);
+}
+
+namespace {
+
+memory::EvaluationRecord evaluation_record_of(const CandidateInput& input,
+                                              const CandidateOutcome& outcome,
+                                              const EvalResult& result) {
+  double median = result.candidate_time ? result.candidate_time->median_us : 0;
+  // The baseline is evaluated without a second copy of itself: it is its own reference point.
+  double baseline_us = result.baseline_time ? result.baseline_time->median_us : median;
+  double speedup = result.baseline_time ? result.speedup : 1.0;
+
+  memory::EvaluationRecord evaluation;
+  evaluation.gpu = {outcome.gpu->model, outcome.gpu->cc, outcome.gpu->driver, nvrtc_version()};
+  evaluation.verdict = verdict_name(result.verdict);
+  evaluation.detail = clip_utf8(outcome.detail, 20000, "");
+  evaluation.tunables_json = input.tunables_json;
+  evaluation.median_us = median;
+  evaluation.noise = result.candidate_time ? result.candidate_time->noise : 0;
+  evaluation.baseline_us = baseline_us;
+  evaluation.speedup = result.verdict == Verdict::kOk ? speedup : 0;
+  evaluation.sol_percent = result.verdict == Verdict::kOk ? result.sol_percent : 0;
+  json resources = resources_json(result.resources);
+  // The sha256 of the CUBIN the worker judged: `kopt export` refuses to ship other bytes.
+  if (!result.image_sha256.empty()) resources["image_sha256"] = result.image_sha256;
+  evaluation.resources_json = dump_json(resources);
+  if (result.profile) evaluation.profile_json = dump_json(to_json(*result.profile));
+  return evaluation;
+}
+
+std::optional<VerifiedKernel> verified_kernel_of(const CandidateInput& input,
+                                                 const CandidateOutcome& outcome,
+                                                 const EvalResult& result,
+                                                 const memory::EvaluationRecord& evaluation) {
+  if (result.verdict != Verdict::kOk || evaluation.median_us <= 0 || outcome.kernel_id <= 0)
+    return std::nullopt;
+  VerifiedKernel k;
+  k.kernel_id = outcome.kernel_id;
+  k.parent_id = input.parent_id;
+  k.source = input.source;
+  k.origin = input.origin.agent;
+  k.median_us = evaluation.median_us;
+  k.noise = evaluation.noise;
+  k.baseline_us = evaluation.baseline_us;
+  k.speedup = result.baseline_time ? result.speedup : 1.0;
+  k.sol_us = result.sol_us;
+  k.sol_percent = result.sol_percent;
+  k.resources = result.resources;
+  k.profile = result.profile;
+  return k;
+}
+
+}  // namespace
+
+CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
+  if (auto rejected = compile_gate(input)) return std::move(*rejected);
+  EvalRequest request = evaluation_request(input);
   auto result = evaluator_.evaluate(request);
   CandidateOutcome outcome;
   if (!result) {
@@ -153,66 +259,11 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
     outcome.error = result->detail;
     return outcome;
   }
-  // A would-be new best of its task runs once more under compute-sanitizer before it counts: a
-  // write past the guard zones or a race that did not fire while it was verified shows there.
-  // Only a gain beyond the noise is worth the tools' time; with a lane the pass runs beside the
-  // next evaluations and the kernel is provisional until it ends.
-  bool provisional = false, noise_level = false;
-  if (double candidate_us = result->candidate_time ? result->candidate_time->median_us : 0;
-      result->verdict == Verdict::kOk && input.gpu && candidate_us > 0 &&
-      (input.best_us <= 0 || candidate_us < input.best_us)) {
-    double candidate_noise = result->candidate_time->noise;
-    if (input.best_us > 0 && !beats_beyond_noise(candidate_us, candidate_noise, input.best_us,
-                                                 input.best_noise, input.sanitize_above)) {
-      noise_level = true;
-    } else if (sanitizer_lane_) {
-      provisional = true;
-    } else {
-      SanitizerOutcome sanitized = evaluator_.sanitize(request);
-      if (sanitized.ran) spdlog::info("[{}] new best: {}", input.task->name, sanitized.note);
-      if (sanitized.finding) {
-        result->verdict = Verdict::kSanitizer;
-        result->detail = sanitized.finding->describe();
-      }
-    }
-  }
-  bool unavailable = result->profile_note.rfind("profiling unavailable", 0) == 0;
-  if (!result->profile_note.empty() &&
-      (!unavailable || !profiling_unavailable_said_.exchange(true)))
-    spdlog::warn("[{}] {}", input.task->name, result->profile_note);
-  outcome.judged = true;
-  outcome.verdict = result->verdict;
-  outcome.gpu = gpu_from_device(result->device);
-  if (input.gpu && outcome.gpu->model == "unknown GPU") outcome.gpu = input.gpu;
-  outcome.detail = result->detail;
-  if (result->verdict == Verdict::kCompileError && !result->compile_log.empty()) {
-    outcome.detail = result->compile_log;
-  }
-  if (result->mismatch)
-    outcome.detail += "\nfirst mismatch: " + describe_mismatch(*result->mismatch);
-
-  double median = result->candidate_time ? result->candidate_time->median_us : 0;
-  // The baseline is evaluated without a second copy of itself: it is its own reference point.
-  double baseline_us = result->baseline_time ? result->baseline_time->median_us : median;
-  double speedup = result->baseline_time ? result->speedup : 1.0;
-
-  memory::EvaluationRecord evaluation;
-  evaluation.gpu = {outcome.gpu->model, outcome.gpu->cc, outcome.gpu->driver, nvrtc_version()};
-  evaluation.verdict = verdict_name(result->verdict);
-  evaluation.detail = clip_utf8(outcome.detail, 20000, "");
-  evaluation.tunables_json = input.tunables_json;
-  evaluation.median_us = median;
-  evaluation.noise = result->candidate_time ? result->candidate_time->noise : 0;
-  evaluation.baseline_us = baseline_us;
-  evaluation.speedup = result->verdict == Verdict::kOk ? speedup : 0;
-  evaluation.sol_percent = result->verdict == Verdict::kOk ? result->sol_percent : 0;
-  json resources = resources_json(result->resources);
-  // The sha256 of the CUBIN the worker judged: `kopt export` refuses to ship other bytes.
-  if (!result->image_sha256.empty()) resources["image_sha256"] = result->image_sha256;
-  evaluation.resources_json = dump_json(resources);
-  if (result->profile) evaluation.profile_json = dump_json(to_json(*result->profile));
-  outcome.noise_level = noise_level;
-  if (provisional) {
+  SanitizeStep step = sanitize_new_best(input, request, *result);
+  take_verdict(input, *result, outcome);
+  memory::EvaluationRecord evaluation = evaluation_record_of(input, outcome, *result);
+  outcome.noise_level = step == SanitizeStep::kNoiseLevel;
+  if (step == SanitizeStep::kProvisional) {
     // Stored now (its id may seed children), but never as 'ok' until the pass ends.
     outcome.provisional = true;
     outcome.sanitize_request = request;
@@ -220,30 +271,8 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
     evaluation.verdict = kSanitizingVerdict;
   }
   record(input, outcome, evaluation);
-  if (provisional) {
-    outcome.kernel_record.source = input.source;
-    outcome.kernel_record.task = input.task->name;
-    outcome.kernel_record.parent_id = input.parent_id;
-    outcome.kernel_record.origin = input.origin;
-    outcome.kernel_record.tunables_json = input.tunables_json;
-  }
-
-  if (result->verdict == Verdict::kOk && median > 0 && outcome.kernel_id > 0) {
-    VerifiedKernel k;
-    k.kernel_id = outcome.kernel_id;
-    k.parent_id = input.parent_id;
-    k.source = input.source;
-    k.origin = input.origin.agent;
-    k.median_us = median;
-    k.noise = evaluation.noise;
-    k.baseline_us = baseline_us;
-    k.speedup = speedup;
-    k.sol_us = result->sol_us;
-    k.sol_percent = result->sol_percent;
-    k.resources = result->resources;
-    k.profile = result->profile;
-    outcome.verified = std::move(k);
-  }
+  if (outcome.provisional) outcome.kernel_record = kernel_record_of(input);
+  outcome.verified = verified_kernel_of(input, outcome, *result, evaluation);
   outcome.result = std::move(*result);
   return outcome;
 }

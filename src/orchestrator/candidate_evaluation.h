@@ -81,6 +81,17 @@ class CandidateEvaluator {
   bool settle_provisional(const CandidateOutcome& outcome, const SanitizerOutcome& sanitized);
 
  private:
+  enum class SanitizeStep { kNotNeeded, kNoiseLevel, kProvisional, kSanitized };
+  // Parses and compiles the candidate here first (where the GPU is known): a rejection or a
+  // gate failure, or nullopt when the candidate goes on to the GPU.
+  std::optional<CandidateOutcome> compile_gate(const CandidateInput& input);
+  // What becomes of a verified would-be new best: sanitized now (a finding turns `result` into
+  // the sanitizer's verdict), left to the lane, or not sanitized (no new best, or noise level).
+  SanitizeStep sanitize_new_best(const CandidateInput& input, const EvalRequest& request,
+                                 EvalResult& result);
+  // The worker's verdict, device and detail into `outcome`.
+  void take_verdict(const CandidateInput& input, const EvalResult& result,
+                    CandidateOutcome& outcome);
   // Records a verdict reached before the GPU (invalid plan, compile error).
   CandidateOutcome reject_locally(const CandidateInput& input, Verdict verdict,
                                   const std::string& detail);

@@ -29,9 +29,12 @@
 #include "src/orchestrator/orchestrator.h"
 #include "src/orchestrator/resume_plan.h"
 #include "src/orchestrator/run_logging.h"
+#include "src/orchestrator/run_settings.h"
 #include "src/orchestrator/slurm_workers.h"
 
 namespace kopt::orchestrator {
+
+static_assert(static_cast<int>(ExitCode::kUnreadableDatabase) == memory::kExitUnreadableDatabase);
 
 namespace {
 
@@ -102,53 +105,11 @@ Status local_gpus_present(const Result<int>& count, const std::vector<int>& gpus
   return ok_status();
 }
 
-void apply_config(const DaemonConfig& d, RunOptions& options) {
-  SearchSettings& s = options.search;
-  auto set = [](auto& target, const auto& value) {
-    if (value) target = static_cast<std::decay_t<decltype(target)>>(*value);
-  };
-  set(s.beam_width, d.search.beam_width);
-  set(s.plans_per_iteration, d.search.plans_per_iteration);
-  set(s.max_repairs, d.search.max_repairs);
-  set(s.memory_examples, d.search.memory_examples);
-  set(s.plateau_candidates, d.search.plateau_candidates);
-  set(s.tuner_max_configs, d.search.tuner_max_configs);
-  set(s.warm_start_kernels, d.search.warm_start_kernels);
-  set(s.plateau_plans, d.search.plateau_plans);
-  set(s.exploration, d.search.exploration);
-  set(options.llm_concurrency, d.llm_concurrency);
-  set(s.sol_threshold_percent, d.search.sol_threshold_percent);
-  set(s.sol_score_threshold, d.search.sol_score_threshold);
-  // The config reader accepted only the names parse_score_basis knows.
-  if (auto basis = parse_score_basis(d.search.score)) s.score = *basis;
-  set(options.max_in_flight, d.max_in_flight);
-  options.keep_prompts = d.keep_prompts;
-  set(options.drain_seconds, d.drain_s);
-  options.budgets.hours = d.budgets.hours;
-  options.budgets.max_usd = d.budgets.max_usd;
-  options.budgets.candidates_per_task = d.budgets.candidates_per_task;
-  options.budgets.max_usd_per_task = d.budgets.max_usd_per_task;
-  options.budgets.max_usd_per_hour = d.budgets.max_usd_per_hour;
-  set(options.budgets.spend_rate_window_s, d.budgets.spend_rate_window_s);
-  StallSettings& st = options.stall;
-  auto set_ms = [](std::chrono::milliseconds& target, const std::optional<double>& seconds) {
-    if (seconds) target = std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
-  };
-  set(st.window, d.stall.window);
-  set(st.min_calls, d.stall.min_calls);
-  set(st.park_dry_calls, d.stall.park_dry_calls);
-  set(st.planner_stale_answers, d.stall.planner_stale_answers);
-  set(st.min_new_share, d.stall.min_new_share);
-  set(st.park_new_share, d.stall.park_new_share);
-  set(st.temperature_step, d.stall.temperature_step);
-  set_ms(st.backoff_initial, d.stall.backoff_initial_s);
-  set_ms(st.backoff_max, d.stall.backoff_max_s);
-}
-
 }  // namespace
 
-std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& exit_code,
-                                                    const std::string& program) {
+namespace {
+
+cxxopts::Options run_options_parser(const std::string& program) {
   cxxopts::Options options(program,
                            "optimize the tasks' kernels until the budgets run out (the built-in "
                            "tuner alone when no LLM is configured)");
@@ -180,79 +141,98 @@ std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& 
   options.parse_positional({"tasks"});
   options.positional_help("[TASKDIR...]");
   options.show_positional_help();  // --help lists --tasks too
+  return options;
+}
+
+// --gpus 0,1: distinct indices; throws the option error otherwise.
+std::vector<int> parse_gpu_list(const std::string& list) {
+  std::vector<int> gpus;
+  for (const std::string& part : split(list, ',')) {
+    std::string t = trim(part);
+    if (t.empty() || t.size() > 4 || t.find_first_not_of("0123456789") != std::string::npos) {
+      throw cxxopts::exceptions::exception("--gpus: '" + t + "' is not a GPU index");
+    }
+    int gpu = std::stoi(t);
+    // Two workers on one GPU would time each other's kernels.
+    if (std::find(gpus.begin(), gpus.end(), gpu) != gpus.end()) {
+      throw cxxopts::exceptions::exception("--gpus: GPU " + t + " is named twice");
+    }
+    gpus.push_back(gpu);
+  }
+  return gpus;
+}
+
+DaemonInvocation invocation_from(const cxxopts::ParseResult& args) {
+  DaemonInvocation inv;
+  if (args.count("tasks")) inv.tasks = args["tasks"].as<std::vector<std::string>>();
+  if (args.count("hours")) inv.hours = args["hours"].as<double>();
+  if (args.count("max-usd")) inv.max_usd = args["max-usd"].as<double>();
+  if (args.count("max-usd-per-task")) inv.max_usd_per_task = args["max-usd-per-task"].as<double>();
+  if (args.count("max-usd-per-hour")) inv.max_usd_per_hour = args["max-usd-per-hour"].as<double>();
+  if (args.count("candidates-per-task")) {
+    inv.candidates_per_task = args["candidates-per-task"].as<int64_t>();
+  }
+  if (args.count("gpus")) inv.gpus = parse_gpu_list(args["gpus"].as<std::string>());
+  if (args.count("score")) {
+    std::string name = args["score"].as<std::string>();
+    inv.score = parse_score_basis(name);
+    if (!inv.score) {
+      throw cxxopts::exceptions::exception("--score: '" + name + "' is not one of " +
+                                           join(score_basis_names(), ", "));
+    }
+  }
+  if (args.count("config")) inv.config = args["config"].as<std::string>();
+  if (args.count("db")) inv.db = args["db"].as<std::string>();
+  inv.resume = args.count("resume") > 0;
+  inv.tuner_only = args.count("tuner-only") > 0;
+  inv.allow_unconfined_compile = args.count("allow-unconfined-compile") > 0;
+  inv.no_display = args.count("no-display") > 0;
+  inv.log_level = args["log-level"].as<std::string>();
+  return inv;
+}
+
+// The values no option type refuses: the log level's name and each budget's range.
+void check_invocation(const DaemonInvocation& inv) {
+  const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error"};
+  if (std::find(levels.begin(), levels.end(), inv.log_level) == levels.end()) {
+    throw cxxopts::exceptions::exception("--log-level: '" + inv.log_level + "' is not a level (" +
+                                         join(levels, ", ") + ")");
+  }
+  // Each budget named when it is meaningless: not a number, infinite, zero or negative.
+  for (const auto& [flag, value, inclusive] :
+       {std::tuple<const char*, std::optional<double>, bool>{"--hours", inv.hours, false},
+        {"--max-usd", inv.max_usd, true},
+        {"--max-usd-per-task", inv.max_usd_per_task, true},
+        {"--max-usd-per-hour", inv.max_usd_per_hour, false}}) {
+    if (!value) continue;
+    if (auto fine = require_number_above(flag, *value, 0, inclusive); !fine) {
+      throw cxxopts::exceptions::exception(fine.error());
+    }
+  }
+  if (inv.candidates_per_task && *inv.candidates_per_task <= 0) {
+    throw cxxopts::exceptions::exception("--candidates-per-task: must be at least 1 (got " +
+                                         std::to_string(*inv.candidates_per_task) + ")");
+  }
+}
+
+}  // namespace
+
+std::optional<DaemonInvocation> parse_run_arguments(int argc, char** argv, int& exit_code,
+                                                    const std::string& program) {
+  cxxopts::Options options = run_options_parser(program);
   try {
     auto args = options.parse(argc, argv);
     if (args.count("help")) {
       std::cout << options.help() << "\n";
-      exit_code = 0;
+      exit_code = static_cast<int>(ExitCode::kOk);
       return std::nullopt;
     }
-    DaemonInvocation inv;
-    if (args.count("tasks")) inv.tasks = args["tasks"].as<std::vector<std::string>>();
-    if (args.count("hours")) inv.hours = args["hours"].as<double>();
-    if (args.count("max-usd")) inv.max_usd = args["max-usd"].as<double>();
-    if (args.count("max-usd-per-task"))
-      inv.max_usd_per_task = args["max-usd-per-task"].as<double>();
-    if (args.count("max-usd-per-hour"))
-      inv.max_usd_per_hour = args["max-usd-per-hour"].as<double>();
-    if (args.count("candidates-per-task")) {
-      inv.candidates_per_task = args["candidates-per-task"].as<int64_t>();
-    }
-    if (args.count("gpus")) {
-      std::vector<int> gpus;
-      for (const std::string& part : split(args["gpus"].as<std::string>(), ',')) {
-        std::string t = trim(part);
-        if (t.empty() || t.size() > 4 || t.find_first_not_of("0123456789") != std::string::npos) {
-          throw cxxopts::exceptions::exception("--gpus: '" + t + "' is not a GPU index");
-        }
-        int gpu = std::stoi(t);
-        // Two workers on one GPU would time each other's kernels.
-        if (std::find(gpus.begin(), gpus.end(), gpu) != gpus.end()) {
-          throw cxxopts::exceptions::exception("--gpus: GPU " + t + " is named twice");
-        }
-        gpus.push_back(gpu);
-      }
-      inv.gpus = gpus;
-    }
-    if (args.count("score")) {
-      std::string name = args["score"].as<std::string>();
-      inv.score = parse_score_basis(name);
-      if (!inv.score) {
-        throw cxxopts::exceptions::exception("--score: '" + name + "' is not one of " +
-                                             join(score_basis_names(), ", "));
-      }
-    }
-    if (args.count("config")) inv.config = args["config"].as<std::string>();
-    if (args.count("db")) inv.db = args["db"].as<std::string>();
-    inv.resume = args.count("resume") > 0;
-    inv.tuner_only = args.count("tuner-only") > 0;
-    inv.allow_unconfined_compile = args.count("allow-unconfined-compile") > 0;
-    inv.no_display = args.count("no-display") > 0;
-    inv.log_level = args["log-level"].as<std::string>();
-    const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error"};
-    if (std::find(levels.begin(), levels.end(), inv.log_level) == levels.end()) {
-      throw cxxopts::exceptions::exception("--log-level: '" + inv.log_level + "' is not a level (" +
-                                           join(levels, ", ") + ")");
-    }
-    // Each budget named when it is meaningless: not a number, infinite, zero or negative.
-    for (const auto& [flag, value, inclusive] :
-         {std::tuple<const char*, std::optional<double>, bool>{"--hours", inv.hours, false},
-          {"--max-usd", inv.max_usd, true},
-          {"--max-usd-per-task", inv.max_usd_per_task, true},
-          {"--max-usd-per-hour", inv.max_usd_per_hour, false}}) {
-      if (!value) continue;
-      if (auto fine = require_number_above(flag, *value, 0, inclusive); !fine) {
-        throw cxxopts::exceptions::exception(fine.error());
-      }
-    }
-    if (inv.candidates_per_task && *inv.candidates_per_task <= 0) {
-      throw cxxopts::exceptions::exception("--candidates-per-task: must be at least 1 (got " +
-                                           std::to_string(*inv.candidates_per_task) + ")");
-    }
+    DaemonInvocation inv = invocation_from(args);
+    check_invocation(inv);
     return inv;
   } catch (const cxxopts::exceptions::exception& e) {
     std::cerr << program << ": " << describe_option_error(e, argc, argv) << " (see --help)\n";
-    exit_code = 2;
+    exit_code = static_cast<int>(ExitCode::kBadInput);
     return std::nullopt;
   }
 }
@@ -298,16 +278,16 @@ class NewDatabaseCleanup {
 // Model text compiles in the confined kopt-compile child, which Landlock locks out of every
 // file but the toolkit's where the kernel has it. Without Landlock the gate's checks are the only
 // wall: said at start-up, and model-written kernels run only with the user's consent.
-int refuse_unconfined_model_text(bool use_llm, const DaemonInvocation& invocation) {
+std::optional<ExitCode> refuse_unconfined_model_text(bool use_llm,
+                                                     const DaemonInvocation& invocation) {
   std::string why = landlock_unavailable_reason();
-  if (why.empty()) return 0;
+  if (why.empty()) return std::nullopt;
   std::cerr << "kopt run: WARNING: " << why << ": " << kUnconfinedCompileWarning << "\n";
-  if (!use_llm || invocation.allow_unconfined_compile) return 0;
+  if (!use_llm || invocation.allow_unconfined_compile) return std::nullopt;
   std::cerr << "kopt run: refusing to run model-written kernels without Landlock (pass "
                "--allow-unconfined-compile to accept the risk, or --tuner-only)\n";
-  return 3;
+  return ExitCode::kNoGpu;
 }
-
 }  // namespace
 
 std::string default_worker_path(const std::string& configured) {
@@ -352,271 +332,305 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
   return all;
 }
 
-int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
-  auto config = load_config_or_defaults(invocation.config);
-  if (!config) {
-    std::cerr << "kopt run: " << config.error() << "\n";
-    return 2;
-  }
-  std::filesystem::path db_path = database_path_for(invocation.db, *config);
+namespace {
+
+// What a step returns: nullopt to go on, else the code the daemon exits with.
+using StepEnd = std::optional<ExitCode>;
+
+// Says why the daemon stops and returns its exit code.
+ExitCode refuse(ExitCode code, const std::string& why) {
+  std::cerr << "kopt run: " << why << "\n";
+  return code;
+}
+
+// `kopt run` as named steps over what they build, held in the order the daemon needs it torn
+// down (the cleanup of a new database last, after its lock and store are closed).
+class Daemon {
+ public:
+  Daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks)
+      : invocation_(invocation), hooks_(hooks) {}
+
+  StepEnd open_database();
+  StepEnd resolve_settings();
+  StepEnd choose_gpus();
+  StepEnd prepare_llm();
+  StepEnd prepare_evaluator();
+  StepEnd record_run();
+  StepEnd start_logging();
+  void build_workers();
+  ExitCode search_and_report();
+
+ private:
+  void log_settings() const;
+  OrchestratorDeps orchestrator_deps();
+  void print_summary(const RunOutcome& outcome) const;
+
+  const DaemonInvocation& invocation_;
+  const DaemonHooks& hooks_;
+  std::optional<Config> config_;
+  std::filesystem::path db_path_;
+  std::optional<NewDatabaseCleanup> cleanup_;
+  std::optional<DaemonLock> lock_;
+  std::optional<memory::MemoryStore> store_;
+  std::optional<RunRecorder> recorder_;
+  RunOptions options_;
+  std::vector<SettingOrigin> origins_;  // where each setting came from, for the log
+  std::optional<int64_t> resume_id_;
+  std::vector<int> gpus_;
+  std::string gpus_note_;  // how the GPUs were chosen inside a Slurm job, for the log
+  std::optional<agents::PromptLibrary> prompts_;
+  std::unique_ptr<LlmService> llm_;
+  std::unique_ptr<Evaluator> evaluator_;
+  EvaluatorPool* workers_ = nullptr;          // the real workers, for their utilization at the end
+  std::vector<SandboxOptions> sandboxes_;     // checked early, built once the run has an id
+  std::vector<SandboxOptions> lane_workers_;  // the sanitizer lane's: one per GPU
+  int64_t run_id_ = 0;
+  std::shared_ptr<LiveDisplay> display_;
+};
+
+StepEnd Daemon::open_database() {
+  auto config = load_config_or_defaults(invocation_.config);
+  if (!config) return refuse(ExitCode::kBadInput, config.error());
+  config_ = std::move(*config);
+  db_path_ = database_path_for(invocation_.db, *config_);
   // Through symlinks to the real file, so that two names of one database share one lock.
   std::error_code canonical_error;
-  if (auto real = std::filesystem::weakly_canonical(db_path, canonical_error); !canonical_error) {
-    db_path = real;
+  if (auto real = std::filesystem::weakly_canonical(db_path_, canonical_error); !canonical_error) {
+    db_path_ = real;
   }
   // A folder, a file that is not SQLite or a damaged database: refused before any lock file or
   // database is made, and never written.
-  if (auto readable = memory::check_database_file(db_path, /*thorough=*/true); !readable) {
-    std::cerr << "kopt run: " << readable.error() << "\n";
-    return memory::kExitUnreadableDatabase;
+  if (auto readable = memory::check_database_file(db_path_, /*thorough=*/true); !readable) {
+    return refuse(ExitCode::kUnreadableDatabase, readable.error());
   }
-  NewDatabaseCleanup cleanup(db_path);
-  auto lock = DaemonLock::acquire(db_path);
+  cleanup_.emplace(db_path_);
+  auto lock = DaemonLock::acquire(db_path_);
   if (!lock) {
-    cleanup.keep();  // another daemon's database
-    std::cerr << "kopt run: " << lock.error() << "\n";
-    return 1;
+    cleanup_->keep();  // another daemon's database
+    return refuse(ExitCode::kRunFailed, lock.error());
   }
-  auto store = memory::MemoryStore::open(db_path);
-  if (!store) {
-    std::cerr << "kopt run: " << store.error() << "\n";
-    return memory::kExitUnreadableDatabase;
-  }
-  RunRecorder recorder(*store);
+  lock_.emplace(std::move(*lock));
+  auto store = memory::MemoryStore::open(db_path_);
+  if (!store) return refuse(ExitCode::kUnreadableDatabase, store.error());
+  store_.emplace(std::move(*store));
+  recorder_.emplace(*store_);
+  return std::nullopt;
+}
 
-  RunOptions options;
-  apply_config(config->daemon, options);
-  std::optional<int64_t> resume_id;
-  if (invocation.resume) {
-    auto last = store->latest_run();
+StepEnd Daemon::resolve_settings() {
+  // The saved run's options when resuming (an empty object where its record holds none).
+  std::optional<nlohmann::json> saved;
+  if (invocation_.resume) {
+    auto last = store_->latest_run();
     if (!last || !*last) {
       std::cerr << "kopt run --resume: "
                 << (last ? "this database has no run to resume" : last.error()) << " ("
-                << db_path.string() << ")\n";
-      return 2;
+                << db_path_.string() << ")\n";
+      return ExitCode::kBadInput;
     }
-    resume_id = (*last)->id;
-    auto waiting = waiting_submissions(store->database());
-    ResumePlan plan = plan_resume(**last, !invocation.tasks.empty(),
+    resume_id_ = (*last)->id;
+    auto waiting = waiting_submissions(store_->database());
+    ResumePlan plan = plan_resume(**last, !invocation_.tasks.empty(),
                                   waiting ? *waiting : std::vector<Submission>{});
     if (plan.nothing_to_resume) {
       std::cout << plan.message;
-      return 0;
+      return ExitCode::kOk;
     }
     std::cerr << plan.message;
-    auto saved = parse_json_bounded((*last)->config_json);
-    if (saved.is_object() && saved.contains("options")) {
-      // Budgets from the command line and the config win over the saved ones.
-      if (invocation.hours) options.budgets.hours = invocation.hours;
-      if (invocation.max_usd) options.budgets.max_usd = invocation.max_usd;
-      if (invocation.candidates_per_task) {
-        options.budgets.candidates_per_task = invocation.candidates_per_task;
-      }
-      apply_saved_options(saved["options"], options);
-    }
+    auto record = parse_json_bounded((*last)->config_json);
+    bool has_options = record.is_object() && record.contains("options");
+    saved = has_options ? record["options"] : nlohmann::json::object();
   }
-  if (!resume_id || !invocation.tasks.empty()) {
-    auto dirs = resolve_tasks(invocation);
-    if (!dirs) {
-      std::cerr << "kopt run: " << dirs.error() << "\n";
-      return 2;
-    }
-    if (resume_id) {
-      for (const auto& dir : *dirs) {
-        if (std::find(options.task_dirs.begin(), options.task_dirs.end(), dir) ==
-            options.task_dirs.end()) {
-          options.task_dirs.push_back(dir);
-        }
-      }
-    } else {
-      options.task_dirs = *dirs;
-    }
+  SettingFlags flags{.hours = invocation_.hours,
+                     .max_usd = invocation_.max_usd,
+                     .candidates_per_task = invocation_.candidates_per_task,
+                     .max_usd_per_task = invocation_.max_usd_per_task,
+                     .max_usd_per_hour = invocation_.max_usd_per_hour,
+                     .score = invocation_.score,
+                     .task_dirs = {}};
+  // A new run's folders from --tasks (the default root without any); a resumed one's are saved.
+  if (!resume_id_ || !invocation_.tasks.empty()) {
+    auto dirs = resolve_tasks(invocation_);
+    if (!dirs) return refuse(ExitCode::kBadInput, dirs.error());
+    flags.task_dirs = std::move(*dirs);
   }
-  if (invocation.hours) options.budgets.hours = invocation.hours;
-  if (invocation.max_usd) options.budgets.max_usd = invocation.max_usd;
-  if (invocation.candidates_per_task) {
-    options.budgets.candidates_per_task = invocation.candidates_per_task;
-  }
-  if (invocation.max_usd_per_task) options.budgets.max_usd_per_task = invocation.max_usd_per_task;
-  if (invocation.max_usd_per_hour) options.budgets.max_usd_per_hour = invocation.max_usd_per_hour;
-  if (invocation.score) options.search.score = *invocation.score;
+  ResolvedSettings resolved =
+      resolve_run_settings(config_->daemon, flags, saved ? &*saved : nullptr);
+  options_ = std::move(resolved.options);
+  origins_ = std::move(resolved.origins);
+  return std::nullopt;
+}
 
+StepEnd Daemon::choose_gpus() {
   // Default GPUs: every one this machine has for local workers (GPU 0 where there are none:
   // the test evaluator needs no GPU), GPU 0 for a worker command template.
-  std::vector<int> gpus = invocation.gpus ? *invocation.gpus : config->daemon.gpus;
-  const bool local_workers = config->daemon.worker_command.empty();
+  gpus_ = invocation_.gpus ? *invocation_.gpus : config_->daemon.gpus;
+  const bool local_workers = config_->daemon.worker_command.empty();
   Result<int> count = local_workers ? local_gpu_count() : Result<int>(1);
   // Inside a Slurm job, the GPUs it was granted (numbered from 0, as the job's processes and
   // its steps see them), said in the log once logging is set up.
-  std::string gpus_note;
-  if (gpus.empty()) {
+  if (gpus_.empty()) {
     if (auto grant = slurm_granted_gpus([](const char* name) { return std::getenv(name); })) {
       std::vector<std::string> indices;
       for (int i = 0; i < grant->gpus; ++i) {
-        gpus.push_back(i);
+        gpus_.push_back(i);
         indices.push_back(std::to_string(i));
       }
-      gpus_note = "inside Slurm job " + grant->job_id + ": one worker for each of the " +
-                  std::to_string(grant->gpus) + " GPU(s) it was granted (" + grant->source +
-                  "), as --gpus " + join(indices, ",");
+      gpus_note_ = "inside Slurm job " + grant->job_id + ": one worker for each of the " +
+                   std::to_string(grant->gpus) + " GPU(s) it was granted (" + grant->source +
+                   "), as --gpus " + join(indices, ",");
     }
   }
-  if (gpus.empty()) {
-    for (int i = 0; i < (local_workers && count ? *count : 1); ++i) gpus.push_back(i);
+  if (gpus_.empty()) {
+    for (int i = 0; i < (local_workers && count ? *count : 1); ++i) gpus_.push_back(i);
   }
-  if (!hooks.make_evaluator && local_workers) {
-    if (auto present = local_gpus_present(count, gpus); !present) {
-      std::cerr << "kopt run: " << present.error()
-                << "\n(to run the workers on other machines, set daemon.worker_command: see "
-                   "\"Running overnight\" in README.md)\n";
-      return 3;
+  if (!hooks_.make_evaluator && local_workers) {
+    if (auto present = local_gpus_present(count, gpus_); !present) {
+      return refuse(ExitCode::kNoGpu,
+                    present.error() +
+                        "\n(to run the workers on other machines, set daemon.worker_command: see "
+                        "\"Running overnight\" in README.md)");
     }
   }
+  return std::nullopt;
+}
 
-  // Prompts and the LLM are checked before any work: a broken template or a missing key is an
-  // error now, not at the first plan.
-  options.use_llm = config->llm.has_value() && !invocation.tuner_only;
-  if (int refused = refuse_unconfined_model_text(options.use_llm, invocation); refused)
-    return refused;
-  std::optional<agents::PromptLibrary> prompts;
-  std::unique_ptr<LlmService> llm;
-  if (options.use_llm) {
-    std::filesystem::path prompts_dir = config->daemon.prompts_dir;
-    if (!prompts_dir.empty() && prompts_dir.is_relative() && !config->source.empty()) {
-      prompts_dir = config->source.parent_path() / prompts_dir;
-    }
-    auto loaded = agents::PromptLibrary::load(agents::default_prompts_dir(prompts_dir));
-    if (!loaded) {
-      std::cerr << "kopt run: " << loaded.error() << "\n";
-      return 2;
-    }
-    prompts = std::move(*loaded);
-    // Stored prompts and answers never hold a configured key's value.
-    std::vector<Secret> keys;
-    for (const auto& [name, provider] : config->llm->providers) {
-      if (provider.api_key_env.empty()) continue;
-      if (auto key = Secret::from_env(provider.api_key_env)) keys.push_back(std::move(*key));
-    }
-    recorder.set_scrubber([keys](const std::string& text) {
-      std::string out = text;
-      for (const Secret& key : keys) out = key.scrub(out);
-      return out;
-    });
-    auto service = LlmService::create(*config->llm, &recorder);
-    if (!service) {
-      std::cerr << "kopt run: " << service.error() << "\n";
-      return 2;
-    }
-    llm = std::move(*service);
+// Prompts and the LLM are checked before any work: a broken template or a missing key is an
+// error now, not at the first plan.
+StepEnd Daemon::prepare_llm() {
+  options_.use_llm = config_->llm.has_value() && !invocation_.tuner_only;
+  if (auto refused = refuse_unconfined_model_text(options_.use_llm, invocation_)) return refused;
+  if (!options_.use_llm) return std::nullopt;
+  std::filesystem::path prompts_dir = config_->daemon.prompts_dir;
+  if (!prompts_dir.empty() && prompts_dir.is_relative() && !config_->source.empty()) {
+    prompts_dir = config_->source.parent_path() / prompts_dir;
   }
+  auto loaded = agents::PromptLibrary::load(agents::default_prompts_dir(prompts_dir));
+  if (!loaded) return refuse(ExitCode::kBadInput, loaded.error());
+  prompts_ = std::move(*loaded);
+  // Stored prompts and answers never hold a configured key's value.
+  std::vector<Secret> keys;
+  for (const auto& [name, provider] : config_->llm->providers) {
+    if (provider.api_key_env.empty()) continue;
+    if (auto key = Secret::from_env(provider.api_key_env)) keys.push_back(std::move(*key));
+  }
+  recorder_->set_scrubber([keys](const std::string& text) {
+    std::string out = text;
+    for (const Secret& key : keys) out = key.scrub(out);
+    return out;
+  });
+  auto service = LlmService::create(*config_->llm, &*recorder_);
+  if (!service) return refuse(ExitCode::kBadInput, service.error());
+  llm_ = std::move(*service);
+  return std::nullopt;
+}
 
-  std::unique_ptr<Evaluator> evaluator;
-  EvaluatorPool* workers = nullptr;  // the real workers, for their utilization at the end
-  if (hooks.make_evaluator) {
-    auto made = hooks.make_evaluator(*config, gpus);
-    if (!made) {
-      std::cerr << "kopt run: " << made.error() << "\n";
-      return 2;
-    }
-    evaluator = std::move(*made);
+StepEnd Daemon::prepare_evaluator() {
+  if (hooks_.make_evaluator) {
+    auto made = hooks_.make_evaluator(*config_, gpus_);
+    if (!made) return refuse(ExitCode::kBadInput, made.error());
+    evaluator_ = std::move(*made);
+    return std::nullopt;
   }
   // Checked now, built once the run has an id to name its Slurm jobs after.
-  Result<std::vector<SandboxOptions>> sandboxes = std::vector<SandboxOptions>{};
-  if (!hooks.make_evaluator) {
-    sandboxes =
-        sandbox_options_for(config->daemon, default_worker_path(config->daemon.worker), gpus);
-    if (!sandboxes) {
-      std::cerr << "kopt run: " << sandboxes.error() << "\n";
-      return 2;
-    }
-  }
+  auto sandboxes =
+      sandbox_options_for(config_->daemon, default_worker_path(config_->daemon.worker), gpus_);
+  if (!sandboxes) return refuse(ExitCode::kBadInput, sandboxes.error());
+  sandboxes_ = std::move(*sandboxes);
+  return std::nullopt;
+}
 
-  // The run's record first, so that its folder (and log) exists from the first line on.
-  int64_t run_id = 0;
-  if (resume_id) {
-    run_id = *resume_id;
+// The run's record first, so that its folder (and log) exists from the first line on.
+StepEnd Daemon::record_run() {
+  if (resume_id_) {
+    run_id_ = *resume_id_;
   } else {
-    nlohmann::json extra = {{"config", describe(*config)}, {"gpus", gpus}};
-    auto id = recorder.start_run(dump_json(run_record_json(options, extra)));
-    if (!id) {
-      std::cerr << "kopt run: cannot record the run: " << id.error() << "\n";
-      return 1;
-    }
-    run_id = *id;
+    nlohmann::json extra = {{"config", describe(*config_)}, {"gpus", gpus_}};
+    auto id = recorder_->start_run(dump_json(run_record_json(options_, extra)));
+    if (!id) return refuse(ExitCode::kRunFailed, "cannot record the run: " + id.error());
+    run_id_ = *id;
   }
-  cleanup.keep();
-  auto run_dir = run_directory(db_path, run_id);
-  if (!run_dir) {
-    std::cerr << "kopt run: " << run_dir.error() << "\n";
-    return 1;
+  cleanup_->keep();
+  return std::nullopt;
+}
+
+StepEnd Daemon::start_logging() {
+  auto run_dir = run_directory(db_path_, run_id_);
+  if (!run_dir) return refuse(ExitCode::kRunFailed, run_dir.error());
+  if (!invocation_.no_display && is_interactive_terminal(stderr)) {
+    display_ = std::make_shared<LiveDisplay>(stderr);
   }
-  std::shared_ptr<LiveDisplay> display;
-  if (!invocation.no_display && is_interactive_terminal(stderr)) {
-    display = std::make_shared<LiveDisplay>(stderr);
+  if (auto s = setup_run_logging(*run_dir, display_, invocation_.log_level); !s) {
+    return refuse(ExitCode::kRunFailed, s.error());
   }
-  if (auto s = setup_run_logging(*run_dir, display, invocation.log_level); !s) {
-    std::cerr << "kopt run: " << s.error() << "\n";
-    return 1;
-  }
-  spdlog::info("kopt {} run {}: database {}, log {}", KOPT_VERSION, run_id, db_path.string(),
+  spdlog::info("kopt {} run {}: database {}, log {}", KOPT_VERSION, run_id_, db_path_.string(),
                (*run_dir / "kopt.log").string());
+  log_settings();
+  return std::nullopt;
+}
+
+void Daemon::log_settings() const {
   // The effective settings, not the file's: --db, $KOPT_DB, --hours and the other flags win.
-  Config effective = *config;
-  effective.database_path = db_path;
-  effective.daemon.budgets.hours = options.budgets.hours;
-  effective.daemon.budgets.max_usd = options.budgets.max_usd;
-  effective.daemon.budgets.candidates_per_task = options.budgets.candidates_per_task;
-  effective.daemon.budgets.max_usd_per_task = options.budgets.max_usd_per_task;
-  effective.daemon.budgets.max_usd_per_hour = options.budgets.max_usd_per_hour;
-  effective.daemon.gpus = gpus;
+  Config effective = *config_;
+  effective.database_path = db_path_;
+  effective.daemon.budgets.hours = options_.budgets.hours;
+  effective.daemon.budgets.max_usd = options_.budgets.max_usd;
+  effective.daemon.budgets.candidates_per_task = options_.budgets.candidates_per_task;
+  effective.daemon.budgets.max_usd_per_task = options_.budgets.max_usd_per_task;
+  effective.daemon.budgets.max_usd_per_hour = options_.budgets.max_usd_per_hour;
+  effective.daemon.gpus = gpus_;
   for (const auto& line : split(describe(effective), '\n')) {
     if (!trim(line).empty()) spdlog::info("config: {}", line);
   }
-  if (!options.use_llm) {
-    spdlog::info(config->llm ? "--tuner-only: the LLM agents stay idle"
-                             : "no LLM configured: the built-in tuner works alone");
+  for (const SettingOrigin& origin : origins_) spdlog::info("setting: {}", origin.describe());
+  if (!options_.use_llm) {
+    spdlog::info(config_->llm ? "--tuner-only: the LLM agents stay idle"
+                              : "no LLM configured: the built-in tuner works alone");
   }
-  if (!gpus_note.empty()) spdlog::info("{}", gpus_note);
+  if (!gpus_note_.empty()) spdlog::info("{}", gpus_note_);
   // The effective basis (--score wins over the file), which the per-task lines then apply.
   spdlog::info("search: score {}, sol_score_threshold {:.2f}, sol_threshold_percent {:.0f}",
-               score_basis_name(options.search.score), options.search.sol_score_threshold,
-               options.search.sol_threshold_percent);
-  std::vector<SandboxOptions> lane_workers;  // the sanitizer lane's: one per GPU
-  if (!evaluator) {
-    for (size_t i = 0; i < sandboxes->size(); ++i) {
-      SandboxOptions o = (*sandboxes)[i];
-      o.label = "sanitizer on GPU " + std::to_string(gpus[i]);
-      lane_workers.push_back(std::move(o));
-    }
-    std::vector<std::unique_ptr<Evaluator>> members;
-    for (size_t i = 0; i < sandboxes->size(); ++i) {
-      SandboxOptions& o = (*sandboxes)[i];
-      name_srun_job(o.command_prefix, run_id, gpus[i]);
-      members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
-    }
-    auto pool = std::make_unique<EvaluatorPool>(std::move(members));
-    workers = pool.get();
-    evaluator = std::move(pool);
-  }
+               score_basis_name(options_.search.score), options_.search.sol_score_threshold,
+               options_.search.sol_threshold_percent);
+}
 
-  CompileCache cache(cache_directory() / "compile");
-  OrchestratorDeps deps;
-  deps.recorder = &recorder;
-  deps.evaluator = evaluator.get();
-  deps.evaluator_slots = static_cast<int>(gpus.size());
-  deps.llm = llm.get();
-  deps.prompts = prompts ? &*prompts : nullptr;
-  if (config->llm) {
-    if (const AgentConfig* coder = config->llm->agent("coder")) deps.coder_model = coder->model;
+// One kopt-sandbox worker per GPU in a pool, and the sanitizer lane's copy of each.
+void Daemon::build_workers() {
+  if (evaluator_) return;
+  for (size_t i = 0; i < sandboxes_.size(); ++i) {
+    SandboxOptions o = sandboxes_[i];
+    o.label = "sanitizer on GPU " + std::to_string(gpus_[i]);
+    lane_workers_.push_back(std::move(o));
   }
-  deps.compile_cache = &cache;
+  std::vector<std::unique_ptr<Evaluator>> members;
+  for (size_t i = 0; i < sandboxes_.size(); ++i) {
+    SandboxOptions& o = sandboxes_[i];
+    name_srun_job(o.command_prefix, run_id_, gpus_[i]);
+    members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
+  }
+  auto pool = std::make_unique<EvaluatorPool>(std::move(members));
+  workers_ = pool.get();
+  evaluator_ = std::move(pool);
+}
+
+OrchestratorDeps Daemon::orchestrator_deps() {
+  OrchestratorDeps deps;
+  deps.recorder = &*recorder_;
+  deps.evaluator = evaluator_.get();
+  deps.evaluator_slots = static_cast<int>(gpus_.size());
+  deps.llm = llm_.get();
+  deps.prompts = prompts_ ? &*prompts_ : nullptr;
+  if (config_->llm) {
+    if (const AgentConfig* coder = config_->llm->agent("coder")) deps.coder_model = coder->model;
+  }
   deps.stop = &StopSignal::install();
-  LlmService* service = llm.get();
+  LlmService* service = llm_.get();
   deps.cancel_llm = [service] {
     if (service) service->shutdown();
   };
-  if (display) deps.on_progress = [display](const RunProgress& p) { display->update(p); };
-  if (!lane_workers.empty()) {
+  if (display_)
+    deps.on_progress = [display = display_](const RunProgress& p) { display->update(p); };
+  if (!lane_workers_.empty()) {
     // compute-sanitizer in worker processes of its own, one lane per GPU: a new best's 30 s of
     // tools no longer hold a job slot (sanitizer_lane.h). By default a pass takes its GPU from
     // the pool like an evaluation (the GPU is never shared while a candidate is timed: the
@@ -624,36 +638,33 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
     // it beside the timing workers on the same GPU, for measuring what that costs.
     const char* lane_mode = std::getenv("KOPT_SANITIZER_LANE");
     bool concurrent = lane_mode && std::string(lane_mode) == "concurrent";
-    Evaluator* pool = evaluator.get();
-    deps.sanitize = [lane_workers, concurrent, pool](const EvalRequest& request, int lane) {
+    Evaluator* pool = evaluator_.get();
+    deps.sanitize = [lane_workers = lane_workers_, concurrent, pool](const EvalRequest& request,
+                                                                     int lane) {
       if (!concurrent) return pool->sanitize(request);
       return run_sanitizers(request, lane_workers[static_cast<size_t>(lane) % lane_workers.size()]);
     };
-    deps.sanitizer_lanes = static_cast<int>(lane_workers.size());
-    spdlog::info("sanitizer lane: {} lane(s), {}", lane_workers.size(),
+    deps.sanitizer_lanes = static_cast<int>(lane_workers_.size());
+    spdlog::info("sanitizer lane: {} lane(s), {}", lane_workers_.size(),
                  concurrent ? "beside the timing workers (KOPT_SANITIZER_LANE=concurrent)"
                             : "each pass holding its GPU like an evaluation");
   }
-  if (workers) {
-    deps.gpu_busy_fraction = [workers]() -> std::optional<double> {
+  if (workers_) {
+    deps.gpu_busy_fraction = [workers = workers_]() -> std::optional<double> {
       auto u = workers->utilization();
       if (u.evaluations == 0) return std::nullopt;
       return 1.0 - u.idle_fraction();
     };
   }
+  return deps;
+}
 
-  Orchestrator orchestrator(options, deps);
-  auto outcome = orchestrator.run(resume_id);
-  if (display) display->finish();
-  if (!outcome) {
-    spdlog::error("{}", outcome.error());
-    return 2;
-  }
-  for (const std::string& line : render_progress(outcome->progress)) {
+void Daemon::print_summary(const RunOutcome& outcome) const {
+  for (const std::string& line : render_progress(outcome.progress)) {
     std::printf("%s\n", line.c_str());
   }
-  if (workers) {
-    auto u = workers->utilization();
+  if (workers_) {
+    auto u = workers_->utilization();
     if (u.evaluations > 0) {
       std::string line = fmt::format(
           "GPU workers idle {:.1f}% of the {:.0f} s between the first and the last evaluation "
@@ -663,22 +674,57 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
       std::printf("%s\n", line.c_str());
     }
   }
-  if (outcome->progress.sanitizer_runs > 0 || outcome->progress.sanitizer_pending > 0) {
+  if (outcome.progress.sanitizer_runs > 0 || outcome.progress.sanitizer_pending > 0) {
     std::printf("sanitizer lane: %lld passes, %lld not finished\n",
-                static_cast<long long>(outcome->progress.sanitizer_runs),
-                static_cast<long long>(outcome->progress.sanitizer_pending));
+                static_cast<long long>(outcome.progress.sanitizer_runs),
+                static_cast<long long>(outcome.progress.sanitizer_pending));
   }
-  std::printf("run %lld %s: %s\n", static_cast<long long>(outcome->run_id), outcome->status.c_str(),
-              outcome->stop_reason.c_str());
+  if (outcome.abandoned_jobs > 0) {
+    // What the end cut short (the log says which kernels stay provisional).
+    int64_t passes = std::min<int64_t>(outcome.progress.sanitizer_pending, outcome.abandoned_jobs);
+    std::printf(
+        "cut at the end: %lld jobs in flight (not stored), %lld sanitizer passes (their "
+        "kernels stay provisional)\n",
+        static_cast<long long>(outcome.abandoned_jobs - passes), static_cast<long long>(passes));
+  }
+  std::printf("run %lld %s: %s\n", static_cast<long long>(outcome.run_id), outcome.status.c_str(),
+              outcome.stop_reason.c_str());
   std::fflush(stdout);
-  int code = outcome->status == "failed" ? 1 : 0;
+}
+
+ExitCode Daemon::search_and_report() {
+  CompileCache cache(cache_directory() / "compile");
+  OrchestratorDeps deps = orchestrator_deps();
+  deps.compile_cache = &cache;
+  Orchestrator orchestrator(options_, deps);
+  auto outcome = orchestrator.run(resume_id_);
+  if (display_) display_->finish();
+  if (!outcome) {
+    spdlog::error("{}", outcome.error());
+    return ExitCode::kBadInput;
+  }
+  print_summary(*outcome);
+  ExitCode code = outcome->status == "failed" ? ExitCode::kRunFailed : ExitCode::kOk;
   if (outcome->abandoned_jobs > 0) {
     // Threads still wait on evaluations that missed the drain deadline; everything they could
     // lose is already in the database, so leave without unwinding them.
     spdlog::shutdown();
-    std::_Exit(code);
+    std::_Exit(static_cast<int>(code));
   }
   return code;
+}
+
+}  // namespace
+
+ExitCode run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
+  Daemon daemon(invocation, hooks);
+  for (auto step : {&Daemon::open_database, &Daemon::resolve_settings, &Daemon::choose_gpus,
+                    &Daemon::prepare_llm, &Daemon::prepare_evaluator, &Daemon::record_run,
+                    &Daemon::start_logging}) {
+    if (StepEnd end = (daemon.*step)()) return *end;
+  }
+  daemon.build_workers();
+  return daemon.search_and_report();
 }
 
 }  // namespace kopt::orchestrator

@@ -33,10 +33,19 @@ struct DaemonInvocation {
   std::optional<std::filesystem::path> config;
   std::optional<std::filesystem::path> db;
   bool resume = false;
-  bool tuner_only = false;  // ignore a configured LLM
+  bool tuner_only = false;                // ignore a configured LLM
   bool allow_unconfined_compile = false;  // run model text where the kernel has no Landlock
   bool no_display = false;
   std::string log_level = "info";
+};
+
+// `kopt run`'s exit codes, as docs/commands.md documents them.
+enum class ExitCode : int {
+  kOk = 0,                  // the run finished, ran out of a budget or was stopped by a signal
+  kRunFailed = 1,           // every task failed, the lock is held, the run could not be recorded
+  kBadInput = 2,            // config, arguments, tasks, prompts, nothing to resume from
+  kNoGpu = 3,               // a named GPU is missing, or model text would run unconfined
+  kUnreadableDatabase = 5,  // memory::kExitUnreadableDatabase: not a readable memory
 };
 
 // Parses `kopt run`'s arguments (argv[0] is the command's name). nullopt with exit_code set
@@ -51,9 +60,8 @@ struct DaemonHooks {
       make_evaluator;
 };
 
-// Runs the daemon; returns the process's exit code: 0 when the run finished, ran out of a budget
-// or was stopped by a signal, 1 when it failed, 2 for bad input (config, tasks, prompts).
-int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks = {});
+// Runs the daemon; returns the process's exit code.
+ExitCode run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks = {});
 
 // The sandbox worker for each GPU: `kopt-sandbox --device N`, or the config's worker_command
 // template with {worker} and {gpu} filled in.

@@ -18,6 +18,8 @@ namespace kopt::orchestrator {
 namespace {
 
 constexpr auto kWakeInterval = std::chrono::milliseconds(200);
+// How far past a night's time budget the drain may run (drain_deadline()).
+constexpr auto kTimeBudgetOverrun = std::chrono::seconds(3);
 constexpr auto kStatusInterval = std::chrono::seconds(1);
 constexpr auto kSubmissionInterval = std::chrono::seconds(2);
 
@@ -342,11 +344,10 @@ void Orchestrator::publish_progress(bool force) {
   if (deps_.on_progress) deps_.on_progress(p);
 }
 
-Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
+Status Orchestrator::open_run(std::optional<int64_t> resume_run_id,
+                              std::optional<RunProgress>& before) {
   RunRecorder& recorder = *deps_.recorder;
-  bool resuming = resume_run_id.has_value();
-  std::optional<RunProgress> before;  // what the run published last, read before reopening it
-  if (resuming) {
+  if (resume_run_id) {
     before = recorder.published_progress(*resume_run_id);
     if (auto s = recorder.resume_run(*resume_run_id); !s) return make_error(s.error());
     auto totals = recorder.run_totals();
@@ -363,8 +364,11 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
     auto id = recorder.start_run(dump_json(run_record_json(options_)));
     if (!id) return make_error("cannot start a run: " + id.error());
   }
-  if (!resuming) spdlog::info("run {} started", recorder.run_id());
-  started_ = Clock::now();
+  if (!resume_run_id) spdlog::info("run {} started", recorder.run_id());
+  return ok_status();
+}
+
+Status Orchestrator::load_tasks(bool resuming, const std::optional<RunProgress>& before) {
   std::vector<std::string> refused;
   for (const auto& dir : options_.task_dirs) {
     if (auto s = add_task(dir, resuming); !s) {
@@ -375,74 +379,94 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
   if (before) keep_finished_phases(*before);
   take_submissions();
   if (tasks_.empty()) {
-    (void)recorder.finish_run("failed");
+    (void)deps_.recorder->finish_run("failed");
     return make_error(refused.empty() ? std::string("no task to work on")
                                       : "no task could be loaded:\n" + join(refused, "\n"));
   }
   spdlog::info("{} tasks, {}, up to {} jobs at once on {}", tasks_.size(),
                deps_.llm ? "LLM agents and the tuner" : "the built-in tuner only (no LLM)",
                max_in_flight_, deps_.evaluator->name());
+  return ok_status();
+}
 
-  Clock::time_point drain_deadline{};
-  while (true) {
-    if (stop_.requested() && !stopping()) {
-      int sig = stop_.signal_number();
-      begin_drain(sig ? "interrupted by " + signal_name(sig) : std::string("a stop was requested"),
-                  "interrupted");
-    }
-    if (!stopping()) {
-      if (auto reason = exhausted_budget()) begin_drain(*reason, "budget");
-    }
-    if (stopping()) {
-      if (drain_deadline == Clock::time_point{}) {
-        drain_deadline = Clock::now() + std::chrono::milliseconds(
-                                            static_cast<int64_t>(options_.drain_seconds * 1000));
-      }
-      reap_jobs(true, drain_deadline);
-      break;
-    }
-    if (Clock::now() - last_submission_poll_ >= kSubmissionInterval) {
-      last_submission_poll_ = Clock::now();
-      take_submissions();
-    }
-    reap_jobs(false, Clock::now());
-    check_spend_rate();
-    while (!stopping()) {
-      {
-        std::lock_guard lock(mutex_);
-        if (static_cast<int>(jobs_.size()) >= max_in_flight_) break;
-      }
-      if (!launch_next_job()) break;
-    }
-    if (all_done()) take_submissions();  // a task submitted just now still counts
+void Orchestrator::check_stop_conditions() {
+  if (stop_.requested() && !stopping()) {
+    int sig = stop_.signal_number();
+    begin_drain(sig ? "interrupted by " + signal_name(sig) : std::string("a stop was requested"),
+                "interrupted");
+  }
+  if (!stopping()) {
+    if (auto reason = exhausted_budget()) begin_drain(*reason, "budget");
+  }
+}
+
+void Orchestrator::feed_jobs() {
+  if (Clock::now() - last_submission_poll_ >= kSubmissionInterval) {
+    last_submission_poll_ = Clock::now();
+    take_submissions();
+  }
+  reap_jobs(false, Clock::now());
+  check_spend_rate();
+  while (!stopping()) {
     {
-      std::unique_lock lock(mutex_);
-      bool all_finished = std::all_of(tasks_.begin(), tasks_.end(),
-                                      [](const TaskState& t) { return t.finished(); });
-      if (jobs_.empty() && all_finished) {
-        size_t failed =
-            static_cast<size_t>(std::count_if(tasks_.begin(), tasks_.end(), [](const TaskState& t) {
-              return t.phase() == TaskState::Phase::kFailed;
-            }));
-        final_status_ = failed == tasks_.size() ? "failed" : "finished";
-        stop_reason_ = failed == tasks_.size()
-                           ? "every task failed (" + tasks_.front().note() + ")"
-                           : fmt::format("all {} tasks are done", tasks_.size());
-        break;
-      }
-      changed_.wait_for(lock, kWakeInterval);
+      std::lock_guard lock(mutex_);
+      if (static_cast<int>(jobs_.size()) >= max_in_flight_) break;
     }
+    if (!launch_next_job()) break;
+  }
+  if (all_done()) take_submissions();  // a task submitted just now still counts
+}
+
+bool Orchestrator::wait_or_finish() {
+  std::unique_lock lock(mutex_);
+  bool all_finished =
+      std::all_of(tasks_.begin(), tasks_.end(), [](const TaskState& t) { return t.finished(); });
+  if (jobs_.empty() && all_finished) {
+    size_t failed =
+        static_cast<size_t>(std::count_if(tasks_.begin(), tasks_.end(), [](const TaskState& t) {
+          return t.phase() == TaskState::Phase::kFailed;
+        }));
+    final_status_ = failed == tasks_.size() ? "failed" : "finished";
+    stop_reason_ = failed == tasks_.size() ? "every task failed (" + tasks_.front().note() + ")"
+                                           : fmt::format("all {} tasks are done", tasks_.size());
+    return true;
+  }
+  changed_.wait_for(lock, kWakeInterval);
+  return false;
+}
+
+Orchestrator::Clock::time_point Orchestrator::drain_deadline() const {
+  Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options_.drain_seconds * 1000));
+  if (!options_.budgets.hours) return deadline;
+  // A night's time budget bounds the drain too: what cannot finish within a few seconds of the
+  // limit (a queued evaluation, a half-minute sanitizer pass) is cut and said, instead of the
+  // night running on for the drain's minute.
+  double left = std::max(0.0, *options_.budgets.hours * 3600 - elapsed_seconds());
+  Clock::time_point limit = Clock::now() +
+                            std::chrono::milliseconds(static_cast<int64_t>(left * 1000)) +
+                            kTimeBudgetOverrun;
+  return std::min(deadline, limit);
+}
+
+std::optional<Orchestrator::Clock::time_point> Orchestrator::search_until_stopped() {
+  while (true) {
+    check_stop_conditions();
+    if (stopping()) {
+      Clock::time_point deadline = drain_deadline();
+      reap_jobs(true, deadline);
+      return deadline;
+    }
+    feed_jobs();
+    if (wait_or_finish()) return std::nullopt;
     publish_progress(false);
   }
+}
 
+RunOutcome Orchestrator::close_run(std::optional<Clock::time_point> drained_until) {
   // The lane's passes in progress finish within the drain time; queued ones are dropped, their
   // kernels staying provisional (never exported).
-  Clock::time_point lane_deadline =
-      drain_deadline != Clock::time_point{}
-          ? drain_deadline
-          : Clock::now() +
-                std::chrono::milliseconds(static_cast<int64_t>(options_.drain_seconds * 1000));
-  int lane_running = finish_sanitizer_lane(lane_deadline);
+  int lane_running = finish_sanitizer_lane(drained_until ? *drained_until : drain_deadline());
   RunOutcome outcome;
   {
     std::lock_guard lock(mutex_);
@@ -451,18 +475,31 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
     outcome.status = final_status_;
     outcome.stop_reason = stop_reason_;
   }
+  bool time_spent = options_.budgets.hours && elapsed_seconds() >= *options_.budgets.hours * 3600;
   if (outcome.abandoned_jobs > 0) {
+    // Said apart, because what becomes of them differs: a cut job's evaluation or model call
+    // is not stored; a kernel whose sanitizer pass was cut stays provisional (never exported).
     spdlog::warn(
-        "{} jobs still running at the drain deadline are abandoned; what they finished "
-        "is stored",
-        outcome.abandoned_jobs);
+        "cut at the {}: {} jobs in flight (what they finished is stored, the rest is not) and "
+        "{} sanitizer passes (their kernels stay provisional)",
+        time_spent ? "time budget" : "drain deadline", outcome.abandoned_jobs - lane_running,
+        lane_running);
   }
-  outcome.run_id = recorder.run_id();
+  outcome.run_id = deps_.recorder->run_id();
   publish_progress(true);
-  if (auto s = recorder.finish_run(outcome.status); !s) spdlog::error("run: {}", s.error());
+  if (auto s = deps_.recorder->finish_run(outcome.status); !s) spdlog::error("run: {}", s.error());
   outcome.progress = progress();
   spdlog::info("run {} {}: {}", outcome.run_id, outcome.status, outcome.stop_reason);
   return outcome;
+}
+
+Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
+  std::optional<RunProgress> before;  // what the run published last, read before reopening it
+  if (auto opened = open_run(resume_run_id, before); !opened) return make_error(opened.error());
+  started_ = Clock::now();
+  if (auto loaded = load_tasks(resume_run_id.has_value(), before); !loaded)
+    return make_error(loaded.error());
+  return close_run(search_until_stopped());
 }
 
 }  // namespace kopt::orchestrator

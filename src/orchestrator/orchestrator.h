@@ -117,6 +117,22 @@ class Orchestrator {
   // state stays so; only unfinished work goes on (resume_phases.cc). Requires mutex_ unheld.
   void keep_finished_phases(const RunProgress& before);
 
+  // ---- the run's steps (orchestrator.cc) ----
+  // Reopens the run to resume (reading what it published last into `before`) or starts one.
+  Status open_run(std::optional<int64_t> resume_run_id, std::optional<RunProgress>& before);
+  // Loads every task folder and the submissions; an error (the run recorded failed) when none
+  // loads.
+  Status load_tasks(bool resuming, const std::optional<RunProgress>& before);
+  // Launches and reaps jobs until every task is done (nullopt) or a stop or a budget ended the
+  // run (the drain's deadline, the in-flight work reaped until then).
+  std::optional<Clock::time_point> search_until_stopped();
+  void check_stop_conditions();  // a stop signal or a spent budget begins the drain
+  void feed_jobs();              // submissions, finished jobs, then new jobs up to the cap
+  bool wait_or_finish();         // true (final status set) once every task is finished
+  Clock::time_point drain_deadline() const;
+  // Ends the sanitizer lane, records the run's end and says how it ended.
+  RunOutcome close_run(std::optional<Clock::time_point> drained_until);
+
   // ---- the loop (orchestrator.cc) ----
   bool launch_next_job();  // false when no task has launchable work
   void launch(TaskState& task, std::function<void()> body);

@@ -132,7 +132,7 @@ TEST_F(DaemonProcessTest, ASecondSignalExitsAtOnce) {
 }
 
 TEST_F(DaemonProcessTest, KillNineThenResumeLosesNothingAndRedoesNothing) {
-  Subprocess daemon = start({"--tasks", tasks_.string()}, 300);
+  Subprocess daemon = start({"--tasks", tasks_.string(), "--hours", "1"}, 300);
   ASSERT_TRUE(kopt::testing::wait_until([&] { return evaluations() >= 3; }, 60s));
   daemon.kill_group();  // SIGKILL: no handler runs, nothing is flushed by the daemon
   int64_t before = evaluations();
@@ -144,6 +144,9 @@ TEST_F(DaemonProcessTest, KillNineThenResumeLosesNothingAndRedoesNothing) {
   auto resumed = run({"--resume"});
   EXPECT_EQ(resumed.exit_code, 0) << resumed.stderr_text;
   EXPECT_TRUE(kopt::testing::contains(resumed.stderr_text, "resuming run 1"));
+  // The budget the run began with goes on, and the start-up says where it came from.
+  EXPECT_TRUE(kopt::testing::contains(resumed.stderr_text, "setting: hours 1 (from the saved run)"))
+      << resumed.stderr_text;
   EXPECT_EQ(evaluations(), 8);
   EXPECT_EQ(count("SELECT count(DISTINCT kernel_id) FROM evaluations"), 8);  // nothing twice
   EXPECT_EQ(count("SELECT count(*) FROM runs"), 1);

@@ -95,6 +95,7 @@ TEST_F(Morning, EveryCommandReadsTheNightAndNothingIsLost) {
   // The start-up echo says the database and the budget this run has, not the defaults.
   EXPECT_TRUE(contains(night, "config: database: " + db().string())) << night;
   EXPECT_TRUE(contains(night, "budgets hours=1,")) << night;
+  EXPECT_TRUE(contains(night, "setting: hours 1 (from --hours)")) << night;
 
   // Nothing judged was lost: every candidate the daemon counted, and each task's baseline, is
   // stored (the daemon's own count is in its last published status).

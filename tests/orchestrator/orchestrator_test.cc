@@ -339,7 +339,11 @@ TEST_F(OrchestratorTest, TheTimeBudgetStopsTheRunAndSaysSo) {
   EXPECT_NE(outcome->stop_reason.find("time budget"), std::string::npos) << outcome->stop_reason;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_GT(evaluator.evaluations(), 0);
-  EXPECT_EQ(count("SELECT count(*) FROM evaluations"), evaluator.evaluations());
+  // Every evaluation begun is stored, or cut at the budget's deadline and said (on a loaded
+  // machine the fake's NVRTC compile can outlast the few seconds the budget allows).
+  int64_t stored = count("SELECT count(*) FROM evaluations");
+  EXPECT_LE(stored, evaluator.evaluations());
+  EXPECT_GE(stored + outcome->abandoned_jobs, evaluator.evaluations());
 }
 
 TEST_F(OrchestratorTest, AStopRequestDrainsInFlightWorkAndKeepsIt) {

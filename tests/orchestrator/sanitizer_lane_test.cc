@@ -8,9 +8,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
 
 #include "common/files.h"
 #include "src/orchestrator/orchestrator.h"
+#include "tests/foundation/test_support.h"
 #include "tests/orchestrator/fake_evaluator.h"
 #include "tests/orchestrator/orchestrator_test_support.h"
 #include "tests/support/log_capture.h"
@@ -18,6 +22,7 @@
 namespace kopt::orchestrator {
 namespace {
 
+using kopt::testing::contains;
 using kopt::testing::FakeEvaluator;
 using kopt::testing::TempDir;
 using namespace std::chrono_literals;
@@ -235,6 +240,82 @@ TEST_F(SanitizerLaneTest, IdenticalSourcesAreSanitizedOnce) {
   EXPECT_EQ(runs.load(), 2);
   EXPECT_EQ(lane.skipped(), 1);
   EXPECT_EQ(done.load(), 4);
+}
+
+// Evaluations after the first `fast` ones wait until the test releases them (or a minute):
+// work that cannot finish before a night's time budget ends.
+class SlowAfter final : public Evaluator {
+ public:
+  SlowAfter(Evaluator& inner, int fast, std::function<void()> hold)
+      : inner_(inner), fast_(fast), hold_(std::move(hold)) {}
+  Result<EvalResult> evaluate(const EvalRequest& request) override {
+    if (started_.fetch_add(1) >= fast_) hold_();
+    return inner_.evaluate(request);
+  }
+  std::string name() const override { return "slow after " + std::to_string(fast_); }
+  SanitizerOutcome sanitize(const EvalRequest& request) override {
+    return inner_.sanitize(request);
+  }
+
+ private:
+  Evaluator& inner_;
+  int fast_;
+  std::function<void()> hold_;
+  std::atomic<int> started_{0};
+};
+
+// A night's time budget ends the night within a few seconds of its limit (issue 35), with the
+// daemon's one-minute drain: evaluations and a sanitizer pass that would run on for a minute are
+// cut at the deadline, and the outcome and the log say what was cut (a kernel whose pass was cut
+// stays provisional).
+TEST_F(SanitizerLaneTest, TheTimeBudgetBoundsTheDrainAndSaysWhatWasCut) {
+  std::mutex mutex;
+  std::condition_variable released_cv;
+  bool released = false;
+  auto hold = [&] {
+    std::unique_lock lock(mutex);
+    released_cv.wait_for(lock, 60s, [&] { return released; });
+  };
+  std::atomic<int> passes_started{0};
+  during_pass_ = [&](const EvalRequest&) {
+    ++passes_started;
+    hold();
+  };
+  FakeEvaluator fake;
+  SlowAfter evaluator(fake, 3, hold);  // the baseline and two configurations, then none ends
+  RunOptions o = options({"axpy"});
+  o.max_in_flight = 2;
+  o.drain_seconds = 60;  // the daemon's default: the budget, not the drain, must end the night
+  const double budget_s = 3;
+  o.budgets.hours = budget_s / 3600;
+  OrchestratorDeps d = deps(fake, true);
+  d.evaluator = &evaluator;
+  kopt::testing::LogCapture log;
+  auto start = std::chrono::steady_clock::now();
+  std::optional<Orchestrator> orchestrator;
+  orchestrator.emplace(o, d);
+  auto outcome = orchestrator->run();
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  {
+    std::lock_guard lock(mutex);
+    released = true;  // the cut work may end now; the orchestrator's destructor waits for it
+  }
+  released_cv.notify_all();
+  ASSERT_TRUE(outcome) << outcome.error();
+  std::printf(
+      "time budget %.0f s: the run took %.2f s; cut: %d jobs and sanitizer passes (%lld "
+      "passes unfinished, %d started)\n",
+      budget_s, took, outcome->abandoned_jobs,
+      static_cast<long long>(outcome->progress.sanitizer_pending), passes_started.load());
+  EXPECT_EQ(outcome->status, "budget");
+  EXPECT_LT(took, budget_s + 5) << "the drain ran past the time budget";
+  EXPECT_GE(outcome->abandoned_jobs, 1);
+  EXPECT_TRUE(contains(log.text(), "cut at the time budget")) << log.text();
+  if (passes_started > 0) {
+    EXPECT_GE(outcome->progress.sanitizer_pending, 1);
+    EXPECT_TRUE(contains(log.text(), "stay 'sanitizing'")) << log.text();
+  }
+  orchestrator.reset();
 }
 
 }  // namespace

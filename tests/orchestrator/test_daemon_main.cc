@@ -18,5 +18,5 @@ int main(int argc, char** argv) {
     return std::unique_ptr<kopt::Evaluator>(
         std::make_unique<kopt::testing::FakeEvaluator>(kopt::testing::fake_evaluator_options_from_env()));
   };
-  return kopt::orchestrator::run_daemon(*invocation, hooks);
+  return static_cast<int>(kopt::orchestrator::run_daemon(*invocation, hooks));
 }
