@@ -46,11 +46,8 @@ std::string nudge(LlmStatus status) {
 }  // namespace
 
 void AgentUsage::add(const LlmResponse& response) {
-  ++calls;
-  if (!response.ok()) ++failed_calls;
-  input_tokens += response.usage.input_tokens;
-  output_tokens += response.usage.output_tokens;
-  cost_usd += response.cost_usd;
+  add_call(response.ok(), response.usage.input_tokens, response.usage.output_tokens,
+           response.cost_usd);
   truncated += response.status == LlmStatus::kTruncated;
   refused += response.status == LlmStatus::kRefused;
   tool_calls += response.status == LlmStatus::kToolCall;
@@ -58,11 +55,7 @@ void AgentUsage::add(const LlmResponse& response) {
 }
 
 void AgentUsage::add(const AgentUsage& other) {
-  calls += other.calls;
-  failed_calls += other.failed_calls;
-  input_tokens += other.input_tokens;
-  output_tokens += other.output_tokens;
-  cost_usd += other.cost_usd;
+  LlmTotals::add(other);
   truncated += other.truncated;
   refused += other.refused;
   tool_calls += other.tool_calls;

@@ -12,17 +12,14 @@
 
 #include "agents/prompt_library.h"
 #include "common/result.h"
+#include "src/llm/accounting.h"
 #include "src/llm/llm_client.h"
 
 namespace kopt::agents {
 
-// Tokens and cost an agent spent; the orchestrator adds them to the task's and the run's totals.
-struct AgentUsage {
-  int64_t calls = 0;
-  int64_t failed_calls = 0;
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
-  double cost_usd = 0;
+// Tokens and cost an agent spent (the calls' totals, as the LLM's accounting keeps them); the
+// orchestrator adds them to the task's and the run's totals.
+struct AgentUsage : LlmTotals {
   // How the model misbehaved, one count per call: what a stall detector needs besides kernels.
   int64_t truncated = 0;  // cut at the token limit
   int64_t refused = 0;

@@ -4,14 +4,27 @@
 
 namespace kopt {
 
+void LlmTotals::add_call(bool ok, int64_t input, int64_t output, double cost) {
+  ++calls;
+  if (!ok) ++failed_calls;
+  input_tokens += input;
+  output_tokens += output;
+  cost_usd += cost;
+}
+
+void LlmTotals::add(const LlmTotals& other) {
+  calls += other.calls;
+  failed_calls += other.failed_calls;
+  input_tokens += other.input_tokens;
+  output_tokens += other.output_tokens;
+  cost_usd += other.cost_usd;
+}
+
 namespace {
 
 void add(LlmTotals& totals, const LlmCallRecord& call) {
-  ++totals.calls;
-  if (call.status != LlmStatus::kOk) ++totals.failed_calls;
-  totals.input_tokens += call.input_tokens;
-  totals.output_tokens += call.output_tokens;
-  totals.cost_usd += call.cost_usd;
+  totals.add_call(call.status == LlmStatus::kOk, call.input_tokens, call.output_tokens,
+                  call.cost_usd);
 }
 
 }  // namespace

@@ -44,6 +44,10 @@ struct LlmTotals {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   double cost_usd = 0;
+
+  // One call more, with its tokens and cost; `ok` false counts it failed too.
+  void add_call(bool ok, int64_t input, int64_t output, double cost);
+  void add(const LlmTotals& other);
 };
 
 // Prices calls, keeps totals and forwards records to the sink. Thread-safe.

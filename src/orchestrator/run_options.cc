@@ -44,34 +44,4 @@ json run_record_json(const RunOptions& options, const json& extra) {
   return record;
 }
 
-void apply_saved_options(const json& saved, RunOptions& options) {
-  if (!saved.is_object()) return;
-  if (saved.contains("task_dirs") && saved["task_dirs"].is_array()) {
-    options.task_dirs.clear();
-    for (const json& dir : saved["task_dirs"]) {
-      if (dir.is_string()) options.task_dirs.emplace_back(dir.get<std::string>());
-    }
-  }
-  // Budgets given on the resuming command line win; the others continue as the run began.
-  if (saved.contains("budgets") && saved["budgets"].is_object()) {
-    const json& b = saved["budgets"];
-    if (!options.budgets.hours && b.value("hours", json()).is_number()) {
-      options.budgets.hours = b["hours"].get<double>();
-    }
-    if (!options.budgets.max_usd && b.value("max_usd", json()).is_number()) {
-      options.budgets.max_usd = b["max_usd"].get<double>();
-    }
-    if (!options.budgets.candidates_per_task &&
-        b.value("candidates_per_task", json()).is_number_integer()) {
-      options.budgets.candidates_per_task = b["candidates_per_task"].get<int64_t>();
-    }
-    if (!options.budgets.max_usd_per_task && b.value("max_usd_per_task", json()).is_number()) {
-      options.budgets.max_usd_per_task = b["max_usd_per_task"].get<double>();
-    }
-    if (!options.budgets.max_usd_per_hour && b.value("max_usd_per_hour", json()).is_number()) {
-      options.budgets.max_usd_per_hour = b["max_usd_per_hour"].get<double>();
-    }
-  }
-}
-
 }  // namespace kopt::orchestrator

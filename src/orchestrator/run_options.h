@@ -1,6 +1,6 @@
-// The settings of one daemon run, resolved from the config file's daemon section and the command
-// line (the command line wins). Everything the search loop reads is here, so tests build one
-// directly.
+// The settings of one daemon run, resolved from the config file's daemon section, the command
+// line and a resumed run's record by resolve_run_settings (run_settings.h). Everything the search
+// loop reads is here, so tests build one directly.
 #pragma once
 
 #include <cstdint>
@@ -85,8 +85,5 @@ struct RunOptions {
 // effective config's description, the GPUs).
 nlohmann::json run_record_json(const RunOptions& options,
                                const nlohmann::json& extra = nlohmann::json::object());
-
-// Reads the parts of RunOptions that a resumed run takes over from the run record.
-void apply_saved_options(const nlohmann::json& saved, RunOptions& options);
 
 }  // namespace kopt::orchestrator
