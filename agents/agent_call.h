@@ -12,8 +12,8 @@
 
 #include "agents/prompt_library.h"
 #include "common/result.h"
-#include "src/llm/accounting.h"
-#include "src/llm/llm_client.h"
+#include "llm/accounting.h"
+#include "llm/llm_client.h"
 
 namespace kopt::agents {
 

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/strings.h"
-#include "src/llm/extract.h"
+#include "llm/extract.h"
 
 namespace kopt::agents {
 

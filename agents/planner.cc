@@ -6,7 +6,7 @@
 
 #include "common/strings.h"
 #include "common/utf8.h"
-#include "src/llm/extract.h"
+#include "llm/extract.h"
 
 namespace kopt::agents {
 

@@ -18,7 +18,7 @@
 #include "src/cli/llm_preflight.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
-#include "src/config/config.h"
+#include "config/config.h"
 
 namespace kopt::cli {
 namespace {

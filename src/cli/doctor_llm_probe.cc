@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "src/cli/llm_preflight.h"
-#include "src/llm/preflight.h"
+#include "llm/preflight.h"
 
 namespace kopt::cli {
 

@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "src/config/config.h"
+#include "config/config.h"
 #include "src/orchestrator/daemon.h"
 
 namespace kopt::cli {

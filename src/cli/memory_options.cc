@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "memory_store/database_check.h"
-#include "src/config/config.h"
+#include "config/config.h"
 
 namespace kopt::cli {
 

@@ -2,8 +2,8 @@
 
 #include "agents/prompt_library.h"
 #include "common/files.h"
-#include "src/llm/extract.h"
-#include "src/llm/llm_service.h"
+#include "llm/extract.h"
+#include "llm/llm_service.h"
 
 namespace kopt::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "src/config/config.h"
+#include "config/config.h"
 
 namespace kopt::cli {
 

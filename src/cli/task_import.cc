@@ -16,7 +16,7 @@
 #include "sandbox/task_spec.h"
 #include "src/cli/gpu_checks.h"
 #include "src/cli/reference_draft.h"
-#include "src/config/config.h"
+#include "config/config.h"
 
 extern char** environ;
 

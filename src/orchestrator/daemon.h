@@ -16,7 +16,7 @@
 #include "common/result.h"
 #include "common/score_basis.h"
 #include "sandbox/evaluator.h"
-#include "src/config/config.h"
+#include "config/config.h"
 
 namespace kopt::orchestrator {
 

@@ -40,7 +40,7 @@
 #include "sandbox/compiler.h"
 #include "sandbox/evaluator.h"
 #include "sandbox/profile_bottleneck.h"
-#include "src/llm/llm_client.h"
+#include "llm/llm_client.h"
 #include "src/orchestrator/candidate_evaluation.h"
 #include "src/orchestrator/coder_judge.h"
 #include "src/orchestrator/progress.h"

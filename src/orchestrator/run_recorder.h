@@ -18,7 +18,7 @@
 #include "memory_store/memory_store.h"
 #include "memory_store/plan_store.h"
 #include "sandbox/task_spec.h"
-#include "src/llm/accounting.h"
+#include "llm/accounting.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "src/orchestrator/progress.h"
 #include "src/orchestrator/task_search.h"

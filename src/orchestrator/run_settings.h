@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/score_basis.h"
-#include "src/config/config.h"
+#include "config/config.h"
 #include "src/orchestrator/run_options.h"
 
 namespace kopt::orchestrator {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "src/llm/llm_client.h"
+#include "llm/llm_client.h"
 
 namespace kopt::testing {
 

@@ -1,6 +1,6 @@
 // The config file: every example in configs/ loads, and every kind of mistake is reported with
 // its file and JSON path, all in one pass.
-#include "src/config/config.h"
+#include "config/config.h"
 
 #include <gtest/gtest.h>
 

@@ -24,9 +24,9 @@
 #include "memory_store/line_diff.h"
 #include "memory_store/memory_store.h"
 #include "sandbox/kernel_file.h"
-#include "src/llm/extract.h"
-#include "src/llm/request_limits.h"
-#include "src/llm/wire_format.h"
+#include "llm/extract.h"
+#include "llm/request_limits.h"
+#include "llm/wire_format.h"
 #include "tests/support/temp_dir.h"
 
 namespace kopt {

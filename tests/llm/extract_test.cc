@@ -1,5 +1,5 @@
 // Getting code and JSON out of replies as models really write them.
-#include "src/llm/extract.h"
+#include "llm/extract.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include <signal.h>
 
 #include "common/subprocess.h"
-#include "src/llm/http_transport.h"
+#include "llm/http_transport.h"
 #include "tests/foundation/test_support.h"
 #include "tests/llm/llm_test_support.h"
 

@@ -2,7 +2,7 @@
 // errors, call records, logs or the description of the config, whatever the server does.
 #include <gtest/gtest.h>
 
-#include "src/llm/llm_service.h"
+#include "llm/llm_service.h"
 #include "tests/llm/llm_test_support.h"
 #include "tests/support/log_capture.h"
 

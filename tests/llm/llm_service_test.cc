@@ -1,6 +1,6 @@
 // LlmService: routing each agent to its provider and model, accounting (records to the sink,
 // cost from the price table, run totals for budgets).
-#include "src/llm/llm_service.h"
+#include "llm/llm_service.h"
 
 #include <gtest/gtest.h>
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "src/config/config.h"
-#include "src/llm/accounting.h"
-#include "src/llm/provider_client.h"
+#include "config/config.h"
+#include "llm/accounting.h"
+#include "llm/provider_client.h"
 #include "tests/support/fake_llm_server.h"
 
 namespace kopt::testing {

@@ -1,7 +1,7 @@
 // The pre-flight probe against the fake server on loopback (real libcurl): models lists in the
 // OpenAI and Anthropic shapes, a wrong key, an unknown model, a server that is down, a refusal,
 // and a server without a models list. Also the client's reading of refusals.
-#include "src/llm/preflight.h"
+#include "llm/preflight.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // Reply shapes the fake server does not produce: odd but real bodies from hosted APIs, local
 // servers and proxies, read by the wire formats directly.
-#include "src/llm/wire_format.h"
+#include "llm/wire_format.h"
 
 #include <gtest/gtest.h>
 
-#include "src/llm/http_transport.h"
+#include "llm/http_transport.h"
 
 namespace kopt {
 namespace {

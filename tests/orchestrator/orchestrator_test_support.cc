@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "common/files.h"
-#include "src/llm/extract.h"
+#include "llm/extract.h"
 
 namespace kopt::testing {
 

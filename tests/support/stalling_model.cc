@@ -6,7 +6,7 @@
 
 #include "common/files.h"
 #include "common/strings.h"
-#include "src/llm/extract.h"
+#include "llm/extract.h"
 
 namespace kopt::testing {
 
