@@ -671,7 +671,7 @@ int run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks) {
   std::printf("run %lld %s: %s\n", static_cast<long long>(outcome->run_id), outcome->status.c_str(),
               outcome->stop_reason.c_str());
   std::fflush(stdout);
-  int code = outcome->status == "failed" ? 1 : 0;
+  int code = parse_run_status(outcome->status) == RunStatus::kFailed ? 1 : 0;
   if (outcome->abandoned_jobs > 0) {
     // Threads still wait on evaluations that missed the drain deadline; everything they could
     // lose is already in the database, so leave without unwinding them.

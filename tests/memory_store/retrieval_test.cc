@@ -37,19 +37,25 @@ class RetrievalTest : public ::testing::Test {
     add_task(s, "sgemm", {"matmul", "compute-bound", "fp32"});
     add_task(s, "rmsnorm", {"normalization", "memory-bound", "fp32"});
 
-    int64_t ln0 = add_kernel(s, "layernorm", kernel_source("layernorm_rows",
-        "extern __shared__ float partial[]; __syncthreads(); rsqrtf tree reduction"));
-    int64_t ln1 = add_kernel(s, "layernorm", kernel_source("layernorm_rows",
-        "__shfl_xor_sync warp reduction rsqrtf"), ln0);
-    int64_t ln2 = add_kernel(s, "layernorm", kernel_source("layernorm_rows",
-        "__shfl_xor_sync warp reduction float4 rsqrtf"), ln1);
-    int64_t ln3 = add_kernel(s, "layernorm", kernel_source("layernorm_rows",
-        "atomicAdd partial sums rsqrtf"), ln0);
-    int64_t ln4 = add_kernel(s, "layernorm", kernel_source("layernorm_rows",
-        "cooperative partial __syncthreads rsqrtf"), ln0);
+    int64_t ln0 = add_kernel(
+        s, "layernorm",
+        kernel_source("layernorm_rows",
+                      "extern __shared__ float partial[]; __syncthreads(); rsqrtf tree reduction"));
+    int64_t ln1 =
+        add_kernel(s, "layernorm",
+                   kernel_source("layernorm_rows", "__shfl_xor_sync warp reduction rsqrtf"), ln0);
+    int64_t ln2 = add_kernel(
+        s, "layernorm",
+        kernel_source("layernorm_rows", "__shfl_xor_sync warp reduction float4 rsqrtf"), ln1);
+    int64_t ln3 = add_kernel(s, "layernorm",
+                             kernel_source("layernorm_rows", "atomicAdd partial sums rsqrtf"), ln0);
+    int64_t ln4 = add_kernel(
+        s, "layernorm", kernel_source("layernorm_rows", "cooperative partial __syncthreads rsqrtf"),
+        ln0);
     fitting_ = add_pair(s, "layernorm", ln0, ln1, 2.1,
                         "warp shuffle reduction replaces the shared-memory tree and its "
-                        "__syncthreads barriers", {"normalization", "memory-bound", "fp32"});
+                        "__syncthreads barriers",
+                        {"normalization", "memory-bound", "fp32"});
     same_lineage_ = add_pair(s, "layernorm", ln1, ln2, 1.3, "float4 loads on top of the shuffles",
                              {"normalization", "memory-bound", "fp32"});
     older_arch_ = add_pair(s, "layernorm", ln0, ln4, 1.6,
@@ -61,7 +67,8 @@ class RetrievalTest : public ::testing::Test {
 
     int64_t ax0 = add_kernel(s, "axpy", kernel_source("axpy", "scalar loads"));
     int64_t ax1 = add_kernel(s, "axpy", kernel_source("axpy", "float4 vectorized loads"), ax0);
-    add_pair(s, "axpy", ax0, ax1, 1.4, "float4 vectorized loads", {"elementwise", "memory-bound", "fp32"});
+    add_pair(s, "axpy", ax0, ax1, 1.4, "float4 vectorized loads",
+             {"elementwise", "memory-bound", "fp32"});
     int64_t mm0 = add_kernel(s, "sgemm", kernel_source("sgemm", "naive loops"));
     int64_t mm1 = add_kernel(s, "sgemm", kernel_source("sgemm", "wmma tensor core tiles"), mm0);
     add_pair(s, "sgemm", mm0, mm1, 8.0, "tensor core tiles", {"matmul", "compute-bound", "fp32"});
@@ -315,7 +322,7 @@ class RetrievalBottleneckTest : public ::testing::Test {
     e.kernel_id = kernel;
     e.task = "transpose";
     e.gpu.model = "NVIDIA H100 80GB HBM3";
-    e.verdict = "ok";
+    e.verdict = Verdict::kOk;
     e.median_us = 100;
     e.profile_json = to_json(p).dump();
     ASSERT_TRUE(store_->add_evaluation(e).ok());
@@ -405,7 +412,7 @@ TEST(RetrievalProductionTest, APairThatReachedProductionSpeedRanksFirst) {
     e.kernel_id = kernel;
     e.task = "transpose";
     e.gpu.model = h100;
-    e.verdict = verdict;
+    e.verdict = parse_verdict(verdict).value();  // a misspelt name throws
     e.median_us = us;
     ASSERT_TRUE(s.add_evaluation(e).ok());
   };
