@@ -8,19 +8,6 @@ namespace kopt::memory {
 
 namespace {
 
-constexpr const char* kRunColumns =
-    "SELECT id, config_json, started_at, coalesce(finished_at, ''), status FROM runs";
-
-RunRecord read_run(const sql::Statement& row) {
-  RunRecord run;
-  run.id = row.column_int64(0);
-  run.config_json = row.column_text(1);
-  run.started_at = row.column_text(2);
-  run.finished_at = row.column_text(3);
-  run.status = row.column_text(4);
-  return run;
-}
-
 // Every row of `sql`; a query with a "?1" gets `run_id` bound there, written as
 // "WHERE (?1 IS NULL OR run_id = ?1)" so that no run means every run.
 template <typename Record, typename Reader>
@@ -40,16 +27,17 @@ Result<std::vector<Record>> collect(sql::Database& db, const std::string& sql,
 }  // namespace
 
 Result<std::optional<RunRecord>> MemoryStore::run(int64_t id) {
-  auto statement = db_.cached(std::string(kRunColumns) + " WHERE id = ?1");
+  auto statement = db_.cached(std::string(rows::kRunSelect) + " WHERE id = ?1");
   statement->bind(1, id);
   auto row = statement->step();
   if (!row) return make_error(row.error());
   if (!*row) return std::optional<RunRecord>();
-  return std::optional<RunRecord>(read_run(*statement));
+  return std::optional<RunRecord>(rows::read_run(*statement));
 }
 
 Result<std::vector<RunRecord>> MemoryStore::list_runs() {
-  return collect<RunRecord>(db_, std::string(kRunColumns) + " ORDER BY id", std::nullopt, read_run);
+  return collect<RunRecord>(db_, std::string(rows::kRunSelect) + " ORDER BY id", std::nullopt,
+                            rows::read_run);
 }
 
 Result<std::vector<EvaluationRecord>> MemoryStore::list_evaluations(std::optional<int64_t> run_id) {

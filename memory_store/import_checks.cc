@@ -6,11 +6,11 @@
 #include "common/json_limits.h"
 #include "common/text_escape.h"
 #include "common/utf8.h"
+#include "common/verdict.h"
 #include "sandbox/compiler.h"
 #include "sandbox/device_code_rules.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/name_rules.h"
-#include "sandbox/verdict.h"
 
 namespace kopt::memory {
 
@@ -106,13 +106,34 @@ void check_imported_kernel(JsonReader& reader, const KernelRecord& kernel,
     reader.error("$.source", one_line_text(rule.error()));
 }
 
+Verdict imported_verdict(JsonReader& reader, const std::string& path, const std::string& name) {
+  if (name.empty()) {
+    reader.error(path, "the verdict is missing");
+    return Verdict::kCrash;
+  }
+  std::optional<Verdict> verdict = parse_verdict(name);
+  if (!verdict || *verdict == Verdict::kSanitizing) {
+    reader.error(path, "'" + one_line_text(name) + "' is not a verdict");
+    return Verdict::kCrash;
+  }
+  return *verdict;
+}
+
+Origin imported_origin(JsonReader& reader, const std::string& path, const std::string& name) {
+  std::optional<Origin> origin = parse_origin(name);
+  if (!origin) {
+    reader.error(path, "'" + one_line_text(name) +
+                           "' is not a kernel origin (baseline, coder, tuner or empty)");
+    return Origin::kUnknown;
+  }
+  return *origin;
+}
+
 void check_imported_evaluation(JsonReader& reader, const EvaluationRecord& evaluation,
                                const std::string& kernel_sha256) {
   check_name(reader, "$.task", evaluation.task, is_task_name, kTaskRule);
   check_sha(reader, "$.kernel_sha256", kernel_sha256);
   check_name(reader, "$.gpu.model", evaluation.gpu.model, is_gpu_name, kGpuNameRule);
-  if (!evaluation.verdict.empty() && !parse_verdict(evaluation.verdict))
-    reader.error("$.verdict", "'" + one_line_text(evaluation.verdict) + "' is not a verdict");
   check_tunables(reader, "$.tunables", evaluation.tunables_json);
 }
 

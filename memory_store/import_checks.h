@@ -15,6 +15,12 @@ namespace kopt::memory {
 void check_imported_task(JsonReader& reader, const TaskRecord& task);
 void check_imported_kernel(JsonReader& reader, const KernelRecord& kernel,
                            const std::string& sha256, const std::string& parent_sha256);
+// The verdict and the origin an import line names, parsed at the edge. A name outside their
+// tables (or "sanitizing", which only the daemon writes for a kernel still under its sanitizer
+// pass) is an error at `path`; the value returned then is never stored.
+Verdict imported_verdict(JsonReader& reader, const std::string& path, const std::string& name);
+Origin imported_origin(JsonReader& reader, const std::string& path, const std::string& name);
+
 void check_imported_evaluation(JsonReader& reader, const EvaluationRecord& evaluation,
                                const std::string& kernel_sha256);
 void check_imported_pair(JsonReader& reader, const PairRecord& pair, const std::string& slow_sha256,

@@ -198,7 +198,9 @@ Result<Write> Importer::kernel(JsonReader& reader, const json& object) {
   kernel.created_at = in.text("created_at");
   if (const json* origin = in.object("origin")) {
     reader.check_keys(*origin, "$.origin", {"agent", "model", "prompt_template", "tuner"});
-    kernel.origin.agent = reader.string_field(*origin, "$.origin", "agent", false).value_or("");
+    kernel.origin.agent =
+        imported_origin(reader, "$.origin.agent",
+                        reader.string_field(*origin, "$.origin", "agent", false).value_or(""));
     kernel.origin.model = reader.string_field(*origin, "$.origin", "model", false).value_or("");
     kernel.origin.prompt_template =
         reader.string_field(*origin, "$.origin", "prompt_template", false).value_or("");
@@ -237,7 +239,7 @@ Result<Write> Importer::evaluation(JsonReader& reader, const json& object) {
   EvaluationRecord e;
   std::string sha = in.text("kernel_sha256", true);
   e.task = in.text("task", true);
-  e.verdict = in.text("verdict", true);
+  e.verdict = imported_verdict(reader, "$.verdict", in.text("verdict", true));
   e.detail = in.text("detail", false, kMaxDetailBytes);
   e.tunables_json = in.blob("tunables");
   e.median_us = in.number("median_us");
@@ -274,7 +276,7 @@ Status Importer::write_evaluation(const std::string& where, const std::string& s
   duplicate->bind(1, e.kernel_id)
       .bind(2, e.gpu.model)
       .bind(3, e.created_at)
-      .bind(4, e.verdict)
+      .bind(4, verdict_name(e.verdict))
       .bind(5, e.median_us);
   auto found = duplicate->step();
   if (!found) return make_error(found.error());

@@ -19,6 +19,7 @@
 #include "memory_store/judging_staleness.h"
 #include "memory_store/launcher_codegen.h"
 #include "memory_store/production_baselines.h"
+#include "memory_store/record_json.h"
 #include "sandbox/judging_spec.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
@@ -414,17 +415,15 @@ json manifest_entry(memory::MemoryStore& store, const memory::TaskRecord& task,
               {"torch", "kopt_torch." + cpp_identifier(task.name)},
               {"date", e.created_at},
               {"verification",
-               {{"verdict", e.verdict}, {"detail", e.detail}, {"method", kVerificationMethod}}},
-              {"origin",
-               {{"agent", k.origin.agent},
-                {"model", k.origin.model},
-                {"prompt_template", k.origin.prompt_template},
-                {"tuner", k.origin.tuner}}}};
+               {{"verdict", verdict_name(e.verdict)},
+                {"detail", e.detail},
+                {"method", kVerificationMethod}}},
+              {"origin", memory::origin_json(k.origin)}};
 }
 
 // One task's files, manifest entry and report line, added to `plan` (or its skip reason).
 Status plan_task(memory::MemoryStore& store, const ExportOptions& options,
-                       const memory::TaskRecord& task, ExportPlan& plan) {
+                 const memory::TaskRecord& task, ExportPlan& plan) {
   auto chosen = choose_kernel(store, options, task, plan.report);
   if (!chosen) return make_error(chosen.error());
   if (!*chosen) return ok_status();
@@ -474,7 +473,7 @@ Status plan_task(memory::MemoryStore& store, const ExportOptions& options,
 // The folder-wide files (the merged manifest, the shared sources, README.md) added to `plan`,
 // after checking that no planned file overwrites one of the user's or is planned twice.
 Status plan_folder_files(memory::MemoryStore& store, const std::filesystem::path& dir,
-                               ExportPlan& plan) {
+                         ExportPlan& plan) {
   auto manifest = existing_manifest(dir / "manifest.json");
   if (!manifest) return make_error(manifest.error());
   // Merge: this export's kernels replace their tasks' entries, others stay; sorted by task.

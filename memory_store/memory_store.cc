@@ -163,7 +163,7 @@ Result<int64_t> MemoryStore::add_kernel(const KernelRecord& kernel) {
         .bind(3, *tid)
         .bind(4, kernel.parent_id)
         .bind(5, kernel.run_id)
-        .bind(6, kernel.origin.agent)
+        .bind(6, origin_name(kernel.origin.agent))
         .bind(7, kernel.origin.model)
         .bind(8, kernel.origin.prompt_template)
         .bind(9, kernel.origin.tuner)
@@ -202,7 +202,6 @@ Result<int64_t> MemoryStore::add_evaluation(const EvaluationRecord& e) {
   auto tid = task_id(e.task);
   if (!tid) return make_error("evaluation: " + tid.error());
   if (e.gpu.model.empty()) return make_error("evaluation: the GPU model is missing");
-  if (e.verdict.empty()) return make_error("evaluation: the verdict is missing");
   std::string now;
   auto statement = db_.cached(
       "INSERT INTO evaluations(kernel_id, task_id, run_id, gpu_model, compute_capability,"
@@ -218,7 +217,7 @@ Result<int64_t> MemoryStore::add_evaluation(const EvaluationRecord& e) {
       .bind(5, e.gpu.compute_capability)
       .bind(6, e.gpu.driver_version)
       .bind(7, e.gpu.cuda_version)
-      .bind(8, e.verdict)
+      .bind(8, verdict_name(e.verdict))
       .bind(9, scrub_secrets(e.detail))
       .bind(10, e.tunables_json)
       .bind(11, e.median_us)
@@ -286,28 +285,20 @@ Result<int64_t> MemoryStore::start_run(const std::string& config_json) {
   return db_.last_insert_rowid();
 }
 
-Status MemoryStore::finish_run(int64_t run_id, const std::string& status) {
+Status MemoryStore::finish_run(int64_t run_id, RunStatus status) {
   auto statement = db_.cached("UPDATE runs SET finished_at = ?2, status = ?3 WHERE id = ?1");
-  statement->bind(1, run_id).bind(2, utc_timestamp()).bind(3, status);
+  statement->bind(1, run_id).bind(2, utc_timestamp()).bind(3, run_status_name(status));
   if (auto s = statement->run(); !s) return s;
   if (db_.changes() == 0) return make_error("run " + std::to_string(run_id) + " does not exist");
   return ok_status();
 }
 
 Result<std::optional<RunRecord>> MemoryStore::latest_run() {
-  auto statement = db_.cached(
-      "SELECT id, config_json, started_at, coalesce(finished_at, ''), status FROM runs"
-      " ORDER BY id DESC LIMIT 1");
+  auto statement = db_.cached(std::string(rows::kRunSelect) + " ORDER BY id DESC LIMIT 1");
   auto row = statement->step();
   if (!row) return make_error(row.error());
   if (!*row) return std::optional<RunRecord>();
-  RunRecord run;
-  run.id = statement->column_int64(0);
-  run.config_json = statement->column_text(1);
-  run.started_at = statement->column_text(2);
-  run.finished_at = statement->column_text(3);
-  run.status = statement->column_text(4);
-  return std::optional<RunRecord>(std::move(run));
+  return std::optional<RunRecord>(rows::read_run(*statement));
 }
 
 Result<int64_t> MemoryStore::record_llm_call(const LlmCallRecord& call) {

@@ -69,7 +69,7 @@ struct PruneCaps {
   // Pairs whose fast kernel is a tuner configuration, per task: they teach a number, not a
   // technique, and retrieval shows at most one per prompt, so few are worth keeping.
   int64_t max_tuner_pairs_per_task = 20;
-  bool dry_run = true;                   // report only
+  bool dry_run = true;  // report only
 };
 
 // What prune removed (or, in a dry run, would remove), least useful first, with the reason.
@@ -143,7 +143,7 @@ class MemoryStore {
   // Records the start of a daemon run with its effective config; returns the run id.
   Result<int64_t> start_run(const std::string& config_json);
   // Records the end of run `run_id` with its final status.
-  Status finish_run(int64_t run_id, const std::string& status);
+  Status finish_run(int64_t run_id, RunStatus status);
   // The most recently started run, if any (the daemon resumes from it).
   Result<std::optional<RunRecord>> latest_run();
   // Records one LLM call; `error` passes the secret scrubber (common/scrub_secrets.h) first.

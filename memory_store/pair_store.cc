@@ -35,85 +35,118 @@ Result<int64_t> MemoryStore::lineage_of(int64_t slow_kernel_id, int64_t fast_ker
   return chain[chain.size() - 2];
 }
 
-Result<int64_t> MemoryStore::add_pair(const PairRecord& pair) {
+namespace {
+
+// The stored pair with the same slow kernel, fast kernel and GPU, if any.
+Result<std::optional<PairRecord>> find_same_pair(sql::Database& db, const PairRecord& pair) {
+  auto statement = db.cached(std::string("SELECT ") + rows::kPairColumns +
+                             " FROM pairs p JOIN tasks t ON t.id = p.task_id"
+                             " WHERE p.slow_kernel_id = ?1 AND p.fast_kernel_id = ?2"
+                             " AND p.gpu_model = ?3");
+  statement->bind(1, pair.slow_kernel_id).bind(2, pair.fast_kernel_id).bind(3, pair.gpu_model);
+  auto row = statement->step();
+  if (!row) return make_error(row.error());
+  if (!*row) return std::optional<PairRecord>();
+  return std::optional<PairRecord>(rows::read_pair(*statement));
+}
+
+// `existing` with what the newcomer `pair` adds: its summary where there was none, its new
+// tags, the larger counters. Nothing when that changes nothing.
+std::optional<PairRecord> merged_pair(const PairRecord& existing, const PairRecord& pair) {
+  PairRecord merged = existing;
+  if (merged.summary.empty()) merged.summary = pair.summary;
+  for (const auto& tag : pair.tags) {
+    if (std::find(merged.tags.begin(), merged.tags.end(), tag) == merged.tags.end()) {
+      merged.tags.push_back(tag);
+    }
+  }
+  merged.retrieved_count = std::max(merged.retrieved_count, pair.retrieved_count);
+  merged.improved_count = std::max(merged.improved_count, pair.improved_count);
+  merged.retrieved_count = std::max(merged.retrieved_count, merged.improved_count);
+  if (merged.summary == existing.summary && merged.tags == existing.tags &&
+      merged.retrieved_count == existing.retrieved_count &&
+      merged.improved_count == existing.improved_count) {
+    return std::nullopt;
+  }
+  return merged;
+}
+
+Status update_pair(sql::Database& db, const PairRecord& merged) {
+  auto update = db.cached(
+      "UPDATE pairs SET summary = ?2, tags = ?3, retrieved_count = ?4, improved_count = ?5"
+      " WHERE id = ?1");
+  update->bind(1, merged.id)
+      .bind(2, scrub_secrets(merged.summary))
+      .bind(3, rows::tags_to_json(merged.tags))
+      .bind(4, merged.retrieved_count)
+      .bind(5, merged.improved_count);
+  if (auto s = update->run(); !s) return make_error("pair: " + s.error());
+  return ok_status();
+}
+
+Result<int64_t> insert_pair(sql::Database& db, const PairRecord& pair, int64_t task_id,
+                            int64_t lineage) {
+  std::string created_at = pair.created_at.empty() ? utc_timestamp() : pair.created_at;
+  auto insert = db.cached(
+      "INSERT INTO pairs(slow_kernel_id, fast_kernel_id, task_id, speedup, gpu_model, gpu_arch,"
+      " summary, tags, family, is_negative, lineage_root_id, retrieved_count, improved_count,"
+      " created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+  insert->bind(1, pair.slow_kernel_id)
+      .bind(2, pair.fast_kernel_id)
+      .bind(3, task_id)
+      .bind(4, pair.speedup)
+      .bind(5, pair.gpu_model)
+      .bind(6, pair.gpu_arch)
+      .bind(7, scrub_secrets(pair.summary))
+      .bind(8, rows::tags_to_json(pair.tags))
+      .bind(9, pair.tags.empty() ? std::string() : pair.tags.front())
+      .bind(10, pair.speedup < 1.0)
+      .bind(11, lineage)
+      .bind(12, std::max(pair.retrieved_count, pair.improved_count))
+      .bind(13, pair.improved_count)
+      .bind(14, created_at);
+  if (auto s = insert->run(); !s) return make_error("pair: " + s.error());
+  return db.last_insert_rowid();
+}
+
+// Why `pair` cannot be stored: one kernel twice, no speedup or GPU, a kernel not stored.
+Status check_pair(MemoryStore& store, const PairRecord& pair) {
   if (pair.slow_kernel_id == pair.fast_kernel_id) {
     return make_error("pair: the slow and fast kernel are the same kernel");
   }
   if (!(pair.speedup > 0)) return make_error("pair: speedup must be positive");
   if (pair.gpu_model.empty()) return make_error("pair: the GPU model is missing");
   for (int64_t id : {pair.slow_kernel_id, pair.fast_kernel_id}) {
-    auto k = kernel(id);
+    auto k = store.kernel(id);
     if (!k) return make_error(k.error());
     if (!*k) return make_error("pair: kernel " + std::to_string(id) + " does not exist");
   }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<int64_t> MemoryStore::add_pair(const PairRecord& pair) {
+  if (auto s = check_pair(*this, pair); !s) return make_error(s.error());
   auto tid = task_id(pair.task);
   if (!tid) return make_error("pair: " + tid.error());
   auto transaction = sql::Transaction::begin_or_join(db_);
   if (!transaction) return make_error(transaction.error());
-
-  std::optional<PairRecord> existing;
-  {
-    auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
-                                " FROM pairs p JOIN tasks t ON t.id = p.task_id"
-                                " WHERE p.slow_kernel_id = ?1 AND p.fast_kernel_id = ?2"
-                                " AND p.gpu_model = ?3");
-    statement->bind(1, pair.slow_kernel_id).bind(2, pair.fast_kernel_id).bind(3, pair.gpu_model);
-    auto row = statement->step();
-    if (!row) return make_error(row.error());
-    if (*row) existing = rows::read_pair(*statement);
-  }
+  auto existing = find_same_pair(db_, pair);
+  if (!existing) return make_error(existing.error());
   int64_t id = 0;
-  if (existing) {
+  if (*existing) {
     // Merge: keep what the memory already learned, add what the newcomer knows.
-    PairRecord merged = *existing;
-    if (merged.summary.empty()) merged.summary = pair.summary;
-    for (const auto& tag : pair.tags) {
-      if (std::find(merged.tags.begin(), merged.tags.end(), tag) == merged.tags.end()) {
-        merged.tags.push_back(tag);
-      }
-    }
-    merged.retrieved_count = std::max(merged.retrieved_count, pair.retrieved_count);
-    merged.improved_count = std::max(merged.improved_count, pair.improved_count);
-    merged.retrieved_count = std::max(merged.retrieved_count, merged.improved_count);
-    if (merged.summary == existing->summary && merged.tags == existing->tags &&
-        merged.retrieved_count == existing->retrieved_count &&
-        merged.improved_count == existing->improved_count) {
-      return existing->id;  // nothing new: leave the row (and the transaction) untouched
-    }
-    auto update = db_.cached(
-        "UPDATE pairs SET summary = ?2, tags = ?3, retrieved_count = ?4, improved_count = ?5"
-        " WHERE id = ?1");
-    update->bind(1, existing->id)
-        .bind(2, scrub_secrets(merged.summary))
-        .bind(3, rows::tags_to_json(merged.tags))
-        .bind(4, merged.retrieved_count)
-        .bind(5, merged.improved_count);
-    if (auto s = update->run(); !s) return make_error("pair: " + s.error());
-    id = existing->id;
+    std::optional<PairRecord> merged = merged_pair(**existing, pair);
+    if (!merged) return (*existing)->id;  // nothing new: leave the row (and the transaction)
+    if (auto s = update_pair(db_, *merged); !s) return make_error(s.error());
+    id = merged->id;
   } else {
     auto lineage = lineage_of(pair.slow_kernel_id, pair.fast_kernel_id);
     if (!lineage) return make_error(lineage.error());
-    std::string created_at = pair.created_at.empty() ? utc_timestamp() : pair.created_at;
-    auto insert = db_.cached(
-        "INSERT INTO pairs(slow_kernel_id, fast_kernel_id, task_id, speedup, gpu_model, gpu_arch,"
-        " summary, tags, family, is_negative, lineage_root_id, retrieved_count, improved_count,"
-        " created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
-    insert->bind(1, pair.slow_kernel_id)
-        .bind(2, pair.fast_kernel_id)
-        .bind(3, *tid)
-        .bind(4, pair.speedup)
-        .bind(5, pair.gpu_model)
-        .bind(6, pair.gpu_arch)
-        .bind(7, scrub_secrets(pair.summary))
-        .bind(8, rows::tags_to_json(pair.tags))
-        .bind(9, pair.tags.empty() ? std::string() : pair.tags.front())
-        .bind(10, pair.speedup < 1.0)
-        .bind(11, *lineage)
-        .bind(12, std::max(pair.retrieved_count, pair.improved_count))
-        .bind(13, pair.improved_count)
-        .bind(14, created_at);
-    if (auto s = insert->run(); !s) return make_error("pair: " + s.error());
-    id = db_.last_insert_rowid();
+    auto inserted = insert_pair(db_, pair, *tid, *lineage);
+    if (!inserted) return make_error(inserted.error());
+    id = *inserted;
   }
   if (auto s = index_pair(db_, id); !s) return make_error(s.error());
   if (auto s = transaction->commit(); !s) return make_error(s.error());
@@ -156,7 +189,8 @@ Status MemoryStore::mark_retrieved(const std::vector<int64_t>& pair_ids) {
   auto transaction = sql::Transaction::begin_or_join(db_);
   if (!transaction) return make_error(transaction.error());
   for (int64_t id : pair_ids) {
-    auto update = db_.cached("UPDATE pairs SET retrieved_count = retrieved_count + 1 WHERE id = ?1");
+    auto update =
+        db_.cached("UPDATE pairs SET retrieved_count = retrieved_count + 1 WHERE id = ?1");
     update->bind(1, id);
     if (auto s = update->run(); !s) return s;
     if (db_.changes() == 0) return make_error("pair " + std::to_string(id) + " does not exist");

@@ -1,5 +1,5 @@
 // Plain records the memory store reads and writes. They know nothing of LLM clients, CUPTI or
-// the sandbox: a verdict is its string name ("ok", "incorrect", see sandbox/verdict.h), JSON
+// the sandbox: a verdict is its string name ("ok", "incorrect", see common/verdict.h), JSON
 // blobs (configs, tunables, resources) travel as text. Times are ISO-8601 UTC strings
 // ("2026-11-22T03:14:07Z"); an empty created_at means "now" when a record is written.
 #pragma once
@@ -8,6 +8,10 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "common/origin.h"
+#include "common/run_status.h"
+#include "common/verdict.h"
 
 namespace kopt::memory {
 
@@ -26,7 +30,7 @@ struct TaskRecord {
 
 // Who wrote a kernel: an agent with a model and prompt template, or the built-in tuner.
 struct KernelOrigin {
-  std::string agent;            // "coder", "baseline", "import"...
+  Origin agent = Origin::kUnknown;
   std::string model;            // LLM model name, empty for the tuner
   std::string prompt_template;  // template file name, empty for the tuner
   bool tuner = false;
@@ -60,7 +64,7 @@ struct EvaluationRecord {
   std::string task;
   std::optional<int64_t> run_id;
   GpuInfo gpu;
-  std::string verdict;  // verdict_name(): "ok" is the only verified verdict
+  Verdict verdict = Verdict::kCrash;  // kOk is the only verified verdict
   std::string detail;
   std::string tunables_json = "{}";  // the tunable values this evaluation used
   double median_us = 0;
@@ -104,7 +108,7 @@ struct RunRecord {
   std::string config_json = "{}";
   std::string started_at;
   std::string finished_at;  // empty while running
-  std::string status;       // "running", "finished", "interrupted", "failed"...
+  RunStatus status = RunStatus::kRunning;
 };
 
 // One request to an LLM. Never holds a key or a prompt: only accounting.
@@ -118,10 +122,14 @@ struct LlmCallRecord {
   int64_t completion_tokens = 0;
   double cost_usd = 0;
   double latency_ms = 0;
-  std::string status;  // "ok", "http_429", "timeout"...
+  std::string status;  // the LLM client's status name: kLlmCallOk, "http_429", "timeout"...
   std::string error;   // the provider's message, already stripped of credentials by the caller
   std::string created_at;
 };
+
+// The status of an LLM call that answered (llm_status_name(LlmStatus::kOk); the memory knows no
+// LLM client, so it keeps the name).
+inline constexpr const char* kLlmCallOk = "ok";
 
 // Sums over a run's LLM calls.
 struct RunTotals {
@@ -131,5 +139,14 @@ struct RunTotals {
   int64_t completion_tokens = 0;
   double cost_usd = 0;
 };
+
+// The stored names of a verdict, an origin and a run status (columns evaluations.verdict,
+// kernels.origin_agent, runs.status), parsed by every reader of those columns. The daemon writes
+// only names from their tables and the import refuses others, so a name outside them means a
+// database edited by hand: it reads as the value that claims least (a crash, no origin, a failed
+// run), never as a verified kernel or a finished run.
+Verdict stored_verdict(const std::string& name);
+Origin stored_origin(const std::string& name);
+RunStatus stored_run_status(const std::string& name);
 
 }  // namespace kopt::memory

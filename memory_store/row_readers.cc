@@ -4,7 +4,21 @@
 
 #include "common/json_limits.h"
 
-namespace kopt::memory::rows {
+namespace kopt::memory {
+
+Verdict stored_verdict(const std::string& name) {
+  return parse_verdict(name).value_or(Verdict::kCrash);
+}
+
+Origin stored_origin(const std::string& name) {
+  return parse_origin(name).value_or(Origin::kUnknown);
+}
+
+RunStatus stored_run_status(const std::string& name) {
+  return parse_run_status(name).value_or(RunStatus::kFailed);
+}
+
+namespace rows {
 
 PairRecord read_pair(const sql::Statement& row, int first) {
   PairRecord pair;
@@ -37,7 +51,7 @@ EvaluationRecord read_evaluation(const sql::Statement& row) {
   e.gpu.compute_capability = row.column_text(c++);
   e.gpu.driver_version = row.column_text(c++);
   e.gpu.cuda_version = row.column_text(c++);
-  e.verdict = row.column_text(c++);
+  e.verdict = stored_verdict(row.column_text(c++));
   e.detail = row.column_text(c++);
   e.tunables_json = row.column_text(c++);
   e.median_us = row.column_double(c++);
@@ -62,13 +76,23 @@ KernelRecord read_kernel(const sql::Statement& row) {
   k.task = row.column_text(c++);
   k.parent_id = row.column_optional_int64(c++);
   k.run_id = row.column_optional_int64(c++);
-  k.origin.agent = row.column_text(c++);
+  k.origin.agent = stored_origin(row.column_text(c++));
   k.origin.model = row.column_text(c++);
   k.origin.prompt_template = row.column_text(c++);
   k.origin.tuner = row.column_int64(c++) != 0;
   k.tunables_json = row.column_text(c++);
   k.created_at = row.column_text(c++);
   return k;
+}
+
+RunRecord read_run(const sql::Statement& row) {
+  RunRecord run;
+  run.id = row.column_int64(0);
+  run.config_json = row.column_text(1);
+  run.started_at = row.column_text(2);
+  run.finished_at = row.column_text(3);
+  run.status = stored_run_status(row.column_text(4));
+  return run;
 }
 
 std::string tags_to_json(const std::vector<std::string>& tags) {
@@ -85,4 +109,5 @@ std::vector<std::string> tags_from_json(const std::string& json) {
   return tags;
 }
 
-}  // namespace kopt::memory::rows
+}  // namespace rows
+}  // namespace kopt::memory

@@ -30,10 +30,15 @@ inline constexpr const char* kKernelColumns =
     "k.id, k.sha256, k.source, t.name, k.parent_id, k.run_id, k.origin_agent, k.origin_model,"
     " k.origin_prompt_template, k.origin_tuner, k.tunables_json, k.created_at";
 
+// The whole SELECT for RunRecord, to be followed by WHERE / ORDER BY.
+inline constexpr const char* kRunSelect =
+    "SELECT id, config_json, started_at, coalesce(finished_at, ''), status FROM runs";
+
 // Reads a pair from columns first..first+13 of the current row.
 PairRecord read_pair(const sql::Statement& row, int first = 0);
 EvaluationRecord read_evaluation(const sql::Statement& row);
 KernelRecord read_kernel(const sql::Statement& row);
+RunRecord read_run(const sql::Statement& row);
 
 // Tags are stored as a JSON array of strings.
 std::string tags_to_json(const std::vector<std::string>& tags);

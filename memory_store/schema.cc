@@ -59,9 +59,8 @@ Result<int> compatible_version(sql::Database& db) {
   return meta_int(db, "last_compatible_version");
 }
 
-Status migrate_to_version_1(sql::Database& db) {
-  std::string set_id = "PRAGMA application_id = " + std::to_string(kApplicationId) + ";";
-  return db.execute(set_id + R"sql(
+// Version 1: The meta table (version, compatible version) and the tasks a run searches.
+constexpr const char* kV1MetaAndTasks = R"sql(
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE tasks (
   id INTEGER PRIMARY KEY,
@@ -71,14 +70,18 @@ CREATE TABLE tasks (
   spec_json TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
-CREATE TABLE runs (
+)sql";
+// Version 1: One row per daemon run.
+constexpr const char* kV1Runs = R"sql(CREATE TABLE runs (
   id INTEGER PRIMARY KEY,
   config_json TEXT NOT NULL DEFAULT '{}',
   started_at TEXT NOT NULL,
   finished_at TEXT,
   status TEXT NOT NULL
 );
-CREATE TABLE kernels (
+)sql";
+// Version 1: Kernel sources, content-addressed, with their parent and origin.
+constexpr const char* kV1Kernels = R"sql(CREATE TABLE kernels (
   id INTEGER PRIMARY KEY,
   sha256 TEXT NOT NULL UNIQUE,
   source TEXT NOT NULL,
@@ -94,7 +97,9 @@ CREATE TABLE kernels (
 );
 CREATE INDEX kernels_task ON kernels(task_id);
 CREATE INDEX kernels_parent ON kernels(parent_id);
-CREATE TABLE evaluations (
+)sql";
+// Version 1: Every judging of a kernel on a GPU.
+constexpr const char* kV1Evaluations = R"sql(CREATE TABLE evaluations (
   id INTEGER PRIMARY KEY,
   kernel_id INTEGER NOT NULL REFERENCES kernels(id),
   task_id INTEGER NOT NULL REFERENCES tasks(id),
@@ -116,7 +121,9 @@ CREATE TABLE evaluations (
 );
 CREATE INDEX evaluations_best ON evaluations(task_id, gpu_model, verdict, median_us);
 CREATE INDEX evaluations_kernel ON evaluations(kernel_id);
-CREATE TABLE pairs (
+)sql";
+// Version 1: Slow-to-fast pairs, the lessons retrieval hands to prompts.
+constexpr const char* kV1Pairs = R"sql(CREATE TABLE pairs (
   id INTEGER PRIMARY KEY,
   slow_kernel_id INTEGER NOT NULL REFERENCES kernels(id),
   fast_kernel_id INTEGER NOT NULL REFERENCES kernels(id),
@@ -136,7 +143,9 @@ CREATE TABLE pairs (
 );
 CREATE INDEX pairs_task ON pairs(task_id, is_negative);
 CREATE INDEX pairs_family ON pairs(family, is_negative);
-CREATE TABLE llm_calls (
+)sql";
+// Version 1: LLM accounting (never a prompt or a key).
+constexpr const char* kV1LlmCalls = R"sql(CREATE TABLE llm_calls (
   id INTEGER PRIMARY KEY,
   run_id INTEGER REFERENCES runs(id),
   agent TEXT NOT NULL DEFAULT '',
@@ -151,7 +160,17 @@ CREATE TABLE llm_calls (
   created_at TEXT NOT NULL
 );
 CREATE INDEX llm_calls_run ON llm_calls(run_id);
-)sql");
+)sql";
+
+// The first schema, one named step per table group; the statements run in one execute, so the
+// SQL is the same text the database was always created with.
+Status migrate_to_version_1(sql::Database& db) {
+  std::string set_id = "PRAGMA application_id = " + std::to_string(kApplicationId) + ";";
+  std::string sql = set_id;
+  for (const char* step :
+       {kV1MetaAndTasks, kV1Runs, kV1Kernels, kV1Evaluations, kV1Pairs, kV1LlmCalls})
+    sql += step;
+  return db.execute(sql);
 }
 
 Status migrate_to_version_2(sql::Database& db) {
@@ -283,12 +302,9 @@ Status migrate(sql::Database& db, int target_version) {
   // Version 5 adds the plans and llm_transcripts tables (plan_store.h), which older code never
   // names, so it keeps version 4's compatible version. Version 6 adds the production_baselines
   // table (production_baselines.h), likewise never named by older code: compatible version 4.
-  static constexpr Migration kMigrations[] = {{migrate_to_version_1, 1},
-                                              {migrate_to_version_2, 2},
-                                              {migrate_to_version_3, 2},
-                                              {migrate_to_version_4, 4},
-                                              {migrate_to_version_5, 4},
-                                              {migrate_to_version_6, 4}};
+  static constexpr Migration kMigrations[] = {{migrate_to_version_1, 1}, {migrate_to_version_2, 2},
+                                              {migrate_to_version_3, 2}, {migrate_to_version_4, 4},
+                                              {migrate_to_version_5, 4}, {migrate_to_version_6, 4}};
   static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
   static_assert(kMigrations[kSchemaVersion - 1].last_compatible == kCompatibleVersion);
   for (int next = *version + 1; next <= target_version; ++next) {

@@ -20,8 +20,8 @@
 #include <string>
 
 #include "common/result.h"
+#include "common/verdict.h"
 #include "sandbox/kernel_profile.h"
-#include "sandbox/verdict.h"
 
 namespace kopt {
 

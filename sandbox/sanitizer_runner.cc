@@ -222,11 +222,14 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
       continue;
     }
     SandboxOptions run = worker_under_tool(worker, sanitizer, tool, *report, options);
-    std::string verdict, budget;
+    std::string run_under, budget;  // run_under: the run's verdict unless ok, or its error
     {
       SandboxEvaluator evaluator(run);
       auto result = evaluator.evaluate(*reduced);
-      verdict = result ? verdict_name(result->verdict) : "error: " + result.error();
+      if (!result)
+        run_under = "error: " + result.error();
+      else if (result->verdict != Verdict::kOk)
+        run_under = verdict_name(result->verdict);
       // "...; the verification budget of 30 s stopped it after 3 of 9 shapes" -> "3 of 9 shapes"
       const std::string mark = "stopped it after ";
       if (result && result->detail.find(mark) != std::string::npos)
@@ -247,7 +250,7 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
         std::chrono::duration<double>(std::chrono::steady_clock::now() - tool_begin).count();
     outcome.ran = true;
     std::string line = tool + " " + seconds_text(seconds);
-    if (verdict != "ok") line += " (the run under it: " + verdict + ")";
+    if (!run_under.empty()) line += " (the run under it: " + run_under + ")";
     if (!budget.empty()) line += " (within its budget: " + budget + ")";
     // racecheck writes no error summary when it finds nothing; no banner at all means no report.
     if (text.find("COMPUTE-SANITIZER") == std::string::npos) line += " (no report written)";

@@ -55,6 +55,55 @@ void print_rows(const std::vector<memory::ProductionBaselineRecord>& rows) {
   }
 }
 
+// `kopt baselines --list`: the stored rows, as a table or JSON.
+int list_baselines(memory::MemoryStore& store, bool as_json) {
+  auto rows = memory::all_production_baselines(store.database());
+  if (!rows) {
+    std::cerr << "kopt baselines: " << rows.error() << "\n";
+    return 1;
+  }
+  if (as_json) {
+    json out = json::array();
+    for (const auto& r : *rows) out.push_back(row_json(r));
+    std::cout << dump_json_ascii(out, 2) << "\n";
+  } else if (rows->empty()) {
+    std::cout << "no production baselines measured (kopt baselines TASK measures them)\n";
+  } else {
+    print_rows(*rows);
+  }
+  return 0;
+}
+
+// The tasks named on the command line (every task of the tasks folder when none is), loaded
+// into `tasks`; false after printing why one cannot be found or loaded.
+bool named_tasks(const cxxopts::ParseResult& args, std::vector<TaskSpec>& tasks) {
+  std::filesystem::path root = args.count("tasks")
+                                   ? std::filesystem::path(args["tasks"].as<std::string>())
+                                   : default_tasks_root();
+  std::vector<std::filesystem::path> dirs;
+  if (args.count("names")) {
+    for (const auto& n : args["names"].as<std::vector<std::string>>()) {
+      auto d = resolve_task_dir(n, root);
+      if (!d) {
+        std::cerr << "kopt baselines: " << d.error() << "\n";
+        return false;
+      }
+      dirs.push_back(*d);
+    }
+  } else {
+    dirs = find_task_dirs(root);
+  }
+  for (const auto& dir : dirs) {
+    auto task = load_task(dir);
+    if (!task) {
+      std::cerr << task.error() << "\n";
+      return false;
+    }
+    tasks.push_back(std::move(*task));
+  }
+  return true;
+}
+
 }  // namespace
 
 int run_baselines(int argc, char** argv) {
@@ -83,48 +132,9 @@ int run_baselines(int argc, char** argv) {
   auto store = open_memory(*args, list ? MemoryAccess::kRead : MemoryAccess::kWriteOrCreate,
                            "kopt baselines");
   if (!store) return memory_open_exit_code();
-  if (list) {
-    auto rows = memory::all_production_baselines(store->database());
-    if (!rows) {
-      std::cerr << "kopt baselines: " << rows.error() << "\n";
-      return 1;
-    }
-    if (args->count("json")) {
-      json out = json::array();
-      for (const auto& r : *rows) out.push_back(row_json(r));
-      std::cout << dump_json_ascii(out, 2) << "\n";
-    } else if (rows->empty()) {
-      std::cout << "no production baselines measured (kopt baselines TASK measures them)\n";
-    } else {
-      print_rows(*rows);
-    }
-    return 0;
-  }
-  std::filesystem::path root = args->count("tasks")
-                                   ? std::filesystem::path((*args)["tasks"].as<std::string>())
-                                   : default_tasks_root();
-  std::vector<std::filesystem::path> dirs;
-  if (args->count("names")) {
-    for (const auto& n : (*args)["names"].as<std::vector<std::string>>()) {
-      auto d = resolve_task_dir(n, root);
-      if (!d) {
-        std::cerr << "kopt baselines: " << d.error() << "\n";
-        return 2;
-      }
-      dirs.push_back(*d);
-    }
-  } else {
-    dirs = find_task_dirs(root);
-  }
+  if (list) return list_baselines(*store, args->count("json") > 0);
   std::vector<TaskSpec> tasks;
-  for (const auto& dir : dirs) {
-    auto task = load_task(dir);
-    if (!task) {
-      std::cerr << task.error() << "\n";
-      return 2;
-    }
-    tasks.push_back(std::move(*task));
-  }
+  if (!named_tasks(*args, tasks)) return 2;
   BaselineRunOptions run;
   run.python = (*args)["python"].as<std::string>();
   run.helper = args->count("helper") ? std::filesystem::path((*args)["helper"].as<std::string>())

@@ -139,12 +139,7 @@ void print_sanitizer(const SanitizerOutcome& s) {
   if (s.finding) std::printf("%-10s %s\n", "", s.finding->describe().c_str());
 }
 
-}  // namespace
-
-int run_eval(int argc, char** argv) {
-  cxxopts::Options options("kopt eval",
-                           "compile, verify and time a kernel file against a task (the task's "
-                           "baseline when no file is given); exit 0 only for a verdict of ok");
+void add_eval_flags(cxxopts::Options& options) {
   options.add_options()("task", "task name or directory", cxxopts::value<std::string>())(
       "kernel", "kernel .cu file", cxxopts::value<std::string>())(
       "tasks", "folder of task directories", cxxopts::value<std::string>())(
@@ -164,6 +159,118 @@ int run_eval(int argc, char** argv) {
       "afterwards run the kernel under compute-sanitizer's memcheck, racecheck, synccheck and "
       "initcheck at every shape class (timed shape, holdouts, sweep, stress, drawn), each tool "
       "within a time budget; a finding makes an ok verdict `sanitizer`");
+}
+
+// Flags that exclude each other or are out of range: the exit code after `fail` said why.
+std::optional<int> refuse_flags(const cxxopts::ParseResult& args, const CommandFailure& fail) {
+  if (!args.count("task")) return fail(2, "kopt eval: missing TASK (see --help)");
+  if (args.count("profile") && args.count("profile-bracket")) {
+    return fail(2, "kopt eval: --profile and --profile-bracket exclude each other (see --help)");
+  }
+  if ((args.count("profile") || args.count("profile-bracket")) && args.count("compile-only")) {
+    return fail(2,
+                "kopt eval: --profile needs the GPU part of the evaluation; it cannot go with "
+                "--compile-only");
+  }
+  if (args.count("sanitize") && args.count("compile-only"))
+    return fail(2, "kopt eval: --sanitize runs the kernel on the GPU; not with --compile-only");
+  if (args["rounds"].as<int>() < 1) return fail(2, "kopt eval: --rounds must be at least 1");
+  if (args.count("shapes") && (args.count("compile-only") || args.count("no-time"))) {
+    return fail(2,
+                "kopt eval: --shapes times the kernel at each shape; it cannot go with "
+                "--compile-only or --no-time");
+  }
+  if (args["device"].as<int>() < 0) return fail(2, "kopt eval: --device must be 0 or more");
+  return std::nullopt;
+}
+
+// The plan cannot launch at some shape of the task: verdict invalid_plan, reached on the CPU.
+int print_plan_refusal(const std::string& error, const std::filesystem::path& kernel_path,
+                       const std::string& task, bool json_out) {
+  if (json_out) {
+    std::cout << dump_json(nlohmann::json{{"verdict", verdict_name(Verdict::kInvalidPlan)},
+                                          {"detail", error},
+                                          {"kernel", kernel_path.string()},
+                                          {"task", task}},
+                           2)
+              << "\n";
+  } else {
+    std::cout << "verdict: " << verdict_name(Verdict::kInvalidPlan) << "\n"
+              << terminal_block_text(error) << "\n";
+  }
+  return 1;
+}
+
+// `kopt eval --compile-only`, or a kernel the compile gate refused: what the gate said.
+int print_compile_outcome(const CompileOutput& compiled, const std::filesystem::path& kernel_path,
+                          const std::string& arch, bool json_out) {
+  if (!compiled.ok) {
+    if (json_out) {
+      std::cout << dump_json(nlohmann::json{{"verdict", verdict_name(Verdict::kCompileError)},
+                                            {"log", compiled.log}},
+                             2)
+                << "\n";
+    } else {
+      std::cout << "verdict: " << verdict_name(Verdict::kCompileError) << "\n"
+                << terminal_block_text(compiled.log) << "\n";
+    }
+    return 1;
+  }
+  if (json_out) {
+    std::cout << dump_json(nlohmann::json{{"verdict", "compiled"},
+                                          {"arch", arch},
+                                          {"cubin_bytes", compiled.cubin.size()},
+                                          {"compile_ms", compiled.millis},
+                                          {"cache_hit", compiled.cache_hit},
+                                          {"log", compiled.log}},
+                           2)
+              << "\n";
+  } else {
+    std::printf("compiled %s for %s: %zu bytes of CUBIN, %.1f ms%s\n", kernel_path.c_str(),
+                arch.c_str(), compiled.cubin.size(), compiled.millis,
+                compiled.cache_hit ? " (cache hit)" : "");
+  }
+  return 0;
+}
+
+// What `kopt eval` prints beside the worker's result.
+struct EvalExtras {
+  std::string kernel;
+  std::string task;
+  std::optional<std::vector<ShapeTiming>> per_shape;
+  std::optional<SanitizerOutcome> sanitized;
+};
+
+// The result as text or JSON, and the exit code: 0 ok, 4 the GPU was busy, else 1.
+int report_eval(const EvalResult& result, const EvalExtras& extras, bool json_out) {
+  if (json_out) {
+    nlohmann::json out = to_json(result);
+    out["kernel"] = extras.kernel;
+    out["task"] = extras.task;
+    if (extras.per_shape) out["shapes"] = shape_timings_json(*extras.per_shape);
+    if (extras.sanitized) out["sanitizer"] = sanitizer_json(*extras.sanitized);
+    std::cout << dump_json_ascii(out, 2) << "\n";
+  } else {
+    print_result(result, extras.kernel);
+    if (extras.per_shape) print_shape_timings(*extras.per_shape);
+    if (extras.sanitized) print_sanitizer(*extras.sanitized);
+  }
+  if (result.verdict == Verdict::kGpuBusy) {
+    std::cerr << "kopt eval: WARNING: no time was taken because the GPU is shared or throttled: "
+              << terminal_text(result.detail) << "\n"
+              << "kopt eval: `kopt doctor` lists what runs on each GPU\n";
+    return 4;
+  }
+  return result.verdict == Verdict::kOk ? 0 : 1;
+}
+
+}  // namespace
+
+int run_eval(int argc, char** argv) {
+  cxxopts::Options options("kopt eval",
+                           "compile, verify and time a kernel file against a task (the task's "
+                           "baseline when no file is given); exit 0 only for a verdict of ok");
+  add_eval_flags(options);
   add_sandbox_flags(options);
   options.parse_positional({"task", "kernel"});
   options.positional_help("TASK [KERNEL.cu]");
@@ -172,24 +279,7 @@ int run_eval(int argc, char** argv) {
   if (!args) return code;
   bool json_out = args->count("json") > 0;
   CommandFailure fail{json_out};
-  if (!args->count("task")) return fail(2, "kopt eval: missing TASK (see --help)");
-  if (args->count("profile") && args->count("profile-bracket")) {
-    return fail(2, "kopt eval: --profile and --profile-bracket exclude each other (see --help)");
-  }
-  if ((args->count("profile") || args->count("profile-bracket")) && args->count("compile-only")) {
-    return fail(2,
-                "kopt eval: --profile needs the GPU part of the evaluation; it cannot go with "
-                "--compile-only");
-  }
-  if (args->count("sanitize") && args->count("compile-only"))
-    return fail(2, "kopt eval: --sanitize runs the kernel on the GPU; not with --compile-only");
-  if ((*args)["rounds"].as<int>() < 1) return fail(2, "kopt eval: --rounds must be at least 1");
-  if (args->count("shapes") && (args->count("compile-only") || args->count("no-time"))) {
-    return fail(2,
-                "kopt eval: --shapes times the kernel at each shape; it cannot go with "
-                "--compile-only or --no-time");
-  }
-  if ((*args)["device"].as<int>() < 0) return fail(2, "kopt eval: --device must be 0 or more");
+  if (std::optional<int> refused = refuse_flags(*args, fail)) return *refused;
   std::filesystem::path root = args->count("tasks")
                                    ? std::filesystem::path((*args)["tasks"].as<std::string>())
                                    : default_tasks_root();
@@ -205,53 +295,16 @@ int run_eval(int argc, char** argv) {
   if (!file) return fail(2, file.error());
   // The plan at every shape of the task, on the CPU: the worker would refuse it at the first
   // shape where it cannot launch, with the GPU held for nothing.
-  if (auto plan = check_plan_variants(*file, *task); !plan) {
-    if (json_out) {
-      std::cout << dump_json(nlohmann::json{{"verdict", verdict_name(Verdict::kInvalidPlan)},
-                                            {"detail", plan.error()},
-                                            {"kernel", kernel_path.string()},
-                                            {"task", task->name}},
-                             2)
-                << "\n";
-    } else {
-      std::cout << "verdict: " << verdict_name(Verdict::kInvalidPlan) << "\n"
-                << terminal_block_text(plan.error()) << "\n";
-    }
-    return 1;
-  }
+  if (auto plan = check_plan_variants(*file, *task); !plan)
+    return print_plan_refusal(plan.error(), kernel_path, task->name, json_out);
   std::string requested_arch = (*args)["arch"].as<std::string>();
   std::string arch = requested_arch;
   if (arch.empty()) arch = detect_gpu_arch().value_or("sm_90a");
   CompileCache cache(cache_directory() / "compile");
   auto compiled = compile_confined(make_compile_request(*file, {}, arch), &cache);
   if (!compiled) return fail(1, "kopt eval: " + compiled.error());
-  if (!compiled->ok) {
-    if (json_out) {
-      std::cout << dump_json(nlohmann::json{{"verdict", "compile_error"}, {"log", compiled->log}},
-                             2)
-                << "\n";
-    } else {
-      std::cout << "verdict: compile_error\n" << terminal_block_text(compiled->log) << "\n";
-    }
-    return 1;
-  }
-  if (args->count("compile-only")) {
-    if (json_out) {
-      std::cout << dump_json(nlohmann::json{{"verdict", "compiled"},
-                                            {"arch", arch},
-                                            {"cubin_bytes", compiled->cubin.size()},
-                                            {"compile_ms", compiled->millis},
-                                            {"cache_hit", compiled->cache_hit},
-                                            {"log", compiled->log}},
-                             2)
-                << "\n";
-    } else {
-      std::printf("compiled %s for %s: %zu bytes of CUBIN, %.1f ms%s\n", kernel_path.c_str(),
-                  arch.c_str(), compiled->cubin.size(), compiled->millis,
-                  compiled->cache_hit ? " (cache hit)" : "");
-    }
-    return 0;
-  }
+  if (!compiled->ok || args->count("compile-only"))
+    return print_compile_outcome(*compiled, kernel_path, arch, json_out);
 
   // The GPU part: reference, candidate and (unless the candidate is the baseline itself) the
   // baseline, timed interleaved in one worker.
@@ -288,25 +341,8 @@ int run_eval(int argc, char** argv) {
     evaluator.shutdown();  // the tools' worker gets the GPU and its memory alone
     sanitized = sanitize_after(*result, request, sandbox_options_from(*args));
   }
-  if (json_out) {
-    nlohmann::json out = to_json(*result);
-    out["kernel"] = kernel_path.string();
-    out["task"] = task->name;
-    if (per_shape) out["shapes"] = shape_timings_json(*per_shape);
-    if (sanitized) out["sanitizer"] = sanitizer_json(*sanitized);
-    std::cout << dump_json_ascii(out, 2) << "\n";
-  } else {
-    print_result(*result, kernel_path.string());
-    if (per_shape) print_shape_timings(*per_shape);
-    if (sanitized) print_sanitizer(*sanitized);
-  }
-  if (result->verdict == Verdict::kGpuBusy) {
-    std::cerr << "kopt eval: WARNING: no time was taken because the GPU is shared or throttled: "
-              << terminal_text(result->detail) << "\n"
-              << "kopt eval: `kopt doctor` lists what runs on each GPU\n";
-    return 4;
-  }
-  return result->verdict == Verdict::kOk ? 0 : 1;
+  return report_eval(*result, EvalExtras{kernel_path.string(), task->name, per_shape, sanitized},
+                     json_out);
 }
 
 }  // namespace kopt::cli

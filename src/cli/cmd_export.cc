@@ -73,6 +73,57 @@ int print_export_json(const exporter::ExportReport& report, const exporter::Expo
   return exit_code;
 }
 
+// The export's options from its flags; false after printing why they are wrong.
+bool export_options_from(const cxxopts::ParseResult& args, exporter::ExportOptions& options) {
+  options.out_dir = args["out"].as<std::string>();
+  if (args.count("task")) options.task = args["task"].as<std::string>();
+  if (args.count("gpu")) options.gpu = args["gpu"].as<std::string>();
+  options.git_commit = args.count("git-commit") > 0;
+  options.allow_stale_judgment = args.count("allow-stale-judgment") > 0;
+  options.verifier_version = kVerifierVersion;
+  options.min_speedup = args["min-speedup"].as<double>();
+  options.tasks_root = args.count("tasks") ? std::filesystem::path(args["tasks"].as<std::string>())
+                                           : default_tasks_root();
+  if (!(options.min_speedup >= 0)) {
+    std::cerr << "kopt export: --min-speedup must be a number >= 0\n";
+    return false;
+  }
+  if (!args.count("no-sanitize")) options.vet = sanitizer_vet(sandbox_options_from(args));
+  return true;
+}
+
+// The outcome as lines of text; the exit code is 1 when nothing was exported or a task was
+// refused.
+int print_export_text(const exporter::ExportReport& report,
+                      const exporter::ExportOptions& export_options) {
+  for (const auto& skipped : report.skipped) std::printf("skipped %s\n", skipped.c_str());
+  for (const auto& refused : report.refused_stale) {
+    std::cerr << "kopt export: refused " << refused << "\n";
+  }
+  if (report.kernels.empty()) {
+    std::cerr << "kopt export: no " << (report.refused_stale.empty() ? "" : "currently ")
+              << "verified kernel to export"
+              << (export_options.gpu.empty() ? "" : " on " + export_options.gpu)
+              << (report.skipped.empty() ? "" : " (see the skipped tasks above)") << "\n";
+    return 1;
+  }
+  for (const auto& k : report.kernels) {
+    std::printf("%-9s %-24s %6.2fx  %5.1f%% SOL  %s  %s\n", k.changed ? "exported" : "unchanged",
+                k.task.c_str(), k.speedup, k.sol_percent, k.gpu_model.c_str(),
+                k.sha256.substr(0, 12).c_str());
+  }
+  std::printf("%zu files written to %s%s\n", report.written.size(), export_options.out_dir.c_str(),
+              report.written.empty() ? " (everything was up to date)" : "");
+  if (export_options.git_commit) {
+    if (report.commit.empty()) {
+      std::printf("nothing to commit\n");
+    } else {
+      std::printf("committed %s\n", report.commit.substr(0, 12).c_str());
+    }
+  }
+  return report.refused_stale.empty() ? 0 : 1;  // a refused task is not a success
+}
+
 }  // namespace
 
 int run_export(int argc, char** argv) {
@@ -114,23 +165,7 @@ int run_export(int argc, char** argv) {
     return 2;
   }
   exporter::ExportOptions export_options;
-  export_options.out_dir = (*args)["out"].as<std::string>();
-  if (args->count("task")) export_options.task = (*args)["task"].as<std::string>();
-  if (args->count("gpu")) export_options.gpu = (*args)["gpu"].as<std::string>();
-  export_options.git_commit = args->count("git-commit") > 0;
-  export_options.allow_stale_judgment = args->count("allow-stale-judgment") > 0;
-  export_options.verifier_version = kVerifierVersion;
-  export_options.min_speedup = (*args)["min-speedup"].as<double>();
-  export_options.tasks_root = args->count("tasks")
-                                  ? std::filesystem::path((*args)["tasks"].as<std::string>())
-                                  : default_tasks_root();
-  if (!(export_options.min_speedup >= 0)) {
-    std::cerr << "kopt export: --min-speedup must be a number >= 0\n";
-    return 2;
-  }
-
-  if (!args->count("no-sanitize")) export_options.vet = sanitizer_vet(sandbox_options_from(*args));
-
+  if (!export_options_from(*args, export_options)) return 2;
   auto store = open_memory(*args, MemoryAccess::kRead, "kopt export");
   if (!store) return memory_open_exit_code();
   auto report = exporter::export_kernels(*store, export_options);
@@ -142,32 +177,7 @@ int run_export(int argc, char** argv) {
     int exit_code = report->kernels.empty() || !report->refused_stale.empty() ? 1 : 0;
     return print_export_json(*report, export_options, exit_code);
   }
-  for (const auto& skipped : report->skipped) std::printf("skipped %s\n", skipped.c_str());
-  for (const auto& refused : report->refused_stale) {
-    std::cerr << "kopt export: refused " << refused << "\n";
-  }
-  if (report->kernels.empty()) {
-    std::cerr << "kopt export: no " << (report->refused_stale.empty() ? "" : "currently ")
-              << "verified kernel to export"
-              << (export_options.gpu.empty() ? "" : " on " + export_options.gpu)
-              << (report->skipped.empty() ? "" : " (see the skipped tasks above)") << "\n";
-    return 1;
-  }
-  for (const auto& k : report->kernels) {
-    std::printf("%-9s %-24s %6.2fx  %5.1f%% SOL  %s  %s\n", k.changed ? "exported" : "unchanged",
-                k.task.c_str(), k.speedup, k.sol_percent, k.gpu_model.c_str(),
-                k.sha256.substr(0, 12).c_str());
-  }
-  std::printf("%zu files written to %s%s\n", report->written.size(), export_options.out_dir.c_str(),
-              report->written.empty() ? " (everything was up to date)" : "");
-  if (export_options.git_commit) {
-    if (report->commit.empty()) {
-      std::printf("nothing to commit\n");
-    } else {
-      std::printf("committed %s\n", report->commit.substr(0, 12).c_str());
-    }
-  }
-  return report->refused_stale.empty() ? 0 : 1;  // a refused task is not a success
+  return print_export_text(*report, export_options);
 }
 
 }  // namespace kopt::cli

@@ -287,7 +287,7 @@ std::optional<int64_t> one_id(const std::vector<std::string>& words, const std::
 // What `show` prints (as text or JSON): the pair and both of its kernels.
 struct ShownPair {
   PairRecord pair;
-  std::optional<memory::KernelRecord> slow, fast;
+  memory::KernelRecord slow, fast;
 };
 
 // The pair `words` names, or nullopt with the error printed and `code` set.
@@ -315,14 +315,19 @@ std::optional<ShownPair> load_shown_pair(MemoryStore& store, const std::vector<s
   return ShownPair{**pair, **slow, **fast};
 }
 
+// The change a pair records, slow kernel to fast, as a unified diff ("" when identical).
+std::string shown_diff(const ShownPair& shown) {
+  const PairRecord& p = shown.pair;
+  return memory::unified_diff(shown.slow.source, shown.fast.source,
+                              "kernel " + std::to_string(p.slow_kernel_id) + " (slow)",
+                              "kernel " + std::to_string(p.fast_kernel_id) + " (fast)");
+}
+
 int show(MemoryStore& store, const std::vector<std::string>& words) {
   int code = 0;
   auto shown = load_shown_pair(store, words, code);
   if (!shown) return code;
   const PairRecord& p = shown->pair;
-  // Pointers to the optionals, so the printing below reads as it did: (*slow)->source.
-  const auto* slow = &shown->slow;
-  const auto* fast = &shown->fast;
   std::printf("pair %lld: %s, %.3fx %s on %s (%s)\n", static_cast<long long>(p.id),
               terminal_text(p.task).c_str(), p.speedup,
               p.is_negative ? "(slower: a warning)" : "faster", terminal_text(p.gpu_model).c_str(),
@@ -332,13 +337,11 @@ int show(MemoryStore& store, const std::vector<std::string>& words) {
               static_cast<long long>(p.retrieved_count), static_cast<long long>(p.improved_count),
               static_cast<long long>(p.lineage_root_id), terminal_text(p.created_at).c_str());
   std::printf("slow kernel %lld (%s), fast kernel %lld (%s)\n\n",
-              static_cast<long long>(p.slow_kernel_id), (*slow)->sha256.substr(0, 12).c_str(),
-              static_cast<long long>(p.fast_kernel_id), (*fast)->sha256.substr(0, 12).c_str());
+              static_cast<long long>(p.slow_kernel_id), shown->slow.sha256.substr(0, 12).c_str(),
+              static_cast<long long>(p.fast_kernel_id), shown->fast.sha256.substr(0, 12).c_str());
   std::printf("%s\n\n", p.summary.empty() ? "(no summary)" : terminal_text(p.summary).c_str());
   print_profiles(store, p);
-  std::string diff = memory::unified_diff((*slow)->source, (*fast)->source,
-                                          "kernel " + std::to_string(p.slow_kernel_id) + " (slow)",
-                                          "kernel " + std::to_string(p.fast_kernel_id) + " (fast)");
+  std::string diff = shown_diff(*shown);
   std::cout << (diff.empty() ? "(the sources are identical)\n" : terminal_block_text(diff));
   return 0;
 }
@@ -348,16 +351,10 @@ int show_json(MemoryStore& store, const std::vector<std::string>& words) {
   int code = 0;
   auto shown = load_shown_pair(store, words, code);
   if (!shown) return code;
-  const PairRecord& p = shown->pair;
-  // Pointers to the optionals, so the printing below reads as it did: (*slow)->source.
-  const auto* slow = &shown->slow;
-  const auto* fast = &shown->fast;
-  json out = pair_json(p);
-  out["slow_source"] = (*slow)->source;
-  out["fast_source"] = (*fast)->source;
-  out["diff"] = memory::unified_diff((*slow)->source, (*fast)->source,
-                                     "kernel " + std::to_string(p.slow_kernel_id) + " (slow)",
-                                     "kernel " + std::to_string(p.fast_kernel_id) + " (fast)");
+  json out = pair_json(shown->pair);
+  out["slow_source"] = shown->slow.source;
+  out["fast_source"] = shown->fast.source;
+  out["diff"] = shown_diff(*shown);
   std::cout << dump_json_ascii(out, 2) << "\n";
   return 0;
 }
@@ -386,7 +383,7 @@ int show_kernel(MemoryStore& store, const std::vector<std::string>& words,
                                       {"sha256", k.sha256},
                                       {"parent", k.parent_id ? json(*k.parent_id) : json()},
                                       {"run", k.run_id ? json(*k.run_id) : json()},
-                                      {"origin_agent", k.origin.agent},
+                                      {"origin_agent", origin_name(k.origin.agent)},
                                       {"origin_model", k.origin.model},
                                       {"created_at", k.created_at},
                                       {"source", k.source}},

@@ -210,6 +210,44 @@ int new_task(const std::filesystem::path& root, const std::vector<std::string>& 
   return 0;
 }
 
+// `kopt tasks check`, then (with --baselines, after a full check) `kopt baselines` on the same
+// tasks, database and worker.
+int check_then_baselines(const cxxopts::ParseResult& args, const std::filesystem::path& root) {
+  std::vector<std::string> names;
+  if (args.count("names")) names = args["names"].as<std::vector<std::string>>();
+  int checked = check_tasks(root, names, args.count("compile-only") > 0, args.count("json") > 0,
+                            args["arch"].as<std::string>(), sandbox_options_from(args));
+  if (checked != 0 || !args.count("baselines") || args.count("compile-only")) return checked;
+  // After the GPU checks, whose worker has exited: the helper has the GPU to itself.
+  std::vector<std::string> forward = {"baselines", "--tasks", root.string()};
+  if (args.count("db")) forward.insert(forward.end(), {"--db", args["db"].as<std::string>()});
+  // The same worker times cuBLASLt as ran the checks.
+  for (const char* flag : {"worker", "worker-prefix"}) {
+    if (args.count(flag))
+      forward.insert(forward.end(), {std::string("--") + flag, args[flag].as<std::string>()});
+  }
+  if (args.count("device"))
+    forward.insert(forward.end(), {"--device", std::to_string(args["device"].as<int>())});
+  forward.insert(forward.end(), names.begin(), names.end());
+  std::vector<char*> forward_argv;
+  for (auto& word : forward) forward_argv.push_back(word.data());
+  return run_baselines(static_cast<int>(forward_argv.size()), forward_argv.data());
+}
+
+// `kopt tasks import`: the request its flags describe.
+int import_from_args(const cxxopts::ParseResult& args, const std::filesystem::path& root) {
+  ImportRequest request;
+  if (args.count("names")) request.files = args["names"].as<std::vector<std::string>>();
+  request.tasks_root = root;
+  request.name = args["name"].as<std::string>();
+  request.reference = args["reference"].as<std::string>();
+  request.function = args["function"].as<std::string>();
+  request.references = args["references"].as<std::string>();
+  request.kernelbench = args.count("kernelbench") > 0;
+  request.arch = args["arch"].as<std::string>();
+  return import_tasks(request);
+}
+
 }  // namespace
 
 int run_tasks(int argc, char** argv) {
@@ -253,45 +291,14 @@ int run_tasks(int argc, char** argv) {
                                    : default_tasks_root();
   std::string action = args->count("action") ? (*args)["action"].as<std::string>() : "list";
   if (action == "list") return list_tasks(root, args->count("json") > 0);
-  if (action == "check") {
-    std::vector<std::string> names;
-    if (args->count("names")) names = (*args)["names"].as<std::vector<std::string>>();
-    int checked = check_tasks(root, names, args->count("compile-only") > 0, args->count("json") > 0,
-                              (*args)["arch"].as<std::string>(), sandbox_options_from(*args));
-    if (checked != 0 || !args->count("baselines") || args->count("compile-only")) return checked;
-    // After the GPU checks, whose worker has exited: the helper has the GPU to itself.
-    std::vector<std::string> forward = {"baselines", "--tasks", root.string()};
-    if (args->count("db")) forward.insert(forward.end(), {"--db", (*args)["db"].as<std::string>()});
-    // The same worker times cuBLASLt as ran the checks.
-    for (const char* flag : {"worker", "worker-prefix"}) {
-      if (args->count(flag))
-        forward.insert(forward.end(), {std::string("--") + flag, (*args)[flag].as<std::string>()});
-    }
-    if (args->count("device"))
-      forward.insert(forward.end(), {"--device", std::to_string((*args)["device"].as<int>())});
-    forward.insert(forward.end(), names.begin(), names.end());
-    std::vector<char*> forward_argv;
-    for (auto& word : forward) forward_argv.push_back(word.data());
-    return run_baselines(static_cast<int>(forward_argv.size()), forward_argv.data());
-  }
+  if (action == "check") return check_then_baselines(*args, root);
   if (action == "new") {
     std::vector<std::string> names;
     if (args->count("names")) names = (*args)["names"].as<std::vector<std::string>>();
     return new_task(root, names, (*args)["kind"].as<std::string>(),
                     (*args)["like"].as<std::string>());
   }
-  if (action == "import") {
-    ImportRequest request;
-    if (args->count("names")) request.files = (*args)["names"].as<std::vector<std::string>>();
-    request.tasks_root = root;
-    request.name = (*args)["name"].as<std::string>();
-    request.reference = (*args)["reference"].as<std::string>();
-    request.function = (*args)["function"].as<std::string>();
-    request.references = (*args)["references"].as<std::string>();
-    request.kernelbench = args->count("kernelbench") > 0;
-    request.arch = (*args)["arch"].as<std::string>();
-    return import_tasks(request);
-  }
+  if (action == "import") return import_from_args(*args, root);
   std::cerr << "kopt tasks: unknown action '" << action << "' (list, check, new or import)\n";
   return 2;
 }

@@ -70,7 +70,7 @@ Status apply_database_counts(memory::MemoryStore& store, orchestrator::RunProgre
 orchestrator::RunProgress progress_from_record(const memory::RunRecord& run) {
   orchestrator::RunProgress progress;
   progress.run_id = run.id;
-  progress.state = run.status;
+  progress.state = run_status_name(run.status);
   auto config = nlohmann::json::parse(run.config_json, nullptr, false);
   bool llm = config.is_object() && config.contains("options") && config["options"].is_object() &&
              config["options"].value("use_llm", false);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/origin.h"
 #include "sandbox/protocol.h"
 
 namespace kopt::orchestrator {
@@ -19,7 +20,7 @@ struct VerifiedKernel {
   int64_t kernel_id = 0;
   std::optional<int64_t> parent_id;
   std::string source;  // the kernel file as stored (tunable defaults are what was timed)
-  std::string origin;  // "baseline", "tuner", "coder"
+  Origin origin = Origin::kUnknown;  // kBaseline, kTuner, kCoder
   double median_us = 0;
   double noise = 0;
   double baseline_us = 0;

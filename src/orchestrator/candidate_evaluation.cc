@@ -101,7 +101,7 @@ bool CandidateEvaluator::settle_provisional(const CandidateOutcome& outcome,
   memory::EvaluationRecord evaluation = outcome.evaluation_record;
   bool passed = !sanitized.finding.has_value();
   if (!passed) {
-    evaluation.verdict = verdict_name(Verdict::kSanitizer);
+    evaluation.verdict = Verdict::kSanitizer;
     evaluation.detail = clip_utf8(sanitized.finding->describe(), 20000, "");
     evaluation.speedup = 0;
     evaluation.sol_percent = 0;
@@ -123,7 +123,7 @@ CandidateOutcome CandidateEvaluator::reject_locally(const CandidateInput& input,
   outcome.gpu = input.gpu;
   memory::EvaluationRecord evaluation;
   evaluation.gpu = {input.gpu->model, input.gpu->cc, input.gpu->driver, nvrtc_version()};
-  evaluation.verdict = verdict_name(verdict);
+  evaluation.verdict = verdict;
   evaluation.detail = clip_utf8(detail, 20000, "");
   evaluation.tunables_json = input.tunables_json;
   record(input, outcome, evaluation);
@@ -204,7 +204,7 @@ memory::EvaluationRecord evaluation_record_of(const CandidateInput& input,
 
   memory::EvaluationRecord evaluation;
   evaluation.gpu = {outcome.gpu->model, outcome.gpu->cc, outcome.gpu->driver, nvrtc_version()};
-  evaluation.verdict = verdict_name(result.verdict);
+  evaluation.verdict = result.verdict;
   evaluation.detail = clip_utf8(outcome.detail, 20000, "");
   evaluation.tunables_json = input.tunables_json;
   evaluation.median_us = median;
@@ -268,7 +268,7 @@ CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
     outcome.provisional = true;
     outcome.sanitize_request = request;
     outcome.evaluation_record = evaluation;
-    evaluation.verdict = kSanitizingVerdict;
+    evaluation.verdict = Verdict::kSanitizing;
   }
   record(input, outcome, evaluation);
   if (outcome.provisional) outcome.kernel_record = kernel_record_of(input);

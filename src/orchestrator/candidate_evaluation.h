@@ -9,11 +9,11 @@
 #include <optional>
 #include <string>
 
+#include "common/verdict.h"
 #include "memory_store/records.h"
 #include "sandbox/compiler.h"
 #include "sandbox/evaluator.h"
 #include "sandbox/task_spec.h"
-#include "sandbox/verdict.h"
 #include "src/orchestrator/beam.h"
 #include "src/orchestrator/run_recorder.h"
 #include "src/orchestrator/task_state.h"
@@ -57,9 +57,6 @@ struct CandidateOutcome {
   memory::KernelRecord kernel_record;          // as stored, for the record after the pass
   memory::EvaluationRecord evaluation_record;  // as stored, for the record after the pass
 };
-
-// The verdict stored for a provisional best until its sanitizer pass ends.
-inline constexpr const char* kSanitizingVerdict = "sanitizing";
 
 // Whether a kernel at `candidate_us` (noise `candidate_noise`) beats the best at `best_us`
 // (noise `best_noise`) by more than the measurement noise: by the ratio `above` and by three

@@ -15,6 +15,8 @@
 #include "common/json_limits.h"
 #include "common/option_errors.h"
 #include "common/strings.h"
+#include "llm/llm_service.h"
+#include "llm/secret.h"
 #include "memory_store/database_check.h"
 #include "memory_store/memory_store.h"
 #include "sandbox/confined/landlock.h"
@@ -22,8 +24,6 @@
 #include "sandbox/evaluator_pool.h"
 #include "sandbox/sanitizer_runner.h"
 #include "sandbox/task_catalog.h"
-#include "llm/llm_service.h"
-#include "llm/secret.h"
 #include "src/orchestrator/daemon_lock.h"
 #include "src/orchestrator/live_display.h"
 #include "src/orchestrator/orchestrator.h"
@@ -704,7 +704,8 @@ ExitCode Daemon::search_and_report() {
     return ExitCode::kBadInput;
   }
   print_summary(*outcome);
-  ExitCode code = outcome->status == "failed" ? ExitCode::kRunFailed : ExitCode::kOk;
+  ExitCode code = parse_run_status(outcome->status) == RunStatus::kFailed ? ExitCode::kRunFailed
+                                                                          : ExitCode::kOk;
   if (outcome->abandoned_jobs > 0) {
     // Threads still wait on evaluations that missed the drain deadline; everything they could
     // lose is already in the database, so leave without unwinding them.

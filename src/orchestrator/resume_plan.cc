@@ -17,7 +17,7 @@ ResumePlan plan_resume(const memory::RunRecord& last, bool tasks_named,
   }
   // "finished": every task reached done, failed or parked; budget and interrupted runs have
   // work left, and a run still marked running was killed.
-  if (last.status == "finished" && !tasks_named && waiting.empty()) {
+  if (last.status == RunStatus::kFinished && !tasks_named && waiting.empty()) {
     plan.nothing_to_resume = true;
     plan.message = fmt::format(
         "run {} finished{}: every task is done or parked, nothing to resume (no LLM call made).\n"

@@ -25,7 +25,9 @@ Status RunRecorder::resume_run(int64_t run_id) {
 
 Status RunRecorder::finish_run(const std::string& status) {
   std::lock_guard lock(mutex_);
-  return store_.finish_run(run_id_, status);
+  // The orchestrator still names its final status as text (orchestrator.cc); the name is
+  // parsed here, where it enters the memory.
+  return store_.finish_run(run_id_, memory::stored_run_status(status));
 }
 
 Status RunRecorder::upsert_task(const TaskSpec& task) {

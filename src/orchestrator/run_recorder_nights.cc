@@ -22,7 +22,7 @@ Result<std::vector<PastEvaluation>> read_past_evaluations(sql::Statement& statem
     p.kernel_id = statement.column_int64(1);
     p.parent_id = statement.column_optional_int64(2);
     p.source = statement.column_text(3);
-    p.origin_agent = statement.column_text(4);
+    p.origin_agent = memory::stored_origin(statement.column_text(4));
     p.tuner = statement.column_int64(5) != 0;
     memory::EvaluationRecord& e = p.evaluation;
     e.id = p.evaluation_id;
@@ -30,7 +30,7 @@ Result<std::vector<PastEvaluation>> read_past_evaluations(sql::Statement& statem
     e.task = task;
     e.gpu = {statement.column_text(6), statement.column_text(7), statement.column_text(8),
              statement.column_text(9)};
-    e.verdict = statement.column_text(10);
+    e.verdict = memory::stored_verdict(statement.column_text(10));
     e.detail = statement.column_text(11);
     e.tunables_json = statement.column_text(12);
     e.median_us = statement.column_double(13);
@@ -69,9 +69,10 @@ Result<std::vector<WarmKernel>> RunRecorder::warm_start_kernels(const std::strin
     k.kernel_id = statement->column_int64(0);
     k.parent_id = statement->column_optional_int64(1);
     k.source = statement->column_text(2);
-    k.origin = statement->column_int64(4) ? "tuner" : statement->column_text(3);
+    k.origin = statement->column_int64(4) ? Origin::kTuner
+                                          : memory::stored_origin(statement->column_text(3));
     k.earlier_speedup = statement->column_double(5);
-    int64_t lineage = k.origin == "tuner" && k.parent_id ? *k.parent_id : k.kernel_id;
+    int64_t lineage = k.origin == Origin::kTuner && k.parent_id ? *k.parent_id : k.kernel_id;
     // Fastest first: the first kernel of a lineage is its best, and a near-copy of a kernel
     // already chosen is slower than it; the beam would drop either.
     bool copy = std::any_of(out.begin(), out.end(), [&](const WarmKernel& chosen) {

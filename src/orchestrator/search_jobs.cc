@@ -134,8 +134,8 @@ void Orchestrator::record_pair(TaskState& task, const VerifiedKernel& parent,
 }
 
 void Orchestrator::run_baseline(TaskState& task) {
-  CandidateInput input =
-      candidate_input(task, task.baseline_source(), {"baseline", "", "", false}, std::nullopt);
+  CandidateInput input = candidate_input(task, task.baseline_source(),
+                                         {Origin::kBaseline, "", "", false}, std::nullopt);
   input.gpu.reset();  // no local gate and no interleaved copy of itself
   CandidateOutcome outcome = candidates_->judge(input);
   std::lock_guard lock(mutex_);
@@ -204,7 +204,7 @@ void Orchestrator::run_warm(TaskState& task, const WarmKernel& kernel) {
   }
   // Judged again by this run's verifier and task spec: a kernel verified under an older spec or
   // verifier counts only if it passes now. A known source keeps its id, parent and origin.
-  memory::KernelOrigin origin{kernel.origin, "", "", kernel.origin == "tuner"};
+  memory::KernelOrigin origin{kernel.origin, "", "", kernel.origin == Origin::kTuner};
   CandidateOutcome outcome =
       judge(task, candidate_input(task, kernel.source, origin, kernel.parent_id));
   if (outcome.verified) outcome.verified->origin = kernel.origin;
@@ -224,10 +224,10 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
   if (!source) return;
   const TuneTarget& target = *item.target;
   CandidateInput input =
-      candidate_input(task, *source, {"tuner", "", "", true}, target.root.kernel_id);
+      candidate_input(task, *source, {Origin::kTuner, "", "", true}, target.root.kernel_id);
   input.tunables_json = config_json(item.config);
   CandidateOutcome outcome = judge(task, input);
-  if (outcome.verified) outcome.verified->origin = "tuner";
+  if (outcome.verified) outcome.verified->origin = Origin::kTuner;
   std::string verdict = describe_result(outcome);
   spdlog::info("[{}] tuner {}: {}", task.spec().name, describe_config(item.config), verdict);
   std::string gpu;
@@ -364,7 +364,7 @@ void Orchestrator::run_code(TaskState& task, CodeItem item) {
        .stopping = [this] { return stopping(); },
        .evaluate =
            [&](const std::string& source, int attempt) {
-             memory::KernelOrigin origin{"coder", deps_.coder_model,
+             memory::KernelOrigin origin{Origin::kCoder, deps_.coder_model,
                                          attempt == 1 ? "coder.txt" : "repair.txt", false};
              return this->judge(task, candidate_input(task, source, origin, item.parent.kernel_id));
            }},

@@ -259,7 +259,7 @@ PhaseChange TaskSearch::on_result(const CandidateOutcome& outcome, bool tune_new
   }
   best_sol_percent_ = std::max(best_sol_percent_, k.sol_percent);
   bool entered = beam_.offer(k);
-  if (entered && tune_new_kernels && k.origin != "tuner") add_tune_target(k);
+  if (entered && tune_new_kernels && k.origin != Origin::kTuner) add_tune_target(k);
   return {};
 }
 

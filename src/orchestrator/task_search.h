@@ -86,7 +86,7 @@ struct PastEvaluation {
   int64_t kernel_id = 0;
   std::optional<int64_t> parent_id;
   std::string source;
-  std::string origin_agent;
+  Origin origin_agent = Origin::kUnknown;
   bool tuner = false;
   memory::EvaluationRecord evaluation;
 };
@@ -107,7 +107,7 @@ struct WarmKernel {
   int64_t kernel_id = 0;
   std::optional<int64_t> parent_id;
   std::string source;
-  std::string origin;  // "coder", "tuner"
+  Origin origin = Origin::kUnknown;  // kCoder, kTuner
   double earlier_speedup = 0;
 };
 

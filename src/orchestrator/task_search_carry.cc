@@ -27,7 +27,7 @@ VerifiedKernel verified_from_history(const PastEvaluation& p) {
   k.kernel_id = p.kernel_id;
   k.parent_id = p.parent_id;
   k.source = p.source;
-  k.origin = p.tuner ? "tuner" : p.origin_agent;
+  k.origin = p.tuner ? Origin::kTuner : p.origin_agent;
   const memory::EvaluationRecord& e = p.evaluation;
   k.median_us = e.median_us;
   k.noise = e.noise;
@@ -58,14 +58,15 @@ TunableConfig config_from_json(const std::string& text) {
   return config;
 }
 
-bool is_ok(const PastEvaluation& p) { return p.evaluation.verdict == "ok"; }
+bool is_ok(const PastEvaluation& p) { return p.evaluation.verdict == Verdict::kOk; }
 
 std::string stored_verdict(const PastEvaluation& p) {
   const memory::EvaluationRecord& e = p.evaluation;
-  if (e.verdict == "ok") return fmt::format("ok {:.2f}x", e.speedup);
+  if (e.verdict == Verdict::kOk) return fmt::format("ok {:.2f}x", e.speedup);
   std::string detail = e.detail.substr(0, e.detail.find('\n'));
   if (detail.size() > 160) detail = detail.substr(0, 160) + "...";
-  return detail.empty() ? e.verdict : e.verdict + ": " + detail;
+  std::string verdict = verdict_name(e.verdict);
+  return detail.empty() ? verdict : verdict + ": " + detail;
 }
 
 GpuIdentity gpu_of(const PastEvaluation& p) {
@@ -89,7 +90,7 @@ std::optional<GpuIdentity> TaskSearch::restore(const std::vector<PastEvaluation>
       earlier_tunes_[*p.parent_id].emplace_back(config_from_json(p.evaluation.tunables_json),
                                                 is_ok(p) ? p.evaluation.speedup : 0.0);
     }
-    if (p.origin_agent == "baseline" && !p.parent_id) {
+    if (p.origin_agent == Origin::kBaseline && !p.parent_id) {
       if (!is_ok(p)) continue;
       VerifiedKernel k = verified_from_history(p);
       baseline_ = k;
@@ -109,7 +110,7 @@ std::optional<GpuIdentity> TaskSearch::restore(const std::vector<PastEvaluation>
   }
   if (phase_ != Phase::kSearching) return gpu;
   for (const VerifiedKernel& k : std::vector<VerifiedKernel>(beam_.members())) {
-    if (k.origin != "tuner") add_tune_target(k);
+    if (k.origin != Origin::kTuner) add_tune_target(k);
   }
   if (baseline_ && !beam_.contains(baseline_->kernel_id)) add_tune_target(*baseline_);
   return gpu;

@@ -82,7 +82,7 @@ std::vector<std::string> beam_lines(const Beam& beam, int64_t current) {
     lines.push_back(
         fmt::format("kernel {} ({}): {:.2f} us, {:.2f}x over the baseline, {:.1f}% of "
                     "speed of light",
-                    k.kernel_id, k.origin, k.median_us, k.speedup, k.sol_percent));
+                    k.kernel_id, origin_name(k.origin), k.median_us, k.speedup, k.sol_percent));
   }
   return lines;
 }

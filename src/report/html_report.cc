@@ -61,8 +61,8 @@ std::string card(const std::string& value, const std::string& label) {
          html_text(label) + "</div></div>";
 }
 
-std::string verdict_color(const std::string& verdict, size_t index) {
-  if (verdict == "ok") return "#59a14f";
+std::string verdict_color(Verdict verdict, size_t index) {
+  if (verdict == Verdict::kOk) return "#59a14f";
   // Failures use the palette after its green-ish entries, in the report's verdict order.
   static const char* kFailure[] = {"#e15759", "#f28e2b", "#edc948", "#b07aa1", "#9c755f",
                                    "#4e79a7", "#ff9da7", "#76b7b2", "#bab0ac", "#1f3b5a"};
@@ -157,7 +157,7 @@ std::string verdict_section(const ReportData& data) {
   chart.kind = "verdicts";
   chart.value_label = "candidates";
   chart.stacked = true;
-  chart.series_names = data.verdict_order;
+  for (Verdict v : data.verdict_order) chart.series_names.push_back(verdict_name(v));
   for (size_t i = 0; i < data.verdict_order.size(); ++i)
     chart.series_colors.push_back(verdict_color(data.verdict_order[i], i));
   std::string failures;
@@ -170,7 +170,7 @@ std::string verdict_section(const ReportData& data) {
     }
     chart.values.push_back(row);
     for (const auto& [verdict, why] : t.example_failure) {
-      failures += "<tr><td>" + html_text(t.task) + "</td><td>" + html_text(verdict) +
+      failures += "<tr><td>" + html_text(t.task) + "</td><td>" + html_text(verdict_name(verdict)) +
                   "</td><td class=\"n\">" + std::to_string(t.verdicts.at(verdict)) +
                   "</td><td><code>" + html_text(why) + "</code></td></tr>";
     }
@@ -290,10 +290,8 @@ std::string wins_section(const ReportData& data) {
         "<tr><td>{}</td><td class=\"n\">{}</td><td>kernel {} &rarr; {}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td><a href=\"#{}\">diff</a></td></tr>",
         html_text(w.pair.task), format_speedup(w.pair.speedup), w.slow.id, w.fast.id,
-        html_text(w.fast.origin.tuner           ? "tuner"
-                    : w.fast.origin.model.empty() ? w.fast.origin.agent
-                                                  : w.fast.origin.model),
-        html_text(w.pair.summary), html_text(w.pair.created_at), anchor);
+        html_text(kernel_author(w.fast.origin)), html_text(w.pair.summary),
+        html_text(w.pair.created_at), anchor);
   }
   out += "</table><h2 id=\"diffs\">Diffs</h2>";
   for (const auto& w : data.wins) {
@@ -325,8 +323,7 @@ std::string render_html(const ReportData& data) {
   std::string out =
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
       "content=\"width=device-width, initial-scale=1\"><title>kopt report: " +
-      html_text(describe_scope(data)) + "</title><style>" + kStyle +
-      "</style></head><body><main>";
+      html_text(describe_scope(data)) + "</title><style>" + kStyle + "</style></head><body><main>";
   out += header(data);
   out += speedup_section(data);
   out += sol_section(data);

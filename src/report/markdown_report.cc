@@ -10,11 +10,6 @@ namespace kopt::report {
 
 namespace {
 
-std::string origin_of(const memory::KernelRecord& kernel) {
-  if (kernel.origin.tuner) return "tuner";
-  return kernel.origin.model.empty() ? kernel.origin.agent : kernel.origin.model;
-}
-
 // A table cell: a line-start list marker ("31.2%") means nothing inside a cell, so a leading
 // number keeps its point unescaped; everything else is escaped as model or imported text.
 std::string markdown_cell(const std::string& cell) {
@@ -78,7 +73,8 @@ std::string render_markdown(const ReportData& data) {
   for (const auto& t : data.tasks) {
     std::vector<std::string> failures;
     for (const auto& [verdict, count] : t.verdicts) {
-      if (verdict != "ok") failures.push_back(markdown_text(verdict) + " " + std::to_string(count));
+      if (verdict != Verdict::kOk)
+        failures.push_back(markdown_text(verdict_name(verdict)) + " " + std::to_string(count));
     }
     out += fmt::format(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", markdown_text(t.task),
@@ -114,7 +110,7 @@ std::string render_markdown(const ReportData& data) {
   for (const auto& w : data.wins) {
     out += fmt::format("| {} | {} | kernel {} -> {} | {} | {} |\n", markdown_text(w.pair.task),
                        format_speedup(w.pair.speedup), w.slow.id, w.fast.id,
-                       markdown_text(origin_of(w.fast)), markdown_text(w.pair.summary));
+                       markdown_text(kernel_author(w.fast.origin)), markdown_text(w.pair.summary));
   }
   out += "\n";
   for (const auto& w : data.wins) {

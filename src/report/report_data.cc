@@ -26,10 +26,10 @@ double hours_after(double origin, const std::string& iso) {
   return std::max(0.0, (t - origin) / 3600.0);
 }
 
-std::string origin_name(const memory::KernelRecord& kernel) {
+std::string origin_label(const memory::KernelRecord& kernel) {
   if (kernel.origin.tuner) return "tuner";
   if (!kernel.origin.model.empty()) return kernel.origin.model;
-  return kernel.origin.agent.empty() ? "unknown" : kernel.origin.agent;
+  return kernel.origin.agent == Origin::kUnknown ? "unknown" : origin_name(kernel.origin.agent);
 }
 
 // The earliest parseable time among the records: the origin of the axes without a run.
@@ -45,6 +45,16 @@ void earliest(const Records& records, double& origin, std::string& origin_text) 
 }
 
 }  // namespace
+
+bool VerdictOrder::operator()(Verdict a, Verdict b) const {
+  return std::pair(a != Verdict::kOk, verdict_name(a)) <
+         std::pair(b != Verdict::kOk, verdict_name(b));
+}
+
+std::string kernel_author(const memory::KernelOrigin& origin) {
+  if (origin.tuner) return "tuner";
+  return origin.model.empty() ? origin_name(origin.agent) : origin.model;
+}
 
 std::vector<std::string> profile_cells(const std::string& profile_json) {
   auto p = stored_kernel_profile(profile_json);
@@ -81,7 +91,7 @@ namespace {
 Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationRecord>& evals,
                        double origin, int verifier_version, ReportData& data) {
   std::map<std::string, TaskSummary> by_task;
-  std::map<std::string, std::map<std::string, std::map<std::string, int64_t>>> details;
+  std::map<std::string, std::map<Verdict, std::map<std::string, int64_t>, VerdictOrder>> details;
   std::map<std::string, double> running_best;
   for (const auto& e : evals) {
     TaskSummary& t = by_task[e.task];
@@ -90,7 +100,7 @@ Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationR
     ++t.verdicts[e.verdict];
     if (std::find(data.gpus.begin(), data.gpus.end(), e.gpu.model) == data.gpus.end())
       data.gpus.push_back(e.gpu.model);
-    if (e.verdict != "ok") {
+    if (e.verdict != Verdict::kOk) {
       ++details[e.task][e.verdict][first_line(e.detail, 160)];
       continue;
     }
@@ -98,7 +108,7 @@ Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationR
     if (e.profile_json != "{}" && !e.profile_json.empty()) {
       auto kernel = store.kernel(e.kernel_id);
       if (!kernel) return make_error(kernel.error());
-      if (*kernel && (*kernel)->origin.agent == "baseline")
+      if (*kernel && (*kernel)->origin.agent == Origin::kBaseline)
         t.baseline_profile_json = e.profile_json;
     }
     if (e.median_us <= 0) continue;
@@ -124,11 +134,10 @@ Status summarize_tasks(memory::MemoryStore& store, const std::vector<EvaluationR
         t.baseline_sol_percent = t.best->sol_percent * t.best->median_us / t.best->baseline_us;
       auto kernel = store.kernel(t.best->kernel_id);
       if (!kernel) return make_error(kernel.error());
-      t.best_origin = *kernel ? origin_name(**kernel) : "unknown";
+      t.best_origin = *kernel ? origin_label(**kernel) : "unknown";
       auto task = store.find_task(name);
-      t.stale_judgment =
-          memory::stale_judgment(*t.best, task && *task ? (*task)->judging_spec_sha256 : "",
-                                 verifier_version);
+      t.stale_judgment = memory::stale_judgment(
+          *t.best, task && *task ? (*task)->judging_spec_sha256 : "", verifier_version);
     }
     data.tasks.push_back(std::move(t));
   }
@@ -152,7 +161,7 @@ void summarize_llm(const std::vector<memory::LlmCallRecord>& calls, double origi
   for (const auto& call : calls) {
     for (memory::RunTotals* sum : {&total, &by_model[call.model]}) {
       ++sum->calls;
-      if (call.status != "ok") ++sum->failed_calls;
+      if (call.status != memory::kLlmCallOk) ++sum->failed_calls;
       sum->prompt_tokens += call.prompt_tokens;
       sum->completion_tokens += call.completion_tokens;
       sum->cost_usd += call.cost_usd;
@@ -258,7 +267,8 @@ Result<ReportData> load_report_data(memory::MemoryStore& store, const std::strin
   if (data.run && !data.run->finished_at.empty())
     data.span_hours = std::max(data.span_hours, hours_after(origin, data.run->finished_at));
 
-  if (auto s = summarize_tasks(store, *evals, origin, scope.verifier_version, data); !s) return make_error(s.error());
+  if (auto s = summarize_tasks(store, *evals, origin, scope.verifier_version, data); !s)
+    return make_error(s.error());
   if (data.run) read_parked_tasks(store, data.run->id, data);
   summarize_llm(*calls, origin, data);
   if (auto s = collect_wins(store, scope, data); !s) return make_error(s.error());
@@ -272,18 +282,14 @@ Result<ReportData> load_report_data(memory::MemoryStore& store, const std::strin
         data.verdict_order.push_back(verdict);
     }
   }
-  // "ok" first, then the failures by name, so colors and columns are the same in every report.
-  std::sort(data.verdict_order.begin(), data.verdict_order.end(),
-            [](const std::string& a, const std::string& b) {
-              return std::pair(a != "ok", a) < std::pair(b != "ok", b);
-            });
+  std::sort(data.verdict_order.begin(), data.verdict_order.end(), VerdictOrder{});
   return data;
 }
 
 std::string describe_scope(const ReportData& data) {
   if (!data.run) return "every run in the memory";
-  std::string text = "run " + std::to_string(data.run->id) + " (" + data.run->status +
-                     "), started " + data.run->started_at;
+  std::string text = "run " + std::to_string(data.run->id) + " (" +
+                     run_status_name(data.run->status) + "), started " + data.run->started_at;
   if (!data.run->finished_at.empty()) text += ", finished " + data.run->finished_at;
   return text;
 }

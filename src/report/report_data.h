@@ -24,6 +24,15 @@ struct ReportScope {
   int verifier_version = 0;
 };
 
+// Verdicts in the report's order: ok first, then the failures by name, so colors and columns
+// are the same in every report.
+struct VerdictOrder {
+  bool operator()(Verdict a, Verdict b) const;
+};
+
+// Who wrote a kernel, for a table's "from" column: the tuner, else its model, else its agent.
+std::string kernel_author(const memory::KernelOrigin& origin);
+
 // (hours since the report's start, value)
 using TimePoint = std::pair<double, double>;
 
@@ -31,9 +40,9 @@ struct TaskSummary {
   std::string task;
   int64_t candidates = 0;  // evaluations in scope, the baseline's own not counted (task_counts.h)
   int64_t verified = 0;    // of which verdict "ok"
-  std::map<std::string, int64_t> verdicts;  // verdict name -> count
+  std::map<Verdict, int64_t, VerdictOrder> verdicts;  // verdict -> count
   // The most common failure detail of each failing verdict, for "why".
-  std::map<std::string, std::string> example_failure;
+  std::map<Verdict, std::string, VerdictOrder> example_failure;
   std::optional<memory::EvaluationRecord> best;  // the verified evaluation with the best speedup
   double baseline_us = 0;                        // the baseline timed beside the best
   double baseline_sol_percent = 0;               // derived from the best's baseline time
@@ -55,11 +64,11 @@ struct Win {
 struct ReportData {
   std::string database;  // the file, for the header
   std::optional<memory::RunRecord> run;
-  std::string start;                       // ISO time that the time axes count from
-  double span_hours = 0;                   // the last event after start
-  std::vector<std::string> gpus;           // GPU models evaluated on
-  std::vector<TaskSummary> tasks;          // by name
-  std::vector<std::string> verdict_order;  // every verdict seen, "ok" first
+  std::string start;                   // ISO time that the time axes count from
+  double span_hours = 0;               // the last event after start
+  std::vector<std::string> gpus;       // GPU models evaluated on
+  std::vector<TaskSummary> tasks;      // by name
+  std::vector<Verdict> verdict_order;  // every verdict seen, in VerdictOrder
   // LLM accounting: cumulative over time, and totals by model.
   std::vector<TimePoint> prompt_tokens, completion_tokens, cost_usd;
   memory::RunTotals llm_totals;

@@ -113,11 +113,23 @@ const std::string& palette_color(size_t i) {
   return kPalette[i % kPalette.size()];
 }
 
-std::string render_line_chart(const LineChart& chart) {
-  const double left = 56, right = 14, top = chart.title.empty() ? 12 : 30, bottom = 40;
-  const double plot_w = chart.width - left - right;
-  const double plot_h = chart.height - top - bottom;
+namespace {
 
+// Where a line chart's data lands: the plot area inside the margins and the padded ranges.
+struct LinePlot {
+  double left = 56, top = 0, plot_w = 0, plot_h = 0;
+  Range xr, yr;
+  std::vector<double> x_ticks, y_ticks;
+  double px(double x) const { return left + (x - xr.low) / xr.span() * plot_w; }
+  double py(double y) const { return top + plot_h - (y - yr.low) / yr.span() * plot_h; }
+};
+
+LinePlot line_plot(const LineChart& chart) {
+  LinePlot plot;
+  const double right = 14, bottom = 40;
+  plot.top = chart.title.empty() ? 12 : 30;
+  plot.plot_w = chart.width - plot.left - right;
+  plot.plot_h = chart.height - plot.top - bottom;
   double x_low = 0, x_high = 0, y_low = 0, y_high = 0;
   bool any = false;
   for (const auto& s : chart.series) {
@@ -134,68 +146,78 @@ std::string render_line_chart(const LineChart& chart) {
     }
   }
   if (chart.y_from_zero) y_low = std::min(0.0, y_low);
-  std::vector<double> x_ticks, y_ticks;
-  Range xr = padded(x_low, x_high, x_ticks, 6);
-  Range yr = padded(y_low, y_high, y_ticks, 5);
-  auto px = [&](double x) { return left + (x - xr.low) / xr.span() * plot_w; };
-  auto py = [&](double y) { return top + plot_h - (y - yr.low) / yr.span() * plot_h; };
+  plot.xr = padded(x_low, x_high, plot.x_ticks, 6);
+  plot.yr = padded(y_low, y_high, plot.y_ticks, 5);
+  return plot;
+}
 
+// Grid lines, tick labels, the x axis and both axis labels.
+std::string line_axes(const LineChart& chart, const LinePlot& p) {
+  std::string out = "<g class=\"axes\">";
+  for (double t : p.y_ticks) {
+    out += fmt::format(
+        "<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>", p.left,
+        p.left + p.plot_w, p.py(t), p.py(t));
+    out += text_element(p.left - 6, p.py(t) + 4, "end", short_number(t));
+  }
+  for (double t : p.x_ticks) {
+    out += text_element(p.px(t), p.top + p.plot_h + 16, "middle", short_number(t));
+  }
+  out += fmt::format(
+      "<line class=\"axis\" x1=\"{0:.1f}\" x2=\"{1:.1f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\"/>", p.left,
+      p.left + p.plot_w, p.top + p.plot_h);
+  out +=
+      text_element(p.left + p.plot_w / 2, p.top + p.plot_h + 34, "middle", chart.x_label, "label");
+  out += fmt::format(
+      "<text class=\"label\" transform=\"translate(14 {:.1f}) rotate(-90)\" "
+      "text-anchor=\"middle\">{}</text>",
+      p.top + p.plot_h / 2, html_text(chart.y_label));
+  return out + "</g>";
+}
+
+// One series: its path (steps or straight segments) and a point with a tooltip per value.
+std::string line_series(const LineSeries& s, const LinePlot& p) {
+  std::string out = fmt::format("<g class=\"series\" data-series=\"{}\">", html_text(s.name));
+  std::string d;
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    double x = p.px(s.points[i].first), y = p.py(s.points[i].second);
+    if (i == 0) {
+      d += fmt::format("M{:.1f} {:.1f}", x, y);
+    } else if (s.step) {
+      d += fmt::format(" H{:.1f} V{:.1f}", x, y);
+    } else {
+      d += fmt::format(" L{:.1f} {:.1f}", x, y);
+    }
+  }
+  if (!d.empty()) {
+    out +=
+        fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>", d, s.color);
+  }
+  // Points carry a tooltip with their exact values; a lone point would be invisible otherwise.
+  for (const auto& [x, y] : s.points) {
+    out += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{}: {} at {}</title>"
+        "</circle>",
+        p.px(x), p.py(y), s.color, html_text(s.name), short_number(y), short_number(x));
+  }
+  return out + "</g>";
+}
+
+}  // namespace
+
+std::string render_line_chart(const LineChart& chart) {
+  LinePlot plot = line_plot(chart);
   std::vector<std::string> names, colors;
   for (const auto& s : chart.series) {
     names.push_back(s.name);
     colors.push_back(s.color);
   }
   auto [legend_markup, legend_h] =
-      chart.legend ? legend(names, colors, left, chart.height, plot_w) : std::pair{"", 0};
+      chart.legend ? legend(names, colors, plot.left, chart.height, plot.plot_w) : std::pair{"", 0};
   int total_h = chart.height + (legend_h ? legend_h + 4 : 0);
-
-  std::string out = svg_open(chart.id, chart.kind, chart.title, chart.width, total_h, left);
-  out += "<g class=\"axes\">";
-  for (double t : y_ticks) {
-    out += fmt::format(
-        "<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>", left,
-        left + plot_w, py(t), py(t));
-    out += text_element(left - 6, py(t) + 4, "end", short_number(t));
-  }
-  for (double t : x_ticks) {
-    out += text_element(px(t), top + plot_h + 16, "middle", short_number(t));
-  }
-  out += fmt::format(
-      "<line class=\"axis\" x1=\"{0:.1f}\" x2=\"{1:.1f}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\"/>", left,
-      left + plot_w, top + plot_h);
-  out += text_element(left + plot_w / 2, top + plot_h + 34, "middle", chart.x_label, "label");
-  out += fmt::format(
-      "<text class=\"label\" transform=\"translate(14 {:.1f}) rotate(-90)\" "
-      "text-anchor=\"middle\">{}</text>",
-      top + plot_h / 2, html_text(chart.y_label));
-  out += "</g>";
-
-  for (const auto& s : chart.series) {
-    out += fmt::format("<g class=\"series\" data-series=\"{}\">", html_text(s.name));
-    std::string d;
-    for (size_t i = 0; i < s.points.size(); ++i) {
-      double x = px(s.points[i].first), y = py(s.points[i].second);
-      if (i == 0) {
-        d += fmt::format("M{:.1f} {:.1f}", x, y);
-      } else if (s.step) {
-        d += fmt::format(" H{:.1f} V{:.1f}", x, y);
-      } else {
-        d += fmt::format(" L{:.1f} {:.1f}", x, y);
-      }
-    }
-    if (!d.empty()) {
-      out += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>", d,
-                         s.color);
-    }
-    // Points carry a tooltip with their exact values; a lone point would be invisible otherwise.
-    for (const auto& [x, y] : s.points) {
-      out += fmt::format(
-          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{}: {} at {}</title>"
-          "</circle>",
-          px(x), py(y), s.color, html_text(s.name), short_number(y), short_number(x));
-    }
-    out += "</g>";
-  }
+  std::string out = svg_open(chart.id, chart.kind, chart.title, chart.width, total_h, plot.left);
+  out += line_axes(chart, plot);
+  for (const auto& s : chart.series) out += line_series(s, plot);
   out += legend_markup;
   out += "</svg>";
   return out;

@@ -131,15 +131,15 @@ TEST_F(ExportBundleTest, TaskNamesWhoseFilesCollideAreRefused) {
     e.kernel_id = copy;
     e.task = "axpy_reference";
     e.gpu = {"NVIDIA H100 80GB HBM3", "9.0", "580.159.04", "13.0"};
-    e.verdict = "ok";
+    e.verdict = Verdict::kOk;
     e.median_us = 100;
     e.baseline_us = 200;
     e.speedup = 2;
     ASSERT_TRUE(store.add_evaluation(e).ok());
   }
   // The hand-made evaluation records no judging spec: allowed here, the test is about names.
-  auto out = run_checked({KOPT_BINARY, "export", "--db", db, "--out", out_.string(),
-                          "--allow-stale-judgment"});
+  auto out = run_checked(
+      {KOPT_BINARY, "export", "--db", db, "--out", out_.string(), "--allow-stale-judgment"});
   EXPECT_EQ(out.exit_code, 1) << out.stdout_text;
   EXPECT_TRUE(contains(out.stderr_text, (out_ / "axpy_reference_image.cc").string() +
                                             " would be written for both task 'axpy' and task "

@@ -71,7 +71,7 @@ class ExportHostileTest : public ::testing::Test {
     e.kernel_id = kernel_id_;
     e.task = "axpy";
     e.gpu = {gpu_model, "9.0", "580.159.04", "13.0"};
-    e.verdict = "ok";
+    e.verdict = Verdict::kOk;
     e.tunables_json = "{\"BLOCK\":256}";
     e.median_us = 100;
     e.baseline_us = 300;

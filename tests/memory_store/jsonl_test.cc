@@ -1,8 +1,8 @@
 // Sharing a memory as JSON lines: a full round trip, de-duplication on import, strict reading.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/sha256.h"
@@ -23,7 +23,7 @@ void fill(MemoryStore& store) {
   e.kernel_id = b;
   e.task = "softmax";
   e.gpu = {"NVIDIA H100 80GB HBM3", "9.0", "580.159.04", "13.0"};
-  e.verdict = "ok";
+  e.verdict = Verdict::kOk;
   e.median_us = 120.5;
   e.baseline_us = 250;
   e.speedup = 250 / 120.5;
@@ -215,7 +215,11 @@ TEST(JsonlTest, RefusesHostileNamesAndHostCodeWithTheirJsonPath) {
        "$.gpu.model"},
       {"pair", [](nlohmann::json& j) { j["gpu_model"] = "A100 ${CMAKE_COMMAND}"; }, "$.gpu_model"},
       {"pair", [](nlohmann::json& j) { j["gpu_arch"] = "sm_90;rm"; }, "$.gpu_arch"},
-      {"evaluation", [](nlohmann::json& j) { j["tunables"] = {{"X;Y", 1}}; }, "$.tunables.X;Y"},
+      {"evaluation",
+       [](nlohmann::json& j) {
+         j["tunables"] = {{"X;Y", 1}};
+       },
+       "$.tunables.X;Y"},
       {"kernel",
        [&](nlohmann::json& j) {
          std::string src = j["source"].get<std::string>() + host_code;

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
       e.kernel_id = *id;
       e.task = "axpy";
       e.gpu = {"H100", "9.0", "580", "13.0"};
-      e.verdict = "ok";
+      e.verdict = kopt::Verdict::kOk;
       e.median_us = 100.0 + static_cast<double>(serial % 50);
       if (auto s = store->add_evaluation(e); !s) return fail(s.error());
       PairRecord pair;

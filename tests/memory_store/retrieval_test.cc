@@ -379,7 +379,7 @@ class RetrievalBottleneckTest : public ::testing::Test {
     e.kernel_id = kernel;
     e.task = "transpose";
     e.gpu.model = "NVIDIA H100 80GB HBM3";
-    e.verdict = "ok";
+    e.verdict = Verdict::kOk;
     e.median_us = 100;
     e.profile_json = to_json(p).dump();
     ASSERT_TRUE(store_->add_evaluation(e).ok());
@@ -471,7 +471,7 @@ TEST(RetrievalProductionTest, APairThatReachedProductionSpeedRanksFirst) {
     e.kernel_id = kernel;
     e.task = "transpose";
     e.gpu.model = h100;
-    e.verdict = verdict;
+    e.verdict = parse_verdict(verdict).value();  // a misspelt name throws
     e.median_us = us;
     ASSERT_TRUE(s.add_evaluation(e).ok());
   };

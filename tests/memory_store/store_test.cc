@@ -1,12 +1,10 @@
 // Records in and out of a real SQLite file: tasks, content-addressed kernels, evaluations and the
 // best verified kernel, runs with their LLM accounting, pairs with merging and lineage.
-#include "memory_store/memory_store.h"
-
 #include <gtest/gtest.h>
 
 #include "common/scrub_secrets.h"
-
 #include "common/sha256.h"
+#include "memory_store/memory_store.h"
 #include "tests/memory_store/test_support.h"
 
 namespace kopt::memory {
@@ -20,7 +18,7 @@ EvaluationRecord evaluation(int64_t kernel, const std::string& verdict, double m
   e.kernel_id = kernel;
   e.task = "axpy";
   e.gpu = {gpu, "9.0", "580.159.04", "13.0"};
-  e.verdict = verdict;
+  e.verdict = parse_verdict(verdict).value();  // a misspelt name throws
   e.median_us = median_us;
   e.baseline_us = 400;
   e.speedup = 400 / median_us;
@@ -129,12 +127,12 @@ TEST(StoreTest, RunsAndLlmCallTotals) {
   EXPECT_NEAR(totals->cost_usd, 0.03, 1e-12);
   auto latest = store.latest_run();
   ASSERT_TRUE(latest.ok() && *latest);
-  EXPECT_EQ((*latest)->status, "running");
+  EXPECT_EQ((*latest)->status, RunStatus::kRunning);
   EXPECT_TRUE((*latest)->finished_at.empty());
-  ASSERT_TRUE(store.finish_run(*run, "finished").ok());
-  EXPECT_EQ((*store.latest_run())->status, "finished");
+  ASSERT_TRUE(store.finish_run(*run, RunStatus::kFinished).ok());
+  EXPECT_EQ((*store.latest_run())->status, RunStatus::kFinished);
   EXPECT_FALSE((*store.latest_run())->finished_at.empty());
-  EXPECT_FALSE(store.finish_run(999, "finished").ok());
+  EXPECT_FALSE(store.finish_run(999, RunStatus::kFinished).ok());
 }
 
 TEST(StoreTest, LlmCallErrorsNeverKeepAKey) {
@@ -295,8 +293,8 @@ TEST(StoreTest, SearchFindsPairsAndKernelsByWordsAndCode) {
   MemoryStore store = open_store(dir / "m.db");
   add_task(store, "softmax", {"reduction"});
   int64_t a = add_kernel(store, "softmax", kernel_source("softmax_rows", "partial tree"));
-  int64_t b = add_kernel(store, "softmax",
-                         kernel_source("softmax_rows", "v = __shfl_xor_sync(0xffffffff, v, o);"), a);
+  int64_t b = add_kernel(
+      store, "softmax", kernel_source("softmax_rows", "v = __shfl_xor_sync(0xffffffff, v, o);"), a);
   add_pair(store, "softmax", a, b, 2.0, "warp shuffles replace the shared-memory tree",
            {"reduction", "warp-shuffle"});
   auto hits = store.search("shuffles");

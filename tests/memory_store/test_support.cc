@@ -56,7 +56,7 @@ int64_t add_kernel(MemoryStore& store, const std::string& task, const std::strin
   kernel.task = task;
   kernel.source = source;
   kernel.parent_id = parent;
-  kernel.origin.agent = "coder";
+  kernel.origin.agent = Origin::kCoder;
   kernel.origin.model = "test-model";
   auto id = store.add_kernel(kernel);
   if (!id) throw std::runtime_error(id.error());

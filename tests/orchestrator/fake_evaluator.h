@@ -3,7 +3,7 @@
 // nothing. Verdicts and times are scripted by comment lines in the kernel file:
 //
 //   // test-evaluator: time_us=85          the candidate's median time (default 100)
-//   // test-evaluator: verdict=incorrect   any verdict name (sandbox/verdict.h)
+//   // test-evaluator: verdict=incorrect   any verdict name (common/verdict.h)
 //   // test-evaluator: sol_us=40           the speed-of-light time (default 50)
 //   // test-evaluator: profile_note=profiling unavailable: ERR_NVGPUCTRPERM
 //                                          (the rest of the line) answered instead of a profile

@@ -178,7 +178,7 @@ TEST_F(SanitizerLaneTest, NoiseLevelImprovementsAreNotSanitized) {
     input.gpu = GpuIdentity{};
     input.gpu->model = "Fake H100 80GB HBM3";
     input.source = *baseline + "// test-evaluator: time_us=" + std::to_string(time_us) + "\n";
-    input.origin = {"coder", "m", "coder.txt", false};
+    input.origin = {Origin::kCoder, "m", "coder.txt", false};
     input.best_us = 100 * 1.1;  // the default BLOCK=256 costs the fake GPU 1.1x its time
     input.best_noise = 0.002;
     return input;

@@ -51,7 +51,7 @@ CandidateOutcome verified(int64_t id, double speedup, const std::string& source,
   k.median_us = 10 / speedup;
   k.sol_percent = sol;
   k.source = source;
-  k.origin = "coder";
+  k.origin = Origin::kCoder;
   outcome.verified = k;
   return outcome;
 }

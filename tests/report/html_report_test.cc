@@ -73,8 +73,10 @@ TEST_F(HtmlReportTest, SpeedOfLightChartHasBaselineAndBestPerTask) {
 TEST_F(HtmlReportTest, VerdictChartStacksEveryVerdict) {
   std::string svg = element(html_, "<svg id=\"verdicts\"", "</svg>");
   ASSERT_FALSE(svg.empty());
-  for (const auto& verdict : data_.verdict_order)
+  for (Verdict v : data_.verdict_order) {
+    std::string verdict = verdict_name(v);
     EXPECT_NE(svg.find("data-series=\"" + verdict + "\""), std::string::npos) << verdict;
+  }
   EXPECT_NE(svg.find("<title>softmax incorrect: 2</title>"), std::string::npos) << svg;
   EXPECT_NE(svg.find("<title>bf16_gemm crash: 1</title>"), std::string::npos) << svg;
   std::string failures = element(html_, "<table id=\"failures\"", "</table>");

@@ -56,7 +56,7 @@ class ProfileTableTest : public ::testing::Test {
     memory::KernelRecord k;
     k.task = task;
     k.source = memory::testing::kernel_source(task, words);
-    k.origin.agent = agent;
+    k.origin.agent = parse_origin(agent).value();
     auto id = store_->add_kernel(k);
     EXPECT_TRUE(id.ok()) << id.error();
     return id.ok() ? *id : 0;
@@ -68,7 +68,7 @@ class ProfileTableTest : public ::testing::Test {
     e.kernel_id = kernel_id;
     e.task = task;
     e.gpu = {"NVIDIA H100 80GB HBM3", "9.0", "580.159.04", "13.0"};
-    e.verdict = "ok";
+    e.verdict = Verdict::kOk;
     e.median_us = median_us;
     e.baseline_us = baseline_us;
     e.speedup = baseline_us / median_us;

@@ -79,15 +79,17 @@ TEST_F(ReportDataTest, VerdictsCountEveryCandidateWithTheCommonestReason) {
   // Candidates as kopt status and the daemon count them: the baseline's own evaluation is not
   // one (memory_store/task_counts.h); the verdict chart counts every evaluation.
   EXPECT_EQ(softmax.candidates, 7);
-  EXPECT_EQ(softmax.verdicts.at("ok"), 4);
-  EXPECT_EQ(softmax.verdicts.at("incorrect"), 2);
-  EXPECT_EQ(softmax.verdicts.at("compile_error"), 1);
-  EXPECT_EQ(softmax.verdicts.at("timeout"), 1);
-  EXPECT_EQ(softmax.example_failure.at("incorrect"), "out[3] = 0.5, expected 0.25");
-  EXPECT_EQ(softmax.example_failure.count("ok"), 0u);
+  EXPECT_EQ(softmax.verdicts.at(Verdict::kOk), 4);
+  EXPECT_EQ(softmax.verdicts.at(Verdict::kIncorrect), 2);
+  EXPECT_EQ(softmax.verdicts.at(Verdict::kCompileError), 1);
+  EXPECT_EQ(softmax.verdicts.at(Verdict::kTimeout), 1);
+  EXPECT_EQ(softmax.example_failure.at(Verdict::kIncorrect), "out[3] = 0.5, expected 0.25");
+  EXPECT_EQ(softmax.example_failure.count(Verdict::kOk), 0u);
   std::vector<std::string> expected = {
       "ok", "compile_error", "crash", "incorrect", "out_of_bounds", "suspicious", "timeout"};
-  EXPECT_EQ(data.verdict_order, expected);
+  std::vector<std::string> order;
+  for (Verdict v : data.verdict_order) order.push_back(verdict_name(v));
+  EXPECT_EQ(order, expected);
 }
 
 TEST_F(ReportDataTest, BestSpeedupOverTimeIsARunningBestFromOneX) {

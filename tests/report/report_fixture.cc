@@ -44,7 +44,7 @@ struct Night {
     k.source = src;
     k.parent_id = parent;
     k.run_id = run;
-    k.origin.agent = agent;
+    k.origin.agent = parse_origin(agent).value();
     k.origin.model = model;
     k.origin.tuner = tuner;
     k.created_at = created;
@@ -59,7 +59,7 @@ struct Night {
     e.task = task;
     e.run_id = run;
     e.gpu = {"NVIDIA H100 80GB HBM3", "9.0", "580.159.04", "13.0"};
-    e.verdict = verdict;
+    e.verdict = parse_verdict(verdict).value();  // a misspelt name throws
     e.detail = detail;
     if (verdict == "ok") {
       e.median_us = median;
@@ -126,7 +126,7 @@ NightMemory build_night_memory(MemoryStore& store) {
 
   // Run 1, the night before: one axpy win that run 2's report must not show.
   m.old_run = unwrap(store.start_run("{\"night\": 1}"), "start_run");
-  unwrap(store.finish_run(m.old_run, "finished"), "finish_run");
+  unwrap(store.finish_run(m.old_run, RunStatus::kFinished), "finish_run");
   set_run_times(store, m.old_run, "2026-11-21T00:00:00Z", "2026-11-21T06:00:00Z");
   Night old{store, m.old_run};
   int64_t axpy_base = old.kernel("axpy", source("axpy", "  // baseline\n"), std::nullopt,
@@ -139,7 +139,7 @@ NightMemory build_night_memory(MemoryStore& store) {
 
   // Run 2, the night the report is about.
   m.night_run = unwrap(store.start_run("{\"night\": 2}"), "start_run");
-  unwrap(store.finish_run(m.night_run, "finished"), "finish_run");
+  unwrap(store.finish_run(m.night_run, RunStatus::kFinished), "finish_run");
   set_run_times(store, m.night_run, at("00:00"), at("08:00"));
   Night n{store, m.night_run};
 

@@ -11,10 +11,10 @@
 #include <fstream>
 
 #include "common/files.h"
+#include "common/verdict.h"
 #include "sandbox/evaluator.h"
 #include "sandbox/sanitizer_runner.h"
 #include "sandbox/task_spec.h"
-#include "sandbox/verdict.h"
 
 namespace kopt {
 namespace {

@@ -1,4 +1,5 @@
-// What an evaluation concluded about a candidate kernel.
+// What an evaluation concluded about a candidate kernel. The sandbox reaches it, the memory
+// stores it (by name) and the report prints it: one enum, parsed once where text comes in.
 #pragma once
 
 #include <optional>
@@ -21,6 +22,8 @@ enum class Verdict {
   kGpuBusy,           // the GPU was shared or throttled while timing: no number, judge it again
   kSanitizer,         // compute-sanitizer found a memory error, race, barrier misuse or
                       // uninitialized read (checked on each new best and before an export)
+  kSanitizing,        // stored by the daemon for a provisional best while its sanitizer pass
+                      // runs; never a worker's answer, never imported
 };
 
 std::string verdict_name(Verdict verdict);

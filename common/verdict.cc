@@ -1,11 +1,10 @@
-#include "sandbox/verdict.h"
+#include "common/verdict.h"
 
-#include <array>
-#include <utility>
+#include "common/enum_names.h"
 
 namespace kopt {
 namespace {
-constexpr std::array<std::pair<Verdict, const char*>, 13> kNames = {{
+constexpr EnumNameTable<Verdict, 14> kNames = {{
     {Verdict::kOk, "ok"},
     {Verdict::kCompileError, "compile_error"},
     {Verdict::kInvalidPlan, "invalid_plan"},
@@ -19,19 +18,14 @@ constexpr std::array<std::pair<Verdict, const char*>, 13> kNames = {{
     {Verdict::kSuspicious, "suspicious"},
     {Verdict::kGpuBusy, "gpu_busy"},
     {Verdict::kSanitizer, "sanitizer"},
+    {Verdict::kSanitizing, "sanitizing"},
 }};
 }  // namespace
 
-std::string verdict_name(Verdict verdict) {
-  for (const auto& [v, name] : kNames)
-    if (v == verdict) return name;
-  return "unknown";
-}
+std::string verdict_name(Verdict verdict) { return enum_name(kNames, verdict, "unknown"); }
 
 std::optional<Verdict> parse_verdict(const std::string& name) {
-  for (const auto& [v, n] : kNames)
-    if (name == n) return v;
-  return std::nullopt;
+  return enum_from_name(kNames, name);
 }
 
 }  // namespace kopt

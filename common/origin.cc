@@ -1,0 +1,19 @@
+#include "common/origin.h"
+
+#include "common/enum_names.h"
+
+namespace kopt {
+namespace {
+constexpr EnumNameTable<Origin, 4> kNames = {{
+    {Origin::kUnknown, ""},
+    {Origin::kBaseline, "baseline"},
+    {Origin::kCoder, "coder"},
+    {Origin::kTuner, "tuner"},
+}};
+}  // namespace
+
+std::string origin_name(Origin origin) { return enum_name(kNames, origin, ""); }
+
+std::optional<Origin> parse_origin(const std::string& name) { return enum_from_name(kNames, name); }
+
+}  // namespace kopt

@@ -1,0 +1,22 @@
+#include "common/run_status.h"
+
+#include "common/enum_names.h"
+
+namespace kopt {
+namespace {
+constexpr EnumNameTable<RunStatus, 5> kNames = {{
+    {RunStatus::kRunning, "running"},
+    {RunStatus::kFinished, "finished"},
+    {RunStatus::kBudget, "budget"},
+    {RunStatus::kInterrupted, "interrupted"},
+    {RunStatus::kFailed, "failed"},
+}};
+}  // namespace
+
+std::string run_status_name(RunStatus status) { return enum_name(kNames, status, "unknown"); }
+
+std::optional<RunStatus> parse_run_status(const std::string& name) {
+  return enum_from_name(kNames, name);
+}
+
+}  // namespace kopt
