@@ -76,7 +76,8 @@ Result<Config> parse_config(const std::string& text, const std::filesystem::path
   register_environment_secrets();
   if (config.llm) {
     for (const auto& [_, provider] : config.llm->providers) {
-      const char* key = provider.api_key_env.empty() ? nullptr : std::getenv(provider.api_key_env.c_str());
+      const char* key =
+          provider.api_key_env.empty() ? nullptr : std::getenv(provider.api_key_env.c_str());
       if (key) register_secret(key);
     }
   }

@@ -20,8 +20,6 @@ Secret Secret::of(std::string value) {
   return s;
 }
 
-std::string Secret::scrub(std::string_view text) const {
-  return scrub_secret_value(text, value_);
-}
+std::string Secret::scrub(std::string_view text) const { return scrub_secret_value(text, value_); }
 
 }  // namespace kopt

@@ -9,6 +9,7 @@
 #include "common/json_limits.h"
 #include "common/strings.h"
 #include "common/subprocess.h"
+#include "config/config.h"
 #include "sandbox/compiler.h"
 #include "sandbox/confined/landlock.h"
 #include "sandbox/cuda_driver.h"
@@ -18,7 +19,6 @@
 #include "src/cli/llm_preflight.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
-#include "config/config.h"
 
 namespace kopt::cli {
 namespace {

@@ -2,8 +2,8 @@
 // model or a server that is not up shows before the night, not at its first call.
 #include <cstdio>
 
-#include "src/cli/llm_preflight.h"
 #include "llm/preflight.h"
+#include "src/cli/llm_preflight.h"
 
 namespace kopt::cli {
 

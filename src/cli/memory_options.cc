@@ -2,8 +2,8 @@
 
 #include <iostream>
 
-#include "memory_store/database_check.h"
 #include "config/config.h"
+#include "memory_store/database_check.h"
 
 namespace kopt::cli {
 

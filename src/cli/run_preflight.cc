@@ -2,8 +2,8 @@
 // unreachable model would spend its hours on failed calls (or on the tuner alone) unnoticed.
 #include <iostream>
 
-#include "src/cli/llm_preflight.h"
 #include "llm/preflight.h"
+#include "src/cli/llm_preflight.h"
 
 namespace kopt::cli {
 

@@ -10,13 +10,13 @@
 
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "config/config.h"
 #include "sandbox/compiler.h"
 #include "sandbox/name_rules.h"
 #include "sandbox/task_catalog.h"
 #include "sandbox/task_spec.h"
 #include "src/cli/gpu_checks.h"
 #include "src/cli/reference_draft.h"
-#include "config/config.h"
 
 extern char** environ;
 

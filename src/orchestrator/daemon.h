@@ -15,8 +15,8 @@
 
 #include "common/result.h"
 #include "common/score_basis.h"
-#include "sandbox/evaluator.h"
 #include "config/config.h"
+#include "sandbox/evaluator.h"
 
 namespace kopt::orchestrator {
 

@@ -15,10 +15,10 @@
 
 #include "agents/agent_call.h"
 #include "common/result.h"
+#include "llm/accounting.h"
 #include "memory_store/memory_store.h"
 #include "memory_store/plan_store.h"
 #include "sandbox/task_spec.h"
-#include "llm/accounting.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "src/orchestrator/progress.h"
 #include "src/orchestrator/task_search.h"

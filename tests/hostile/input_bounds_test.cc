@@ -20,13 +20,13 @@
 #include "common/sha256.h"
 #include "common/text_escape.h"
 #include "common/utf8.h"
+#include "llm/extract.h"
+#include "llm/request_limits.h"
+#include "llm/wire_format.h"
 #include "memory_store/jsonl_io.h"
 #include "memory_store/line_diff.h"
 #include "memory_store/memory_store.h"
 #include "sandbox/kernel_file.h"
-#include "llm/extract.h"
-#include "llm/request_limits.h"
-#include "llm/wire_format.h"
 #include "tests/support/temp_dir.h"
 
 namespace kopt {

@@ -18,7 +18,8 @@ std::filesystem::path copy_task(const std::string& name, const std::filesystem::
 }
 
 std::string replay_file(const std::string& file) {
-  auto text = read_file(std::filesystem::path(KOPT_SOURCE_DIR) / "tests/orchestrator/replay" / file);
+  auto text =
+      read_file(std::filesystem::path(KOPT_SOURCE_DIR) / "tests/orchestrator/replay" / file);
   if (!text) throw std::runtime_error(text.error());
   return *text;
 }
