@@ -9,16 +9,6 @@
 
 namespace kopt::exporter {
 
-std::string arch_of_compute_capability(const std::string& compute_capability) {
-  size_t dot = compute_capability.find('.');
-  if (dot == std::string::npos || dot == 0 || dot + 1 >= compute_capability.size()) return "";
-  std::string major = compute_capability.substr(0, dot), minor = compute_capability.substr(dot + 1);
-  if ((major + minor).find_first_not_of("0123456789") != std::string::npos || major.size() > 2 ||
-      minor.size() > 1)
-    return "";
-  return "sm_" + major + minor + (std::stoi(major) >= 9 ? "a" : "");
-}
-
 Result<DeviceImage> compile_device_image(const KernelFile& file,
                                          const std::map<std::string, int64_t>& tunables,
                                          const std::string& compute_capability) {

@@ -27,10 +27,6 @@ struct DeviceImage {
   std::string nvrtc_version;
 };
 
-// The NVRTC target for a compute capability "9.0": "sm_90a" from Hopper on, else "sm_XY"
-// (the gate's choice); "" when the text is not MAJOR.MINOR.
-std::string arch_of_compute_capability(const std::string& compute_capability);
-
 // Compiles `file` with its verified tunable values for `compute_capability`; an error (with
 // NVRTC's log) when it does not compile: a kernel that compiled when verified must compile now.
 Result<DeviceImage> compile_device_image(const KernelFile& file,

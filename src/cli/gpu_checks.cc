@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "common/files.h"
+#include "sandbox/compiler.h"
 #include "sandbox/cuda_driver.h"
 #include "sandbox/task_spec.h"
 
@@ -19,10 +20,7 @@ std::optional<std::string> detect_gpu_arch() {
   int major = 0, minor = 0;
   d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
-  // Hopper's wgmma/setmaxnreg need the "a" (architecture-specific) target.
-  std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
-  if (major >= 9) arch += "a";
-  return arch;
+  return arch_of_compute_capability(major, minor);
 }
 
 int run_gpu_task_checks(const std::vector<std::filesystem::path>& task_dirs,

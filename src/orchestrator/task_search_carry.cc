@@ -7,6 +7,7 @@
 
 #include "common/json_limits.h"
 #include "common/sha256.h"
+#include "sandbox/compiler.h"
 #include "src/orchestrator/candidate_evaluation.h"
 #include "src/orchestrator/kernel_fingerprint.h"
 #include "src/orchestrator/task_search.h"
@@ -14,13 +15,6 @@
 namespace kopt::orchestrator {
 
 namespace {
-
-std::string arch_from_cc(const std::string& cc) {
-  auto dot = cc.find('.');
-  if (dot == std::string::npos) return "";
-  int major = std::atoi(cc.substr(0, dot).c_str());
-  return "sm_" + cc.substr(0, dot) + cc.substr(dot + 1) + (major >= 9 ? "a" : "");
-}
 
 VerifiedKernel verified_from_history(const PastEvaluation& p) {
   VerifiedKernel k;
@@ -74,7 +68,7 @@ GpuIdentity gpu_of(const PastEvaluation& p) {
   gpu.model = p.evaluation.gpu.model;
   gpu.cc = p.evaluation.gpu.compute_capability;
   gpu.driver = p.evaluation.gpu.driver_version;
-  gpu.arch = arch_from_cc(gpu.cc);
+  gpu.arch = arch_of_compute_capability(gpu.cc);
   return gpu;
 }
 
