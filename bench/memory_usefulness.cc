@@ -307,7 +307,8 @@ class Replay {
     record.task = task;
     record.source = source;
     record.parent_id = parent;
-    record.origin = {tuner ? "tuner" : "coder", tuner ? "" : "scripted", "", tuner};
+    record.origin = {tuner ? kopt::Origin::kTuner : kopt::Origin::kCoder, tuner ? "" : "scripted",
+                     "", tuner};
     auto id = store_.add_kernel(record);
     if (!id) throw std::runtime_error(id.error());
     return *id;

@@ -236,7 +236,7 @@ Status generate(MemoryStore& store, int64_t pairs, int profiled_percent, std::mt
       evaluation.kernel_id = *id;
       evaluation.task = task;
       evaluation.gpu = {"NVIDIA H100 80GB HBM3", "9.0", "580.159.04", "13.0"};
-      evaluation.verdict = "ok";
+      evaluation.verdict = kopt::Verdict::kOk;
       evaluation.median_us = 300;
       evaluation.profile_json = canned_profiles()[rng() % canned_profiles().size()];
       if (auto e = store.add_evaluation(evaluation); !e) return make_error(e.error());
