@@ -67,7 +67,7 @@ CandidateOutcome failed() {
 TaskSearch searching(SearchSetup setup = {}, double sol = 10) {
   TaskSearch s = make_search(setup);
   auto baseline = verified(1, 1.0, "a baseline that declares no tunables", sol);
-  baseline.verified->origin = "baseline";
+  baseline.verified->origin = Origin::kBaseline;
   s.on_baseline(baseline);
   return s;
 }
@@ -111,7 +111,7 @@ TEST(TaskSearch, BaselineFirstThenTunerThenPlans) {
   s.take_job(JobKind::kBaseline);
   EXPECT_EQ(s.phase(), TaskSearch::Phase::kBaselineRunning);
   auto baseline = verified(1, 1.0, s.baseline_source());
-  baseline.verified->origin = "baseline";
+  baseline.verified->origin = Origin::kBaseline;
   EXPECT_FALSE(s.on_baseline(baseline));
   s.on_job_ended();
   EXPECT_EQ(s.phase(), TaskSearch::Phase::kSearching);
