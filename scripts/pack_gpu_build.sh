@@ -9,7 +9,9 @@ src=$1; dest=$2
 rm -rf "$dest"; mkdir -p "$dest"; stage=$(mktemp -d)
 cd "$src/build"
 exes=$(ctest -N -L gpu -V 2>/dev/null | grep -oE "Test command: [^ ]+" | awk '{print $3}' | grep "^$src/build" | sort -u)
-for f in bin/kopt bin/kopt-compile bin/kopt-sandbox bin/kopt-leash bin/fake-llm-server $(echo "$exes" | sed "s#^$src/build/##"); do
+# The test helpers the gpu tests start by path (kopt_gpu_context_holder and the like) too.
+helpers=$(find tests/support -maxdepth 1 -type f -executable -name 'kopt_*' 2>/dev/null)
+for f in bin/kopt bin/kopt-compile bin/kopt-sandbox bin/kopt-leash bin/fake-llm-server $helpers $(echo "$exes" | sed "s#^$src/build/##"); do
   mkdir -p "$stage/$(dirname $f)"; strip -o "$stage/$f" "$f"
 done
 find . -name CTestTestfile.cmake -o -name '*_include-*.cmake' -o -name '*_tests-*.cmake' | while read f; do mkdir -p "$stage/$(dirname $f)"; cp "$f" "$stage/$f"; done
