@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "agents/agent_context.h"
 #include "common/scrub_secrets.h"
 
 namespace kopt::agents {
@@ -90,26 +91,77 @@ Result<std::optional<int>> AgentCaller::answer_room(const std::string& agent,
   return std::optional<int>{room};
 }
 
-Result<std::string> AgentCaller::ask(const std::string& agent, const std::string& template_file,
-                                     const std::map<std::string, std::string>& values,
-                                     const std::string& label, AgentUsage& usage,
-                                     const AskOptions& options) {
+LlmRequest AgentCaller::render_request(const std::string& agent, const std::string& template_file,
+                                       const std::map<std::string, std::string>& values) const {
   auto gpu = values.find("gpu");
   std::string system =
       prompts_.get("system.txt")
           .render({{"gpu", gpu == values.end() ? std::string("an NVIDIA GPU") : gpu->second}});
   // A prompt quotes compile logs, verdict details and stored lessons: no key is ever sent.
-  LlmRequest request = LlmRequest::user(agent, scrub_secrets(system),
-                                        scrub_secrets(prompts_.get(template_file).render(values)));
+  PromptTemplate::Rendered prompt = prompts_.get(template_file).render_marked(values);
+  LlmRequest request = LlmRequest::user(agent, scrub_secrets(system), scrub_secrets(prompt.text));
+  // The prefix is the task's contract and format, which hold no key, so scrubbing left it as it
+  // was; were it changed, no marker is better than one in the wrong place.
+  if (request.messages.back().content.compare(0, prompt.stable_prefix_bytes, prompt.text, 0,
+                                              prompt.stable_prefix_bytes) == 0) {
+    request.messages.back().stable_prefix_bytes = prompt.stable_prefix_bytes;
+  }
+  return request;
+}
+
+Result<LlmRequest> AgentCaller::prepare(const std::string& agent, const std::string& template_file,
+                                        std::map<std::string, std::string> values,
+                                        const std::string& label, const AskOptions& options,
+                                        std::optional<int>& room) const {
+  LlmRequest request = render_request(agent, template_file, values);
+  auto fits = answer_room(agent, request);
+  // What is worth least goes first; the kernel is cut last, and only as much as needed.
+  for (const char* name : kTrimOrder) {
+    if (fits) break;
+    auto value = values.find(name);
+    if (value == values.end() || value->second == kLeftOut) continue;
+    spdlog::info("[{}] {}: the prompt does not fit the model's context; {} left out", label, agent,
+                 name);
+    value->second = kLeftOut;
+    request = render_request(agent, template_file, values);
+    fits = answer_room(agent, request);
+  }
+  for (const char* name : {"current_kernel", "candidate_kernel"}) {
+    auto value = values.find(name);
+    if (fits || value == values.end()) continue;
+    auto limits = llm_.agent_limits(agent);
+    if (!limits || !limits->context_tokens) break;
+    // estimated_tokens() counts 3 characters a token; a few more for the message overheads.
+    int64_t budget =
+        int64_t(std::max(0, *limits->context_tokens - kContextMargin - kMinAnswerTokens - 8)) * 3;
+    int64_t over = int64_t(request.messages.back().content.size() + request.system.size()) - budget;
+    if (over <= 0 || size_t(over) + 100 >= value->second.size()) continue;
+    spdlog::info("[{}] {}: the prompt does not fit the model's context; {} cut by {} characters",
+                 label, agent, name, over);
+    value->second = shorten(value->second, value->second.size() - size_t(over) - 100);
+    request = render_request(agent, template_file, values);
+    fits = answer_room(agent, request);
+  }
+  if (!fits) return make_error(fits.error());
+  room = *fits;
   request.label = label;
   request.temperature = options.temperature;
   // max_tokens is clamped to what the prompt leaves of the model's context: prompt + answer
   // over the context is a 400, which no retry mends.
-  auto room = answer_room(agent, request);
-  if (!room) return make_error(room.error());
   auto limits = llm_.agent_limits(agent);
   int configured = limits ? limits->max_tokens : 4096;
-  if (*room && **room < configured) request.max_tokens = **room;
+  if (room && *room < configured) request.max_tokens = *room;
+  return request;
+}
+
+Result<std::string> AgentCaller::ask(const std::string& agent, const std::string& template_file,
+                                     const std::map<std::string, std::string>& values,
+                                     const std::string& label, AgentUsage& usage,
+                                     const AskOptions& options) {
+  std::optional<int> room;
+  auto prepared = prepare(agent, template_file, values, label, options, room);
+  if (!prepared) return make_error(prepared.error());
+  LlmRequest& request = *prepared;
   auto send = [&] {
     LlmResponse response = llm_.complete(request);
     usage.add(response);
@@ -125,7 +177,7 @@ Result<std::string> AgentCaller::ask(const std::string& agent, const std::string
   };
   LlmResponse response = send();
   if (response.status == LlmStatus::kTruncated) {
-    return retry_truncated(agent, label, request, room->value_or(INT_MAX), usage, send);
+    return retry_truncated(agent, label, request, room.value_or(INT_MAX), usage, send);
   }
   if (*misbehaviour(response.status)) {
     LlmStatus first = response.status;

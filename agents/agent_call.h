@@ -61,12 +61,20 @@ class AgentCaller {
   // limit is asked for again with twice the limit (up to the agent's ceiling, for this ask
   // only), or at the ceiling without commentary; a refusal, a tool call or an empty answer is
   // asked for again with a nudge saying what was wrong. Where the agent's context_tokens is
-  // known, max_tokens (and its raise) is clamped to what the prompt leaves of the context.
+  // known, max_tokens (and its raise) is clamped to what the prompt leaves of the context, and a
+  // prompt that leaves too little is trimmed in a stated order (kTrimOrder): memory's examples
+  // and warnings first, then the plans tried, the earlier answers, the other kernels and the
+  // tuner's facts, the counters, and last the kernel itself, cut in its middle.
   Result<std::string> ask(const std::string& agent, const std::string& template_file,
                           const std::map<std::string, std::string>& values,
                           const std::string& label, AgentUsage& usage,
                           const AskOptions& options = {});
 
+  // The values a prompt leaves out, in this order, when it does not fit the agent's context.
+  static constexpr const char* kTrimOrder[] = {
+      "memory_examples", "memory_warnings", "tried_plans",  "earlier_answers", "beam_summary",
+      "tuner_facts",     "where_time_goes", "slow_profile", "fast_profile"};
+  static constexpr const char* kLeftOut = "(left out: the prompt had to fit the model's context)";
   const PromptLibrary& prompts() const { return prompts_; }
   // Receives every request sent and its answer; set before the first ask.
   void set_transcript_sink(TranscriptSink sink) { transcript_sink_ = std::move(sink); }
@@ -78,6 +86,13 @@ class AgentCaller {
   // Tokens of the agent's context the request leaves for the answer; nothing when the context
   // is unknown; an error when the prompt alone fills it.
   Result<std::optional<int>> answer_room(const std::string& agent, const LlmRequest& request) const;
+  // The request of one ask: the system prompt and `template_file` rendered, trimmed to the
+  // agent's context (see ask()), max_tokens clamped to what the prompt leaves.
+  Result<LlmRequest> prepare(const std::string& agent, const std::string& template_file,
+                             std::map<std::string, std::string> values, const std::string& label,
+                             const AskOptions& options, std::optional<int>& room) const;
+  LlmRequest render_request(const std::string& agent, const std::string& template_file,
+                            const std::map<std::string, std::string>& values) const;
   // The second chance of an answer cut at the token limit.
   Result<std::string> retry_truncated(const std::string& agent, const std::string& label,
                                       LlmRequest& request, int room, AgentUsage& usage,

@@ -73,6 +73,9 @@ struct WorkContext {
   std::vector<MemoryExample> warnings;   // negative pairs
   std::vector<std::string> tried_plans;  // earlier plans on this task with their outcome
   std::vector<std::string> beam;         // the other kernels kept for this task, one line each
+  // What the tuner found on this task's kernels, one line each (TaskSearch::tuner_facts): what
+  // the tunables are worth, told once instead of as memory examples.
+  std::vector<std::string> tuner_facts;
   // The coder's recent answers that repeated kernels already judged, with what those scored,
   // one line each: a model that repeats itself is told so in its next prompt.
   std::vector<std::string> repeats;

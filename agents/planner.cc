@@ -88,6 +88,8 @@ Result<std::vector<Plan>> Planner::propose(const WorkContext& context, int count
                                                       : "- " + join(context.tried_plans, "\n- ");
   values["beam_summary"] =
       context.beam.empty() ? std::string("(only this kernel)") : "- " + join(context.beam, "\n- ");
+  values["tuner_facts"] = context.tuner_facts.empty() ? std::string("(nothing swept yet)")
+                                                      : "- " + join(context.tuner_facts, "\n- ");
   auto reply = caller_.ask("planner", "planner.txt", values, context.task.name, usage,
                            {context.temperature});
   if (!reply) return make_error(reply.error());

@@ -13,7 +13,7 @@ namespace {
 // Placeholders every agent that works on a task can fill in.
 std::vector<std::string> with_task(std::vector<std::string> names) {
   for (const char* name : {"task_name", "task_description", "task_tags", "task_sizes", "gpu",
-                           "bound", "task_contract"}) {
+                           "bound", "task_contract", kStablePrefixEnd}) {
     names.push_back(name);
   }
   return names;
@@ -27,7 +27,8 @@ const std::vector<TemplateSpec>& template_specs() {
       {"kernel_format.txt", {}, {}},
       {"planner.txt",
        with_task({"current_kernel", "measurements", "where_time_goes", "memory_examples",
-                  "memory_warnings", "num_plans", "kernel_format", "tried_plans", "beam_summary"}),
+                  "memory_warnings", "num_plans", "kernel_format", "tried_plans", "beam_summary",
+                  "tuner_facts"}),
        {"task_description", "current_kernel", "num_plans"}},
       {"coder.txt",
        with_task({"plan", "current_kernel", "measurements", "where_time_goes", "memory_examples",

@@ -70,8 +70,8 @@ Result<PromptTemplate> PromptTemplate::parse_checked(const std::string& text,
   for (const Piece& piece : tpl->pieces_) {
     if (!piece.placeholder || contains(spec.known, piece.text)) continue;
     errors.push_back(origin + ":" + std::to_string(piece.line) + ": unknown placeholder {{" +
-                     piece.text + "}}" + did_you_mean(piece.text, spec.known) + "; " +
-                     spec.file + " may use {{" + join(spec.known, "}}, {{") + "}}");
+                     piece.text + "}}" + did_you_mean(piece.text, spec.known) + "; " + spec.file +
+                     " may use {{" + join(spec.known, "}}, {{") + "}}");
   }
   std::vector<std::string> used = tpl->placeholders();
   for (const std::string& name : spec.required) {
@@ -85,10 +85,20 @@ Result<PromptTemplate> PromptTemplate::parse_checked(const std::string& text,
 }
 
 std::string PromptTemplate::render(const std::map<std::string, std::string>& values) const {
-  std::string out;
+  return render_marked(values).text;
+}
+
+PromptTemplate::Rendered PromptTemplate::render_marked(
+    const std::map<std::string, std::string>& values) const {
+  Rendered rendered;
+  std::string& out = rendered.text;
   for (const Piece& piece : pieces_) {
     if (!piece.placeholder) {
       out += piece.text;
+      continue;
+    }
+    if (piece.text == kStablePrefixEnd) {
+      rendered.stable_prefix_bytes = out.size();
       continue;
     }
     auto it = values.find(piece.text);
@@ -98,7 +108,7 @@ std::string PromptTemplate::render(const std::map<std::string, std::string>& val
     }
     out += it->second;
   }
-  return out;
+  return rendered;
 }
 
 std::vector<std::string> PromptTemplate::placeholders() const {

@@ -18,6 +18,9 @@
 
 namespace kopt::agents {
 
+// The placeholder that marks where a prompt's stable prefix ends (render_marked).
+inline constexpr const char* kStablePrefixEnd = "stable_prefix_end";
+
 // What a template may and must use.
 struct TemplateSpec {
   std::string file;                   // "coder.txt"
@@ -37,6 +40,15 @@ class PromptTemplate {
   // The text with every placeholder replaced. A placeholder without a value is a bug in the
   // calling agent (the spec promised it) and throws std::logic_error.
   std::string render(const std::map<std::string, std::string>& values) const;
+
+  // render(), and where the placeholder {{stable_prefix_end}} stood (it renders as nothing): the
+  // text before it is the same in every call of a task, which a provider's prompt cache keeps.
+  // 0 where the template has none.
+  struct Rendered {
+    std::string text;
+    size_t stable_prefix_bytes = 0;
+  };
+  Rendered render_marked(const std::map<std::string, std::string>& values) const;
 
   // Placeholder names in order of first use.
   std::vector<std::string> placeholders() const;

@@ -24,7 +24,7 @@ class AnthropicFormat : public WireFormat {
     json messages = json::array();
     for (const auto& m : request.messages) {
       messages.push_back({{"role", m.role == LlmMessage::Role::kUser ? "user" : "assistant"},
-                          {"content", m.content}});
+                          {"content", content(m)}});
     }
     // max_tokens is required by this API.
     json body = {{"model", request.model.value_or("")},
@@ -33,6 +33,16 @@ class AnthropicFormat : public WireFormat {
     if (!request.system.empty()) body["system"] = request.system;
     if (request.temperature) body["temperature"] = *request.temperature;
     return body;
+  }
+
+  // A message with a stable prefix becomes two text blocks, the first marked for the prompt
+  // cache: later calls of the task read the system prompt and that prefix from the cache.
+  static json content(const LlmMessage& m) {
+    if (m.stable_prefix_bytes == 0 || m.stable_prefix_bytes >= m.content.size()) return m.content;
+    return json::array({{{"type", "text"},
+                         {"text", m.content.substr(0, m.stable_prefix_bytes)},
+                         {"cache_control", {{"type", "ephemeral"}}}},
+                        {{"type", "text"}, {"text", m.content.substr(m.stable_prefix_bytes)}}});
   }
 
   AttemptResult parse(const json& reply) const override {

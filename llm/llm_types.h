@@ -39,6 +39,10 @@ struct LlmMessage {
   enum class Role { kUser, kAssistant };
   Role role = Role::kUser;
   std::string content;
+  // How many leading bytes of `content` are the same in every call of this task and agent (the
+  // contract, the capabilities, the kernel format): a provider that caches prompts by marker gets
+  // one at this point (Anthropic's cache_control); 0: none. Always on a UTF-8 boundary.
+  size_t stable_prefix_bytes = 0;
 };
 
 struct LlmRequest {

@@ -158,10 +158,14 @@ class Orchestrator {
                    const agents::CoderOutcome& result, const agents::AgentUsage& usage,
                    double best_before);
   // Memory examples for a plan from `parent` into `context`, `skip` of the best left out;
-  // returns the pairs shown.
+  // returns the pairs shown. For the coder, `plan` (its title and detail) joins the query and
+  // the pairs teaching its techniques come first.
   std::vector<memory::RetrievedPair> add_examples(const TaskState& task,
                                                   const VerifiedKernel& parent, size_t skip,
-                                                  agents::WorkContext& context);
+                                                  agents::WorkContext& context,
+                                                  const agents::Plan* plan = nullptr);
+  // The coder's own examples: those that match its plan, not the planner's (add_examples).
+  void retrieve_for_plan(const TaskState& task, CodeItem& item);
   // Records the planner's fresh plans and queues their coder samples. Requires mutex_.
   void queue_plans(TaskState& task, const VerifiedKernel& parent,
                    const agents::WorkContext& context,

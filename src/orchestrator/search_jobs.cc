@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/strings.h"
 #include "common/utf8.h"
 #include "memory_store/line_diff.h"
@@ -54,6 +56,7 @@ agents::WorkContext Orchestrator::work_context(const TaskState& task,
   if (!task.planner_note().empty()) context.tried_plans.push_back(task.planner_note());
   context.repeats = task.repeat_notes();
   context.beam = beam_lines(task.beam(), current.kernel_id);
+  context.tuner_facts = task.tuner_facts();
   return context;
 }
 
@@ -250,7 +253,8 @@ void Orchestrator::run_tune(TaskState& task, TuneItem item) {
 std::vector<memory::RetrievedPair> Orchestrator::add_examples(const TaskState& task,
                                                               const VerifiedKernel& parent,
                                                               size_t skip,
-                                                              agents::WorkContext& context) {
+                                                              agents::WorkContext& context,
+                                                              const agents::Plan* plan) {
   if (options_.search.memory_examples <= 0) return {};
   memory::RetrievalQuery query;
   query.task = task.spec().name;
@@ -260,6 +264,7 @@ std::vector<memory::RetrievedPair> Orchestrator::add_examples(const TaskState& t
     query.gpu_arch = gpu_ ? gpu_->arch : "";
   }
   query.kernel_source = parent.source;
+  if (plan) query.kernel_source += "\n" + plan->title + "\n" + plan->detail;
   // Never show the model where it already is: the parent, its ancestors and near-copies of it.
   query.current_kernel_id = parent.kernel_id;
   query.near_copy = [source = parent.source, limit = options_.search.near_copy_similarity](
@@ -279,8 +284,22 @@ std::vector<memory::RetrievedPair> Orchestrator::add_examples(const TaskState& t
   size_t k = static_cast<size_t>(options_.search.memory_examples);
   size_t drop = pairs->size() > k ? std::min(skip, pairs->size() - k) : 0;
   pairs->erase(pairs->begin(), pairs->begin() + static_cast<ptrdiff_t>(drop));
+  if (plan)
+    put_plan_techniques_first(*pairs, memory::techniques_in(plan->title + "\n" + plan->detail));
   add_memory_examples(*pairs, *deps_.recorder, context);
   return std::move(*pairs);
+}
+
+void Orchestrator::retrieve_for_plan(const TaskState& task, CodeItem& item) {
+  agents::WorkContext mine;
+  std::vector<memory::RetrievedPair> pairs = add_examples(task, item.parent, 0, mine, &item.plan);
+  if (pairs.empty()) return;  // the planner's examples, if any, stay
+  item.context.examples = std::move(mine.examples);
+  item.context.warnings = std::move(mine.warnings);
+  // Credit for this retrieval goes to its own pairs that the plan applies, once.
+  item.retrieved_pairs =
+      pairs_used_by_plan(pairs, memory::techniques_in(item.plan.title + "\n" + item.plan.detail));
+  item.credited = std::make_shared<std::atomic<bool>>(false);
 }
 
 void Orchestrator::run_plan(TaskState& task) {
@@ -350,6 +369,7 @@ void Orchestrator::queue_plans(TaskState& task, const VerifiedKernel& parent,
 }
 
 void Orchestrator::run_code(TaskState& task, CodeItem item) {
+  retrieve_for_plan(task, item);
   double best_before = 0;
   {
     std::lock_guard lock(mutex_);

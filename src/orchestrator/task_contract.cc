@@ -63,6 +63,118 @@ double device_number(const GpuIdentity& gpu, const char* key) {
   return 0;
 }
 
+// The two roofs of a task on this GPU: DRAM bandwidth and the compute peak the task names, as
+// the worker measured or took from the datasheet (its "peaks" in the device it reported). An
+// older worker reports none: then the one that bounds the task is derived from the speed of
+// light (bytes / time or flops / time).
+struct Roofs {
+  double dram = 0;     // bytes/s
+  double compute = 0;  // flop/s at the task's peak
+  const nlohmann::json* peaks = nullptr;
+};
+
+double peak_number(const nlohmann::json* peaks, const char* key) {
+  if (!peaks || !peaks->contains(key) || !(*peaks)[key].is_number()) return 0;
+  return (*peaks)[key].get<double>();
+}
+
+// The key of DevicePeaks (sandbox/worker/speed_of_light.h) that a task's "peak" names.
+const char* peak_key(const std::string& peak) {
+  if (peak == "bf16_tensor" || peak == "fp16_tensor") return "bf16_tensor_flops";
+  if (peak == "tf32_tensor") return "tf32_tensor_flops";
+  if (peak == "fp8_tensor") return "fp8_tensor_flops";
+  return "fp32_flops";
+}
+
+bool is_compute_bound(const TaskSpec& task) {
+  return std::find(task.tags.begin(), task.tags.end(), "compute-bound") != task.tags.end();
+}
+
+Roofs roofs_of(const TaskSpec& task, const GpuIdentity& gpu, double sol_us, double flops,
+               double bytes) {
+  Roofs r;
+  const auto& d = gpu.device;
+  if (d.is_object() && d.contains("peaks") && d["peaks"].is_object()) r.peaks = &d["peaks"];
+  r.dram = peak_number(r.peaks, "dram_bytes_per_s");
+  r.compute = peak_number(r.peaks, peak_key(task.peak));
+  if (r.dram <= 0) r.dram = device_number(gpu, "dram_bytes_per_s");
+  if (r.compute <= 0) r.compute = device_number(gpu, "peak_flops");
+  bool compute = is_compute_bound(task);
+  if (r.dram <= 0 && !compute && sol_us > 0 && bytes > 0) r.dram = bytes / sol_us * 1e6;
+  if (r.compute <= 0 && compute && sol_us > 0 && flops > 0) r.compute = flops / sol_us * 1e6;
+  return r;
+}
+
+// "- work at the timed size: ...; memory roof 80.1 us (...), compute roof 2.2 us (...)".
+std::string work_line(const TaskSpec& task, const Roofs& roofs, double flops, double bytes,
+                      double sol_us) {
+  std::string out = fmt::format("- work at the timed size: at least {} moved to and from DRAM, {}",
+                                amount(bytes, "B"), amount(flops, "FLOP"));
+  if (roofs.peaks && roofs.dram > 0 && roofs.compute > 0) {
+    double memory_us = bytes / roofs.dram * 1e6, compute_us = flops / roofs.compute * 1e6;
+    out += fmt::format(
+        "; memory roof {:.2f} us (bytes / DRAM bandwidth), compute roof {:.2f} us (flops / {} "
+        "peak): {}-bound",
+        memory_us, compute_us, task.peak, memory_us >= compute_us ? "memory" : "compute");
+  } else if (sol_us > 0) {
+    bool compute = is_compute_bound(task);
+    out += fmt::format("; speed of light {:.2f} us ({}-bound: {} / peak)", sol_us,
+                       compute ? "compute" : "memory", compute ? "flops" : "bytes");
+  }
+  return out + "\n";
+}
+
+// The GPU, its measured bandwidth and every peak the worker knows, and its per-SM limits.
+std::string gpu_lines(const TaskSpec& task, const GpuIdentity& gpu, const Roofs& roofs) {
+  std::string out = "- GPU: " + (gpu.model.empty() ? std::string("an NVIDIA GPU") : gpu.model);
+  if (!gpu.arch.empty()) out += ", " + gpu.arch;
+  if (gpu.sms > 0) out += fmt::format(", {} SMs", gpu.sms);
+  if (double l2 = device_number(gpu, "l2_bytes"); l2 > 0) {
+    out += fmt::format(", L2 {:.0f} MB", l2 / (1 << 20));
+  }
+  if (roofs.dram > 0) out += fmt::format(", measured DRAM bandwidth {}/s", amount(roofs.dram, "B"));
+  if (roofs.peaks) {
+    out += fmt::format(
+        ", FP32 {}/s (measured); tensor cores, dense, from the datasheet: TF32 {}/s, BF16/FP16 "
+        "{}/s, FP8 {}/s",
+        amount(peak_number(roofs.peaks, "fp32_flops"), "FLOP"),
+        amount(peak_number(roofs.peaks, "tf32_tensor_flops"), "FLOP"),
+        amount(peak_number(roofs.peaks, "bf16_tensor_flops"), "FLOP"),
+        amount(peak_number(roofs.peaks, "fp8_tensor_flops"), "FLOP"));
+  } else if (roofs.compute > 0) {
+    out += fmt::format(", measured peak {}/s ({})", amount(roofs.compute, "FLOP"), task.peak);
+  }
+  out += "\n";
+  ArchLimits limits = arch_limits(gpu.cc);
+  if (limits.shared_per_sm_kb > 0) {
+    out += fmt::format(
+        "- per SM: {} KB shared memory, {} 32-bit registers, {} threads; per block: up to {} KB "
+        "shared memory, 1024 threads, 255 registers per thread\n",
+        limits.shared_per_sm_kb, limits.registers_per_sm, limits.threads_per_sm,
+        limits.shared_per_block_kb);
+  }
+  return out;
+}
+
+// What a kernel file can and cannot use in kopt's sandbox, and on Hopper which of its features
+// (a plan that needs host code or a launch kopt does not make cannot be written).
+std::string sandbox_lines(const GpuIdentity& gpu) {
+  std::string out =
+      "- sandbox: one .cu kernel file compiled by NVRTC for this GPU; no host code (no main, no "
+      "host functions, no kernel launching another); #include only CUDA toolkit headers; dynamic "
+      "shared memory above 48 KB works (kopt sets the opt-in from the launch plan); "
+      "the launch plan in the file's kopt:plan block is the only launch\n";
+  if (gpu.cc.rfind("9.", 0) == 0) {
+    out +=
+        "- Hopper features: usable: tensor cores through mma.h (WMMA) or inline PTX (mma.sync; "
+        "wgmma on sm_90a), cp.async, cp.async.bulk with mbarrier, warp shuffles and CUB; not "
+        "usable: TMA tensor copies (cp.async.bulk.tensor needs a CUtensorMap made by host code), "
+        "thread-block clusters and distributed shared memory (`__cluster_dims__` is refused, the "
+        "plan sets no cluster size), grid-wide sync (no cooperative launch), programmatic "
+        "dependent launch\n";
+  }
+  return out;
+}
 }  // namespace
 
 std::string task_contract(const TaskSpec& task, const GpuIdentity& gpu, double sol_us) {
@@ -96,46 +208,10 @@ std::string task_contract(const TaskSpec& task, const GpuIdentity& gpu, double s
           : ", and in the stress rounds (extreme but valid inputs): " + join(rounds, ", ") + ".\n";
   auto flops = evaluate_expression(task.flops, timed);
   auto bytes = evaluate_expression(task.bytes, timed);
-  bool compute = std::find(task.tags.begin(), task.tags.end(), "compute-bound") != task.tags.end();
-  if (flops && bytes) {
-    out += fmt::format("- work at the timed size: at least {} moved to and from DRAM, {}",
-                       amount(static_cast<double>(*bytes), "B"),
-                       amount(static_cast<double>(*flops), "FLOP"));
-    if (sol_us > 0) {
-      out += fmt::format("; speed of light {:.2f} us ({}-bound: {} / peak)", sol_us,
-                         compute ? "compute" : "memory", compute ? "flops" : "bytes");
-    }
-    out += "\n";
-  }
-  // The peak that bounds the task, as measured (the worker's), else from the speed of light.
-  double dram = device_number(gpu, "dram_bytes_per_s");
-  double peak = device_number(gpu, "peak_flops");
-  if (dram <= 0 && !compute && sol_us > 0 && bytes)
-    dram = static_cast<double>(*bytes) / sol_us * 1e6;
-  if (peak <= 0 && compute && sol_us > 0 && flops)
-    peak = static_cast<double>(*flops) / sol_us * 1e6;
-  ArchLimits limits = arch_limits(gpu.cc);
-  out += "- GPU: " + (gpu.model.empty() ? std::string("an NVIDIA GPU") : gpu.model);
-  if (!gpu.arch.empty()) out += ", " + gpu.arch;
-  if (gpu.sms > 0) out += fmt::format(", {} SMs", gpu.sms);
-  if (double l2 = device_number(gpu, "l2_bytes"); l2 > 0) {
-    out += fmt::format(", L2 {:.0f} MB", l2 / (1 << 20));
-  }
-  if (dram > 0) out += fmt::format(", measured DRAM bandwidth {}/s", amount(dram, "B"));
-  if (peak > 0) out += fmt::format(", measured peak {}/s ({})", amount(peak, "FLOP"), task.peak);
-  out += "\n";
-  if (limits.shared_per_sm_kb > 0) {
-    out += fmt::format(
-        "- per SM: {} KB shared memory, {} 32-bit registers, {} threads; per block: up to {} KB "
-        "shared memory, 1024 threads, 255 registers per thread\n",
-        limits.shared_per_sm_kb, limits.registers_per_sm, limits.threads_per_sm,
-        limits.shared_per_block_kb);
-  }
-  out +=
-      "- sandbox: one .cu kernel file compiled by NVRTC for this GPU; no host code (no main, no "
-      "host functions, no kernel launching another); #include only CUDA toolkit headers; dynamic "
-      "shared memory above 48 KB works (kopt sets the opt-in from the launch plan); "
-      "the launch plan in the file's kopt:plan block is the only launch\n";
+  Roofs roofs = roofs_of(task, gpu, sol_us, flops ? double(*flops) : 0, bytes ? double(*bytes) : 0);
+  if (flops && bytes) out += work_line(task, roofs, double(*flops), double(*bytes), sol_us);
+  out += gpu_lines(task, gpu, roofs);
+  out += sandbox_lines(gpu);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "common/sha256.h"
+#include "common/strings.h"
 #include "common/utf8.h"
 #include "memory_store/techniques.h"
 #include "sandbox/kernel_file.h"
@@ -364,6 +365,7 @@ void TaskSearch::add_tune_target(const VerifiedKernel& kernel) {
   if (auto earlier = earlier_tunes_.find(kernel.kernel_id); earlier != earlier_tunes_.end()) {
     for (const auto& [config, speedup] : earlier->second) {
       target.sweep.mark_tried(config);
+      count_tune(target, speedup);
       if (speedup > target.best_speedup) {
         target.best = config;
         target.best_speedup = speedup;
@@ -371,6 +373,35 @@ void TaskSearch::add_tune_target(const VerifiedKernel& kernel) {
     }
   }
   queue_next_tune_batch(target);
+}
+
+void TaskSearch::count_tune(TuneTarget& target, double speedup) {
+  ++target.judged;
+  if (speedup <= 0) return;
+  ++target.correct;
+  if (target.slowest_speedup <= 0 || speedup < target.slowest_speedup)
+    target.slowest_speedup = speedup;
+}
+
+std::vector<std::string> TaskSearch::tuner_facts(size_t max_lines) const {
+  std::vector<std::string> lines;
+  for (auto it = tune_targets_.rbegin(); it != tune_targets_.rend() && lines.size() < max_lines;
+       ++it) {
+    const TuneTarget& t = *it;
+    if (t.judged == 0) continue;
+    std::vector<std::string> names;
+    for (const auto& [name, value] : t.sweep.defaults()) names.push_back(name);
+    std::string line = fmt::format(
+        "kernel {}: {} configurations of {} judged ({} correct); its default {} runs at "
+        "{:.2f}x over the baseline, the best, {}, at {:.2f}x",
+        t.root.kernel_id, t.judged, join(names, ", "), t.correct,
+        describe_config(t.sweep.defaults()), t.root.speedup, describe_config(t.best),
+        t.best_speedup);
+    if (t.slowest_speedup > 0)
+      line += fmt::format(", the slowest correct one at {:.2f}x", t.slowest_speedup);
+    lines.push_back(line);
+  }
+  return lines;
 }
 
 void TaskSearch::queue_next_tune_batch(TuneTarget& target) {

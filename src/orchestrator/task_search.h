@@ -52,6 +52,10 @@ struct TuneTarget {
   double best_speedup = 0;
   int queued = 0;     // items of this target in the task's tune queue
   int in_flight = 0;  // items of this target being evaluated
+  // What the sweep found so far, this night and earlier ones: for the planner's tuner facts.
+  int judged = 0;
+  int correct = 0;
+  double slowest_speedup = 0;  // of the correct configurations (0: none yet)
 };
 
 struct TuneItem {
@@ -184,6 +188,9 @@ class TaskSearch {
   }
   const std::optional<VerifiedKernel>& baseline() const { return baseline_; }
   const Beam& beam() const { return beam_; }
+  // What the tuner found, one line per swept kernel (newest first, at most `max_lines`): the
+  // planner reads it instead of tuner pairs among its examples.
+  std::vector<std::string> tuner_facts(size_t max_lines = 3) const;
   double best_speedup() const { return best_speedup_; }  // the best ever verified
   double best_sol_percent() const { return best_sol_percent_; }
   double best_us() const { return best_us_; }
@@ -347,6 +354,8 @@ class TaskSearch {
   // Starts sweeping `kernel`'s tunables when it declares any.
   void add_tune_target(const VerifiedKernel& kernel);
   void queue_next_tune_batch(TuneTarget& target);
+  // One configuration of `target` judged: correct at `speedup`, or wrong (0).
+  static void count_tune(TuneTarget& target, double speedup);
   void tune_slot_freed(TuneTarget& target, bool stopping);
   void remember(const std::string& source, int64_t kernel_id, const std::string& verdict);
   std::vector<int64_t> lineage(int64_t kernel_id) const;

@@ -132,4 +132,12 @@ std::vector<int64_t> pairs_used_by_plan(const std::vector<memory::RetrievedPair>
   return used;
 }
 
+void put_plan_techniques_first(std::vector<memory::RetrievedPair>& pairs,
+                               const std::vector<std::string>& plan_techniques) {
+  auto used = pairs_used_by_plan(pairs, plan_techniques);
+  std::stable_partition(pairs.begin(), pairs.end(), [&](const memory::RetrievedPair& p) {
+    return std::find(used.begin(), used.end(), p.pair.id) != used.end();
+  });
+}
+
 }  // namespace kopt::orchestrator

@@ -34,4 +34,9 @@ void add_memory_examples(const std::vector<memory::RetrievedPair>& pairs, RunRec
 std::vector<int64_t> pairs_used_by_plan(const std::vector<memory::RetrievedPair>& shown,
                                         const std::vector<std::string>& plan_techniques);
 
+// `pairs` with those that teach one of `plan_techniques` first, each group in its order: the
+// coder's examples for the plan it implements.
+void put_plan_techniques_first(std::vector<memory::RetrievedPair>& pairs,
+                               const std::vector<std::string>& plan_techniques);
+
 }  // namespace kopt::orchestrator

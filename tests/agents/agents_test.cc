@@ -167,6 +167,69 @@ TEST_F(AgentsTest, CoderRepairsACompileErrorWithTheLogInThePrompt) {
   EXPECT_EQ(usage_.calls, 2);
 }
 
+// Every prompt of a task opens with what stays the same (the contract; the kernel format for the
+// agents that write files), so a provider's prompt cache serves it after the first call; what
+// changes from call to call comes after the marked prefix.
+TEST_F(AgentsTest, PromptsOpenWithTheirStablePrefix) {
+  context_.task.contract = "# Contract of task axpy (the same in every prompt of this task)\n";
+  llm_.reply("planner", R"({"plans": [{"title": "float4", "detail": "vectorize"}]})");
+  llm_.reply("coder", fenced(std::string(kKernel) + "broken;\n"));
+  llm_.reply("coder", fenced(kKernel));
+  Planner planner(*caller_);
+  ASSERT_TRUE(planner.propose(context_, 1, usage_));
+  Coder coder(*caller_);
+  Judge judge = [&](const std::string&, int attempt) {
+    if (attempt == 1) return Judgement{false, true, "compile_error", "line 9: error: broken"};
+    return Judgement{true, false, "ok", ""};
+  };
+  ASSERT_TRUE(coder.develop(context_, {"vectorize", "use float4"}, judge, 2, usage_).accepted);
+  std::vector<LlmRequest> requests = llm_.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  const std::string& format = library_->kernel_format();
+  for (size_t i = 0; i < 3; ++i) {
+    const LlmMessage& m = requests[i].messages.back();
+    std::string prefix = m.content.substr(0, m.stable_prefix_bytes);
+    EXPECT_EQ(prefix.rfind(context_.task.contract, 0), 0u) << i;
+    // The planner writes plans, not files: it pays nothing for the format.
+    bool writes_code = i > 0;
+    EXPECT_EQ(prefix.find(format) != std::string::npos, writes_code) << i;
+    EXPECT_EQ(m.content.find("## The kernel file format") != std::string::npos, writes_code) << i;
+    // Nothing of the current kernel or the plan is in the prefix.
+    EXPECT_EQ(prefix.find("axpy(const float* x"), std::string::npos) << i;
+    EXPECT_NE(m.content.find("axpy(const float* x", m.stable_prefix_bytes), std::string::npos);
+  }
+}
+
+// A prompt that does not fit the model's context is trimmed in the stated order: memory's
+// examples first, the kernel last and only cut in its middle; the call is made, not refused.
+TEST_F(AgentsTest, APromptTooLongForTheContextIsTrimmedExamplesFirst) {
+  llm_.set_limits("planner", {1024, 1024, std::nullopt, std::nullopt, 4000});
+  llm_.set_default("planner", R"({"plans": [{"title": "float4", "detail": "vectorize"}]})");
+  std::string long_diff;
+  for (int i = 0; i < 1000; ++i) long_diff += "+  float4 v" + std::to_string(i) + " = x4[i];\n";
+  context_.examples[0].diff = long_diff;  // about 10k tokens
+  Planner planner(*caller_);
+  ASSERT_TRUE(planner.propose(context_, 1, usage_));
+  std::string prompt = llm_.prompts("planner").back();
+  EXPECT_EQ(prompt.find("float4 v999"), std::string::npos);
+  EXPECT_NE(prompt.find(AgentCaller::kLeftOut), std::string::npos);
+  EXPECT_NE(prompt.find("extern \"C\" __global__ void axpy"), std::string::npos);
+  EXPECT_NE(prompt.find("Plans already tried"), std::string::npos);
+  EXPECT_LE(prompt.size() / 3, 4000u - 512);
+
+  // A kernel too long for the context on its own is cut in the middle, its start and end kept.
+  context_.examples.clear();
+  std::string body;
+  for (int i = 0; i < 1500; ++i) body += "  acc += x[" + std::to_string(i) + "];\n";
+  context_.current.source = std::string(kKernel) + "// start\n" + body + "// the end\n";
+  ASSERT_TRUE(planner.propose(context_, 1, usage_));
+  prompt = llm_.prompts("planner").back();
+  EXPECT_NE(prompt.find("characters left out"), std::string::npos);
+  EXPECT_NE(prompt.find("// the end"), std::string::npos);
+  EXPECT_NE(prompt.find("kopt:plan"), std::string::npos);
+  EXPECT_LE(prompt.size() / 3, 4000u - 512);
+}
+
 TEST_F(AgentsTest, CoderRepairsAreBounded) {
   llm_.set_default("coder", fenced(kKernel));
   Coder coder(*caller_);

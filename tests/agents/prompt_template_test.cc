@@ -1,12 +1,13 @@
 // Prompt templates: placeholders render, and every way a template can be wrong is an error at
 // load time that names the file and line.
+#include "agents/prompt_template.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "agents/prompt_library.h"
-#include "agents/prompt_template.h"
 #include "common/files.h"
 
 namespace kopt::agents {
@@ -23,6 +24,19 @@ TEST(PromptTemplate, RendersEveryPlaceholderOnce) {
   EXPECT_EQ(tpl->placeholders(), (std::vector<std::string>{"plan", "gpu"}));
 }
 
+TEST(PromptTemplate, TheStablePrefixEndsWhereItsMarkerStands) {
+  TemplateSpec spec{"coder.txt", {"plan", "gpu", kStablePrefixEnd}, {}};
+  auto tpl = PromptTemplate::parse_checked("GPU: {{gpu}}\n{{stable_prefix_end}}Plan: {{plan}}",
+                                           "coder.txt", spec);
+  ASSERT_TRUE(tpl) << tpl.error();
+  auto rendered = tpl->render_marked({{"plan", "vectorize"}, {"gpu", "H100"}});
+  EXPECT_EQ(rendered.text, "GPU: H100\nPlan: vectorize");
+  EXPECT_EQ(rendered.stable_prefix_bytes, std::string("GPU: H100\n").size());
+  auto unmarked = PromptTemplate::parse_checked("Plan: {{plan}}", "coder.txt", spec);
+  ASSERT_TRUE(unmarked) << unmarked.error();
+  EXPECT_EQ(unmarked->render_marked({{"plan", "x"}}).stable_prefix_bytes, 0u);
+}
+
 TEST(PromptTemplate, SubstitutedValuesAreNotScannedAgain) {
   auto tpl = PromptTemplate::parse_checked("{{plan}}", "coder.txt", kSpec);
   ASSERT_TRUE(tpl) << tpl.error();
@@ -30,8 +44,8 @@ TEST(PromptTemplate, SubstitutedValuesAreNotScannedAgain) {
 }
 
 TEST(PromptTemplate, UnknownPlaceholderNamesFileLineAndSuggestion) {
-  auto tpl =
-      PromptTemplate::parse_checked("{{plan}}\n\nKernel:\n{{curent_kernel}}\n", "p/coder.txt", kSpec);
+  auto tpl = PromptTemplate::parse_checked("{{plan}}\n\nKernel:\n{{curent_kernel}}\n",
+                                           "p/coder.txt", kSpec);
   ASSERT_FALSE(tpl);
   EXPECT_NE(tpl.error().find("p/coder.txt:4: unknown placeholder {{curent_kernel}}"),
             std::string::npos)
@@ -51,8 +65,7 @@ TEST(PromptTemplate, MalformedPlaceholderIsAnErrorWithItsLine) {
   for (const char* text : {"{{plan}}\n{{Task Name}}", "{{plan}}\n{{gpu", "{{plan}}\n{{}}"}) {
     auto tpl = PromptTemplate::parse_checked(text, "x.txt", kSpec);
     ASSERT_FALSE(tpl) << text;
-    EXPECT_NE(tpl.error().find("x.txt:2: malformed placeholder"), std::string::npos)
-        << tpl.error();
+    EXPECT_NE(tpl.error().find("x.txt:2: malformed placeholder"), std::string::npos) << tpl.error();
   }
 }
 
@@ -81,11 +94,21 @@ class PromptFolder : public ::testing::Test {
 TEST_F(PromptFolder, TheShippedPromptsLoad) {
   auto library = PromptLibrary::load(dir_);
   ASSERT_TRUE(library) << library.error();
-  // The format the coder must follow is taught in every prompt that writes code.
+  // The format the coder must follow is taught in every prompt that writes code, and only there:
+  // the planner writes plans, not files. Each opens with the task's contract (and the format),
+  // the stable prefix that a provider's prompt cache keeps.
   EXPECT_NE(library->kernel_format().find("kopt:plan"), std::string::npos);
   for (const char* file : {"planner.txt", "coder.txt", "repair.txt"}) {
     auto names = library->get(file).placeholders();
-    EXPECT_NE(std::find(names.begin(), names.end(), "kernel_format"), names.end()) << file;
+    bool writes_code = std::string(file) != "planner.txt";
+    EXPECT_EQ(std::find(names.begin(), names.end(), "kernel_format") != names.end(), writes_code)
+        << file;
+    std::vector<std::string> prefix = {"task_contract"};
+    if (writes_code) prefix.push_back("kernel_format");
+    prefix.push_back(kStablePrefixEnd);
+    ASSERT_GE(names.size(), prefix.size()) << file;
+    EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + prefix.size()), prefix)
+        << file;
   }
   for (const char* file : {"planner.txt", "coder.txt"}) {
     auto names = library->get(file).placeholders();
@@ -96,8 +119,9 @@ TEST_F(PromptFolder, TheShippedPromptsLoad) {
 }
 
 TEST_F(PromptFolder, ABadPlaceholderIsRefusedWithFileAndLine) {
-  auto lines = std::count(std::istreambuf_iterator<char>(std::ifstream(dir_ / "planner.txt").rdbuf()),
-                          std::istreambuf_iterator<char>(), '\n');
+  auto lines =
+      std::count(std::istreambuf_iterator<char>(std::ifstream(dir_ / "planner.txt").rdbuf()),
+                 std::istreambuf_iterator<char>(), '\n');
   append("planner.txt", "Also consider {{task_descripton}}.\n");
   auto library = PromptLibrary::load(dir_);
   ASSERT_FALSE(library);

@@ -90,6 +90,28 @@ TEST(WireFormatTest, AnthropicSkipsNonTextBlocksAndCountsCachedInput) {
   EXPECT_EQ(r.usage.output_tokens, 7);
 }
 
+// The task's contract and format open every prompt of a task: Anthropic caches a prefix only
+// up to a marked block, so the prefix is its own block with the marker; OpenAI caches prefixes by
+// itself and gets the text as one string.
+TEST(WireFormatTest, AStablePrefixIsMarkedForAnthropicsPromptCache) {
+  LlmRequest request = LlmRequest::user("coder", "system", "contract\nformat\nthe kernel");
+  request.messages.back().stable_prefix_bytes = std::string("contract\nformat\n").size();
+  json anthropic = make_anthropic_format(provider_of(ProviderType::kAnthropic))->body(request);
+  const json& content = anthropic["messages"][0]["content"];
+  ASSERT_TRUE(content.is_array()) << anthropic.dump();
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[0]["text"], "contract\nformat\n");
+  EXPECT_EQ(content[0]["cache_control"]["type"], "ephemeral");
+  EXPECT_EQ(content[1]["text"], "the kernel");
+  EXPECT_FALSE(content[1].contains("cache_control"));
+  json openai = make_openai_format(provider_of(ProviderType::kOpenAi))->body(request);
+  EXPECT_EQ(openai["messages"].back()["content"], "contract\nformat\nthe kernel");
+
+  request.messages.back().stable_prefix_bytes = 0;
+  json unmarked = make_anthropic_format(provider_of(ProviderType::kAnthropic))->body(request);
+  EXPECT_EQ(unmarked["messages"][0]["content"], "contract\nformat\nthe kernel");
+}
+
 TEST(WireFormatTest, AnthropicErrorObjectWithStatus200IsMalformed) {
   auto format = make_anthropic_format(provider_of(ProviderType::kAnthropic));
   auto r = format->parse(json::parse(R"({"type":"error","error":{"message":"x"}})"));

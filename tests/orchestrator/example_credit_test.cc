@@ -28,5 +28,16 @@ TEST(ExampleCredit, OnlyPairsWhoseTechniqueThePlanAppliesAreCredited) {
             (std::vector<int64_t>{1, 4}));
 }
 
+// The coder implementing a plan sees first the examples that teach what the plan does.
+TEST(ExampleCredit, TheCodersExamplesPutThePlansTechniquesFirst) {
+  std::vector<memory::RetrievedPair> examples = {shown(1, {"vector_loads"}),
+                                                 shown(2, {"warp_shuffle", "online_softmax"}),
+                                                 shown(3, {}), shown(4, {"tensor_cores"})};
+  put_plan_techniques_first(examples, {"tensor_cores", "warp_shuffle"});
+  std::vector<int64_t> order;
+  for (const auto& e : examples) order.push_back(e.pair.id);
+  EXPECT_EQ(order, (std::vector<int64_t>{2, 4, 1, 3}));
+}
+
 }  // namespace
 }  // namespace kopt::orchestrator

@@ -72,8 +72,7 @@ TEST(StallTest, AStallingOpenAiModelIsNoticedAndItsCostStaysBounded) {
   EXPECT_TRUE(contains(log, "plans already tried")) << log;
   // A stall that comes slowly backs the task off first; twelve junk answers in a row park it at
   // once. Which of the two happens depends on how the two tasks' calls interleave.
-  EXPECT_TRUE(contains(log, "backing off") || contains(log, "of the last 12 coder answers"))
-      << log;
+  EXPECT_TRUE(contains(log, "backing off") || contains(log, "of the last 12 coder answers")) << log;
 
   // The morning report says which tasks were parked and why.
   auto db = dir.path() / "memory.db", md = dir.path() / "report.md";

@@ -71,6 +71,37 @@ TEST(TaskContract, TheSameTextForEveryKernelOfTheTask) {
   EXPECT_NE(text.find("measured DRAM bandwidth"), std::string::npos) << text;
 }
 
+// Where the worker reported its peaks, the contract gives both roofs at the timed size and
+// every peak, saying which were measured; on Hopper it says which features a plan can use.
+TEST(TaskContract, BothRoofsAndEveryPeakWhereTheWorkerMeasuredThem) {
+  GpuIdentity gpu = h100();
+  gpu.device["peaks"] = {{"dram_bytes_per_s", 3.0e12},   {"fp32_flops", 5.0e13},
+                         {"tf32_tensor_flops", 4.95e14}, {"bf16_tensor_flops", 9.89e14},
+                         {"fp8_tensor_flops", 1.979e15}, {"source", "measured 2026-11-27"}};
+  auto gemm = load_task(kTasks / "bf16_gemm");
+  ASSERT_TRUE(gemm) << gemm.error();
+  std::string text = task_contract(*gemm, gpu, 0);
+  SCOPED_TRACE(text);
+  EXPECT_NE(text.find("memory roof "), std::string::npos);
+  EXPECT_NE(text.find("compute roof "), std::string::npos);
+  EXPECT_NE(text.find("compute-bound"), std::string::npos);
+  EXPECT_NE(text.find("measured DRAM bandwidth 3 TB/s"), std::string::npos);
+  for (const char* peak : {"FP32 50 TFLOP/s (measured)", "TF32 495 TFLOP/s",
+                           "BF16/FP16 989 TFLOP/s", "FP8 1.98 PFLOP/s"}) {
+    EXPECT_NE(text.find(peak), std::string::npos) << peak;
+  }
+  EXPECT_NE(text.find("Hopper features: usable"), std::string::npos);
+  EXPECT_NE(text.find("TMA tensor copies"), std::string::npos);
+  // A memory-bound task at the same GPU is bound by its memory roof.
+  auto softmax = load_task(kTasks / "softmax");
+  ASSERT_TRUE(softmax) << softmax.error();
+  EXPECT_NE(task_contract(*softmax, gpu, 0).find("-bound"), std::string::npos);
+  EXPECT_NE(task_contract(*softmax, gpu, 0).find("): memory-bound"), std::string::npos);
+  // Not Hopper: no Hopper line.
+  gpu.cc = "8.0";
+  EXPECT_EQ(task_contract(*softmax, gpu, 0).find("Hopper"), std::string::npos);
+}
+
 TEST(TaskContract, OpensThePlannerAndCoderPrompts) {
   auto library = agents::PromptLibrary::load(std::filesystem::path(KOPT_SOURCE_DIR) / "prompts");
   ASSERT_TRUE(library) << library.error();

@@ -142,6 +142,40 @@ TEST(TaskSearch, BaselineFirstThenTunerThenPlans) {
   EXPECT_EQ(s.next_job(now + std::chrono::seconds(6), true, change), JobKind::kPlan);
 }
 
+// The planner is told what the tuner found (instead of tuner pairs among its examples): how
+// many configurations, how many correct, the default's and the best's speedup, the slowest.
+TEST(TaskSearch, TheTunerFactsSayWhatTheSweepFound) {
+  TaskSearch s = make_search(/*llm=*/true);
+  PhaseChange change;
+  auto now = std::chrono::steady_clock::now();
+  ASSERT_EQ(s.next_job(now, true, change), JobKind::kBaseline);
+  s.take_job(JobKind::kBaseline);
+  auto baseline = verified(1, 1.0, s.baseline_source());
+  baseline.verified->origin = Origin::kBaseline;
+  s.on_baseline(baseline);
+  s.on_job_ended();
+  EXPECT_TRUE(s.tuner_facts().empty()) << "nothing judged yet";
+  std::vector<double> speedups = {1.25, 0, 0.8};  // 0: a wrong configuration
+  for (size_t i = 0; i < speedups.size(); ++i) {
+    ASSERT_EQ(s.next_job(now, true, change), JobKind::kTune) << i;
+    TakenJob job = s.take_job(JobKind::kTune);
+    auto source = s.claim_tune(*job.tune, false);
+    ASSERT_TRUE(source);
+    CandidateOutcome outcome =
+        speedups[i] > 0 ? verified(int64_t(10 + i), speedups[i], *source) : failed();
+    s.on_tune_judged(*job.tune, *source, speedups[i] > 0 ? "ok" : "incorrect", outcome, false);
+    s.on_job_ended();
+  }
+  auto facts = s.tuner_facts();
+  ASSERT_EQ(facts.size(), 1u);
+  SCOPED_TRACE(facts[0]);
+  EXPECT_NE(facts[0].find("kernel 1: 3 configurations of "), std::string::npos);
+  EXPECT_NE(facts[0].find("(2 correct)"), std::string::npos);
+  EXPECT_NE(facts[0].find("runs at 1.00x"), std::string::npos);
+  EXPECT_NE(facts[0].find("at 1.25x"), std::string::npos);
+  EXPECT_NE(facts[0].find("the slowest correct one at 0.80x"), std::string::npos);
+}
+
 TEST(TaskSearch, WithoutAModelATaskIsDoneWhenTheTunerIsDone) {
   TaskSearch s = searching({.llm = false});
   PhaseChange change;
