@@ -262,6 +262,11 @@ Result<int64_t> PairWriter::add(const CorpusTask& task, const std::string& techn
     if (!id) return id;
     slow = *id;
   }
+  return add_from(task, technique, slow, negative_share);
+}
+
+Result<int64_t> PairWriter::add_from(const CorpusTask& task, const std::string& technique,
+                                     int64_t slow, double negative_share) {
   int variant = static_cast<int>(rng_() % 2);
   memory::KernelRecord fast;
   fast.task = task.name;
@@ -361,7 +366,7 @@ size_t rank_of(const std::vector<int64_t>& ranked, int64_t id) {
 
 Result<std::vector<PairRow>> load_pair_rows(MemoryStore& store) {
   auto statement = store.database().prepare(
-      "SELECT p.id, t.name, t.tags, p.is_negative,"
+      "SELECT p.id, t.name, t.tags, p.is_negative, p.slow_kernel_id, p.fast_kernel_id,"
       " f.summary || ' ' || f.tags || ' ' || f.task || ' ' || f.slow_terms || ' ' || f.fast_terms"
       " FROM pairs p JOIN tasks t ON t.id = p.task_id LEFT JOIN pair_fts f ON f.rowid = p.id"
       " ORDER BY p.id");
@@ -381,7 +386,9 @@ Result<std::vector<PairRow>> load_pair_rows(MemoryStore& store) {
       }
     }
     r.negative = statement->column_int64(3) != 0;
-    r.document = statement->column_text(4);
+    r.slow_kernel_id = statement->column_int64(4);
+    r.fast_kernel_id = statement->column_int64(5);
+    r.document = statement->column_text(6);
     rows.push_back(std::move(r));
   }
   return rows;

@@ -57,6 +57,10 @@ class PairWriter {
   // task where one exists. Returns the pair id.
   Result<int64_t> add(const CorpusTask& task, const std::string& technique, bool extend,
                       double negative_share = 0.15);
+  // One pair on `task` teaching `technique` from the stored kernel `slow` (an id this writer
+  // returned).
+  Result<int64_t> add_from(const CorpusTask& task, const std::string& technique, int64_t slow,
+                           double negative_share = 0.15);
   // One tuner pair: a configuration of a real kernel of `task`, as run_tune records it.
   Result<int64_t> add_tuner(const CorpusTask& task);
   // A random distractor: a task of the corpus, a technique, tuner 20% of the time.
@@ -97,6 +101,7 @@ size_t rank_of(const std::vector<int64_t>& ranked, int64_t id);
 // What the baselines see of one stored pair.
 struct PairRow {
   int64_t id = 0;
+  int64_t slow_kernel_id = 0, fast_kernel_id = 0;
   std::string task;
   std::vector<std::string> tags;
   std::string document;  // pair_fts's text: summary, tags, task, slow and fast identifiers
@@ -128,6 +133,16 @@ Result<std::vector<int64_t>> kopt_ranking(memory::MemoryStore& store, const std:
                                           const std::vector<std::string>& tags,
                                           const std::string& kernel_source, int64_t kernel_id,
                                           int k, const std::set<int64_t>& exclude_kernels = {});
+
+// One ranking method's means over the queries of a measure.
+struct MethodScore {
+  std::string method;
+  double planted_at_4 = 0;  // share of cases whose planted pair is in the first four
+  double recall_at_4 = 0;   // over every pair of the family teaching a right technique
+  double ndcg_at_4 = 0;     // graded: the expert's technique 2, an accepted one 1
+  double median_rank = 0;   // of the planted pair (0: the method gives no full ranking)
+  int not_ranked = 0;       // cases whose planted pair the method never ranks
+};
 
 // Mean of several per-query values.
 struct Mean {

@@ -28,16 +28,6 @@ struct ExpertCase {
 // The cases the expert wrote (bench/planted_measure.cc).
 const std::vector<ExpertCase>& expert_cases();
 
-// One ranking method's means over the cases.
-struct MethodScore {
-  std::string method;
-  double planted_at_4 = 0;  // share of cases whose planted pair is in the first four
-  double recall_at_4 = 0;   // over every pair of the family teaching a right technique
-  double ndcg_at_4 = 0;     // graded: the expert's technique 2, an accepted one 1
-  double median_rank = 0;   // of the planted pair (0: the method gives no full ranking)
-  int not_ranked = 0;       // cases whose planted pair the method never ranks
-};
-
 // What kopt's retrieval showed for one case.
 struct CaseOutcome {
   std::string task, technique, planted_task;
