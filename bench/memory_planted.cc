@@ -1,6 +1,6 @@
 // Planted known-good pairs among realistic distractors (issue 36, "Memory measured honestly"):
 //
-//   memory_planted [--repo DIR] [--densities 100,1000,10000] [--seed S] [--db PATH]
+//   memory_planted [--repo DIR] [--densities 100,1000,10000] [--seed S] [--seeds 5] [--db PATH]
 //
 // The corpus is the suite's real known-good kernels: every task's baseline.cu under tasks/ and
 // tasks_realworld/, and the `// expect: ok` twins under tests/sandbox/ that name their task.
@@ -19,9 +19,11 @@
 // family (20 draws), BM25 alone over every pair (no family, technique or relevance rules) and
 // the newest pairs of the family. planted@4: the planted pair among the four; recall@4 and
 // nDCG@4 over every positive pair of the family teaching the expert's technique (grade 2) or
-// an accepted one (grade 1). A fixed seed; one memory per density. CPU only.
+// an accepted one (grade 1). Seeds S, S+1, ... (--seeds, 5): one memory per density and seed,
+// the scores their mean. CPU only.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
   std::string repo = KOPT_SOURCE_DIR, db;
   std::vector<int64_t> densities = {100, 1000, 10000};
   uint64_t seed = 36;
+  int seeds = 5;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (i + 1 >= argc) return fail("missing value for " + arg);
@@ -51,11 +54,13 @@ int main(int argc, char** argv) {
       db = argv[++i];
     } else if (arg == "--seed") {
       seed = std::stoull(argv[++i]);
+    } else if (arg == "--seeds") {
+      seeds = std::max(1, std::stoi(argv[++i]));
     } else if (arg == "--densities") {
       densities.clear();
       for (const auto& d : kopt::split(argv[++i], ',')) densities.push_back(std::stoll(d));
     } else {
-      return fail("unknown option " + arg + " (--repo, --densities, --seed, --db)");
+      return fail("unknown option " + arg + " (--repo, --densities, --seed, --seeds, --db)");
     }
   }
   auto corpus = kopt::bench::load_corpus(repo);
@@ -65,17 +70,21 @@ int main(int argc, char** argv) {
   bool temporary = db.empty();
   if (temporary) db = "/tmp/kopt-memory-planted-" + std::to_string(::getpid()) + ".db";
   std::printf("# Planted known-good pairs among distractors\n\n");
-  std::printf("date: %s\nseed: %llu\ncorpus: %zu tasks, %zu known-good kernels\n\n",
-              kopt::memory::utc_timestamp().c_str(), static_cast<unsigned long long>(seed),
+  std::printf("date: %s\nseeds: %d from %llu\ncorpus: %zu tasks, %zu known-good kernels\n\n",
+              kopt::memory::utc_timestamp().c_str(), seeds, static_cast<unsigned long long>(seed),
               corpus->size(), kernels);
   int code = 0;
   for (int64_t density : densities) {
-    auto result = kopt::bench::run_planted(*corpus, density, seed, db);
-    if (!result) {
-      code = fail(result.error());
-      break;
+    std::vector<kopt::bench::PlantedResult> results;
+    for (int s = 0; s < seeds && code == 0; ++s) {
+      auto result = kopt::bench::run_planted(*corpus, density, seed + static_cast<uint64_t>(s), db);
+      if (!result)
+        code = fail(result.error());
+      else
+        results.push_back(std::move(*result));
     }
-    std::printf("%s", kopt::bench::planted_markdown(*result).c_str());
+    if (code != 0) break;
+    std::printf("%s", kopt::bench::planted_markdown(kopt::bench::mean_of(results)).c_str());
     std::fflush(stdout);
   }
   if (temporary) {

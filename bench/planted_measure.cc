@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/strings.h"
 #include "memory_store/techniques.h"
 
 namespace kopt::bench {
@@ -131,7 +132,11 @@ Result<PlantedResult> run_planted(const std::vector<CorpusTask>& corpus, int64_t
   auto rows = load_pair_rows(*store);
   if (!rows) return make_error(rows.error());
   std::vector<const PairRow*> all;
-  for (const auto& row : *rows) all.push_back(&row);
+  std::map<int64_t, const PairRow*> by_id;
+  for (const auto& row : *rows) {
+    all.push_back(&row);
+    by_id[row.id] = &row;
+  }
 
   PlantedResult result;
   result.density = density;
@@ -197,10 +202,15 @@ Result<PlantedResult> run_planted(const std::vector<CorpusTask>& corpus, int64_t
     CaseOutcome outcome{
         p.task->name, expert.technique,          p.on->name, p.pair_id,
         p.kernel_id,  rank_of(*full, p.pair_id), {},         static_cast<int>(relevance.size())};
-    for (int64_t id : *four) {
+    outcome.bm25_rank = rank_of(bm25_full, p.pair_id);
+    auto describe = [&](int64_t id) {
       auto taught = writer.taught().find(id);
-      outcome.shown.push_back(taught != writer.taught().end() ? taught->second : "tuning");
-    }
+      const PairRow& row = *by_id.at(id);
+      return (taught != writer.taught().end() ? taught->second : "tuning") + " (" + row.task +
+             (row.negative ? ", neg)" : ")");
+    };
+    for (int64_t id : *four) outcome.shown.push_back(describe(id));
+    for (int64_t id : bm25) outcome.bm25_shown.push_back(describe(id));
     result.cases.push_back(std::move(outcome));
   }
   for (size_t m = 0; m < names.size(); ++m) {
@@ -211,14 +221,32 @@ Result<PlantedResult> run_planted(const std::vector<CorpusTask>& corpus, int64_t
   return result;
 }
 
+PlantedResult mean_of(const std::vector<PlantedResult>& results) {
+  PlantedResult mean = results.front();
+  mean.seeds = static_cast<int>(results.size());
+  for (size_t m = 0; m < mean.methods.size(); ++m) {
+    MethodScore& s = mean.methods[m];
+    s = {s.method, 0, 0, 0, 0, 0};
+    for (const auto& r : results) {
+      s.planted_at_4 += r.methods[m].planted_at_4 / static_cast<double>(results.size());
+      s.recall_at_4 += r.methods[m].recall_at_4 / static_cast<double>(results.size());
+      s.ndcg_at_4 += r.methods[m].ndcg_at_4 / static_cast<double>(results.size());
+      s.median_rank += r.methods[m].median_rank / static_cast<double>(results.size());
+      s.not_ranked += r.methods[m].not_ranked;
+    }
+  }
+  return mean;
+}
+
 std::string planted_markdown(const PlantedResult& r) {
   std::string out;
   char line[512];
   std::snprintf(line, sizeof line,
-                "### %lld distractors (%lld pairs in the memory, %zu cases)\n\n"
+                "### %lld distractors (%lld pairs in the memory, %zu cases, mean of %d seeds)\n\n"
                 "| method | planted@4 | recall@4 | nDCG@4 | median rank of planted | not ranked |\n"
                 "| --- | ---: | ---: | ---: | ---: | ---: |\n",
-                static_cast<long long>(r.density), static_cast<long long>(r.pairs), r.cases.size());
+                static_cast<long long>(r.density), static_cast<long long>(r.pairs), r.cases.size(),
+                r.seeds);
   out += line;
   for (const auto& m : r.methods) {
     std::string rank = m.median_rank > 0 ? std::to_string(static_cast<int>(m.median_rank)) : "-";
@@ -230,15 +258,14 @@ std::string planted_markdown(const PlantedResult& r) {
     out += line;
   }
   out +=
-      "\n| case (task: expert's step) | planted on | kopt rank | family pairs right | kopt's "
-      "four teach |\n| --- | --- | ---: | ---: | --- |\n";
+      "\nThe first seed's cases (not ranked: counted over all seeds' cases):\n\n"
+      "| case (task: expert's step) | planted on | kopt rank | BM25 rank | family pairs right | "
+      "kopt's four teach | BM25's four teach |\n| --- | --- | ---: | ---: | ---: | --- | --- |\n";
   for (const auto& c : r.cases) {
-    std::string shown;
-    for (const auto& s : c.shown) shown += (shown.empty() ? "" : ", ") + s;
-    std::snprintf(line, sizeof line, "| %s: %s | %s | %s | %d | %s |\n", c.task.c_str(),
-                  c.technique.c_str(), c.planted_task.c_str(),
-                  c.rank ? std::to_string(c.rank).c_str() : ">100", c.relevant, shown.c_str());
-    out += line;
+    out += "| " + c.task + ": " + c.technique + " | " + c.planted_task + " | " +
+           (c.rank ? std::to_string(c.rank) : ">100") + " | " + std::to_string(c.bm25_rank) +
+           " | " + std::to_string(c.relevant) + " | " + join(c.shown, "; ") + " | " +
+           join(c.bm25_shown, "; ") + " |\n";
   }
   return out + "\n";
 }
