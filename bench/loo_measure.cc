@@ -126,6 +126,55 @@ double technique_recall(const Night& night, const std::vector<int64_t>& ranked,
   return gold.empty() ? 0 : static_cast<double>(hit) / static_cast<double>(gold.size());
 }
 
+// The four methods' means over the scored queries.
+struct Tally {
+  std::vector<Mean> recall = std::vector<Mean>(4), ndcg = recall;
+};
+
+// Scores one planner state whose gold is known; adds to `tally` and fills `q`'s kopt fields.
+Status score_query(memory::MemoryStore& store, Night& night, const std::vector<PairRow>& rows,
+                   const std::set<int64_t>& held_out, LooQuery& q, std::mt19937_64& draw,
+                   Tally& tally) {
+  std::vector<const PairRow*> kept;
+  Relevance relevance;
+  for (const auto& r : rows) {
+    if (held_out.count(r.fast_kernel_id)) continue;
+    kept.push_back(&r);
+    if (!r.negative && teaches_any(night.taught[r.id], q.gold)) relevance[r.id] = 1;
+  }
+  const Kernel& parent = night.kernels.at(q.parent_kernel_id);
+  const auto& tags = night.tags[q.task];
+  std::string family = tags.empty() ? "" : tags.front();
+  auto four = kopt_ranking(store, q.task, tags, parent.source, q.parent_kernel_id, 4, held_out);
+  if (!four) return make_error(four.error());
+  memory::RetrievalQuery words_of;
+  words_of.task = q.task;
+  words_of.family_tags = tags;
+  words_of.kernel_source = parent.source;
+  std::vector<std::vector<int64_t>> ranked = {
+      *four, {}, bm25_only(kept, query_words(words_of)), newest_of_family(kept, family)};
+  for (size_t m = 0; m < ranked.size(); ++m) {
+    if (m == 1) {
+      Mean r, n;  // the random baseline: the mean of 20 draws
+      for (int d = 0; d < 20; ++d) {
+        auto top = random_same_family(kept, family, draw);
+        r.add(technique_recall(night, top, q.gold));
+        n.add(ndcg_at(top, relevance));
+      }
+      tally.recall[m].add(r.value());
+      tally.ndcg[m].add(n.value());
+      continue;
+    }
+    tally.recall[m].add(technique_recall(night, ranked[m], q.gold));
+    tally.ndcg[m].add(ndcg_at(ranked[m], relevance));
+  }
+  q.kopt_recall = technique_recall(night, *four, q.gold);
+  q.kopt_ndcg = ndcg_at(*four, relevance);
+  q.shown_ids = *four;
+  for (int64_t id : *four) q.shown.push_back(join(night.taught[id], "+"));
+  return ok_status();
+}
+
 }  // namespace
 
 Result<LooResult> run_loo(const std::filesystem::path& db, double min_gain, uint64_t seed) {
@@ -151,10 +200,7 @@ Result<LooResult> run_loo(const std::filesystem::path& db, double min_gain, uint
       " JOIN tasks t ON t.id = p.task_id WHERE p.parent_kernel_id IS NOT NULL"
       " GROUP BY p.run_id, p.task_id, p.parent_kernel_id, p.created_at ORDER BY min(p.id)");
   if (!statement) return make_error(statement.error());
-
-  const std::vector<std::string> names = {"kopt retrieve()", "random same-family", "BM25 only",
-                                          "newest of family"};
-  std::vector<Mean> recall(names.size()), ndcg(names.size());
+  Tally tally;
   std::mt19937_64 draw(seed);
   while (true) {
     auto row = statement->step();
@@ -176,47 +222,14 @@ Result<LooResult> run_loo(const std::filesystem::path& db, double min_gain, uint
     for (auto at = night.kernels.at(q.parent_kernel_id).parent; at;
          at = night.kernels.at(*at).parent)
       held_out.insert(*at);
-    std::vector<const PairRow*> kept;
-    Relevance relevance;
-    for (const auto& r : *rows) {
-      if (held_out.count(r.fast_kernel_id)) continue;
-      kept.push_back(&r);
-      if (!r.negative && teaches_any(night.taught[r.id], q.gold)) relevance[r.id] = 1;
-    }
-    const Kernel& parent = night.kernels.at(q.parent_kernel_id);
-    const auto& tags = night.tags[q.task];
-    std::string family = tags.empty() ? "" : tags.front();
-    auto four = kopt_ranking(*store, q.task, tags, parent.source, q.parent_kernel_id, 4, held_out);
-    if (!four) return make_error(four.error());
-    memory::RetrievalQuery words_of;
-    words_of.task = q.task;
-    words_of.family_tags = tags;
-    words_of.kernel_source = parent.source;
-    std::vector<std::vector<int64_t>> ranked = {
-        *four, {}, bm25_only(kept, query_words(words_of)), newest_of_family(kept, family)};
-    for (size_t m = 0; m < names.size(); ++m) {
-      if (m == 1) {
-        Mean r, n;  // the random baseline: the mean of 20 draws
-        for (int d = 0; d < 20; ++d) {
-          auto top = random_same_family(kept, family, draw);
-          r.add(technique_recall(night, top, q.gold));
-          n.add(ndcg_at(top, relevance));
-        }
-        recall[m].add(r.value());
-        ndcg[m].add(n.value());
-        continue;
-      }
-      recall[m].add(technique_recall(night, ranked[m], q.gold));
-      ndcg[m].add(ndcg_at(ranked[m], relevance));
-    }
-    q.kopt_recall = technique_recall(night, *four, q.gold);
-    q.kopt_ndcg = ndcg_at(*four, relevance);
-    q.shown_ids = *four;
-    for (int64_t id : *four) q.shown.push_back(join(night.taught[id], "+"));
+    if (auto s = score_query(*store, night, *rows, held_out, q, draw, tally); !s)
+      return make_error(s.error());
     result.detail.push_back(std::move(q));
   }
+  const std::vector<std::string> names = {"kopt retrieve()", "random same-family", "BM25 only",
+                                          "newest of family"};
   for (size_t m = 0; m < names.size(); ++m)
-    result.methods.push_back({names[m], 0, recall[m].value(), ndcg[m].value(), 0, 0});
+    result.methods.push_back({names[m], 0, tally.recall[m].value(), tally.ndcg[m].value(), 0, 0});
   return result;
 }
 

@@ -102,6 +102,112 @@ Status build_memory(PairWriter& writer, std::vector<Planted>& planted, int64_t d
   return ok_status();
 }
 
+// Every positive pair of the case's family that teaches the expert's technique (grade 2) or
+// an accepted one (grade 1), by construction (the writer's record, not the classifier).
+Relevance relevance_of(const ExpertCase& expert, const std::string& family,
+                       const std::vector<PairRow>& rows, const PairWriter& writer) {
+  Relevance relevance;
+  for (const auto& row : rows) {
+    auto taught = writer.taught().find(row.id);
+    if (row.negative || taught == writer.taught().end() || row.tags.empty() ||
+        row.tags.front() != family)
+      continue;
+    if (taught->second == expert.technique) relevance[row.id] = 2;
+    for (const auto& t : expert.also_right) {
+      if (taught->second == t) relevance[row.id] = 1;
+    }
+  }
+  return relevance;
+}
+
+// The four methods' scores over the cases.
+struct Tally {
+  static constexpr size_t kMethods = 4;  // kopt, random, BM25, newest
+  std::vector<Mean> at4 = std::vector<Mean>(kMethods), recall = at4, ndcg = at4;
+  std::vector<std::vector<double>> ranks = std::vector<std::vector<double>>(kMethods);
+  std::vector<int> unranked = std::vector<int>(kMethods, 0);
+
+  // One ranking's first four; `rank` of the planted pair in its full ranking (0: absent).
+  void add(size_t m, const std::vector<int64_t>& top, int64_t planted, const Relevance& relevance,
+           size_t rank) {
+    at4[m].add(rank_of(top, planted) > 0 ? 1 : 0);
+    recall[m].add(recall_at(top, relevance));
+    ndcg[m].add(ndcg_at(top, relevance));
+    if (rank > 0)
+      ranks[m].push_back(static_cast<double>(rank));
+    else
+      ++unranked[m];
+  }
+};
+
+// The memory a case is ranked in, and what the baselines read of it.
+struct Memory {
+  memory::MemoryStore& store;
+  const PairWriter& writer;
+  const std::vector<PairRow>& rows;
+  std::vector<const PairRow*> all;
+  std::map<int64_t, const PairRow*> by_id;
+};
+
+// Ranks the memory for one case with kopt's retrieval and the baselines; adds to `tally`.
+Result<CaseOutcome> score_case(const Planted& p, Memory& memory, std::mt19937_64& draw,
+                               Tally& tally) {
+  const ExpertCase& expert = *p.expert;
+  const std::string family = p.task->tags.front();
+  Relevance relevance = relevance_of(expert, family, memory.rows, memory.writer);
+  const std::string& source = p.task->kernels[expert.kernel].source;
+  auto full = kopt_ranking(memory.store, p.task->name, p.task->tags, source, p.kernel_id, 100);
+  auto four = kopt_ranking(memory.store, p.task->name, p.task->tags, source, p.kernel_id, 4);
+  if (!full) return make_error(full.error());
+  if (!four) return make_error(four.error());
+  memory::RetrievalQuery words_of;
+  words_of.task = p.task->name;
+  words_of.family_tags = p.task->tags;
+  words_of.kernel_source = source;
+  const auto& all = memory.all;
+  std::vector<int64_t> bm25_full = bm25_only(all, query_words(words_of), all.size());
+  std::vector<int64_t> bm25(bm25_full.begin(), bm25_full.begin() + std::min<size_t>(4, all.size()));
+
+  tally.add(0, *four, p.pair_id, relevance, rank_of(*full, p.pair_id));
+  // The random baseline: the mean of 20 draws, so one lucky draw does not decide it.
+  Tally random;
+  for (int d = 0; d < 20; ++d)
+    random.add(1, random_same_family(all, family, draw), p.pair_id, relevance, 0);
+  tally.at4[1].add(random.at4[1].value());
+  tally.recall[1].add(random.recall[1].value());
+  tally.ndcg[1].add(random.ndcg[1].value());
+  tally.add(2, bm25, p.pair_id, relevance, rank_of(bm25_full, p.pair_id));
+  tally.add(3, newest_of_family(all, family), p.pair_id, relevance, 0);
+
+  CaseOutcome outcome{
+      p.task->name, expert.technique,          p.on->name, p.pair_id,
+      p.kernel_id,  rank_of(*full, p.pair_id), {},         static_cast<int>(relevance.size())};
+  outcome.bm25_rank = rank_of(bm25_full, p.pair_id);
+  auto describe = [&](int64_t id) {
+    auto taught = memory.writer.taught().find(id);
+    const PairRow& row = *memory.by_id.at(id);
+    return (taught != memory.writer.taught().end() ? taught->second : "tuning") + " (" + row.task +
+           (row.negative ? ", neg)" : ")");
+  };
+  for (int64_t id : *four) outcome.shown.push_back(describe(id));
+  for (int64_t id : bm25) outcome.bm25_shown.push_back(describe(id));
+  return outcome;
+}
+
+// A fresh memory at `db` with the distractors and each case's planted pair.
+Status write_memory(memory::MemoryStore& store, PairWriter& writer, std::vector<Planted>& planted,
+                    int64_t density) {
+  auto transaction = store.begin();
+  if (!transaction) return make_error(transaction.error());
+  for (auto& p : planted) {
+    auto id = writer.real_kernel(*p.task, p.expert->kernel);
+    if (!id) return make_error(id.error());
+    p.kernel_id = *id;
+  }
+  if (auto s = build_memory(writer, planted, density); !s) return make_error(s.error());
+  return transaction->commit();
+}
+
 }  // namespace
 
 Result<PlantedResult> run_planted(const std::vector<CorpusTask>& corpus, int64_t density,
@@ -118,105 +224,31 @@ Result<PlantedResult> run_planted(const std::vector<CorpusTask>& corpus, int64_t
     if (!task) return make_error("expert case: no task " + cases[c].task + " in the corpus");
     planted.push_back({&cases[c], task, planted_task(corpus, *task, c)});
   }
-  {
-    auto transaction = store->begin();
-    if (!transaction) return make_error(transaction.error());
-    for (auto& p : planted) {
-      auto id = writer.real_kernel(*p.task, p.expert->kernel);
-      if (!id) return make_error(id.error());
-      p.kernel_id = *id;
-    }
-    if (auto s = build_memory(writer, planted, density); !s) return make_error(s.error());
-    if (auto s = transaction->commit(); !s) return make_error(s.error());
-  }
+  if (auto s = write_memory(*store, writer, planted, density); !s) return make_error(s.error());
   auto rows = load_pair_rows(*store);
   if (!rows) return make_error(rows.error());
-  std::vector<const PairRow*> all;
-  std::map<int64_t, const PairRow*> by_id;
+  Memory memory{*store, writer, *rows, {}, {}};
   for (const auto& row : *rows) {
-    all.push_back(&row);
-    by_id[row.id] = &row;
+    memory.all.push_back(&row);
+    memory.by_id[row.id] = &row;
   }
-
   PlantedResult result;
   result.density = density;
   result.pairs = static_cast<int64_t>(rows->size());
-  const std::vector<std::string> names = {"kopt retrieve()", "random same-family", "BM25 only",
-                                          "newest of family"};
-  std::vector<Mean> at4(names.size()), recall(names.size()), ndcg(names.size());
-  std::vector<std::vector<double>> ranks(names.size());
-  std::vector<int> unranked(names.size(), 0);
+  Tally tally;
   std::mt19937_64 draw(seed ^ 0x5eedULL);
   for (const auto& p : planted) {
-    const ExpertCase& expert = *p.expert;
-    const std::string family = p.task->tags.front();
-    Relevance relevance;
-    for (const auto& row : *rows) {
-      auto taught = writer.taught().find(row.id);
-      if (row.negative || taught == writer.taught().end() || row.tags.empty() ||
-          row.tags.front() != family)
-        continue;
-      if (taught->second == expert.technique) relevance[row.id] = 2;
-      for (const auto& t : expert.also_right) {
-        if (taught->second == t) relevance[row.id] = 1;
-      }
-    }
-    const std::string& source = p.task->kernels[expert.kernel].source;
-    auto full = kopt_ranking(*store, p.task->name, p.task->tags, source, p.kernel_id, 100);
-    auto four = kopt_ranking(*store, p.task->name, p.task->tags, source, p.kernel_id, 4);
-    if (!full) return make_error(full.error());
-    if (!four) return make_error(four.error());
-    memory::RetrievalQuery words_of;
-    words_of.task = p.task->name;
-    words_of.family_tags = p.task->tags;
-    words_of.kernel_source = source;
-    std::vector<int64_t> bm25_full = bm25_only(all, query_words(words_of), all.size());
-    std::vector<int64_t> bm25(bm25_full.begin(),
-                              bm25_full.begin() + std::min<size_t>(4, all.size()));
-    std::vector<int64_t> newest = newest_of_family(all, family);
-
-    auto score = [&](size_t m, const std::vector<int64_t>& top, size_t rank) {
-      at4[m].add(rank_of(top, p.pair_id) > 0 ? 1 : 0);
-      recall[m].add(recall_at(top, relevance));
-      ndcg[m].add(ndcg_at(top, relevance));
-      if (rank > 0)
-        ranks[m].push_back(static_cast<double>(rank));
-      else
-        ++unranked[m];
-    };
-    score(0, *four, rank_of(*full, p.pair_id));
-    // The random baseline: the mean of 20 draws, so one lucky draw does not decide it.
-    Mean r_at4, r_recall, r_ndcg;
-    for (int d = 0; d < 20; ++d) {
-      auto top = random_same_family(all, family, draw);
-      r_at4.add(rank_of(top, p.pair_id) > 0 ? 1 : 0);
-      r_recall.add(recall_at(top, relevance));
-      r_ndcg.add(ndcg_at(top, relevance));
-    }
-    at4[1].add(r_at4.value());
-    recall[1].add(r_recall.value());
-    ndcg[1].add(r_ndcg.value());
-    score(2, bm25, rank_of(bm25_full, p.pair_id));
-    score(3, newest, 0);
-
-    CaseOutcome outcome{
-        p.task->name, expert.technique,          p.on->name, p.pair_id,
-        p.kernel_id,  rank_of(*full, p.pair_id), {},         static_cast<int>(relevance.size())};
-    outcome.bm25_rank = rank_of(bm25_full, p.pair_id);
-    auto describe = [&](int64_t id) {
-      auto taught = writer.taught().find(id);
-      const PairRow& row = *by_id.at(id);
-      return (taught != writer.taught().end() ? taught->second : "tuning") + " (" + row.task +
-             (row.negative ? ", neg)" : ")");
-    };
-    for (int64_t id : *four) outcome.shown.push_back(describe(id));
-    for (int64_t id : bm25) outcome.bm25_shown.push_back(describe(id));
-    result.cases.push_back(std::move(outcome));
+    auto outcome = score_case(p, memory, draw, tally);
+    if (!outcome) return make_error(outcome.error());
+    result.cases.push_back(std::move(*outcome));
   }
+  const std::vector<std::string> names = {"kopt retrieve()", "random same-family", "BM25 only",
+                                          "newest of family"};
   for (size_t m = 0; m < names.size(); ++m) {
     bool ranked = m == 0 || m == 2;
-    result.methods.push_back({names[m], at4[m].value(), recall[m].value(), ndcg[m].value(),
-                              ranked ? median(ranks[m]) : 0, ranked ? unranked[m] : 0});
+    result.methods.push_back({names[m], tally.at4[m].value(), tally.recall[m].value(),
+                              tally.ndcg[m].value(), ranked ? median(tally.ranks[m]) : 0,
+                              ranked ? tally.unranked[m] : 0});
   }
   return result;
 }
