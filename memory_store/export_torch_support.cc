@@ -35,7 +35,10 @@ _DRIVER = []
 )py";
 }
 
-const char* torch_module_body() {
+namespace {
+
+// kopt_torch.py: its errors, libcuda through ctypes, the plan and the primary context.
+const char* torch_errors_and_driver() {
   return R"py(
 
 class KernelArgumentError(ValueError):
@@ -85,7 +88,12 @@ def _context(device):
     return _CONTEXTS[device.index]
 
 
-def _kernels(plan, device):
+)py";
+}
+
+// kopt_torch.py: the verified device code loaded, and one launch argument as ctypes.
+const char* torch_device_code() {
+  return R"py(def _kernels(plan, device):
     """The plan's kernels: its verified CUBIN on a GPU of the architecture it was verified on,
     else its PTX (compiled by the driver); each file checked against its sha256 first."""
     cubin = tuple(torch.cuda.get_device_capability(device)) == tuple(plan["cc"])
@@ -131,7 +139,12 @@ def _argument(kind, value, sizes, buffers, constants):
     return ctypes.c_double(constants[value])
 
 
-def _launch(plan, device, sizes, buffers, constants, stream):
+)py";
+}
+
+// kopt_torch.py: a plan's launches on torch's stream, checked as the sandbox checks them.
+const char* torch_launcher() {
+  return R"py(def _launch(plan, device, sizes, buffers, constants, stream):
     """Runs the plan's launches on `stream`, as kopt's sandbox ran them."""
     cuda = _driver()
     kernels = _kernels(plan, device)
@@ -162,7 +175,12 @@ def _launch(plan, device, sizes, buffers, constants, stream):
         _check(cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p())), "cuCtxPopCurrent")
 
 
-def _check_inputs(task, spec, tensors):
+)py";
+}
+
+// kopt_torch.py: every input checked, the sizes read from their shapes, the call itself.
+const char* torch_input_checks() {
+  return R"py(def _check_inputs(task, spec, tensors):
     """Every input: a tensor of the task's dtype on one CUDA device, contiguous."""
     if len(tensors) != len(spec["inputs"]):
         raise TypeError("kopt %s: expected %d tensors (%s), got %d" % (
@@ -232,6 +250,13 @@ def _call(task, reference, tensors, constants, overrides):
 )py";
 }
 
+}  // namespace
+
+std::string torch_module_body() {
+  return std::string(torch_errors_and_driver()) + torch_device_code() + torch_launcher() +
+         torch_input_checks();
+}
+
 const char* torch_module_tail() {
   return R"py(
 _LIBRARY = None
@@ -282,7 +307,10 @@ sys.path.insert(0, HERE)
 )py";
 }
 
-const char* pytest_body() {
+namespace {
+
+// test_kopt_kernels.py: the CMake self-tests, built once per session.
+const char* pytest_selftests() {
   return R"py(
 
 def _gpu_present():
@@ -320,7 +348,12 @@ def test_selftest(task, cmake_build):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def _torch_on_gpu():
+)py";
+}
+
+// test_kopt_kernels.py: random inputs and the tolerance, as kopt's verifier draws and judges them.
+const char* pytest_torch_helpers() {
+  return R"py(def _torch_on_gpu():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA device here")
@@ -358,7 +391,12 @@ def _within_tolerance(torch, got, want, tolerance):
     return passed >= min_pass_fraction and worst <= max_error, worst
 
 
-@pytest.mark.parametrize("task", TASKS)
+)py";
+}
+
+// test_kopt_kernels.py: each kernel against its reference, and the binding's argument checks.
+const char* pytest_torch_tests() {
+  return R"py(@pytest.mark.parametrize("task", TASKS)
 def test_torch_matches_reference(task):
     torch = _torch_on_gpu()
     import kopt_torch
@@ -405,6 +443,12 @@ def test_torch_argument_checks(task):
         with pytest.raises(ValueError, match="has shape"):
             kernel(cuda[0].unsqueeze(0), *cuda[1:])  # one dimension too many
 )py";
+}
+
+}  // namespace
+
+std::string pytest_body() {
+  return std::string(pytest_selftests()) + pytest_torch_helpers() + pytest_torch_tests();
 }
 
 }  // namespace kopt::exporter
