@@ -12,7 +12,7 @@
 
 #include "common/files.h"
 #include "common/sha256.h"
-#include "memory_store/launcher_codegen.h"
+#include "exchange/launcher_codegen.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
 #include "tests/memory_store/test_support.h"

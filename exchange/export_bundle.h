@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "memory_store/export_device_image.h"
+#include "exchange/export_device_image.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
 

@@ -11,8 +11,8 @@
 #include "common/json_reader.h"
 #include "common/sha256.h"
 #include "common/strings.h"
-#include "memory_store/import_checks.h"
-#include "memory_store/jsonl_io.h"
+#include "exchange/import_checks.h"
+#include "exchange/jsonl_io.h"
 #include "sandbox/kernel_file.h"
 
 namespace kopt::memory {

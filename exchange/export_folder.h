@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "memory_store/export_bundle.h"
-#include "memory_store/kernel_export.h"
+#include "exchange/export_bundle.h"
+#include "exchange/kernel_export.h"
 #include "memory_store/memory_store.h"
 
 namespace kopt::exporter {

@@ -1,4 +1,4 @@
-#include "memory_store/export_folder.h"
+#include "exchange/export_folder.h"
 
 #include <cstdio>
 #include <set>

@@ -1,4 +1,4 @@
-#include "memory_store/jsonl_io.h"
+#include "exchange/jsonl_io.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "memory_store/export_torch_support.h"
+#include "exchange/export_torch_support.h"
 
 namespace kopt::exporter {
 

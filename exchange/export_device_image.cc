@@ -1,4 +1,4 @@
-#include "memory_store/export_device_image.h"
+#include "exchange/export_device_image.h"
 
 #include <algorithm>
 #include <sstream>

@@ -8,11 +8,11 @@
 #include <sstream>
 
 #include "common/text_escape.h"
-#include "memory_store/export_api_codegen.h"
-#include "memory_store/export_bundle.h"
-#include "memory_store/export_selftest_codegen.h"
-#include "memory_store/export_torch_support.h"
-#include "memory_store/launcher_codegen.h"
+#include "exchange/export_api_codegen.h"
+#include "exchange/export_bundle.h"
+#include "exchange/export_selftest_codegen.h"
+#include "exchange/export_torch_support.h"
+#include "exchange/launcher_codegen.h"
 
 namespace kopt::exporter {
 

@@ -3,10 +3,10 @@
 
 #include "common/files.h"
 #include "common/sha256.h"
-#include "memory_store/export_api_codegen.h"
-#include "memory_store/export_bundle.h"
-#include "memory_store/export_selftest_codegen.h"
-#include "memory_store/launcher_codegen.h"
+#include "exchange/export_api_codegen.h"
+#include "exchange/export_bundle.h"
+#include "exchange/export_selftest_codegen.h"
+#include "exchange/launcher_codegen.h"
 
 namespace kopt::exporter {
 

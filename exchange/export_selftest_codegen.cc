@@ -1,12 +1,12 @@
-#include "memory_store/export_selftest_codegen.h"
+#include "exchange/export_selftest_codegen.h"
 
 #include <algorithm>
 #include <limits>
 #include <sstream>
 
 #include "common/text_escape.h"
-#include "memory_store/export_api_codegen.h"
-#include "memory_store/launcher_codegen.h"
+#include "exchange/export_api_codegen.h"
+#include "exchange/launcher_codegen.h"
 
 namespace kopt::exporter {
 

@@ -1,4 +1,4 @@
-#include "memory_store/launcher_codegen.h"
+#include "exchange/launcher_codegen.h"
 
 #include <algorithm>
 #include <cctype>

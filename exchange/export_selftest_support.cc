@@ -3,7 +3,7 @@
 // here so that an export needs nothing of kopt to build or run.
 #include <string>
 
-#include "memory_store/export_selftest_codegen.h"
+#include "exchange/export_selftest_codegen.h"
 
 namespace kopt::exporter {
 

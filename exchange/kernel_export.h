@@ -67,11 +67,11 @@ struct ExportedKernel {
 
 struct ExportReport {
   std::vector<ExportedKernel> kernels;
-  std::vector<std::string> skipped;        // "softmax: no verified kernel on NVIDIA H100"
+  std::vector<std::string> skipped;  // "softmax: no verified kernel on NVIDIA H100"
   // Tasks whose best kernel was refused for a stale judgment, with why and what to do.
   std::vector<std::string> refused_stale;
   std::vector<std::filesystem::path> written;  // files whose bytes changed
-  std::string commit;                      // the commit made with git_commit, if any
+  std::string commit;                          // the commit made with git_commit, if any
 };
 
 // Exports the best kernels of `store` as described above.

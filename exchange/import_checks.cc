@@ -1,4 +1,4 @@
-#include "memory_store/import_checks.h"
+#include "exchange/import_checks.h"
 
 #include <nlohmann/json.hpp>
 #include <set>

@@ -1,9 +1,9 @@
-#include "memory_store/export_api_codegen.h"
+#include "exchange/export_api_codegen.h"
 
 #include <sstream>
 
 #include "common/text_escape.h"
-#include "memory_store/launcher_codegen.h"
+#include "exchange/launcher_codegen.h"
 
 namespace kopt::exporter {
 

@@ -6,8 +6,8 @@
 
 #include "common/sha256.h"
 #include "common/text_escape.h"
-#include "memory_store/export_bundle.h"
-#include "memory_store/launcher_codegen.h"
+#include "exchange/export_bundle.h"
+#include "exchange/launcher_codegen.h"
 #include "sandbox/expr.h"
 
 namespace kopt::exporter {

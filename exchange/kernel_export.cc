@@ -1,4 +1,4 @@
-#include "memory_store/kernel_export.h"
+#include "exchange/kernel_export.h"
 
 #include <unistd.h>
 
@@ -14,10 +14,10 @@
 #include "common/strings.h"
 #include "common/subprocess.h"
 #include "common/text_escape.h"
-#include "memory_store/export_bundle.h"
-#include "memory_store/export_folder.h"
+#include "exchange/export_bundle.h"
+#include "exchange/export_folder.h"
+#include "exchange/launcher_codegen.h"
 #include "memory_store/judging_staleness.h"
-#include "memory_store/launcher_codegen.h"
 #include "memory_store/production_baselines.h"
 #include "memory_store/record_json.h"
 #include "sandbox/judging_spec.h"

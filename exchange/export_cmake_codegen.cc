@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "common/text_escape.h"
-#include "memory_store/export_bundle.h"
+#include "exchange/export_bundle.h"
 
 namespace kopt::exporter {
 
