@@ -1,7 +1,7 @@
 // Whether a stored verdict still holds: an evaluation records the task spec and the verifier
 // version it was judged under (schema version 4), and a kernel judged under an older one is not
 // verified under the current rules. `kopt memory wins`, the report and `kopt export` say so, and
-// the export refuses such a kernel unless asked (memory_store/kernel_export.h).
+// the export refuses such a kernel unless asked (exchange/kernel_export.h).
 #pragma once
 
 #include <string>

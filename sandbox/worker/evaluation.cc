@@ -121,12 +121,6 @@ std::string rounds_text(const std::map<int, int>& shapes_by_rounds) {
   return text;
 }
 
-// The one busy-GPU check of this worker process: its probe's history serves every evaluation.
-GpuQuietCheck& quiet_check(Device& device, SupportKernels& support) {
-  static GpuQuietCheck quiet(device, support);
-  return quiet;
-}
-
 // A step of an evaluation either lets it go on or ends it with the verdict it left in the result;
 // errors (the task's or the worker's) are errors.
 enum class Next { kGoOn, kEnd };
@@ -136,10 +130,11 @@ using Step = Result<Next>;
 // the end, whichever step ended it.
 class Evaluation {
  public:
-  Evaluation(Device& device, SupportKernels& support, const EvalRequest& request, InputPool* pool,
-             BaselineHistory* baselines)
+  Evaluation(Device& device, SupportKernels& support, GpuQuietCheck& quiet,
+             const EvalRequest& request, InputPool* pool, BaselineHistory* baselines)
       : device_(device),
         support_(support),
+        quiet_(quiet),
         request_(request),
         options_(request.options),
         pool_(pool),
@@ -298,7 +293,6 @@ class Evaluation {
   // Candidate and baseline timed interleaved, between two checks that the GPU is ours alone.
   Step time_candidate() {
     time_started_ = Clock::now();
-    quiet_ = &quiet_check(device_, support_);
     auto quiet_before = gpu_is_quiet("before");
     if (!quiet_before) return make_error(quiet_before.error());
     if (!*quiet_before) return Next::kEnd;
@@ -333,7 +327,7 @@ class Evaluation {
   // A number taken on a shared or throttled GPU is never reported: checked before and after.
   Result<bool> gpu_is_quiet(const char* when) {
     if (!options_.check_gpu_quiet) return true;
-    auto check = quiet_->check(options_.probe_tolerance);
+    auto check = quiet_.check(options_.probe_tolerance);
     if (!check) return make_error(check.error());
     result_.gpu_check[when] = check->facts;
     if (check->quiet) return true;
@@ -409,6 +403,7 @@ class Evaluation {
   const Clock::time_point started_ = Clock::now();
   Device& device_;
   SupportKernels& support_;
+  GpuQuietCheck& quiet_;
   const EvalRequest& request_;
   const EvalOptions& options_;
   InputPool* pool_;
@@ -430,7 +425,6 @@ class Evaluation {
   size_t steps_run_ = 0;
 
   ShapeBinding timed_shape_;
-  GpuQuietCheck* quiet_ = nullptr;
   TimedOutcome timed_;
 };
 
@@ -447,9 +441,10 @@ Result<int> verification_rounds(const EvalOptions& options, const TaskSpec& task
   return options.rounds;
 }
 
-Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalRequest& request,
-                            InputPool* pool, BaselineHistory* baselines) {
-  return Evaluation(device, support, request, pool, baselines).run();
+Result<EvalResult> evaluate(Device& device, SupportKernels& support, GpuQuietCheck& quiet,
+                            const EvalRequest& request, InputPool* pool,
+                            BaselineHistory* baselines) {
+  return Evaluation(device, support, quiet, request, pool, baselines).run();
 }
 
 }  // namespace kopt::worker

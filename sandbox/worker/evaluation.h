@@ -6,6 +6,7 @@
 #include "sandbox/protocol.h"
 #include "sandbox/worker/baseline_history.h"
 #include "sandbox/worker/device.h"
+#include "sandbox/worker/gpu_quiet_check.h"
 #include "sandbox/worker/input_pool.h"
 #include "sandbox/worker/support_kernels.h"
 
@@ -22,9 +23,11 @@ int64_t free_device_bytes(Device& device);
 
 // Errors are for broken requests (a task that does not parse); every property of the candidate
 // is a verdict in the result. After a sticky CUDA error, device.context_lost() is true.
-// `pool` (optional) keeps input sets and the reference's outputs across evaluations, `baselines`
+// `quiet` is the worker's one busy-GPU check (its probe's history serves every evaluation), `pool`
+// (optional) keeps input sets and the reference's outputs across evaluations, `baselines`
 // (optional) the baseline's timing samples.
-Result<EvalResult> evaluate(Device& device, SupportKernels& support, const EvalRequest& request,
-                            InputPool* pool = nullptr, BaselineHistory* baselines = nullptr);
+Result<EvalResult> evaluate(Device& device, SupportKernels& support, GpuQuietCheck& quiet,
+                            const EvalRequest& request, InputPool* pool = nullptr,
+                            BaselineHistory* baselines = nullptr);
 
 }  // namespace kopt::worker

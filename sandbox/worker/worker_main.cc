@@ -22,6 +22,7 @@
 #include "sandbox/worker/cupti_timer.h"
 #include "sandbox/worker/device.h"
 #include "sandbox/worker/evaluation.h"
+#include "sandbox/worker/gpu_quiet_check.h"
 #include "sandbox/worker/hygiene.h"
 #include "sandbox/worker/parent_watch.h"
 #include "sandbox/worker/private_channel.h"
@@ -140,6 +141,7 @@ size_t input_pool_bytes(worker::Device& gpu) {
 struct Worker {
   worker::Device& gpu;
   worker::SupportKernels& support;
+  worker::GpuQuietCheck quiet;  // one per process: its probe's history serves every evaluation
   worker::InputPool pool;
   worker::BaselineHistory baselines;
 };
@@ -169,13 +171,13 @@ bool answer_evaluate(Worker& w, const json& request, json& response) {
     fail(response, request, parsed.error());
     return true;
   }
-  auto result = worker::evaluate(w.gpu, w.support, *parsed, &w.pool, &w.baselines);
+  auto result = worker::evaluate(w.gpu, w.support, w.quiet, *parsed, &w.pool, &w.baselines);
   // The kept sets may be what leaves too little memory for a big shape: give them
   // back and try once more.
   if (!result && w.pool.bytes() > 0 && result.error().find("OUT_OF_MEMORY") != std::string::npos &&
       !w.gpu.context_lost()) {
     w.pool.clear();
-    result = worker::evaluate(w.gpu, w.support, *parsed, &w.pool, &w.baselines);
+    result = worker::evaluate(w.gpu, w.support, w.quiet, *parsed, &w.pool, &w.baselines);
   }
   if (result)
     response["result"] = to_json(*result);
@@ -276,6 +278,7 @@ int main(int argc, char** argv) {
     send_fatal(support.error());
     return kExitNoGpu;
   }
-  Worker w{*gpu, *support, worker::InputPool(input_pool_bytes(*gpu)), worker::BaselineHistory()};
+  Worker w{*gpu, *support, worker::GpuQuietCheck(*gpu, *support),
+           worker::InputPool(input_pool_bytes(*gpu)), worker::BaselineHistory()};
   return serve(w);
 }

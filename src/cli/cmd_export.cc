@@ -1,13 +1,13 @@
 // kopt export --out DIR [--task T] [--gpu G] [--min-speedup X] [--tasks DIR] [--git-commit]: the
 // best verified kernel of each task that beats its baseline into a folder of your repository,
-// ready for CMake and PyTorch (memory_store/kernel_export.h).
+// ready for CMake and PyTorch (exchange/kernel_export.h).
 #include <cstdio>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common/json_limits.h"
-#include "memory_store/kernel_export.h"
+#include "exchange/kernel_export.h"
 #include "sandbox/cuda_driver.h"
 #include "sandbox/judging_spec.h"
 #include "sandbox/sanitizer_runner.h"

@@ -687,8 +687,8 @@ void Daemon::print_summary(const RunOutcome& outcome) const {
         "kernels stay provisional)\n",
         static_cast<long long>(outcome.abandoned_jobs - passes), static_cast<long long>(passes));
   }
-  std::printf("run %lld %s: %s\n", static_cast<long long>(outcome.run_id), outcome.status.c_str(),
-              outcome.stop_reason.c_str());
+  std::printf("run %lld %s: %s\n", static_cast<long long>(outcome.run_id),
+              run_status_name(outcome.status).c_str(), outcome.stop_reason.c_str());
   std::fflush(stdout);
 }
 
@@ -704,8 +704,7 @@ ExitCode Daemon::search_and_report() {
     return ExitCode::kBadInput;
   }
   print_summary(*outcome);
-  ExitCode code = parse_run_status(outcome->status) == RunStatus::kFailed ? ExitCode::kRunFailed
-                                                                          : ExitCode::kOk;
+  ExitCode code = outcome->status == RunStatus::kFailed ? ExitCode::kRunFailed : ExitCode::kOk;
   if (outcome->abandoned_jobs > 0) {
     // Threads still wait on evaluations that missed the drain deadline; everything they could
     // lose is already in the database, so leave without unwinding them.

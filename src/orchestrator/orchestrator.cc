@@ -156,7 +156,7 @@ std::optional<std::string> Orchestrator::exhausted_budget() {
   return std::nullopt;
 }
 
-void Orchestrator::begin_drain(const std::string& reason, const std::string& status) {
+void Orchestrator::begin_drain(const std::string& reason, RunStatus status) {
   if (draining_.exchange(true)) return;
   deps_.evaluator->cancel_pauses();  // a GPU waiting to be quiet must not hold up the drain
   {
@@ -379,7 +379,7 @@ Status Orchestrator::load_tasks(bool resuming, const std::optional<RunProgress>&
   if (before) keep_finished_phases(*before);
   take_submissions();
   if (tasks_.empty()) {
-    (void)deps_.recorder->finish_run("failed");
+    (void)deps_.recorder->finish_run(RunStatus::kFailed);
     return make_error(refused.empty() ? std::string("no task to work on")
                                       : "no task could be loaded:\n" + join(refused, "\n"));
   }
@@ -393,10 +393,10 @@ void Orchestrator::check_stop_conditions() {
   if (stop_.requested() && !stopping()) {
     int sig = stop_.signal_number();
     begin_drain(sig ? "interrupted by " + signal_name(sig) : std::string("a stop was requested"),
-                "interrupted");
+                RunStatus::kInterrupted);
   }
   if (!stopping()) {
-    if (auto reason = exhausted_budget()) begin_drain(*reason, "budget");
+    if (auto reason = exhausted_budget()) begin_drain(*reason, RunStatus::kBudget);
   }
 }
 
@@ -426,7 +426,7 @@ bool Orchestrator::wait_or_finish() {
         static_cast<size_t>(std::count_if(tasks_.begin(), tasks_.end(), [](const TaskState& t) {
           return t.phase() == TaskState::Phase::kFailed;
         }));
-    final_status_ = failed == tasks_.size() ? "failed" : "finished";
+    final_status_ = failed == tasks_.size() ? RunStatus::kFailed : RunStatus::kFinished;
     stop_reason_ = failed == tasks_.size() ? "every task failed (" + tasks_.front().note() + ")"
                                            : fmt::format("all {} tasks are done", tasks_.size());
     return true;
@@ -471,7 +471,7 @@ RunOutcome Orchestrator::close_run(std::optional<Clock::time_point> drained_unti
   {
     std::lock_guard lock(mutex_);
     outcome.abandoned_jobs = static_cast<int>(jobs_.size()) + lane_running;
-    state_ = final_status_;
+    state_ = run_status_name(final_status_);
     outcome.status = final_status_;
     outcome.stop_reason = stop_reason_;
   }
@@ -489,7 +489,8 @@ RunOutcome Orchestrator::close_run(std::optional<Clock::time_point> drained_unti
   publish_progress(true);
   if (auto s = deps_.recorder->finish_run(outcome.status); !s) spdlog::error("run: {}", s.error());
   outcome.progress = progress();
-  spdlog::info("run {} {}: {}", outcome.run_id, outcome.status, outcome.stop_reason);
+  spdlog::info("run {} {}: {}", outcome.run_id, run_status_name(outcome.status),
+               outcome.stop_reason);
   return outcome;
 }
 

@@ -37,6 +37,7 @@
 #include "agents/prompt_library.h"
 #include "agents/summarizer.h"
 #include "common/result.h"
+#include "common/run_status.h"
 #include "llm/llm_client.h"
 #include "sandbox/compiler.h"
 #include "sandbox/evaluator.h"
@@ -77,9 +78,9 @@ struct OrchestratorDeps {
 
 struct RunOutcome {
   int64_t run_id = 0;
-  std::string status;       // "finished", "budget", "interrupted", "failed"
-  std::string stop_reason;  // "the time budget of 0.05 h ran out", ...
-  int abandoned_jobs = 0;   // still running at the drain deadline: exit without destructors
+  RunStatus status = RunStatus::kFailed;  // finished, budget, interrupted or failed
+  std::string stop_reason;                // "the time budget of 0.05 h ran out", ...
+  int abandoned_jobs = 0;  // still running at the drain deadline: exit without destructors
   RunProgress progress;
 };
 
@@ -138,7 +139,7 @@ class Orchestrator {
   void launch(TaskState& task, std::function<void()> body);
   void reap_jobs(bool wait_all, Clock::time_point deadline);
   std::optional<std::string> exhausted_budget();
-  void begin_drain(const std::string& reason, const std::string& status);
+  void begin_drain(const std::string& reason, RunStatus status);
   void publish_progress(bool force);
   double elapsed_seconds() const;
   bool all_done() const;  // no job running and every task finished
@@ -252,7 +253,8 @@ class Orchestrator {
   std::atomic<bool> draining_{false};
   std::string state_ = "running";
   std::string stop_reason_;
-  std::string final_status_;
+  // Set by begin_drain or wait_or_finish before close_run reads it.
+  RunStatus final_status_ = RunStatus::kFailed;
   int max_in_flight_ = 1;
   // The sanitizer lane, when deps_.sanitize is set; its provisional bests and the pairs that
   // wait for their pass (kernel id -> parent, kernel, lesson).

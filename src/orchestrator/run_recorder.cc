@@ -23,11 +23,9 @@ Status RunRecorder::resume_run(int64_t run_id) {
   return ok_status();
 }
 
-Status RunRecorder::finish_run(const std::string& status) {
+Status RunRecorder::finish_run(RunStatus status) {
   std::lock_guard lock(mutex_);
-  // The orchestrator still names its final status as text (orchestrator.cc); the name is
-  // parsed here, where it enters the memory.
-  return store_.finish_run(run_id_, memory::stored_run_status(status));
+  return store_.finish_run(run_id_, status);
 }
 
 Status RunRecorder::upsert_task(const TaskSpec& task) {

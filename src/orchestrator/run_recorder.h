@@ -15,6 +15,7 @@
 
 #include "agents/agent_call.h"
 #include "common/result.h"
+#include "common/run_status.h"
 #include "llm/accounting.h"
 #include "memory_store/memory_store.h"
 #include "memory_store/plan_store.h"
@@ -32,7 +33,7 @@ class RunRecorder final : public LlmCallSink {
   Result<int64_t> start_run(const std::string& config_json);
   // Continues `run_id` (kopt run --resume).
   Status resume_run(int64_t run_id);
-  Status finish_run(const std::string& status);
+  Status finish_run(RunStatus status);
   int64_t run_id() const { return run_id_; }
 
   // Records the task and its judging spec (sandbox/judging_spec.h), which this run's

@@ -9,8 +9,8 @@
 
 #include "common/files.h"
 #include "common/sha256.h"
-#include "memory_store/export_bundle.h"
-#include "memory_store/export_device_image.h"
+#include "exchange/export_bundle.h"
+#include "exchange/export_device_image.h"
 #include "sandbox/compiler.h"
 #include "sandbox/confined/confined_compile.h"
 #include "sandbox/kernel_file.h"

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/sha256.h"
-#include "memory_store/export_selftest_codegen.h"
+#include "exchange/export_selftest_codegen.h"
 
 namespace kopt::exporter {
 namespace {

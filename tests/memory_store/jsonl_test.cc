@@ -7,7 +7,7 @@
 
 #include "common/sha256.h"
 #include "common/strings.h"
-#include "memory_store/jsonl_io.h"
+#include "exchange/jsonl_io.h"
 #include "tests/memory_store/test_support.h"
 
 namespace kopt::memory {

@@ -6,7 +6,7 @@
 
 #include "common/files.h"
 #include "common/json_reader.h"
-#include "memory_store/import_checks.h"
+#include "exchange/import_checks.h"
 #include "sandbox/name_rules.h"
 #include "sandbox/task_spec.h"
 

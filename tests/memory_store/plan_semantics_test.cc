@@ -15,8 +15,8 @@
 
 #include "common/files.h"
 #include "common/subprocess.h"
-#include "memory_store/export_bundle.h"
-#include "memory_store/launcher_codegen.h"
+#include "exchange/export_bundle.h"
+#include "exchange/launcher_codegen.h"
 #include "sandbox/expr.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"

@@ -85,7 +85,7 @@ TEST_F(OrchestratorTest, TheTunerAloneFindsTheBestBlockSizeAndStoresEverything) 
   Orchestrator orchestrator(options({"axpy"}, false), deps(evaluator));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
-  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_EQ(outcome->status, RunStatus::kFinished);
   EXPECT_EQ(outcome->stop_reason, "all 1 tasks are done");
   ASSERT_EQ(outcome->progress.tasks.size(), 1u);
   const TaskProgress& axpy = outcome->progress.tasks[0];
@@ -130,7 +130,7 @@ TEST_F(OrchestratorTest, TheLlmLoopRepairsVerifiesTunesAndLearns) {
   Orchestrator orchestrator(o, deps(evaluator, &llm));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
-  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_EQ(outcome->status, RunStatus::kFinished);
   const TaskProgress& axpy = outcome->progress.tasks.at(0);
   // The scripted planner proposes the same two plans every time. A plan tried on one kernel is
   // new on another (tried is not applied), so they are developed again from the new bests; the
@@ -250,7 +250,7 @@ TEST_F(OrchestratorTest, TheCostBudgetStopsTheRunAndSaysSo) {
   Orchestrator orchestrator(o, deps(evaluator, &llm));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
-  EXPECT_EQ(outcome->status, "budget");
+  EXPECT_EQ(outcome->status, RunStatus::kBudget);
   EXPECT_NE(outcome->stop_reason.find("LLM cost budget of $1.00 ran out"), std::string::npos)
       << outcome->stop_reason;
   EXPECT_GE(outcome->progress.cost_usd, 1.0);
@@ -270,7 +270,7 @@ TEST_F(OrchestratorTest, APerTaskLlmCapParksTheTaskAndSaysSo) {
   Orchestrator orchestrator(o, deps(evaluator, &llm));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome->stop_reason;
-  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_EQ(outcome->status, RunStatus::kFinished);
   const TaskProgress& axpy = outcome->progress.tasks.at(0);
   EXPECT_EQ(axpy.state, "parked");
   EXPECT_NE(axpy.note.find("its LLM budget of $1.00 is spent"), std::string::npos) << axpy.note;
@@ -297,7 +297,7 @@ RunProgress run_for_six_seconds(OrchestratorDeps deps, RunOptions o,
   Orchestrator orchestrator(o, deps);
   auto outcome = orchestrator.run();
   EXPECT_TRUE(outcome);
-  EXPECT_EQ(outcome->status, "budget");
+  EXPECT_EQ(outcome->status, RunStatus::kBudget);
   return outcome->progress;
 }
 
@@ -335,7 +335,7 @@ TEST_F(OrchestratorTest, TheTimeBudgetStopsTheRunAndSaysSo) {
   Orchestrator orchestrator(o, deps(evaluator));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
-  EXPECT_EQ(outcome->status, "budget");
+  EXPECT_EQ(outcome->status, RunStatus::kBudget);
   EXPECT_NE(outcome->stop_reason.find("time budget"), std::string::npos) << outcome->stop_reason;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_GT(evaluator.evaluations(), 0);
@@ -360,7 +360,7 @@ TEST_F(OrchestratorTest, AStopRequestDrainsInFlightWorkAndKeepsIt) {
   auto outcome = orchestrator.run();
   stopper.join();
   ASSERT_TRUE(outcome) << outcome.error();
-  EXPECT_EQ(outcome->status, "interrupted");
+  EXPECT_EQ(outcome->status, RunStatus::kInterrupted);
   EXPECT_EQ(outcome->stop_reason, "interrupted by SIGTERM");
   EXPECT_EQ(outcome->abandoned_jobs, 0);
   // What was in flight when the stop came finished and was stored.
@@ -385,7 +385,7 @@ TEST_F(OrchestratorTest, AResumedRunRedoesNothing) {
     auto outcome = first.run();
     stopper.join();
     ASSERT_TRUE(outcome) << outcome.error();
-    ASSERT_EQ(outcome->status, "interrupted");
+    ASSERT_EQ(outcome->status, RunStatus::kInterrupted);
     run_id = outcome->run_id;
   }
   int before = first_evaluator.evaluations();
@@ -396,7 +396,7 @@ TEST_F(OrchestratorTest, AResumedRunRedoesNothing) {
   Orchestrator second(o, deps(second_evaluator));
   auto outcome = second.run(run_id);
   ASSERT_TRUE(outcome) << outcome.error();
-  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_EQ(outcome->status, RunStatus::kFinished);
   EXPECT_EQ(outcome->run_id, run_id);
   EXPECT_EQ(before + second_evaluator.evaluations(), 4);
   EXPECT_EQ(outcome->progress.tasks.at(0).candidates, 3);
@@ -439,7 +439,7 @@ TEST_F(OrchestratorTest, ABaselineThatFailsFailsItsTaskAndTheRun) {
   Orchestrator orchestrator(o, deps(evaluator));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
-  EXPECT_EQ(outcome->status, "failed");
+  EXPECT_EQ(outcome->status, RunStatus::kFailed);
   EXPECT_NE(outcome->stop_reason.find("the baseline does not verify: out_of_bounds"),
             std::string::npos)
       << outcome->stop_reason;
@@ -539,7 +539,7 @@ TEST_F(OrchestratorTest, ANewBestsProfileReachesTheStoreAndTheNextPlannerPrompt)
   Orchestrator orchestrator(o, deps(evaluator, &llm));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
-  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_EQ(outcome->status, RunStatus::kFinished);
 
   // Exactly the new bests carry counters: the baseline (the first), then each verified kernel
   // faster than every one before it. The others were not profiled.
@@ -603,7 +603,7 @@ TEST_F(OrchestratorTest, WithoutProfilingTheRunGoesOnAndSaysSoOnce) {
   Orchestrator orchestrator(o, deps(evaluator));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
-  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_EQ(outcome->status, RunStatus::kFinished);
   EXPECT_NEAR(outcome->progress.tasks.at(0).best_speedup, 1.1, 1e-9);  // the tuner still won
   EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'ok'"), 4);
   EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE profile_json != '{}'"), 0);
@@ -634,7 +634,7 @@ TEST_F(OrchestratorTest, AProductionBaselineLetsTheSolScoreStopTheTask) {
   Orchestrator orchestrator(options({"axpy"}, false), deps(evaluator));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
-  EXPECT_EQ(outcome->status, "finished");
+  EXPECT_EQ(outcome->status, RunStatus::kFinished);
   EXPECT_EQ(outcome->progress.tasks.at(0).note,
             "reached S 0.94 against torch_compile (threshold 0.90)");
   EXPECT_EQ(evaluator.evaluations(), 1);

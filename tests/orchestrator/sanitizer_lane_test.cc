@@ -86,7 +86,7 @@ TEST_F(SanitizerLaneTest, TheLaneNeverBlocksAnEvaluation) {
     Orchestrator orchestrator(options({"axpy", "softmax"}), deps(with_lane, true));
     auto outcome = orchestrator.run();
     ASSERT_TRUE(outcome) << outcome.error();
-    EXPECT_EQ(outcome->status, "finished");
+    EXPECT_EQ(outcome->status, RunStatus::kFinished);
   }
   ASSERT_GE(with_lane.sanitized(), 1);
   EXPECT_GE(with_lane.evaluations_during_sanitize(), 1)
@@ -307,7 +307,7 @@ TEST_F(SanitizerLaneTest, TheTimeBudgetBoundsTheDrainAndSaysWhatWasCut) {
       "passes unfinished, %d started)\n",
       budget_s, took, outcome->abandoned_jobs,
       static_cast<long long>(outcome->progress.sanitizer_pending), passes_started.load());
-  EXPECT_EQ(outcome->status, "budget");
+  EXPECT_EQ(outcome->status, RunStatus::kBudget);
   EXPECT_LT(took, budget_s + 5) << "the drain ran past the time budget";
   EXPECT_GE(outcome->abandoned_jobs, 1);
   EXPECT_TRUE(contains(log.text(), "cut at the time budget")) << log.text();
