@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "agents/agent_context.h"
+#include "common/enum_names.h"
 #include "common/scrub_secrets.h"
 
 namespace kopt::agents {
@@ -18,18 +19,13 @@ const char* kWithoutCommentary =
     "again with only what was asked for (the code or JSON block), without any explanation.";
 
 // What a model did instead of answering, for the log and the error; "" when it answered.
-const char* misbehaviour(LlmStatus status) {
-  switch (status) {
-    case LlmStatus::kRefused:
-      return "refused";
-    case LlmStatus::kToolCall:
-      return "called a tool";
-    case LlmStatus::kEmpty:
-      return "answered with nothing";
-    default:
-      return "";
-  }
-}
+constexpr EnumNameTable<LlmStatus, 3> kMisbehaviours = {{
+    {LlmStatus::kRefused, "refused"},
+    {LlmStatus::kToolCall, "called a tool"},
+    {LlmStatus::kEmpty, "answered with nothing"},
+}};
+
+const char* misbehaviour(LlmStatus status) { return enum_name(kMisbehaviours, status, ""); }
 
 std::string nudge(LlmStatus status) {
   if (status == LlmStatus::kRefused) {

@@ -6,8 +6,10 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace kopt {
 
@@ -22,12 +24,31 @@ const char* enum_name(const EnumNameTable<Enum, N>& table, Enum value, const cha
   return fallback;
 }
 
+// True when `table` lists every enumerator from the first (0) to `last` once, in order: the
+// promise a `switch` without `default` made through -Wswitch, kept as
+// `static_assert(names_each_enumerator(kNames, Enum::kLast))` next to the table.
+template <typename Enum, std::size_t N>
+constexpr bool names_each_enumerator(const EnumNameTable<Enum, N>& table, Enum last) {
+  if (N != static_cast<std::size_t>(last) + 1) return false;
+  for (std::size_t i = 0; i < N; ++i)
+    if (static_cast<std::size_t>(table[i].first) != i) return false;
+  return true;
+}
+
 // The value named `name`, or nothing when no entry of `table` has that name.
 template <typename Enum, std::size_t N>
 std::optional<Enum> enum_from_name(const EnumNameTable<Enum, N>& table, std::string_view name) {
   for (const auto& [v, n] : table)
     if (name == n) return v;
   return std::nullopt;
+}
+
+// Every name of `table`, in its order: the choices a reader offers and its "did you mean" list.
+template <typename Enum, std::size_t N>
+std::vector<std::string> enum_names(const EnumNameTable<Enum, N>& table) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.emplace_back(entry.second);
+  return names;
 }
 
 }  // namespace kopt

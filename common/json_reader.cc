@@ -1,5 +1,8 @@
 #include "common/json_reader.h"
 
+#include <functional>
+
+#include "common/enum_names.h"
 #include "common/json_limits.h"
 #include "common/strings.h"
 #include "common/utf8.h"
@@ -8,27 +11,41 @@ namespace kopt {
 
 using nlohmann::json;
 
-std::string json_type_name(json::value_t type) {
-  switch (type) {
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return "an integer";
-    case json::value_t::number_float:
-      return "a number";
-    case json::value_t::null:
-      return "null";
-    default:
-      return "a value";
+namespace {
+// Both integer kinds read "an integer"; the rest (binary, discarded) "a value".
+constexpr EnumNameTable<json::value_t, 8> kTypeNames = {{
+    {json::value_t::object, "an object"},
+    {json::value_t::array, "an array"},
+    {json::value_t::string, "a string"},
+    {json::value_t::boolean, "a boolean"},
+    {json::value_t::number_integer, "an integer"},
+    {json::value_t::number_unsigned, "an integer"},
+    {json::value_t::number_float, "a number"},
+    {json::value_t::null, "null"},
+}};
+
+// The field when present and `accepts` it; else nullptr, after an error when it is required and
+// missing or present as something other than `expected` ("a number").
+const json* field_where(JsonReader& reader, const json& object, const std::string& path,
+                        const std::string& key, bool required,
+                        const std::function<bool(const json&)>& accepts,
+                        const std::string& expected) {
+  if (!object.is_object() || !object.contains(key)) {
+    if (required) reader.error(path + "." + key, "required field is missing");
+    return nullptr;
   }
+  const json& value = object.at(key);
+  if (!accepts(value)) {
+    reader.error(path + "." + key,
+                 "expected " + expected + ", found " + json_type_name(value.type()));
+    return nullptr;
+  }
+  return &value;
 }
+
+}  // namespace
+
+std::string json_type_name(json::value_t type) { return enum_name(kTypeNames, type, "a value"); }
 
 std::optional<json> JsonReader::parse(const std::string& text, int first_line) {
   // A value nested past the limit would overflow the stack when copied or dumped later.
@@ -82,17 +99,9 @@ void JsonReader::check_keys(const json& object, const std::string& path,
 
 const json* JsonReader::typed_field(const json& object, const std::string& path,
                                     const std::string& key, json::value_t type, bool required) {
-  if (!object.is_object() || !object.contains(key)) {
-    if (required) error(path + "." + key, "required field is missing");
-    return nullptr;
-  }
-  const json& value = object.at(key);
-  if (value.type() != type) {
-    error(path + "." + key,
-          "expected " + json_type_name(type) + ", found " + json_type_name(value.type()));
-    return nullptr;
-  }
-  return &value;
+  return field_where(
+      *this, object, path, key, required, [type](const json& v) { return v.type() == type; },
+      json_type_name(type));
 }
 
 std::optional<std::string> JsonReader::string_field(const json& object, const std::string& path,
@@ -104,30 +113,19 @@ std::optional<std::string> JsonReader::string_field(const json& object, const st
 
 std::optional<double> JsonReader::number_field(const json& object, const std::string& path,
                                                const std::string& key, bool required) {
-  if (!object.is_object() || !object.contains(key)) {
-    if (required) error(path + "." + key, "required field is missing");
-    return std::nullopt;
-  }
-  const json& v = object.at(key);
-  if (!v.is_number()) {
-    error(path + "." + key, "expected a number, found " + json_type_name(v.type()));
-    return std::nullopt;
-  }
-  return v.get<double>();
+  const json* v = field_where(
+      *this, object, path, key, required, [](const json& j) { return j.is_number(); }, "a number");
+  if (!v) return std::nullopt;
+  return v->get<double>();
 }
 
 std::optional<int64_t> JsonReader::integer_field(const json& object, const std::string& path,
                                                  const std::string& key, bool required) {
-  if (!object.is_object() || !object.contains(key)) {
-    if (required) error(path + "." + key, "required field is missing");
-    return std::nullopt;
-  }
-  const json& v = object.at(key);
-  if (!v.is_number_integer()) {
-    error(path + "." + key, "expected an integer, found " + json_type_name(v.type()));
-    return std::nullopt;
-  }
-  return v.get<int64_t>();
+  const json* v = field_where(
+      *this, object, path, key, required, [](const json& j) { return j.is_number_integer(); },
+      "an integer");
+  if (!v) return std::nullopt;
+  return v->get<int64_t>();
 }
 
 std::optional<bool> JsonReader::bool_field(const json& object, const std::string& path,

@@ -10,6 +10,7 @@ constexpr EnumNameTable<Origin, 4> kNames = {{
     {Origin::kCoder, "coder"},
     {Origin::kTuner, "tuner"},
 }};
+static_assert(names_each_enumerator(kNames, Origin::kTuner));
 }  // namespace
 
 std::string origin_name(Origin origin) { return enum_name(kNames, origin, ""); }

@@ -11,6 +11,7 @@ constexpr EnumNameTable<RunStatus, 5> kNames = {{
     {RunStatus::kInterrupted, "interrupted"},
     {RunStatus::kFailed, "failed"},
 }};
+static_assert(names_each_enumerator(kNames, RunStatus::kFailed));
 }  // namespace
 
 std::string run_status_name(RunStatus status) { return enum_name(kNames, status, "unknown"); }

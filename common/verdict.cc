@@ -20,6 +20,7 @@ constexpr EnumNameTable<Verdict, 14> kNames = {{
     {Verdict::kSanitizer, "sanitizer"},
     {Verdict::kSanitizing, "sanitizing"},
 }};
+static_assert(names_each_enumerator(kNames, Verdict::kSanitizing));
 }  // namespace
 
 std::string verdict_name(Verdict verdict) { return enum_name(kNames, verdict, "unknown"); }

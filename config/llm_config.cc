@@ -1,6 +1,7 @@
 // The "llm" section: providers, agents, prices.
 #include <algorithm>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 #include "config/config_sections.h"
 
@@ -11,13 +12,12 @@ using Bound = ObjectReader::Bound;
 
 namespace {
 
-const std::vector<std::string> kProviderTypes = {"openai", "anthropic", "command"};
-
-ProviderType parse_provider_type(const std::string& name) {
-  if (name == "anthropic") return ProviderType::kAnthropic;
-  if (name == "command") return ProviderType::kCommand;
-  return ProviderType::kOpenAi;
-}
+constexpr EnumNameTable<ProviderType, 3> kProviderTypes = {{
+    {ProviderType::kOpenAi, "openai"},
+    {ProviderType::kAnthropic, "anthropic"},
+    {ProviderType::kCommand, "command"},
+}};
+static_assert(names_each_enumerator(kProviderTypes, ProviderType::kCommand));
 
 // Keys that only make sense for one type are read only for that type, so that (for example)
 // "command" on an openai provider is reported as an unknown key.
@@ -26,8 +26,10 @@ ProviderConfig read_provider(JsonReader& reader, const std::string& name, const 
   ProviderConfig p;
   p.name = name;
   std::string type;
-  r.choice("type", type, kProviderTypes, /*required=*/true);
-  p.type = parse_provider_type(type);
+  r.choice("type", type, enum_names(kProviderTypes), /*required=*/true);
+  // choice() accepted only the table's names (or reported the type): openai stands in after an
+  // error, so that reading goes on and every mistake is reported at once.
+  p.type = enum_from_name(kProviderTypes, type).value_or(ProviderType::kOpenAi);
 
   if (p.type == ProviderType::kCommand) {
     r.string_list("command", p.command, /*required=*/true);
@@ -197,16 +199,6 @@ const ProviderConfig* LlmConfig::provider_for(const std::string& role) const {
   return it == providers.end() ? nullptr : &it->second;
 }
 
-const char* provider_type_name(ProviderType type) {
-  switch (type) {
-    case ProviderType::kOpenAi:
-      return "openai";
-    case ProviderType::kAnthropic:
-      return "anthropic";
-    case ProviderType::kCommand:
-      return "command";
-  }
-  return "?";
-}
+const char* provider_type_name(ProviderType type) { return enum_name(kProviderTypes, type, "?"); }
 
 }  // namespace kopt

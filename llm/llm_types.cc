@@ -1,44 +1,30 @@
 #include "llm/llm_types.h"
 
+#include "common/enum_names.h"
+
 namespace kopt {
 
-const char* llm_status_name(LlmStatus status) {
-  switch (status) {
-    case LlmStatus::kOk:
-      return "ok";
-    case LlmStatus::kRateLimited:
-      return "rate_limited";
-    case LlmStatus::kServerError:
-      return "server_error";
-    case LlmStatus::kTimeout:
-      return "timeout";
-    case LlmStatus::kConnection:
-      return "connection";
-    case LlmStatus::kAuth:
-      return "auth";
-    case LlmStatus::kBadRequest:
-      return "bad_request";
-    case LlmStatus::kNotFound:
-      return "not_found";
-    case LlmStatus::kMalformed:
-      return "malformed";
-    case LlmStatus::kEmpty:
-      return "empty";
-    case LlmStatus::kTruncated:
-      return "truncated";
-    case LlmStatus::kRefused:
-      return "refused";
-    case LlmStatus::kToolCall:
-      return "tool_call";
-    case LlmStatus::kTooLarge:
-      return "too_large";
-    case LlmStatus::kUnavailable:
-      return "unavailable";
-    case LlmStatus::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
+constexpr EnumNameTable<LlmStatus, 16> kStatusNames = {{
+    {LlmStatus::kOk, "ok"},
+    {LlmStatus::kRateLimited, "rate_limited"},
+    {LlmStatus::kServerError, "server_error"},
+    {LlmStatus::kTimeout, "timeout"},
+    {LlmStatus::kConnection, "connection"},
+    {LlmStatus::kAuth, "auth"},
+    {LlmStatus::kBadRequest, "bad_request"},
+    {LlmStatus::kNotFound, "not_found"},
+    {LlmStatus::kMalformed, "malformed"},
+    {LlmStatus::kEmpty, "empty"},
+    {LlmStatus::kTruncated, "truncated"},
+    {LlmStatus::kRefused, "refused"},
+    {LlmStatus::kToolCall, "tool_call"},
+    {LlmStatus::kTooLarge, "too_large"},
+    {LlmStatus::kUnavailable, "unavailable"},
+    {LlmStatus::kCancelled, "cancelled"},
+}};
+static_assert(names_each_enumerator(kStatusNames, LlmStatus::kCancelled));
+
+const char* llm_status_name(LlmStatus status) { return enum_name(kStatusNames, status, "unknown"); }
 
 // Overload, outages and network trouble pass; a wrong key, a bad request, an unknown model or
 // a response the model chose to write (empty, cut off, malformed, huge) would come back the same.

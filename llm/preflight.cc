@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/enum_names.h"
 #include "common/json_limits.h"
 #include "common/strings.h"
 #include "common/utf8.h"
@@ -152,26 +153,20 @@ bool probe_models_list(const ProviderConfig& provider, const Secret& key, size_t
 
 }  // namespace
 
+constexpr EnumNameTable<ProbeOutcome, 8> kOutcomeNames = {{
+    {ProbeOutcome::kOk, "ok"},
+    {ProbeOutcome::kBusy, "busy"},
+    {ProbeOutcome::kNoKey, "no key"},
+    {ProbeOutcome::kAuth, "auth"},
+    {ProbeOutcome::kUnknownModel, "unknown model"},
+    {ProbeOutcome::kUnreachable, "unreachable"},
+    {ProbeOutcome::kRefused, "refused"},
+    {ProbeOutcome::kFailed, "failed"},
+}};
+static_assert(names_each_enumerator(kOutcomeNames, ProbeOutcome::kFailed));
+
 const char* probe_outcome_name(ProbeOutcome outcome) {
-  switch (outcome) {
-    case ProbeOutcome::kOk:
-      return "ok";
-    case ProbeOutcome::kBusy:
-      return "busy";
-    case ProbeOutcome::kNoKey:
-      return "no key";
-    case ProbeOutcome::kAuth:
-      return "auth";
-    case ProbeOutcome::kUnknownModel:
-      return "unknown model";
-    case ProbeOutcome::kUnreachable:
-      return "unreachable";
-    case ProbeOutcome::kRefused:
-      return "refused";
-    case ProbeOutcome::kFailed:
-      return "failed";
-  }
-  return "failed";
+  return enum_name(kOutcomeNames, outcome, "failed");
 }
 
 std::string ProbeResult::line() const {

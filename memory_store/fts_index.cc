@@ -6,40 +6,43 @@
 
 namespace kopt::memory {
 
+namespace {
+
+// Steps `row` onto the indexed item's row; "<what> does not exist" when there is none.
+Status step_to_item(sql::Statement& row, const std::string& what) {
+  auto found = row.step();
+  if (!found) return make_error(found.error());
+  if (!*found) return make_error(what + " does not exist");
+  return ok_status();
+}
+
+}  // namespace
+
 Status index_pair(sql::Database& db, int64_t pair_id) {
   auto row = db.cached(
       "SELECT p.summary, p.tags, t.name, slow.source, fast.source FROM pairs p"
       " JOIN tasks t ON t.id = p.task_id"
       " JOIN kernels slow ON slow.id = p.slow_kernel_id"
       " JOIN kernels fast ON fast.id = p.fast_kernel_id WHERE p.id = ?1");
-  row->bind(1, pair_id);
-  auto found = row->step();
-  if (!found) return make_error(found.error());
-  if (!*found) return make_error("pair " + std::to_string(pair_id) + " does not exist");
+  if (auto s = step_to_item(row->bind(1, pair_id), "pair " + std::to_string(pair_id)); !s) return s;
   auto insert = db.cached(
       "INSERT OR REPLACE INTO pair_fts(rowid, summary, tags, task, slow_terms, fast_terms)"
       " VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-  insert->bind(1, pair_id)
-      .bind(2, row->column_text(0))
-      .bind(3, join(rows::tags_from_json(row->column_text(1)), " "))
-      .bind(4, row->column_text(2))
-      .bind(5, join(index_terms(row->column_text(3)), " "))
-      .bind(6, join(index_terms(row->column_text(4)), " "));
+  insert->bind_all(pair_id, row->column_text(0),
+                   join(rows::tags_from_json(row->column_text(1)), " "), row->column_text(2),
+                   join(index_terms(row->column_text(3)), " "),
+                   join(index_terms(row->column_text(4)), " "));
   return insert->run();
 }
 
 Status index_kernel(sql::Database& db, int64_t kernel_id) {
   auto row = db.cached(
       "SELECT k.source, t.name FROM kernels k JOIN tasks t ON t.id = k.task_id WHERE k.id = ?1");
-  row->bind(1, kernel_id);
-  auto found = row->step();
-  if (!found) return make_error(found.error());
-  if (!*found) return make_error("kernel " + std::to_string(kernel_id) + " does not exist");
-  auto insert = db.cached(
-      "INSERT OR REPLACE INTO kernel_fts(rowid, terms, task) VALUES (?1, ?2, ?3)");
-  insert->bind(1, kernel_id)
-      .bind(2, join(index_terms(row->column_text(0)), " "))
-      .bind(3, row->column_text(1));
+  if (auto s = step_to_item(row->bind(1, kernel_id), "kernel " + std::to_string(kernel_id)); !s)
+    return s;
+  auto insert =
+      db.cached("INSERT OR REPLACE INTO kernel_fts(rowid, terms, task) VALUES (?1, ?2, ?3)");
+  insert->bind_all(kernel_id, join(index_terms(row->column_text(0)), " "), row->column_text(1));
   return insert->run();
 }
 

@@ -15,24 +15,14 @@ Result<std::vector<Record>> collect(sql::Database& db, const std::string& sql,
                                     std::optional<int64_t> run_id, Reader read) {
   auto statement = db.cached(sql);
   if (sql.find("?1") != std::string::npos) statement->bind(1, run_id);
-  std::vector<Record> records;
-  while (true) {
-    auto row = statement->step();
-    if (!row) return make_error(row.error());
-    if (!*row) return records;
-    records.push_back(read(*statement));
-  }
+  return statement->collect(read);
 }
 
 }  // namespace
 
 Result<std::optional<RunRecord>> MemoryStore::run(int64_t id) {
   auto statement = db_.cached(std::string(rows::kRunSelect) + " WHERE id = ?1");
-  statement->bind(1, id);
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return std::optional<RunRecord>();
-  return std::optional<RunRecord>(rows::read_run(*statement));
+  return statement->bind(1, id).first_row(rows::read_run);
 }
 
 Result<std::vector<RunRecord>> MemoryStore::list_runs() {
@@ -54,11 +44,7 @@ Result<std::optional<EvaluationRecord>> MemoryStore::verifying_evaluation(
                               " FROM evaluations e JOIN tasks t ON t.id = e.task_id"
                               " WHERE e.kernel_id = ?1 AND (?2 = '' OR e.gpu_model = ?2)"
                               " AND e.verdict = 'ok' ORDER BY e.id DESC LIMIT 1");
-  statement->bind(1, kernel_id).bind(2, gpu_model);
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return std::optional<EvaluationRecord>();
-  return std::optional<EvaluationRecord>(rows::read_evaluation(*statement));
+  return statement->bind(1, kernel_id).bind(2, gpu_model).first_row(rows::read_evaluation);
 }
 
 Result<std::vector<LlmCallRecord>> MemoryStore::list_llm_calls(std::optional<int64_t> run_id) {

@@ -87,12 +87,8 @@ Result<int64_t> MemoryStore::upsert_task(const TaskRecord& task) {
       " OR (excluded.judging_spec_sha256 != '' AND"
       " judging_spec_sha256 != excluded.judging_spec_sha256)"
       " RETURNING id");
-  statement->bind(1, task.name)
-      .bind(2, task.spec_hash)
-      .bind(3, rows::tags_to_json(task.tags))
-      .bind(4, task.spec_json)
-      .bind(5, or_now(task.updated_at, now))
-      .bind(6, task.judging_spec_sha256);
+  statement->bind_all(task.name, task.spec_hash, rows::tags_to_json(task.tags), task.spec_json,
+                      or_now(task.updated_at, now), task.judging_spec_sha256);
   auto row = statement->step();
   if (!row) return make_error(row.error());
   if (*row) return statement->column_int64(0);
@@ -103,34 +99,24 @@ Result<std::optional<TaskRecord>> MemoryStore::find_task(const std::string& name
   auto statement = db_.cached(
       "SELECT id, name, spec_hash, tags, spec_json, updated_at, judging_spec_sha256 FROM tasks"
       " WHERE name = ?1");
-  statement->bind(1, name);
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return std::optional<TaskRecord>();
-  TaskRecord task;
-  task.id = statement->column_int64(0);
-  task.name = statement->column_text(1);
-  task.spec_hash = statement->column_text(2);
-  task.tags = rows::tags_from_json(statement->column_text(3));
-  task.spec_json = statement->column_text(4);
-  task.updated_at = statement->column_text(5);
-  task.judging_spec_sha256 = statement->column_text(6);
-  return std::optional<TaskRecord>(std::move(task));
+  return statement->bind(1, name).first_row([](const sql::Statement& row) {
+    TaskRecord task;
+    task.id = row.column_int64(0);
+    task.name = row.column_text(1);
+    task.spec_hash = row.column_text(2);
+    task.tags = rows::tags_from_json(row.column_text(3));
+    task.spec_json = row.column_text(4);
+    task.updated_at = row.column_text(5);
+    task.judging_spec_sha256 = row.column_text(6);
+    return task;
+  });
 }
 
 Result<std::vector<TaskRecord>> MemoryStore::list_tasks() {
-  std::vector<std::string> names;
-  {
-    auto statement = db_.cached("SELECT name FROM tasks ORDER BY name");
-    while (true) {
-      auto row = statement->step();
-      if (!row) return make_error(row.error());
-      if (!*row) break;
-      names.push_back(statement->column_text(0));
-    }
-  }
+  auto names = db_.cached("SELECT name FROM tasks ORDER BY name")->collect(rows::read_text);
+  if (!names) return make_error(names.error());
   std::vector<TaskRecord> tasks;
-  for (const auto& name : names) {
+  for (const auto& name : *names) {
     auto task = find_task(name);
     if (!task) return make_error(task.error());
     if (*task) tasks.push_back(std::move(**task));
@@ -158,17 +144,10 @@ Result<int64_t> MemoryStore::add_kernel(const KernelRecord& kernel) {
         "origin_model,"
         " origin_prompt_template, origin_tuner, tunables_json, created_at)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
-    statement->bind(1, sha)
-        .bind(2, kernel.source)
-        .bind(3, *tid)
-        .bind(4, kernel.parent_id)
-        .bind(5, kernel.run_id)
-        .bind(6, origin_name(kernel.origin.agent))
-        .bind(7, kernel.origin.model)
-        .bind(8, kernel.origin.prompt_template)
-        .bind(9, kernel.origin.tuner)
-        .bind(10, kernel.tunables_json)
-        .bind(11, or_now(kernel.created_at, now));
+    statement->bind_all(sha, kernel.source, *tid, kernel.parent_id, kernel.run_id,
+                        origin_name(kernel.origin.agent), kernel.origin.model,
+                        kernel.origin.prompt_template, kernel.origin.tuner, kernel.tunables_json,
+                        or_now(kernel.created_at, now));
     if (auto s = statement->run(); !s) return make_error("kernel: " + s.error());
     id = db_.last_insert_rowid();
   }
@@ -180,11 +159,7 @@ Result<int64_t> MemoryStore::add_kernel(const KernelRecord& kernel) {
 Result<std::optional<KernelRecord>> MemoryStore::kernel(int64_t id) {
   auto statement = db_.cached(std::string("SELECT ") + rows::kKernelColumns +
                               " FROM kernels k JOIN tasks t ON t.id = k.task_id WHERE k.id = ?1");
-  statement->bind(1, id);
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return std::optional<KernelRecord>();
-  return std::optional<KernelRecord>(rows::read_kernel(*statement));
+  return statement->bind(1, id).first_row(rows::read_kernel);
 }
 
 Result<std::optional<int64_t>> MemoryStore::find_kernel(const std::string& sha256) {
@@ -210,26 +185,12 @@ Result<int64_t> MemoryStore::add_evaluation(const EvaluationRecord& e) {
       " judging_spec_sha256, verifier_version)"
       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
       " ?19, ?20)");
-  statement->bind(1, e.kernel_id)
-      .bind(2, *tid)
-      .bind(3, e.run_id)
-      .bind(4, e.gpu.model)
-      .bind(5, e.gpu.compute_capability)
-      .bind(6, e.gpu.driver_version)
-      .bind(7, e.gpu.cuda_version)
-      .bind(8, verdict_name(e.verdict))
-      .bind(9, scrub_secrets(e.detail))
-      .bind(10, e.tunables_json)
-      .bind(11, e.median_us)
-      .bind(12, e.noise)
-      .bind(13, e.baseline_us)
-      .bind(14, e.speedup)
-      .bind(15, e.sol_percent)
-      .bind(16, e.resources_json)
-      .bind(17, or_now(e.created_at, now))
-      .bind(18, e.profile_json.empty() ? std::string("{}") : e.profile_json)
-      .bind(19, e.judging_spec_sha256)
-      .bind(20, e.verifier_version);
+  statement->bind_all(e.kernel_id, *tid, e.run_id, e.gpu.model, e.gpu.compute_capability,
+                      e.gpu.driver_version, e.gpu.cuda_version, verdict_name(e.verdict),
+                      scrub_secrets(e.detail), e.tunables_json, e.median_us, e.noise, e.baseline_us,
+                      e.speedup, e.sol_percent, e.resources_json, or_now(e.created_at, now),
+                      e.profile_json.empty() ? std::string("{}") : e.profile_json,
+                      e.judging_spec_sha256, e.verifier_version);
   if (auto s = statement->run(); !s) return make_error("evaluation: " + s.error());
   return db_.last_insert_rowid();
 }
@@ -242,22 +203,16 @@ Result<std::optional<EvaluationRecord>> MemoryStore::best_kernel(const std::stri
                               " WHERE t.name = ?1 AND e.gpu_model = ?2 AND e.verdict = 'ok'"
                               " AND e.median_us > 0 ORDER BY " +
                               kBestEvaluationOrder + " LIMIT 1");
-  statement->bind(1, task).bind(2, gpu_model);
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return std::optional<EvaluationRecord>();
-  return std::optional<EvaluationRecord>(rows::read_evaluation(*statement));
+  return statement->bind(1, task).bind(2, gpu_model).first_row(rows::read_evaluation);
 }
 
 Result<std::string> MemoryStore::latest_profile(int64_t kernel_id) {
   auto statement = db_.cached(
       "SELECT profile_json FROM evaluations WHERE kernel_id = ?1 AND profile_json != '{}'"
       " ORDER BY id DESC LIMIT 1");
-  statement->bind(1, kernel_id);
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return std::string();
-  return statement->column_text(0);
+  auto profile = statement->bind(1, kernel_id).first_row(rows::read_text);
+  if (!profile) return make_error(profile.error());
+  return profile->value_or(std::string());
 }
 
 Result<std::vector<std::string>> MemoryStore::verified_gpus(const std::string& task) {
@@ -265,14 +220,7 @@ Result<std::vector<std::string>> MemoryStore::verified_gpus(const std::string& t
       "SELECT e.gpu_model FROM evaluations e JOIN tasks t ON t.id = e.task_id"
       " WHERE t.name = ?1 AND e.verdict = 'ok' AND e.median_us > 0"
       " GROUP BY e.gpu_model ORDER BY count(*) DESC, e.gpu_model");
-  statement->bind(1, task);
-  std::vector<std::string> gpus;
-  while (true) {
-    auto row = statement->step();
-    if (!row) return make_error(row.error());
-    if (!*row) return gpus;
-    gpus.push_back(statement->column_text(0));
-  }
+  return statement->bind(1, task).collect(rows::read_text);
 }
 
 // ---- runs and LLM calls ----
@@ -287,7 +235,7 @@ Result<int64_t> MemoryStore::start_run(const std::string& config_json) {
 
 Status MemoryStore::finish_run(int64_t run_id, RunStatus status) {
   auto statement = db_.cached("UPDATE runs SET finished_at = ?2, status = ?3 WHERE id = ?1");
-  statement->bind(1, run_id).bind(2, utc_timestamp()).bind(3, run_status_name(status));
+  statement->bind_all(run_id, utc_timestamp(), run_status_name(status));
   if (auto s = statement->run(); !s) return s;
   if (db_.changes() == 0) return make_error("run " + std::to_string(run_id) + " does not exist");
   return ok_status();
@@ -295,10 +243,7 @@ Status MemoryStore::finish_run(int64_t run_id, RunStatus status) {
 
 Result<std::optional<RunRecord>> MemoryStore::latest_run() {
   auto statement = db_.cached(std::string(rows::kRunSelect) + " ORDER BY id DESC LIMIT 1");
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return std::optional<RunRecord>();
-  return std::optional<RunRecord>(rows::read_run(*statement));
+  return statement->first_row(rows::read_run);
 }
 
 Result<int64_t> MemoryStore::record_llm_call(const LlmCallRecord& call) {
@@ -307,17 +252,9 @@ Result<int64_t> MemoryStore::record_llm_call(const LlmCallRecord& call) {
       "INSERT INTO llm_calls(run_id, agent, provider, model, prompt_tokens, completion_tokens,"
       " cost_usd, latency_ms, status, error, created_at)"
       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
-  statement->bind(1, call.run_id)
-      .bind(2, call.agent)
-      .bind(3, call.provider)
-      .bind(4, call.model)
-      .bind(5, call.prompt_tokens)
-      .bind(6, call.completion_tokens)
-      .bind(7, call.cost_usd)
-      .bind(8, call.latency_ms)
-      .bind(9, call.status)
-      .bind(10, scrub_secrets(call.error))
-      .bind(11, or_now(call.created_at, now));
+  statement->bind_all(call.run_id, call.agent, call.provider, call.model, call.prompt_tokens,
+                      call.completion_tokens, call.cost_usd, call.latency_ms, call.status,
+                      scrub_secrets(call.error), or_now(call.created_at, now));
   if (auto s = statement->run(); !s) return make_error("LLM call: " + s.error());
   return db_.last_insert_rowid();
 }

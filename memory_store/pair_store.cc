@@ -43,11 +43,8 @@ Result<std::optional<PairRecord>> find_same_pair(sql::Database& db, const PairRe
                              " FROM pairs p JOIN tasks t ON t.id = p.task_id"
                              " WHERE p.slow_kernel_id = ?1 AND p.fast_kernel_id = ?2"
                              " AND p.gpu_model = ?3");
-  statement->bind(1, pair.slow_kernel_id).bind(2, pair.fast_kernel_id).bind(3, pair.gpu_model);
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return std::optional<PairRecord>();
-  return std::optional<PairRecord>(rows::read_pair(*statement));
+  statement->bind_all(pair.slow_kernel_id, pair.fast_kernel_id, pair.gpu_model);
+  return statement->first_row(rows::read_pair);
 }
 
 // `existing` with what the newcomer `pair` adds: its summary where there was none, its new
@@ -75,11 +72,8 @@ Status update_pair(sql::Database& db, const PairRecord& merged) {
   auto update = db.cached(
       "UPDATE pairs SET summary = ?2, tags = ?3, retrieved_count = ?4, improved_count = ?5"
       " WHERE id = ?1");
-  update->bind(1, merged.id)
-      .bind(2, scrub_secrets(merged.summary))
-      .bind(3, rows::tags_to_json(merged.tags))
-      .bind(4, merged.retrieved_count)
-      .bind(5, merged.improved_count);
+  update->bind_all(merged.id, scrub_secrets(merged.summary), rows::tags_to_json(merged.tags),
+                   merged.retrieved_count, merged.improved_count);
   if (auto s = update->run(); !s) return make_error("pair: " + s.error());
   return ok_status();
 }
@@ -91,20 +85,11 @@ Result<int64_t> insert_pair(sql::Database& db, const PairRecord& pair, int64_t t
       "INSERT INTO pairs(slow_kernel_id, fast_kernel_id, task_id, speedup, gpu_model, gpu_arch,"
       " summary, tags, family, is_negative, lineage_root_id, retrieved_count, improved_count,"
       " created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
-  insert->bind(1, pair.slow_kernel_id)
-      .bind(2, pair.fast_kernel_id)
-      .bind(3, task_id)
-      .bind(4, pair.speedup)
-      .bind(5, pair.gpu_model)
-      .bind(6, pair.gpu_arch)
-      .bind(7, scrub_secrets(pair.summary))
-      .bind(8, rows::tags_to_json(pair.tags))
-      .bind(9, pair.tags.empty() ? std::string() : pair.tags.front())
-      .bind(10, pair.speedup < 1.0)
-      .bind(11, lineage)
-      .bind(12, std::max(pair.retrieved_count, pair.improved_count))
-      .bind(13, pair.improved_count)
-      .bind(14, created_at);
+  insert->bind_all(pair.slow_kernel_id, pair.fast_kernel_id, task_id, pair.speedup, pair.gpu_model,
+                   pair.gpu_arch, scrub_secrets(pair.summary), rows::tags_to_json(pair.tags),
+                   pair.tags.empty() ? std::string() : pair.tags.front(), pair.speedup < 1.0,
+                   lineage, std::max(pair.retrieved_count, pair.improved_count),
+                   pair.improved_count, created_at);
   if (auto s = insert->run(); !s) return make_error("pair: " + s.error());
   return db.last_insert_rowid();
 }
@@ -156,11 +141,7 @@ Result<int64_t> MemoryStore::add_pair(const PairRecord& pair) {
 Result<std::optional<PairRecord>> MemoryStore::pair(int64_t id) {
   auto statement = db_.cached(std::string("SELECT ") + rows::kPairColumns +
                               " FROM pairs p JOIN tasks t ON t.id = p.task_id WHERE p.id = ?1");
-  statement->bind(1, id);
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return std::optional<PairRecord>();
-  return std::optional<PairRecord>(rows::read_pair(*statement));
+  return statement->bind(1, id).first_row(rows::read_pair);
 }
 
 Result<std::vector<PairRecord>> MemoryStore::wins(const WinsFilter& filter) {
@@ -171,18 +152,8 @@ Result<std::vector<PairRecord>> MemoryStore::wins(const WinsFilter& filter) {
                               "      OR instr(lower(p.gpu_model), lower(?2)) > 0)"
                               " AND p.speedup >= ?3 AND (?4 = '' OR p.created_at >= ?4)"
                               " ORDER BY p.speedup DESC, p.id LIMIT ?5");
-  statement->bind(1, filter.task)
-      .bind(2, filter.gpu)
-      .bind(3, filter.min_speedup)
-      .bind(4, filter.since)
-      .bind(5, filter.limit);
-  std::vector<PairRecord> pairs;
-  while (true) {
-    auto row = statement->step();
-    if (!row) return make_error(row.error());
-    if (!*row) return pairs;
-    pairs.push_back(rows::read_pair(*statement));
-  }
+  statement->bind_all(filter.task, filter.gpu, filter.min_speedup, filter.since, filter.limit);
+  return statement->collect(rows::read_pair);
 }
 
 Status MemoryStore::mark_retrieved(const std::vector<int64_t>& pair_ids) {

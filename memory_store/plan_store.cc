@@ -70,15 +70,9 @@ Result<int64_t> add_plan(sql::Database& db, const PlanRecord& plan) {
       "INSERT INTO plans (run_id, task_id, parent_kernel_id, title, detail, technique, outcome,"
       " child_kernel_ids, created_at)"
       " SELECT ?1, t.id, ?3, ?4, ?5, ?6, ?7, ?8, ?9 FROM tasks t WHERE t.name = ?2");
-  statement->bind(1, plan.run_id)
-      .bind(2, plan.task)
-      .bind(3, plan.parent_kernel_id)
-      .bind(4, plan.title)
-      .bind(5, plan.detail)
-      .bind(6, plan.technique)
-      .bind(7, plan.outcome)
-      .bind(8, nlohmann::json(plan.child_kernel_ids).dump())
-      .bind(9, plan.created_at.empty() ? utc_timestamp() : plan.created_at);
+  statement->bind_all(plan.run_id, plan.task, plan.parent_kernel_id, plan.title, plan.detail,
+                      plan.technique, plan.outcome, nlohmann::json(plan.child_kernel_ids).dump(),
+                      plan.created_at.empty() ? utc_timestamp() : plan.created_at);
   if (auto s = statement->run(); !s) return make_error("plans: " + s.error());
   if (db.changes() == 0) return make_error("plans: no task named " + plan.task);
   return db.last_insert_rowid();
@@ -116,7 +110,7 @@ Status finish_plan(sql::Database& db, int64_t id, const std::string& outcome,
     }
   }
   auto statement = db.cached("UPDATE plans SET outcome = ?2, child_kernel_ids = ?3 WHERE id = ?1");
-  statement->bind(1, id).bind(2, merged).bind(3, nlohmann::json(children).dump());
+  statement->bind_all(id, merged, nlohmann::json(children).dump());
   if (auto s = statement->run(); !s) return make_error("plans: " + s.error());
   return ok_status();
 }
@@ -128,24 +122,21 @@ constexpr const char* kPlanColumns =
     " p.child_kernel_ids, p.created_at FROM plans p JOIN tasks t ON t.id = p.task_id";
 
 Result<std::vector<PlanRecord>> read_plans(sql::Statement& statement, const std::string& task) {
-  std::vector<PlanRecord> plans;
-  while (true) {
-    auto row = statement.step();
-    if (!row) return make_error("plans: " + row.error());
-    if (!*row) break;
+  auto plans = statement.collect([&](const sql::Statement& row) {
     PlanRecord p;
-    p.id = statement.column_int64(0);
-    p.run_id = statement.column_optional_int64(1);
+    p.id = row.column_int64(0);
+    p.run_id = row.column_optional_int64(1);
     p.task = task;
-    p.parent_kernel_id = statement.column_optional_int64(2);
-    p.title = statement.column_text(3);
-    p.detail = statement.column_text(4);
-    p.technique = statement.column_text(5);
-    p.outcome = statement.column_text(6);
-    p.child_kernel_ids = ids_from_json(statement.column_text(7));
-    p.created_at = statement.column_text(8);
-    plans.push_back(std::move(p));
-  }
+    p.parent_kernel_id = row.column_optional_int64(2);
+    p.title = row.column_text(3);
+    p.detail = row.column_text(4);
+    p.technique = row.column_text(5);
+    p.outcome = row.column_text(6);
+    p.child_kernel_ids = ids_from_json(row.column_text(7));
+    p.created_at = row.column_text(8);
+    return p;
+  });
+  if (!plans) return make_error("plans: " + plans.error());
   return plans;
 }
 
@@ -156,7 +147,7 @@ Result<std::vector<PlanRecord>> failed_plans(sql::Database& db, const std::strin
   auto statement = db.cached(std::string(kPlanColumns) +
                              " WHERE t.name = ?1 AND p.run_id IS NOT ?2 AND p.outcome NOT LIKE "
                              "'verified%' AND p.outcome != 'queued' ORDER BY p.id DESC LIMIT ?3");
-  statement->bind(1, task).bind(2, except_run).bind(3, limit);
+  statement->bind_all(task, except_run, limit);
   return read_plans(*statement, task);
 }
 
@@ -177,16 +168,8 @@ Result<int64_t> add_transcript(sql::Database& db, TranscriptRecord t) {
   auto statement = db.cached(
       "INSERT INTO llm_transcripts (run_id, agent, task, template, system, prompt, answer,"
       " status, cut, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
-  statement->bind(1, t.run_id)
-      .bind(2, t.agent)
-      .bind(3, t.task)
-      .bind(4, t.template_file)
-      .bind(5, t.system)
-      .bind(6, t.prompt)
-      .bind(7, t.answer)
-      .bind(8, t.status)
-      .bind(9, t.cut)
-      .bind(10, t.created_at.empty() ? utc_timestamp() : t.created_at);
+  statement->bind_all(t.run_id, t.agent, t.task, t.template_file, t.system, t.prompt, t.answer,
+                      t.status, t.cut, t.created_at.empty() ? utc_timestamp() : t.created_at);
   if (auto s = statement->run(); !s) return make_error("transcripts: " + s.error());
   int64_t id = db.last_insert_rowid();
   // The table's cap: the oldest transcripts beyond the newest kMaxTranscripts go.
@@ -231,25 +214,18 @@ Result<std::vector<TranscriptRecord>> list_transcripts(sql::Database& db,
                              "'', '', '' FROM llm_transcripts"
                              " WHERE (?1 IS NULL OR run_id = ?1) AND (?3 = '' OR task = ?3)"
                              " ORDER BY id DESC LIMIT ?2");
-  statement->bind(1, run_id).bind(2, limit).bind(3, task);
-  std::vector<TranscriptRecord> out;
-  while (true) {
-    auto row = statement->step();
-    if (!row) return make_error("transcripts: " + row.error());
-    if (!*row) break;
-    out.push_back(read_transcript(*statement));
-  }
+  statement->bind_all(run_id, limit, task);
+  auto out = statement->collect(read_transcript);
+  if (!out) return make_error("transcripts: " + out.error());
   return out;
 }
 
 Result<std::optional<TranscriptRecord>> transcript(sql::Database& db, int64_t id) {
   auto statement = db.cached(std::string("SELECT ") + kTranscriptColumns +
                              "system, prompt, answer FROM llm_transcripts WHERE id = ?1");
-  statement->bind(1, id);
-  auto row = statement->step();
-  if (!row) return make_error("transcripts: " + row.error());
-  if (!*row) return std::optional<TranscriptRecord>();
-  return std::optional<TranscriptRecord>(read_transcript(*statement));
+  auto found = statement->bind(1, id).first_row(read_transcript);
+  if (!found) return make_error("transcripts: " + found.error());
+  return found;
 }
 
 }  // namespace kopt::memory

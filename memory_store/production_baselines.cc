@@ -31,13 +31,8 @@ ProductionBaselineRecord read_row(const sql::Statement& s) {
 }
 
 Result<std::vector<ProductionBaselineRecord>> read_all(sql::Statement& statement) {
-  std::vector<ProductionBaselineRecord> rows;
-  while (true) {
-    auto row = statement.step();
-    if (!row) return make_error("production_baselines: " + row.error());
-    if (!*row) break;
-    rows.push_back(read_row(statement));
-  }
+  auto rows = statement.collect(read_row);
+  if (!rows) return make_error("production_baselines: " + rows.error());
   return rows;
 }
 
@@ -79,18 +74,9 @@ Result<int64_t> add_production_baseline(sql::Database& db, const ProductionBasel
       "INSERT INTO production_baselines (task, gpu_model, name, median_us, noise, samples,"
       " device_json, library_versions_json, spec_sha256, shape, detail, created_at)"
       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
-  statement->bind(1, r.task)
-      .bind(2, r.gpu_model)
-      .bind(3, r.name)
-      .bind(4, r.median_us)
-      .bind(5, r.noise)
-      .bind(6, r.samples)
-      .bind(7, r.device_json)
-      .bind(8, r.library_versions_json)
-      .bind(9, r.spec_sha256)
-      .bind(10, r.shape)
-      .bind(11, r.detail)
-      .bind(12, r.created_at.empty() ? utc_timestamp() : r.created_at);
+  statement->bind_all(r.task, r.gpu_model, r.name, r.median_us, r.noise, r.samples, r.device_json,
+                      r.library_versions_json, r.spec_sha256, r.shape, r.detail,
+                      r.created_at.empty() ? utc_timestamp() : r.created_at);
   if (auto s = statement->run(); !s) return make_error("production_baselines: " + s.error());
   return db.last_insert_rowid();
 }
@@ -106,7 +92,7 @@ Result<std::vector<ProductionBaselineRecord>> current_production_baselines(
                              " production_baselines WHERE task = ?1 AND gpu_model = ?2 AND"
                              " (?3 = '' OR spec_sha256 = ?3) GROUP BY name) AND median_us > 0"
                              " ORDER BY median_us, name");
-  statement->bind(1, task).bind(2, gpu_model).bind(3, spec_sha256);
+  statement->bind_all(task, gpu_model, spec_sha256);
   return read_all(*statement);
 }
 
@@ -121,19 +107,14 @@ Result<std::optional<ProductionBaselineRecord>> best_production_baseline(
 
 Result<std::vector<std::string>> libraries_not_installed(sql::Database& db, const std::string& task,
                                                          const std::string& gpu_model) {
-  std::vector<std::string> names;
-  if (!db.has_table("production_baselines")) return names;
+  if (!db.has_table("production_baselines")) return std::vector<std::string>{};
   auto statement = db.cached(
       "SELECT name FROM production_baselines WHERE id IN (SELECT max(id) FROM"
       " production_baselines WHERE task = ?1 AND gpu_model = ?2 GROUP BY name) AND median_us = 0"
       " ORDER BY name");
   statement->bind(1, task).bind(2, gpu_model);
-  while (true) {
-    auto row = statement->step();
-    if (!row) return make_error("production_baselines: " + row.error());
-    if (!*row) break;
-    names.push_back(statement->column_text(0));
-  }
+  auto names = statement->collect([](const sql::Statement& row) { return row.column_text(0); });
+  if (!names) return make_error("production_baselines: " + names.error());
   return names;
 }
 

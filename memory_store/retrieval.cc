@@ -193,12 +193,10 @@ Result<std::string> candidate_ids(sql::Database& db, const RetrievalQuery& query
                                   const QueryWords& words) {
   std::set<int64_t> ids;
   auto collect = [&](sql::CachedStatement& statement) -> Status {
-    while (true) {
-      auto row = statement->step();
-      if (!row) return make_error("retrieval: " + row.error());
-      if (!*row) return ok_status();
-      ids.insert(statement->column_int64(0));
-    }
+    auto s =
+        statement->each_row([&](const sql::Statement& row) { ids.insert(row.column_int64(0)); });
+    if (!s) return make_error("retrieval: " + s.error());
+    return s;
   };
   {
     auto statement = db.cached(
@@ -250,14 +248,11 @@ Result<std::map<int64_t, TextMatch>> text_relevance(sql::Database& db, const std
       "SELECT f.rowid,"
       " f.summary || ' ' || f.tags || ' ' || f.task || ' ' || f.slow_terms || ' ' || f.fast_terms"
       " FROM json_each(?1) j JOIN pair_fts f ON f.rowid = j.value");
-  statement->bind(1, id_list);
-  while (true) {
-    auto row = statement->step();
-    if (!row) return make_error("retrieval: " + row.error());
-    if (!*row) break;
-    doc_ids.push_back(statement->column_int64(0));
-    documents.push_back(statement->column_text(1));
-  }
+  auto read = statement->bind(1, id_list).each_row([&](const sql::Statement& row) {
+    doc_ids.push_back(row.column_int64(0));
+    documents.push_back(row.column_text(1));
+  });
+  if (!read) return make_error("retrieval: " + read.error());
   std::vector<double> coverage;
   std::vector<double> scores = bm25_scores(words, documents, &coverage);
   double best = 0;
@@ -315,7 +310,7 @@ Result<std::vector<RetrievedPair>> scored_candidates(sql::Database& db, const Re
                              " JOIN kernels sk ON sk.id = p.slow_kernel_id"
                              " LEFT JOIN pair_fts f ON f.rowid = p.id"
                              " WHERE (?2 OR p.is_negative = 0)");
-  statement->bind(1, id_list).bind(2, query.include_negatives).bind(3, match_bottleneck);
+  statement->bind_all(id_list, query.include_negatives, match_bottleneck);
   while (true) {
     auto row = statement->step();
     if (!row) return make_error("retrieval: " + row.error());
@@ -365,13 +360,11 @@ Status exclude_lineage(sql::Database& db, int64_t kernel_id, RetrievalQuery& rul
       "WITH RECURSIVE lineage(id) AS (SELECT ?1 UNION"
       " SELECT k.parent_id FROM kernels k JOIN lineage l ON k.id = l.id"
       " WHERE k.parent_id IS NOT NULL) SELECT id FROM lineage LIMIT 10000");
-  statement->bind(1, kernel_id);
-  while (true) {
-    auto row = statement->step();
-    if (!row) return make_error("retrieval: " + row.error());
-    if (!*row) return ok_status();
-    rules.exclude_kernels.insert(statement->column_int64(0));
-  }
+  auto s = statement->bind(1, kernel_id).each_row([&](const sql::Statement& row) {
+    rules.exclude_kernels.insert(row.column_int64(0));
+  });
+  if (!s) return make_error("retrieval: " + s.error());
+  return s;
 }
 
 }  // namespace
@@ -406,29 +399,23 @@ Result<std::vector<SearchHit>> MemoryStore::search(const std::string& query, int
         "SELECT p.id, t.name, p.summary, p.speedup FROM pair_fts f"
         " JOIN pairs p ON p.id = f.rowid JOIN tasks t ON t.id = p.task_id"
         " WHERE pair_fts MATCH ?1 ORDER BY f.rank, p.id LIMIT ?2");
-    statement->bind(1, match).bind(2, limit);
-    while (true) {
-      auto row = statement->step();
-      if (!row) return make_error("search: " + row.error());
-      if (!*row) break;
-      hits.push_back({"pair", statement->column_int64(0), statement->column_text(1),
-                      statement->column_text(2), statement->column_double(3)});
-    }
+    auto s = statement->bind(1, match).bind(2, limit).each_row([&](const sql::Statement& row) {
+      hits.push_back({"pair", row.column_int64(0), row.column_text(1), row.column_text(2),
+                      row.column_double(3)});
+    });
+    if (!s) return make_error("search: " + s.error());
   }
   auto statement = db_.cached(
       "SELECT k.id, t.name, k.sha256, k.origin_agent, k.origin_model, k.origin_tuner"
       " FROM kernel_fts f JOIN kernels k ON k.id = f.rowid JOIN tasks t ON t.id = k.task_id"
       " WHERE kernel_fts MATCH ?1 ORDER BY f.rank, k.id LIMIT ?2");
-  statement->bind(1, match).bind(2, limit);
-  while (true) {
-    auto row = statement->step();
-    if (!row) return make_error("search: " + row.error());
-    if (!*row) break;
-    std::string origin = statement->column_int64(5) ? "tuner" : statement->column_text(3);
-    if (!statement->column_text(4).empty()) origin += " (" + statement->column_text(4) + ")";
-    hits.push_back({"kernel", statement->column_int64(0), statement->column_text(1),
-                    statement->column_text(2).substr(0, 12) + "  " + origin, 0});
-  }
+  auto s = statement->bind(1, match).bind(2, limit).each_row([&](const sql::Statement& row) {
+    std::string origin = row.column_int64(5) ? "tuner" : row.column_text(3);
+    if (!row.column_text(4).empty()) origin += " (" + row.column_text(4) + ")";
+    hits.push_back({"kernel", row.column_int64(0), row.column_text(1),
+                    row.column_text(2).substr(0, 12) + "  " + origin, 0});
+  });
+  if (!s) return make_error("search: " + s.error());
   return hits;
 }
 

@@ -20,9 +20,9 @@ RunStatus stored_run_status(const std::string& name) {
 
 namespace rows {
 
-PairRecord read_pair(const sql::Statement& row, int first) {
+PairRecord read_pair(const sql::Statement& row) {
   PairRecord pair;
-  int c = first;
+  int c = 0;
   pair.id = row.column_int64(c++);
   pair.slow_kernel_id = row.column_int64(c++);
   pair.fast_kernel_id = row.column_int64(c++);

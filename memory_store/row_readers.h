@@ -34,11 +34,14 @@ inline constexpr const char* kKernelColumns =
 inline constexpr const char* kRunSelect =
     "SELECT id, config_json, started_at, coalesce(finished_at, ''), status FROM runs";
 
-// Reads a pair from columns first..first+13 of the current row.
-PairRecord read_pair(const sql::Statement& row, int first = 0);
+// Reads a pair from the first kPairColumnCount columns of the current row.
+PairRecord read_pair(const sql::Statement& row);
 EvaluationRecord read_evaluation(const sql::Statement& row);
 KernelRecord read_kernel(const sql::Statement& row);
 RunRecord read_run(const sql::Statement& row);
+// The first column of the row: for one-column queries (names, ids) handed to collect().
+inline std::string read_text(const sql::Statement& row) { return row.column_text(0); }
+inline int64_t read_int64(const sql::Statement& row) { return row.column_int64(0); }
 
 // Tags are stored as a JSON array of strings.
 std::string tags_to_json(const std::vector<std::string>& tags);

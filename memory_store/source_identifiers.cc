@@ -13,6 +13,21 @@ namespace {
 
 bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
+// Hands each run of word characters of `text` to `on_word`, in order, while it returns true.
+template <typename OnWord>
+void for_each_word(std::string_view text, OnWord on_word) {
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!is_word_char(text[i])) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    while (i < text.size() && is_word_char(text[i])) ++i;
+    if (!on_word(std::string(text.substr(start, i - start)))) return;
+  }
+}
+
 // Words every kernel file has: C++ keywords, plain types, the thread-index built-ins and the
 // keys of a kopt:plan. Matching on them says nothing about what a kernel does.
 const std::unordered_set<std::string>& stop_words() {
@@ -32,46 +47,33 @@ const std::unordered_set<std::string>& stop_words() {
 
 std::vector<std::string> index_terms(std::string_view source) {
   std::set<std::string> terms;
-  size_t i = 0;
-  while (i < source.size()) {
-    if (!is_word_char(source[i])) {
-      ++i;
-      continue;
-    }
-    size_t start = i;
-    while (i < source.size() && is_word_char(source[i])) ++i;
-    std::string word(source.substr(start, i - start));
+  for_each_word(source, [&](const std::string& word) {
     // Numbers, single letters and boilerplate carry no meaning for retrieval.
-    if (std::isdigit(static_cast<unsigned char>(word[0])) || word.size() < 3) continue;
-    if (stop_words().count(word)) continue;
+    if (std::isdigit(static_cast<unsigned char>(word[0])) || word.size() < 3) return true;
+    if (stop_words().count(word)) return true;
     terms.insert(word);
-    if (word.find('_') == std::string::npos) continue;
+    if (word.find('_') == std::string::npos) return true;
     for (const auto& part : split(word, '_')) {
       if (part.size() >= 2 && !std::isdigit(static_cast<unsigned char>(part[0])) &&
           !stop_words().count(part)) {
         terms.insert(part);
       }
     }
-  }
+    return true;
+  });
   return {terms.begin(), terms.end()};
 }
 
 std::vector<std::string> text_words(std::string_view text, size_t limit) {
   std::vector<std::string> words;
   std::unordered_set<std::string> seen;
-  size_t i = 0;
-  while (i < text.size() && words.size() < limit) {
-    if (!is_word_char(text[i])) {
-      ++i;
-      continue;
-    }
-    size_t start = i;
-    while (i < text.size() && is_word_char(text[i])) ++i;
-    std::string word(text.substr(start, i - start));
+  if (limit == 0) return words;
+  for_each_word(text, [&](std::string word) {
     std::transform(word.begin(), word.end(), word.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (seen.insert(word).second) words.push_back(word);
-  }
+    return words.size() < limit;
+  });
   return words;
 }
 

@@ -44,8 +44,8 @@ Statement::~Statement() {
 
 void Statement::check_bind(int rc, int index) {
   if (rc != SQLITE_OK) {
-    throw std::logic_error(describe(db_, rc, "bind parameter " + std::to_string(index) + " of " +
-                                                 sql()));
+    throw std::logic_error(
+        describe(db_, rc, "bind parameter " + std::to_string(index) + " of " + sql()));
   }
 }
 
@@ -95,13 +95,9 @@ void Statement::reset() {
   sqlite3_clear_bindings(handle_);
 }
 
-int64_t Statement::column_int64(int column) const {
-  return sqlite3_column_int64(handle_, column);
-}
+int64_t Statement::column_int64(int column) const { return sqlite3_column_int64(handle_, column); }
 
-double Statement::column_double(int column) const {
-  return sqlite3_column_double(handle_, column);
-}
+double Statement::column_double(int column) const { return sqlite3_column_double(handle_, column); }
 
 std::string Statement::column_text(int column) const {
   const unsigned char* text = sqlite3_column_text(handle_, column);
@@ -213,7 +209,8 @@ Result<Database> Database::open(const std::filesystem::path& path, const Options
   auto mode = db.query_text("PRAGMA journal_mode=WAL");
   if (!mode) return make_error(path.string() + ": " + mode.error());
   if (*mode != "wal") {
-    return make_error(path.string() + ": cannot switch to WAL mode (journal_mode is " + *mode + ")");
+    return make_error(path.string() + ": cannot switch to WAL mode (journal_mode is " + *mode +
+                      ")");
   }
   // Retrieval reads a few hundred scattered rows per prompt: memory-mapped reads (256 MiB of
   // address space, not memory) save a read() system call and a copy per page.
@@ -259,22 +256,28 @@ Status Database::execute(std::string_view sql) {
   return ok_status();
 }
 
-Result<int64_t> Database::query_int64(std::string_view sql) {
-  auto statement = prepare(sql);
+namespace {
+
+// The first row of `sql` made a value by `read`; a query that returns no row is an error.
+template <typename Read>
+auto query_first(Database& db, std::string_view sql, Read read)
+    -> Result<decltype(read(std::declval<Statement&>()))> {
+  auto statement = db.prepare(sql);
   if (!statement) return make_error(statement.error());
-  auto row = statement->step();
+  auto row = statement->first_row(read);
   if (!row) return make_error(row.error());
   if (!*row) return make_error("no row from '" + std::string(sql) + "'");
-  return statement->column_int64(0);
+  return std::move(**row);
+}
+
+}  // namespace
+
+Result<int64_t> Database::query_int64(std::string_view sql) {
+  return query_first(*this, sql, [](const Statement& row) { return row.column_int64(0); });
 }
 
 Result<std::string> Database::query_text(std::string_view sql) {
-  auto statement = prepare(sql);
-  if (!statement) return make_error(statement.error());
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return make_error("no row from '" + std::string(sql) + "'");
-  return statement->column_text(0);
+  return query_first(*this, sql, [](const Statement& row) { return row.column_text(0); });
 }
 
 bool Database::in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }

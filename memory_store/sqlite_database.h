@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
 
@@ -39,10 +41,20 @@ class Statement {
   Statement& bind(int index, double value);
   Statement& bind(int index, std::string_view value);
   Statement& bind(int index, const char* value) { return bind(index, std::string_view(value)); }
-  Statement& bind(int index, const std::string& value) { return bind(index, std::string_view(value)); }
+  Statement& bind(int index, const std::string& value) {
+    return bind(index, std::string_view(value));
+  }
   Statement& bind(int index, bool value) { return bind(index, static_cast<int64_t>(value)); }
   Statement& bind(int index, const std::optional<int64_t>& value);
   Statement& bind_null(int index);
+  // Binds `values` to parameters 1, 2, ... in order: an INSERT's columns written once, without
+  // hand-numbered indexes to keep in step with the SQL.
+  template <typename... Values>
+  Statement& bind_all(const Values&... values) {
+    int index = 0;
+    (bind(++index, values), ...);
+    return *this;
+  }
 
   // Advances to the next row: true while a row is available, false when done.
   Result<bool> step();
@@ -50,6 +62,35 @@ class Statement {
   Status run();
   // Makes the statement ready to run again and clears its bindings.
   void reset();
+
+  // Steps through every row, handing the statement to `on_row` to read that row's columns; a
+  // failed step ends it with that step's error.
+  template <typename OnRow>
+  Status each_row(OnRow&& on_row) {
+    while (true) {
+      auto row = step();
+      if (!row) return make_error(row.error());
+      if (!*row) return ok_status();
+      on_row(*this);
+    }
+  }
+  // Every row, each made a value by `read` (a row reader such as rows::read_pair).
+  template <typename Read>
+  auto collect(Read&& read) -> Result<std::vector<decltype(read(std::declval<Statement&>()))>> {
+    std::vector<decltype(read(std::declval<Statement&>()))> out;
+    if (auto s = each_row([&](const Statement&) { out.push_back(read(*this)); }); !s)
+      return make_error(s.error());
+    return out;
+  }
+  // The first row made a value by `read`, or nothing when the statement returns no row.
+  template <typename Read>
+  auto first_row(Read&& read) -> Result<std::optional<decltype(read(std::declval<Statement&>()))>> {
+    using Value = decltype(read(std::declval<Statement&>()));
+    auto row = step();
+    if (!row) return make_error(row.error());
+    if (!*row) return std::optional<Value>();
+    return std::optional<Value>(read(*this));
+  }
 
   int64_t column_int64(int column) const;
   double column_double(int column) const;
@@ -131,8 +172,7 @@ class Database {
 
  private:
   Database(sqlite3* db, std::filesystem::path path);
-  static Result<Database> open_read_only(const std::filesystem::path& path,
-                                         const Options& options);
+  static Result<Database> open_read_only(const std::filesystem::path& path, const Options& options);
 
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;

@@ -16,30 +16,24 @@ Result<std::map<std::string, TaskCounts>> task_counts(sql::Database& db,
       " WHERE (?1 IS NULL OR e.run_id = ?1)"
       " AND NOT (k.origin_agent = 'baseline' AND k.parent_id IS NULL)"
       " GROUP BY t.name");
-  counts->bind(1, run_id);
-  while (true) {
-    auto row = counts->step();
-    if (!row) return make_error("task counts: " + row.error());
-    if (!*row) break;
-    TaskCounts& c = out[counts->column_text(0)];
-    c.candidates = counts->column_int64(1);
-    c.verified = counts->column_int64(2);
-    c.rejected = counts->column_int64(3);
-  }
+  auto counted = counts->bind(1, run_id).each_row([&](const sql::Statement& row) {
+    TaskCounts& c = out[row.column_text(0)];
+    c.candidates = row.column_int64(1);
+    c.verified = row.column_int64(2);
+    c.rejected = row.column_int64(3);
+  });
+  if (!counted) return make_error("task counts: " + counted.error());
   auto best = db.cached(std::string("SELECT ") + rows::kEvaluationColumns +
                         " FROM evaluations e JOIN tasks t ON t.id = e.task_id"
                         " WHERE (?1 IS NULL OR e.run_id = ?1) AND e.verdict = 'ok'"
                         " AND e.median_us > 0 ORDER BY t.name, " +
                         kBestEvaluationOrder);
-  best->bind(1, run_id);
-  while (true) {
-    auto row = best->step();
-    if (!row) return make_error("task best: " + row.error());
-    if (!*row) break;
-    EvaluationRecord e = rows::read_evaluation(*best);
+  auto bested = best->bind(1, run_id).each_row([&](const sql::Statement& row) {
+    EvaluationRecord e = rows::read_evaluation(row);
     TaskCounts& c = out[e.task];
     if (!c.best) c.best = std::move(e);
-  }
+  });
+  if (!bested) return make_error("task best: " + bested.error());
   return out;
 }
 

@@ -26,12 +26,15 @@ const std::map<std::string, std::string> kRefusedNames = {
     // The clock of the compile: a kernel verified today and exported (or recompiled) tomorrow
     // would not be the same kernel. __FILE__, __LINE__ and __COUNTER__ stay: every compile
     // names the program alike (sandbox/compiler.cc), so the same text expands alike.
-    {"__DATE__", "__DATE__ is refused: it changes with the day of the compile, so the kernel "
-                 "that runs would not be the kernel that was verified"},
-    {"__TIME__", "__TIME__ is refused: it changes with the time of the compile, so the kernel "
-                 "that runs would not be the kernel that was verified"},
-    {"__TIMESTAMP__", "__TIMESTAMP__ is refused: it changes with the time of the compile, so "
-                      "the kernel that runs would not be the kernel that was verified"},
+    {"__DATE__",
+     "__DATE__ is refused: it changes with the day of the compile, so the kernel "
+     "that runs would not be the kernel that was verified"},
+    {"__TIME__",
+     "__TIME__ is refused: it changes with the time of the compile, so the kernel "
+     "that runs would not be the kernel that was verified"},
+    {"__TIMESTAMP__",
+     "__TIMESTAMP__ is refused: it changes with the time of the compile, so "
+     "the kernel that runs would not be the kernel that was verified"},
 };
 // Attributes a kernel may carry; constructor, destructor, section, alias, ifunc, init_priority
 // and the rest of the host-facing ones are refused.
@@ -186,23 +189,34 @@ class DeviceCodeRules {
   // A condition may test only what both compilers agree on: the plan's tunables and macros this
   // file defines or undefines outside any condition, and through them only such names.
   Status check_known(const std::string& id, int line, const std::string& directive) {
-    std::vector<std::string> todo = {id};
+    return walk_macros(id, line, [&](const std::string& name, const auto*) -> Status {
+      if (known_.count(name)) return ok_status();
+      return error(line, directive + " tests '" + name +
+                             "', which this file does not define before it: a condition may "
+                             "test only macros the file defines outside any condition (or the "
+                             "plan's tunables), since NVRTC and a host compiler predefine "
+                             "different ones");
+    });
+  }
+
+  // Visits `start` and every name reachable from it through macro bodies, each once, with its
+  // definitions (nullptr for a name that is no macro); stops at the first visit that fails. The
+  // walk has a budget: a chain of many macros costs a refusal, not minutes.
+  template <typename Visit>
+  Status walk_macros(const std::string& start, int line, Visit visit) {
+    std::vector<std::string> todo = {start};
     std::set<std::string> seen;
     while (!todo.empty()) {
       std::string name = todo.back();
       todo.pop_back();
       if (!seen.insert(name).second) continue;
       if (++work_ > kWorkBudget) return error(line, "macros nest too deep for the gate to follow");
-      if (!known_.count(name))
-        return error(line, directive + " tests '" + name +
-                               "', which this file does not define before it: a condition may "
-                               "test only macros the file defines outside any condition (or the "
-                               "plan's tunables), since NVRTC and a host compiler predefine "
-                               "different ones");
       auto m = definitions_.find(name);
-      if (m == definitions_.end()) continue;
-      for (const auto& def : m->second)
-        for (const auto& body_id : def.identifiers) todo.push_back(body_id);
+      const auto* definitions = m == definitions_.end() ? nullptr : &m->second;
+      if (Status s = visit(name, definitions); !s) return s;
+      if (!definitions) continue;
+      for (const auto& def : *definitions)
+        todo.insert(todo.end(), def.identifiers.begin(), def.identifiers.end());
     }
     return ok_status();
   }
@@ -307,24 +321,15 @@ class DeviceCodeRules {
       if (!definitions_.count(name) || facts.count(name)) continue;
       if (Status s = check_expansion(name, item.line); !s) return make_error(s.error());
       MacroFacts& f = facts[name];
-      std::vector<std::string> todo = {name};
-      std::set<std::string> seen;
-      while (!todo.empty()) {
-        std::string m = todo.back();
-        todo.pop_back();
-        if (!seen.insert(m).second) continue;
-        if (++work_ > kWorkBudget)
-          return error(item.line, "macros nest too deep for the gate to follow");
-        auto it = definitions_.find(m);
-        if (it == definitions_.end()) continue;
-        for (const auto& def : it->second) {
+      auto walked = walk_macros(name, item.line, [&](const std::string&, const auto* definitions) {
+        if (!definitions) return ok_status();
+        for (const auto& def : *definitions) {
           f.has_separator = f.has_separator || def.has_separator;
-          for (const auto& id : def.identifiers) {
-            f.identifiers.insert(id);
-            todo.push_back(id);
-          }
+          f.identifiers.insert(def.identifiers.begin(), def.identifiers.end());
         }
-      }
+        return ok_status();
+      });
+      if (!walked) return make_error(walked.error());
     }
     return facts;
   }

@@ -29,34 +29,14 @@ std::string number_text(double v) {
 // A randint bound: an integer or an expression over sizes.
 void read_int_bound(JsonReader& reader, const json& node, const std::string& path, const char* key,
                     std::string& target, const std::set<std::string>& symbols) {
-  if (!node.contains(key)) {
-    reader.error(path + "." + key, "required field is missing");
-    return;
-  }
-  const json& v = node.at(key);
-  if (v.is_number_integer()) {
-    target = std::to_string(v.get<int64_t>());
-  } else if (v.is_string()) {
-    target = v.get<std::string>();
-    check_expression(reader, path + "." + key, target, symbols);
-  } else {
-    reader.error(path + "." + key, "expected an integer or an expression string");
-  }
+  read_size_field(reader, node, path, key, target, symbols, {.required = true});
 }
 
 // A positive integer or an expression string at `path.key` into `target`.
 void read_length(JsonReader& reader, const json& node, const std::string& path, const char* key,
                  std::string& target, const std::set<std::string>& symbols) {
-  if (!node.contains(key)) return;
-  const json& v = node.at(key);
-  if (v.is_number_integer() && v.get<int64_t>() >= 1) {
-    target = std::to_string(v.get<int64_t>());
-  } else if (v.is_string()) {
-    target = v.get<std::string>();
-    check_expression(reader, path + "." + key, target, symbols);
-  } else {
-    reader.error(path + "." + key, "expected a positive integer or an expression string");
-  }
+  read_size_field(reader, node, path, key, target, symbols,
+                  {.min = 1, .integer = "a positive integer"});
 }
 
 // The structure keys: what they need and what they exclude.
@@ -167,6 +147,36 @@ void check_expression(JsonReader& reader, const std::string& path, const std::st
                    "unknown symbol '" + id + "' in '" + text + "'" +
                        did_you_mean(id, std::vector<std::string>(symbols.begin(), symbols.end())));
     }
+  }
+}
+
+void read_dtype_field(JsonReader& reader, const json& node, const std::string& path,
+                      DType& target) {
+  std::string dtype = reader.string_field(node, path, "dtype", true).value_or("f32");
+  if (auto d = parse_dtype(dtype)) {
+    target = *d;
+  } else {
+    reader.error(path + ".dtype",
+                 "unknown dtype '" + dtype + "'" + did_you_mean(dtype, dtype_names()));
+  }
+}
+
+void read_size_field(JsonReader& reader, const json& node, const std::string& path, const char* key,
+                     std::string& target, const std::set<std::string>& symbols,
+                     const SizeField& rule) {
+  if (!node.contains(key)) {
+    if (rule.required) reader.error(path + "." + key, "required field is missing");
+    return;
+  }
+  const json& v = node.at(key);
+  if (v.is_number_integer() && (!rule.min || v.get<int64_t>() >= *rule.min)) {
+    target = std::to_string(v.get<int64_t>());
+  } else if (v.is_string()) {
+    target = v.get<std::string>();
+    check_expression(reader, path + "." + key, target, symbols);
+  } else {
+    reader.error(path + "." + key,
+                 std::string("expected ") + rule.integer + " or an expression string");
   }
 }
 

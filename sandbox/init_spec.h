@@ -60,4 +60,20 @@ InitSpec read_init_object(JsonReader& reader, const nlohmann::json& node, const 
 void check_expression(JsonReader& reader, const std::string& path, const std::string& text,
                       const std::set<std::string>& symbols);
 
+// A size field at `path.key` into `target`: an integer literal of at least `min` (any integer
+// without one), written as text, or an expression string checked against `symbols`. `integer`
+// names the literal for the error ("a positive integer").
+// The required "dtype" field of `node` (a dtype's name; "did you mean" otherwise) into `target`.
+void read_dtype_field(JsonReader& reader, const nlohmann::json& node, const std::string& path,
+                      DType& target);
+
+struct SizeField {
+  std::optional<int64_t> min;
+  const char* integer = "an integer";
+  bool required = false;
+};
+void read_size_field(JsonReader& reader, const nlohmann::json& node, const std::string& path,
+                     const char* key, std::string& target, const std::set<std::string>& symbols,
+                     const SizeField& rule);
+
 }  // namespace kopt

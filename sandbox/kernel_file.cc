@@ -291,13 +291,7 @@ ScratchBuffer read_scratch_buffer(JsonReader& checker, const json& item, const s
   if (symbols.integers.count(buffer.name) || symbols.floats.count(buffer.name))
     checker.error(path + ".name",
                   "'" + buffer.name + "' clashes with a size or constant of the task");
-  std::string dtype = checker.string_field(item, path, "dtype", true).value_or("f32");
-  if (auto d = parse_dtype(dtype)) {
-    buffer.dtype = *d;
-  } else {
-    checker.error(path + ".dtype",
-                  "unknown dtype '" + dtype + "'" + did_you_mean(dtype, dtype_names()));
-  }
+  read_dtype_field(checker, item, path, buffer.dtype);
   buffer.count = checker.string_field(item, path, "count", true).value_or("0");
   check_integer_expression(checker, path + ".count", buffer.count, task ? &symbols : nullptr);
   buffer.zero = checker.bool_field(item, path, "zero", false).value_or(false);

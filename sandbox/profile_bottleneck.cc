@@ -1,5 +1,7 @@
 #include "sandbox/profile_bottleneck.h"
 
+#include "common/enum_names.h"
+
 namespace kopt {
 
 namespace {
@@ -59,26 +61,20 @@ Bottleneck classify_bottleneck(const KernelProfile& p) {
   return Bottleneck::kLatency;
 }
 
+constexpr EnumNameTable<Bottleneck, 8> kBottleneckNames = {{
+    {Bottleneck::kUnknown, "unknown"},
+    {Bottleneck::kDramBandwidth, "dram_bandwidth"},
+    {Bottleneck::kSharedBankConflicts, "shared_bank_conflicts"},
+    {Bottleneck::kTensor, "tensor"},
+    {Bottleneck::kCompute, "compute"},
+    {Bottleneck::kOccupancyLatency, "occupancy_latency"},
+    {Bottleneck::kMemoryLatency, "memory_latency"},
+    {Bottleneck::kLatency, "latency"},
+}};
+static_assert(names_each_enumerator(kBottleneckNames, Bottleneck::kLatency));
+
 std::string bottleneck_name(Bottleneck bottleneck) {
-  switch (bottleneck) {
-    case Bottleneck::kUnknown:
-      return "unknown";
-    case Bottleneck::kDramBandwidth:
-      return "dram_bandwidth";
-    case Bottleneck::kSharedBankConflicts:
-      return "shared_bank_conflicts";
-    case Bottleneck::kTensor:
-      return "tensor";
-    case Bottleneck::kCompute:
-      return "compute";
-    case Bottleneck::kOccupancyLatency:
-      return "occupancy_latency";
-    case Bottleneck::kMemoryLatency:
-      return "memory_latency";
-    case Bottleneck::kLatency:
-      return "latency";
-  }
-  return "unknown";
+  return enum_name(kBottleneckNames, bottleneck, "unknown");
 }
 
 std::string bottleneck_description(Bottleneck bottleneck) {

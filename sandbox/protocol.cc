@@ -255,27 +255,6 @@ TimingSummary timing_from_json(JsonReader& r, const json& o, const std::string& 
   return t;
 }
 
-json resources_to_json(const KernelResources& k) {
-  return {{"registers", k.registers},
-          {"local_bytes", k.local_bytes},
-          {"static_shared_bytes", k.static_shared_bytes},
-          {"dynamic_shared_bytes", k.dynamic_shared_bytes},
-          {"occupancy", number_to_json(k.occupancy)}};
-}
-
-KernelResources resources_from_json(JsonReader& r, const json& o, const std::string& path) {
-  KernelResources k;
-  r.check_keys(
-      o, path,
-      {"registers", "local_bytes", "static_shared_bytes", "dynamic_shared_bytes", "occupancy"});
-  read_into(r, o, path, "registers", k.registers);
-  read_into(r, o, path, "local_bytes", k.local_bytes);
-  read_into(r, o, path, "static_shared_bytes", k.static_shared_bytes);
-  read_into(r, o, path, "dynamic_shared_bytes", k.dynamic_shared_bytes);
-  read_into(r, o, path, "occupancy", k.occupancy);
-  return k;
-}
-
 json mismatch_to_json(const Mismatch& m) {
   return {{"output", m.output},
           {"shape", m.shape},
@@ -309,6 +288,36 @@ std::optional<T> optional_object(JsonReader& r, const json& o, const std::string
   const json* sub = r.typed_field(o, path, key, json::value_t::object, false);
   if (!sub) return std::nullopt;
   return parse(r, *sub, path + "." + key);
+}
+
+}  // namespace
+
+json resources_to_json(const KernelResources& k) {
+  return {{"registers", k.registers},
+          {"local_bytes", k.local_bytes},
+          {"static_shared_bytes", k.static_shared_bytes},
+          {"dynamic_shared_bytes", k.dynamic_shared_bytes},
+          {"occupancy", number_to_json(k.occupancy)}};
+}
+
+KernelResources resources_from_json(JsonReader& r, const json& o, const std::string& path) {
+  KernelResources k;
+  read_into(r, o, path, "registers", k.registers);
+  read_into(r, o, path, "local_bytes", k.local_bytes);
+  read_into(r, o, path, "static_shared_bytes", k.static_shared_bytes);
+  read_into(r, o, path, "dynamic_shared_bytes", k.dynamic_shared_bytes);
+  read_into(r, o, path, "occupancy", k.occupancy);
+  return k;
+}
+
+namespace {
+
+// The worker's answer holds nothing but the resources' own keys.
+KernelResources answer_resources_from_json(JsonReader& r, const json& o, const std::string& path) {
+  r.check_keys(
+      o, path,
+      {"registers", "local_bytes", "static_shared_bytes", "dynamic_shared_bytes", "occupancy"});
+  return resources_from_json(r, o, path);
 }
 
 }  // namespace
@@ -404,7 +413,8 @@ Result<EvalResult> eval_result_from_json(const json& j) {
       optional_object<TimingSummary>(r, j, "$", "candidate_time", timing_from_json);
   result.baseline_time =
       optional_object<TimingSummary>(r, j, "$", "baseline_time", timing_from_json);
-  result.resources = optional_object<KernelResources>(r, j, "$", "resources", resources_from_json);
+  result.resources =
+      optional_object<KernelResources>(r, j, "$", "resources", answer_resources_from_json);
   read_into(r, j, "$", "speedup", result.speedup);
   read_into(r, j, "$", "sol_us", result.sol_us);
   read_into(r, j, "$", "sol_percent", result.sol_percent);

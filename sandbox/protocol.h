@@ -25,6 +25,8 @@
 
 namespace kopt {
 
+class JsonReader;
+
 // 2: the worker's hello line first (a worker queued by Slurm is waiting, not hung), stress rounds
 // (EvalOptions::stress, Mismatch::stress; task.json format 2), the profile pass
 // (EvalOptions::profile, EvalResult::profile).
@@ -121,6 +123,14 @@ struct KernelResources {
   int64_t dynamic_shared_bytes = 0;
   double occupancy = 0;  // theoretical, 0..1, of the heaviest launch
 };
+
+// A kernel's resources as JSON: the worker's answer and the memory's evaluations.resources_json
+// carry the same keys, written and read only here.
+nlohmann::json resources_to_json(const KernelResources& resources);
+// Reads the keys resources_to_json writes (absent ones keep their defaults, mistyped ones are
+// errors under `path`); which other keys may stand beside them is the caller's rule.
+KernelResources resources_from_json(JsonReader& reader, const nlohmann::json& object,
+                                    const std::string& path);
 
 struct TimingSummary {
   double median_us = 0;

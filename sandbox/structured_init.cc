@@ -20,19 +20,8 @@ const std::vector<std::string> kRoutingKeys = {"experts", "hot", "cold"};
 // An expression field (a non-negative integer literal or an expression string) into `target`.
 void read_expr(JsonReader& reader, const json& node, const std::string& path, const char* key,
                std::string& target, const std::set<std::string>& symbols, bool required) {
-  if (!node.contains(key)) {
-    if (required) reader.error(path + "." + key, "required field is missing");
-    return;
-  }
-  const json& v = node.at(key);
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) {
-    target = std::to_string(v.get<int64_t>());
-  } else if (v.is_string()) {
-    target = v.get<std::string>();
-    check_expression(reader, path + "." + key, target, symbols);
-  } else {
-    reader.error(path + "." + key, "expected a non-negative integer or an expression string");
-  }
+  read_size_field(reader, node, path, key, target, symbols,
+                  {.min = 0, .integer = "a non-negative integer", .required = required});
 }
 
 std::string read_input_name(JsonReader& reader, const json& node, const std::string& path,

@@ -72,13 +72,7 @@ std::vector<TensorSpec> read_tensors(JsonReader& reader, const json& root, const
       reader.error(path + ".name", "'" + t.name + "' is not an identifier");
     else if (is_reserved_code_name(t.name))
       reader.error(path + ".name", "'" + t.name + "' " + std::string(kReservedCodeNameRule));
-    std::string dtype = reader.string_field(item, path, "dtype", true).value_or("f32");
-    if (auto d = parse_dtype(dtype)) {
-      t.dtype = *d;
-    } else {
-      reader.error(path + ".dtype",
-                   "unknown dtype '" + dtype + "'" + did_you_mean(dtype, dtype_names()));
-    }
+    read_dtype_field(reader, item, path, t.dtype);
     t.shape = reader.string_list(item, path, "shape", true);
     for (size_t d = 0; d < t.shape.size(); ++d)
       check_expression(reader, path + ".shape[" + std::to_string(d) + "]", t.shape[d], symbols);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/enum_names.h"
+
 namespace kopt {
 
 namespace {
@@ -75,20 +77,17 @@ StoppingParams stopping_params(const EvalOptions& options) {
   return params;
 }
 
+constexpr EnumNameTable<StopReason, 5> kStopReasonNames = {{
+    {StopReason::kNotYet, "not yet"},
+    {StopReason::kConverged, "converged"},
+    {StopReason::kGpuTimeCap, "gpu time cap"},
+    {StopReason::kWallDeadline, "wall deadline"},
+    {StopReason::kSampleCap, "sample cap"},
+}};
+static_assert(names_each_enumerator(kStopReasonNames, StopReason::kSampleCap));
+
 std::string stop_reason_name(StopReason reason) {
-  switch (reason) {
-    case StopReason::kNotYet:
-      return "not yet";
-    case StopReason::kConverged:
-      return "converged";
-    case StopReason::kGpuTimeCap:
-      return "gpu time cap";
-    case StopReason::kWallDeadline:
-      return "wall deadline";
-    case StopReason::kSampleCap:
-      return "sample cap";
-  }
-  return "unknown";
+  return enum_name(kStopReasonNames, reason, "unknown");
 }
 
 StoppingCriterion::StoppingCriterion(StoppingParams params, Clock clock)

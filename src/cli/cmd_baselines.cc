@@ -123,8 +123,7 @@ int run_baselines(int argc, char** argv) {
       "helper", "the timing helper (default: scripts/torch_baselines.py of kopt's source tree)",
       cxxopts::value<std::string>());
   add_sandbox_flags(options);
-  options.parse_positional({"names"});
-  options.positional_help("[TASK...]");
+  add_positionals(options, {"names"}, "[TASK...]");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;

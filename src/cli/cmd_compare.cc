@@ -131,8 +131,7 @@ int run_compare(int argc, char** argv) {
   options.add_options()("runs", "the two run ids", cxxopts::value<std::vector<std::string>>())(
       "db-b", "the database of RUN_B (default: --db's)", cxxopts::value<std::string>(), "PATH")(
       "json", "one JSON document");
-  options.parse_positional({"runs"});
-  options.positional_help("RUN_A RUN_B");
+  add_positionals(options, {"runs"}, "RUN_A RUN_B");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
@@ -151,15 +150,8 @@ int run_compare(int argc, char** argv) {
   if (args->count("db-b")) {
     std::filesystem::path other = (*args)["db-b"].as<std::string>();
     if (!database_file_readable(other, "kopt compare")) return memory::kExitUnreadableDatabase;
-    memory::OpenOptions read;
-    read.create = false;
-    read.read_only = true;
-    auto opened = memory::MemoryStore::open(other, read);
-    if (!opened) {
-      std::cerr << "kopt compare: " << opened.error() << "\n";
-      return memory::kExitUnreadableDatabase;
-    }
-    store_b = std::move(*opened);
+    store_b = open_memory_at(other, MemoryAccess::kRead, "kopt compare");
+    if (!store_b) return memory::kExitUnreadableDatabase;
   }
   auto a = read_side(*store_a, *first);
   auto b = read_side(store_b ? *store_b : *store_a, *second);

@@ -272,8 +272,7 @@ int run_eval(int argc, char** argv) {
                            "baseline when no file is given); exit 0 only for a verdict of ok");
   add_eval_flags(options);
   add_sandbox_flags(options);
-  options.parse_positional({"task", "kernel"});
-  options.positional_help("TASK [KERNEL.cu]");
+  add_positionals(options, {"task", "kernel"}, "TASK [KERNEL.cu]");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;

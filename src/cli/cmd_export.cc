@@ -160,10 +160,7 @@ int run_export(int argc, char** argv) {
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
-  if (!args->count("out")) {
-    std::cerr << "kopt export: missing --out DIR (see --help)\n";
-    return 2;
-  }
+  if (!given(options, *args, "out", "--out DIR")) return 2;
   exporter::ExportOptions export_options;
   if (!export_options_from(*args, export_options)) return 2;
   auto store = open_memory(*args, MemoryAccess::kRead, "kopt export");

@@ -667,15 +667,12 @@ int run_memory(int argc, char** argv) {
       "max-negatives-per-task", "prune: negative pairs kept per task",
       cxxopts::value<int64_t>()->default_value("100"));
   add_database_option(options);
-  options.parse_positional({"action", "words"});
-  options.positional_help("wins|search|show|kernel|calls|call|stats|export|import|prune [ARGS]");
+  add_positionals(options, {"action", "words"},
+                  "wins|search|show|kernel|calls|call|stats|export|import|prune [ARGS]");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
-  if (!args->count("action")) {
-    std::cerr << "kopt memory: missing action (see --help)\n";
-    return 2;
-  }
+  if (!given(options, *args, "action", "action")) return 2;
   std::string action = (*args)["action"].as<std::string>();
   std::vector<std::string> words;
   if (args->count("words")) words = (*args)["words"].as<std::vector<std::string>>();

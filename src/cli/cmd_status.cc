@@ -113,14 +113,11 @@ void print_status_text(memory::MemoryStore& store, const orchestrator::RunProgre
 // daemon still runs.
 int show_status(const cxxopts::ParseResult& args, const std::filesystem::path& db_path,
                 bool& alive) {
-  memory::OpenOptions open_options;
-  open_options.create = false;
-  open_options.read_only = true;
-  auto store = memory::MemoryStore::open(db_path, open_options);
+  auto store = open_memory_at(db_path, MemoryAccess::kRead, "kopt status");
   if (!store) {
-    std::cerr << "kopt status: " << store.error() << "\n";
-    std::error_code ec;
-    return std::filesystem::exists(db_path, ec) ? memory::kExitUnreadableDatabase : 2;
+    // A database that is not there is a wrong --db (2); one that is there but unreadable is not.
+    int code = memory_open_exit_code();
+    return code == memory::kExitUnreadableDatabase ? code : 2;
   }
   std::optional<int64_t> run_id;
   if (args.count("run")) run_id = args["run"].as<int64_t>();

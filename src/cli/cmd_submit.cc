@@ -22,15 +22,11 @@ int run_submit(int argc, char** argv) {
                            "kopt run --resume)");
   options.add_options()("task", "task folder or name", cxxopts::value<std::string>());
   add_database_option(options);
-  options.parse_positional({"task"});
-  options.positional_help("TASKDIR");
+  add_positionals(options, {"task"}, "TASKDIR");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;
-  if (!args->count("task")) {
-    std::cerr << "kopt submit: missing TASKDIR (see --help)\n";
-    return 2;
-  }
+  if (!given(options, *args, "task", "TASKDIR")) return 2;
   auto dir = resolve_task_dir((*args)["task"].as<std::string>(), default_tasks_root());
   if (!dir) {
     std::cerr << "kopt submit: " << dir.error() << "\n";

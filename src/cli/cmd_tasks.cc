@@ -281,8 +281,7 @@ int run_tasks(int argc, char** argv) {
       "baselines", "tasks check: then measure the production baselines into --db (kopt baselines)")(
       "db", "tasks check --baselines: the memory database", cxxopts::value<std::string>());
   add_sandbox_flags(options);
-  options.parse_positional({"action", "names"});
-  options.positional_help("list|check [TASK...]|new NAME|import FILE...");
+  add_positionals(options, {"action", "names"}, "list|check [TASK...]|new NAME|import FILE...");
   int code = 0;
   auto args = parse_options(options, argc, argv, code);
   if (!args) return code;

@@ -49,12 +49,18 @@ std::optional<memory::MemoryStore> open_memory(const cxxopts::ParseResult& args,
     last_open_exit_code = memory::kExitUnreadableDatabase;
     return std::nullopt;
   }
+  return open_memory_at(*path, access, command);
+}
+
+std::optional<memory::MemoryStore> open_memory_at(const std::filesystem::path& path,
+                                                  MemoryAccess access, const std::string& command) {
+  last_open_exit_code = 1;
   memory::OpenOptions options;
   options.create = access == MemoryAccess::kWriteOrCreate;
   options.read_only = access == MemoryAccess::kRead;
   std::error_code ec;
-  bool existed = std::filesystem::exists(*path, ec);
-  auto store = memory::MemoryStore::open(*path, options);
+  bool existed = std::filesystem::exists(path, ec);
+  auto store = memory::MemoryStore::open(path, options);
   if (!store) {
     std::cerr << command << ": " << store.error() << "\n";
     // A file that is there but does not open as a memory (e.g. a schema to upgrade).

@@ -32,7 +32,12 @@ enum class MemoryAccess {
 std::optional<memory::MemoryStore> open_memory(const cxxopts::ParseResult& args,
                                                MemoryAccess access, const std::string& command);
 
-// The exit code for the last failure of open_memory in this process: memory::
+// Opens the memory at `path` (already checked with database_file_readable). Prints
+// "COMMAND: error" and returns nullopt on failure.
+std::optional<memory::MemoryStore> open_memory_at(const std::filesystem::path& path,
+                                                  MemoryAccess access, const std::string& command);
+
+// The exit code for the last failure of open_memory or open_memory_at in this process: memory::
 // kExitUnreadableDatabase for a file that is there but cannot be read as a memory (a folder,
 // not SQLite, damaged, a schema this command cannot read), else 1.
 int memory_open_exit_code();

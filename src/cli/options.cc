@@ -29,6 +29,19 @@ std::optional<cxxopts::ParseResult> parse_options(cxxopts::Options& options, int
   }
 }
 
+void add_positionals(cxxopts::Options& options, std::vector<std::string> names,
+                     const std::string& usage) {
+  options.parse_positional(std::move(names));
+  options.positional_help(usage);
+}
+
+bool given(const cxxopts::Options& options, const cxxopts::ParseResult& args,
+           const std::string& key, const std::string& what) {
+  if (args.count(key)) return true;
+  std::cerr << options.program() << ": missing " << what << " (see --help)\n";
+  return false;
+}
+
 int CommandFailure::operator()(int code, const std::string& message) const {
   std::cerr << message << "\n";
   if (json)

@@ -22,15 +22,6 @@ std::string json_text(const json& object, const char* key) {
   return v.is_string() ? v.get<std::string>() : dump_json(v);
 }
 
-json resources_json(const std::optional<KernelResources>& r) {
-  if (!r) return json::object();
-  return {{"registers", r->registers},
-          {"local_bytes", r->local_bytes},
-          {"static_shared_bytes", r->static_shared_bytes},
-          {"dynamic_shared_bytes", r->dynamic_shared_bytes},
-          {"occupancy", r->occupancy}};
-}
-
 EvalRequest evaluation_request(const CandidateInput& input) {
   EvalRequest request;
   request.task_json = input.task->raw_json;
@@ -212,7 +203,7 @@ memory::EvaluationRecord evaluation_record_of(const CandidateInput& input,
   evaluation.baseline_us = baseline_us;
   evaluation.speedup = result.verdict == Verdict::kOk ? speedup : 0;
   evaluation.sol_percent = result.verdict == Verdict::kOk ? result.sol_percent : 0;
-  json resources = resources_json(result.resources);
+  json resources = result.resources ? resources_to_json(*result.resources) : json::object();
   // The sha256 of the CUBIN the worker judged: `kopt export` refuses to ship other bytes.
   if (!result.image_sha256.empty()) resources["image_sha256"] = result.image_sha256;
   evaluation.resources_json = dump_json(resources);

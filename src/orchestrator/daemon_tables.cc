@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS daemon_status (
 )sql");
   if (!s) return make_error("daemon tables: " + s.error());
   if (db.has_table("meta")) {
-    auto meta = db.cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('daemon_tables_version', ?1)");
+    auto meta =
+        db.cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('daemon_tables_version', ?1)");
     meta->bind(1, kDaemonTablesVersion);
     if (auto m = meta->run(); !m) return m;
   }
@@ -87,11 +88,9 @@ Status write_status(sql::Database& db, const StatusRow& row) {
   auto statement = db.cached(
       "INSERT OR REPLACE INTO daemon_status(run_id, pid, updated_at, active_seconds, status_json)"
       " VALUES (?1, ?2, ?3, ?4, ?5)");
-  statement->bind(1, row.run_id)
-      .bind(2, row.pid)
-      .bind(3, row.updated_at.empty() ? memory::utc_timestamp() : row.updated_at)
-      .bind(4, row.active_seconds)
-      .bind(5, row.status_json);
+  statement->bind_all(row.run_id, row.pid,
+                      row.updated_at.empty() ? memory::utc_timestamp() : row.updated_at,
+                      row.active_seconds, row.status_json);
   return statement->run();
 }
 
@@ -100,17 +99,15 @@ Result<std::optional<StatusRow>> read_status(sql::Database& db, std::optional<in
   auto statement = db.cached(
       "SELECT run_id, pid, updated_at, active_seconds, status_json FROM daemon_status"
       " WHERE ?1 IS NULL OR run_id = ?1 ORDER BY run_id DESC LIMIT 1");
-  statement->bind(1, run_id);
-  auto row = statement->step();
-  if (!row) return make_error(row.error());
-  if (!*row) return std::optional<StatusRow>();
-  StatusRow out;
-  out.run_id = statement->column_int64(0);
-  out.pid = statement->column_int64(1);
-  out.updated_at = statement->column_text(2);
-  out.active_seconds = statement->column_double(3);
-  out.status_json = statement->column_text(4);
-  return std::optional<StatusRow>(std::move(out));
+  return statement->bind(1, run_id).first_row([](const sql::Statement& row) {
+    StatusRow out;
+    out.run_id = row.column_int64(0);
+    out.pid = row.column_int64(1);
+    out.updated_at = row.column_text(2);
+    out.active_seconds = row.column_double(3);
+    out.status_json = row.column_text(4);
+    return out;
+  });
 }
 
 Status reopen_run(sql::Database& db, int64_t run_id) {

@@ -58,7 +58,7 @@ Result<std::vector<WarmKernel>> RunRecorder::warm_start_kernels(const std::strin
       " WHERE t.name = ?1 AND e.gpu_model = ?2 AND e.verdict = 'ok' AND e.run_id IS NOT ?3"
       " AND k.origin_agent != 'baseline' AND e.speedup > 1.0"
       " GROUP BY k.id ORDER BY s DESC, k.id LIMIT 500");
-  statement->bind(1, task).bind(2, gpu_model).bind(3, run_id_);
+  statement->bind_all(task, gpu_model, run_id_);
   std::vector<WarmKernel> out;
   std::set<int64_t> lineages;  // a tuner kernel's lineage is the kernel it tuned
   while (static_cast<int>(out.size()) < limit) {
@@ -91,10 +91,8 @@ Result<EarlierNights> RunRecorder::earlier_nights(const TaskSpec& task) {
       std::string(kPastEvaluationColumns) +
       " WHERE t.name = ?1 AND e.run_id IS NOT ?2 AND e.judging_spec_sha256 = ?3"
       " AND e.verifier_version = ?4 ORDER BY e.id");
-  statement->bind(1, task.name)
-      .bind(2, run_id_ ? std::optional<int64_t>(run_id_) : std::nullopt)
-      .bind(3, judging_spec_sha256(task))
-      .bind(4, int64_t{kVerifierVersion});
+  statement->bind_all(task.name, run_id_ ? std::optional<int64_t>(run_id_) : std::nullopt,
+                      judging_spec_sha256(task), int64_t{kVerifierVersion});
   auto evaluations = read_past_evaluations(*statement, task.name);
   if (!evaluations) return make_error(evaluations.error());
   nights.evaluations = std::move(*evaluations);

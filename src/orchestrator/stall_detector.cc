@@ -6,30 +6,25 @@
 #include <map>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 
 namespace kopt::orchestrator {
 
+constexpr EnumNameTable<CallOutcome, 8> kOutcomeNames = {{
+    {CallOutcome::kNewKernel, "new kernels"},
+    {CallOutcome::kBrokenKernel, "new kernels that do not compile"},
+    {CallOutcome::kRepeat, "repeats"},
+    {CallOutcome::kTruncated, "cut at the token limit"},
+    {CallOutcome::kRefused, "refusals"},
+    {CallOutcome::kToolCall, "tool calls"},
+    {CallOutcome::kEmpty, "empty"},
+    {CallOutcome::kError, "errors"},
+}};
+static_assert(names_each_enumerator(kOutcomeNames, CallOutcome::kError));
+
 const char* call_outcome_name(CallOutcome outcome) {
-  switch (outcome) {
-    case CallOutcome::kNewKernel:
-      return "new kernels";
-    case CallOutcome::kBrokenKernel:
-      return "new kernels that do not compile";
-    case CallOutcome::kRepeat:
-      return "repeats";
-    case CallOutcome::kTruncated:
-      return "cut at the token limit";
-    case CallOutcome::kRefused:
-      return "refusals";
-    case CallOutcome::kToolCall:
-      return "tool calls";
-    case CallOutcome::kEmpty:
-      return "empty";
-    case CallOutcome::kError:
-      return "errors";
-  }
-  return "?";
+  return enum_name(kOutcomeNames, outcome, "?");
 }
 
 int StallDetector::new_kernels() const {

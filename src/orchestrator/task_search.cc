@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/enum_names.h"
 #include "common/sha256.h"
 #include "common/strings.h"
 #include "common/utf8.h"
@@ -64,23 +65,17 @@ double TaskSearch::fair_score() const {
   return (usage_.cost_usd + kGpuJobUsd * static_cast<double>(jobs_started_ + 1)) / weight();
 }
 
-const char* phase_name(TaskSearch::Phase phase) {
-  switch (phase) {
-    case TaskSearch::Phase::kNeedsBaseline:
-      return "waiting";
-    case TaskSearch::Phase::kBaselineRunning:
-      return "baseline";
-    case TaskSearch::Phase::kSearching:
-      return "searching";
-    case TaskSearch::Phase::kDone:
-      return "done";
-    case TaskSearch::Phase::kFailed:
-      return "failed";
-    case TaskSearch::Phase::kParked:
-      return "parked";
-  }
-  return "unknown";
-}
+constexpr EnumNameTable<TaskSearch::Phase, 6> kPhaseNames = {{
+    {TaskSearch::Phase::kNeedsBaseline, "waiting"},
+    {TaskSearch::Phase::kBaselineRunning, "baseline"},
+    {TaskSearch::Phase::kSearching, "searching"},
+    {TaskSearch::Phase::kDone, "done"},
+    {TaskSearch::Phase::kFailed, "failed"},
+    {TaskSearch::Phase::kParked, "parked"},
+}};
+static_assert(names_each_enumerator(kPhaseNames, TaskSearch::Phase::kParked));
+
+const char* phase_name(TaskSearch::Phase phase) { return enum_name(kPhaseNames, phase, "unknown"); }
 
 TaskProgress TaskSearch::progress() const {
   TaskProgress p;

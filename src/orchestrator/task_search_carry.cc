@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/json_limits.h"
+#include "common/json_reader.h"
 #include "common/sha256.h"
 #include "sandbox/compiler.h"
 #include "src/orchestrator/candidate_evaluation.h"
@@ -31,13 +32,10 @@ VerifiedKernel verified_from_history(const PastEvaluation& p) {
   k.sol_us = e.sol_percent / 100.0 * e.median_us;
   auto r = parse_json_bounded(e.resources_json);
   if (r.is_object() && r.contains("registers")) {
-    KernelResources res;
-    res.registers = r.value("registers", 0);
-    res.local_bytes = r.value("local_bytes", 0);
-    res.static_shared_bytes = r.value("static_shared_bytes", 0);
-    res.dynamic_shared_bytes = r.value("dynamic_shared_bytes", int64_t{0});
-    res.occupancy = r.value("occupancy", 0.0);
-    k.resources = res;
+    // The stored object also names the verified image (image_sha256): other keys are allowed.
+    JsonReader reader("resources_json");
+    KernelResources res = resources_from_json(reader, r, "$");
+    if (reader.ok()) k.resources = res;
   }
   return k;
 }
