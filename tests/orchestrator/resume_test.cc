@@ -232,8 +232,11 @@ TEST_F(ResumeTest, CompareShowsTwoRunsSideBySide) {
       EXPECT_EQ(row["a"]["candidates"], 2) << row.dump();
       // Run 2 pays for nothing run 1 judged (the search carried across nights): of axpy's three
       // tuner configurations, run 1's budget of 2 judged two, so run 2 judges the third, and
-      // re-verifies run 1's best once on purpose (the warm start).
-      EXPECT_EQ(row["b"]["candidates"], 2) << row.dump();
+      // re-verifies run 1's best once on purpose (the warm start) where that best is not the
+      // baseline. Which two run 1 judged depends on how its parallel jobs were claimed (on a
+      // loaded machine the two slower ones, and then its best is the baseline).
+      bool warm_start = row["a"]["best_speedup"].get<double>() > 1.0;
+      EXPECT_EQ(row["b"]["candidates"], warm_start ? 2 : 1) << row.dump();
       EXPECT_TRUE(row["a"]["best_speedup"].is_number());
     } else {
       EXPECT_TRUE(row["a"].is_null()) << "softmax was not in run 1: " << row.dump();
