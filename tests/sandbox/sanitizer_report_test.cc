@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 
 #include "common/files.h"
 #include "common/verdict.h"
@@ -286,12 +287,19 @@ TEST(SanitizerRunnerWithoutTool, SaysSoAndRunsNothing) {
   SanitizerOptions options;
   options.sanitizer = "";
   std::string saved = ::getenv("PATH") ? ::getenv("PATH") : "";
+  // Restored after: later tests of this process find the toolkit through CUDA_HOME.
+  std::optional<std::string> saved_cuda_home;
+  if (const char* v = ::getenv("CUDA_HOME")) saved_cuda_home = v;
   ::setenv("PATH", "/nonexistent", 1);
   ::setenv("CUDA_HOME", "/nonexistent", 1);
   auto found = find_compute_sanitizer();
   SanitizerOutcome outcome;
   if (!found) outcome = run_sanitizers(transpose_request(), worker, options);
   ::setenv("PATH", saved.c_str(), 1);
+  if (saved_cuda_home)
+    ::setenv("CUDA_HOME", saved_cuda_home->c_str(), 1);
+  else
+    ::unsetenv("CUDA_HOME");
   if (found) GTEST_SKIP() << "this machine has " << *found;
   EXPECT_FALSE(outcome.ran);
   EXPECT_FALSE(outcome.finding.has_value());
