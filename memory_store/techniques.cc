@@ -21,8 +21,14 @@ const std::vector<Technique>& techniques() {
         "ld.global.v4", "ld.global.nc.v4"},
        {"vector load", "vector store", "vector width", "128-bit load", "wide load"}},
       {"warp_shuffle", {"shfl", "shuffle"}, {"warp reduction", "warp-level reduc"}},
-      {"online_softmax", {"online"}, {"running max", "running sum", "single-pass softmax"}},
-      {"shared_tiling", {"tile", "tiling", "smem", "shared_mem"}, {"shared memory", "__shared__"}},
+      // "_online" names a kernel like softmax_online; a bare "online" phrase would match
+      // "nonlinear".
+      {"online_softmax",
+       {"online"},
+       {"running max", "running sum", "single-pass softmax", "_online"}},
+      // Not every __shared__ array is a tile: a block reduction's scratch is one too (the label
+      // audit of bench/results/cpu-devbox-2026-11-27-memory-measures found 17 such).
+      {"shared_tiling", {"tile", "tiling", "smem", "shared_mem"}, {"shared memory"}},
       {"smem_padding", {"padding", "padded", "swizzl"}, {"bank conflict", "bank-conflict"}},
       {"cp_async", {"cp.async", "cp_async", "memcpy_async", "pipeline_", "cuda::pipeline"}, {}},
       {"tensor_cores",
@@ -39,7 +45,8 @@ const std::vector<Technique>& techniques() {
        {"__launch_bounds__", "launch_bounds", "occupancy", "grid-stride"},
        {"block size", "threads per block", "grid stride", "blocks per sm"}},
       {"fast_math",
-       {"__expf", "expf_fast", "__fdividef", "rsqrtf", "exp2f", "__frcp", "__logf"},
+       // rsqrtf is the standard reciprocal square root (2 ulp), not a fast-math trade.
+       {"__expf", "expf_fast", "__fdividef", "exp2f", "__frcp", "__logf"},
        {"fast math", "fast-math", "fast exp", "approximate exp"}},
       {"packed_half", {"half2", "__hadd2", "__hmul2", "bfloat162", "bf162", "__hfma2"}, {}},
   };

@@ -33,6 +33,21 @@ TEST(Techniques, NamedFromSourceIdentifiers) {
   EXPECT_EQ(techniques_in("#pragma unroll\nfor (...)"), (Labels{"unrolling"}));
 }
 
+// Mislabels the label audit found on the suite's kernels (bench/results/
+// cpu-devbox-2026-11-27-memory-measures/label_audit.md).
+TEST(Techniques, TheLabelAuditsMislabelsAreGone) {
+  // A block reduction's shared scratch is not tiling; a tile is.
+  EXPECT_TRUE(techniques_in("__shared__ float partial[32];").empty());
+  EXPECT_EQ(techniques_in("__shared__ float As[TILE][TILE];"), (Labels{"shared_tiling"}));
+  // rsqrtf is not fast math; __expf is.
+  EXPECT_TRUE(techniques_in("float inv = rsqrtf(ss / n + eps);").empty());
+  EXPECT_EQ(techniques_in("float e = __expf(x - m);"), (Labels{"fast_math"}));
+  // A kernel named for its online softmax is one; a nonlinear activation is not.
+  EXPECT_EQ(techniques_in("extern \"C\" __global__ void softmax_online(const float* x)"),
+            (Labels{"online_softmax"}));
+  EXPECT_TRUE(techniques_in("a nonlinear activation").empty());
+}
+
 TEST(Techniques, WordsThatMustNotTrigger) {
   // "comma" holds "mma", "float" is not float4, "online" needs the word.
   EXPECT_TRUE(techniques_in("a comma, a float, an int").empty());

@@ -313,7 +313,9 @@ TEST_F(OrchestratorTest, TheSpendRateAlarmHoldsLlmWorkBackAndSaysSo) {
   RunOptions o = options({"axpy"}, true);
   o.max_in_flight = 1;
   RunProgress free_run = run_for_six_seconds(deps(evaluator, &fast), o, std::nullopt);
-  EXPECT_GE(fast.requests().size(), 3u);  // the planner, then the coder for its plans
+  // The planner, then the coder for its plans: more than the one call of the held run below
+  // (3 or more on an idle machine; a loaded 2-core machine got 2 in the six seconds).
+  EXPECT_GE(fast.requests().size(), 2u);
   EXPECT_EQ(free_run.alarm, "");
   // $0.10 in the last 10 minutes is $0.60 an hour: above $0.50, so after the planner's first
   // call nothing more is asked for the rest of the run, and the status says why.
