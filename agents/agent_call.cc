@@ -63,10 +63,18 @@ void AgentUsage::add(const AgentUsage& other) {
 
 namespace {
 
+// About 3.5 characters a token for English and CUDA with common tokenizers; 3 errs on the side
+// of a prompt counted longer than it is, so the clamped answer still fits.
+constexpr int kCharsPerToken = 3;
+
 int estimated_tokens(const std::string& text) {
-  // About 3.5 characters a token for English and CUDA with common tokenizers; 3 errs on the
-  // side of a prompt counted longer than it is, so the clamped answer still fits.
-  return static_cast<int>(text.size() / 3) + 1;
+  return static_cast<int>(text.size() / kCharsPerToken) + 1;
+}
+
+int estimated_tokens(const LlmRequest& request) {
+  int tokens = estimated_tokens(request.system);
+  for (const auto& m : request.messages) tokens += estimated_tokens(m.content) + 4;
+  return tokens;
 }
 
 }  // namespace
@@ -75,8 +83,7 @@ Result<std::optional<int>> AgentCaller::answer_room(const std::string& agent,
                                                     const LlmRequest& request) const {
   auto limits = llm_.agent_limits(agent);
   if (!limits || !limits->context_tokens) return std::optional<int>{};
-  int prompt = estimated_tokens(request.system);
-  for (const auto& m : request.messages) prompt += estimated_tokens(m.content) + 4;
+  int prompt = estimated_tokens(request);
   int room = *limits->context_tokens - prompt - kContextMargin;
   if (room < kMinAnswerTokens) {
     return make_error(fmt::format(
@@ -127,10 +134,10 @@ Result<LlmRequest> AgentCaller::prepare(const std::string& agent, const std::str
     if (fits || value == values.end()) continue;
     auto limits = llm_.agent_limits(agent);
     if (!limits || !limits->context_tokens) break;
-    // estimated_tokens() counts 3 characters a token; a few more for the message overheads.
-    int64_t budget =
-        int64_t(std::max(0, *limits->context_tokens - kContextMargin - kMinAnswerTokens - 8)) * 3;
-    int64_t over = int64_t(request.messages.back().content.size() + request.system.size()) - budget;
+    // The characters to cut: what the prompt holds past answer_room()'s limit.
+    int64_t over = int64_t(estimated_tokens(request) + kContextMargin + kMinAnswerTokens -
+                           *limits->context_tokens) *
+                   kCharsPerToken;
     if (over <= 0 || size_t(over) + 100 >= value->second.size()) continue;
     spdlog::info("[{}] {}: the prompt does not fit the model's context; {} cut by {} characters",
                  label, agent, name, over);
