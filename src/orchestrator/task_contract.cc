@@ -97,8 +97,6 @@ Roofs roofs_of(const TaskSpec& task, const GpuIdentity& gpu, double sol_us, doub
   if (d.is_object() && d.contains("peaks") && d["peaks"].is_object()) r.peaks = &d["peaks"];
   r.dram = peak_number(r.peaks, "dram_bytes_per_s");
   r.compute = peak_number(r.peaks, peak_key(task.peak));
-  if (r.dram <= 0) r.dram = device_number(gpu, "dram_bytes_per_s");
-  if (r.compute <= 0) r.compute = device_number(gpu, "peak_flops");
   bool compute = is_compute_bound(task);
   if (r.dram <= 0 && !compute && sol_us > 0 && bytes > 0) r.dram = bytes / sol_us * 1e6;
   if (r.compute <= 0 && compute && sol_us > 0 && flops > 0) r.compute = flops / sol_us * 1e6;
