@@ -284,8 +284,7 @@ std::vector<memory::RetrievedPair> Orchestrator::add_examples(const TaskState& t
   size_t k = static_cast<size_t>(options_.search.memory_examples);
   size_t drop = pairs->size() > k ? std::min(skip, pairs->size() - k) : 0;
   pairs->erase(pairs->begin(), pairs->begin() + static_cast<ptrdiff_t>(drop));
-  if (plan)
-    put_plan_techniques_first(*pairs, memory::techniques_in(plan->title + "\n" + plan->detail));
+  if (plan) put_plan_techniques_first(*pairs, plan_techniques(*plan));
   add_memory_examples(*pairs, *deps_.recorder, context);
   return std::move(*pairs);
 }
@@ -297,8 +296,7 @@ void Orchestrator::retrieve_for_plan(const TaskState& task, CodeItem& item) {
   item.context.examples = std::move(mine.examples);
   item.context.warnings = std::move(mine.warnings);
   // Credit for this retrieval goes to its own pairs that the plan applies, once.
-  item.retrieved_pairs =
-      pairs_used_by_plan(pairs, memory::techniques_in(item.plan.title + "\n" + item.plan.detail));
+  item.retrieved_pairs = pairs_used_by_plan(pairs, plan_techniques(item.plan));
   item.credited = std::make_shared<std::atomic<bool>>(false);
 }
 
@@ -359,7 +357,7 @@ void Orchestrator::queue_plans(TaskState& task, const VerifiedKernel& parent,
     if (parent.kernel_id) record.parent_kernel_id = parent.kernel_id;
     record.title = plan.title;
     record.detail = plan.detail;
-    std::vector<std::string> techniques = memory::techniques_in(plan.title + "\n" + plan.detail);
+    std::vector<std::string> techniques = plan_techniques(plan);
     record.technique = join(techniques, " ");
     auto plan_id = deps_.recorder->add_plan(record);
     // Credit goes only to the examples whose technique this plan applies.

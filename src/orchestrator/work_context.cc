@@ -6,6 +6,7 @@
 
 #include "common/strings.h"
 #include "memory_store/line_diff.h"
+#include "memory_store/techniques.h"
 #include "sandbox/profile_bottleneck.h"
 
 namespace kopt::orchestrator {
@@ -130,6 +131,10 @@ std::vector<int64_t> pairs_used_by_plan(const std::vector<memory::RetrievedPair>
     if (applied) used.push_back(example.pair.id);
   }
   return used;
+}
+
+std::vector<std::string> plan_techniques(const agents::Plan& plan) {
+  return memory::techniques_in(plan.title + "\n" + plan.detail);
 }
 
 void put_plan_techniques_first(std::vector<memory::RetrievedPair>& pairs,

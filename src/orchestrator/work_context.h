@@ -34,6 +34,10 @@ void add_memory_examples(const std::vector<memory::RetrievedPair>& pairs, RunRec
 std::vector<int64_t> pairs_used_by_plan(const std::vector<memory::RetrievedPair>& shown,
                                         const std::vector<std::string>& plan_techniques);
 
+// What a plan applies: techniques_in() of its title and detail, the one reading that records the
+// plan, ranks the coder's examples and credits them.
+std::vector<std::string> plan_techniques(const agents::Plan& plan);
+
 // `pairs` with those that teach one of `plan_techniques` first, each group in its order: the
 // coder's examples for the plan it implements.
 void put_plan_techniques_first(std::vector<memory::RetrievedPair>& pairs,
