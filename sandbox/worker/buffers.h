@@ -36,12 +36,13 @@ struct BufferRef {
 };
 
 // Where a buffer's guard zones are: [base, base + head_bytes) and [base + tail_start, base + end),
-// each byte holding guard_byte(seed, its offset from base).
+// each byte holding guard_byte(seed, its offset from base). 64-bit fields: the guard scan kernel
+// takes them as its unsigned 64-bit arguments (SupportKernels::scan_guards).
 struct GuardZones {
   CUdeviceptr base = 0;
-  size_t head_bytes = 0;
-  size_t tail_start = 0;
-  size_t end = 0;
+  uint64_t head_bytes = 0;
+  uint64_t tail_start = 0;
+  uint64_t end = 0;
   uint64_t seed = 0;
 };
 

@@ -99,48 +99,27 @@ MemoryInfo memory_info(Device& device) {
   return info;
 }
 
-Result<Stream> Stream::create(Device& device) {
-  CUstream stream = nullptr;
+namespace {
+
+Status wait_after(Device& device, CUresult copied, const char* call) {
   CudaFailure failure;
-  if (!device.check(device.driver().cuStreamCreate(&stream, CU_STREAM_DEFAULT), "cuStreamCreate",
+  if (!device.check(copied, call, &failure) ||
+      !device.check(device.driver().cuStreamSynchronize(device.stream()), "cuStreamSynchronize",
                     &failure))
     return make_error(failure.message);
-  return Stream(&device.driver(), stream);
+  return ok_status();
 }
 
-Stream& Stream::operator=(Stream&& o) noexcept {
-  if (this != &o) {
-    if (stream_ && driver_) driver_->cuStreamDestroy(stream_);
-    driver_ = o.driver_;
-    stream_ = std::exchange(o.stream_, nullptr);
-  }
-  return *this;
+}  // namespace
+
+Status copy_to_host(Device& device, void* host, CUdeviceptr from, size_t bytes) {
+  return wait_after(device, device.driver().cuMemcpyDtoHAsync(host, from, bytes, device.stream()),
+                    "cuMemcpyDtoHAsync");
 }
 
-Stream::~Stream() {
-  if (stream_ && driver_) driver_->cuStreamDestroy(stream_);
-}
-
-Result<Event> Event::create(Device& device) {
-  CUevent event = nullptr;
-  CudaFailure failure;
-  if (!device.check(device.driver().cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate",
-                    &failure))
-    return make_error(failure.message);
-  return Event(&device.driver(), event);
-}
-
-Event& Event::operator=(Event&& o) noexcept {
-  if (this != &o) {
-    if (event_ && driver_ && !Device::abandoned()) driver_->cuEventDestroy(event_);
-    driver_ = o.driver_;
-    event_ = std::exchange(o.event_, nullptr);
-  }
-  return *this;
-}
-
-Event::~Event() {
-  if (event_ && driver_ && !Device::abandoned()) driver_->cuEventDestroy(event_);
+Status copy_to_device(Device& device, CUdeviceptr to, const void* host, size_t bytes) {
+  return wait_after(device, device.driver().cuMemcpyHtoDAsync(to, host, bytes, device.stream()),
+                    "cuMemcpyHtoDAsync");
 }
 
 Result<std::vector<float>> time_with_events(Device& device, CUstream stream, int reps,

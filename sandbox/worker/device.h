@@ -100,39 +100,74 @@ class DeviceMemory {
 
 Result<DeviceMemory> allocate(Device& device, size_t bytes);
 
-// A stream of the worker's context, destroyed with its owner.
-class Stream {
+// A handle of the worker's context, created checked and destroyed with its owner. `Kind` says
+// which: its handle type, the driver call that creates one (named in the error) and the one that
+// destroys it.
+template <typename Kind>
+class ContextHandle {
  public:
-  static Result<Stream> create(Device& device);
-  Stream(Stream&& o) noexcept { *this = std::move(o); }
-  Stream& operator=(Stream&& o) noexcept;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream();
-  CUstream get() const { return stream_; }
+  using Handle = typename Kind::Handle;
+  static Result<ContextHandle> create(Device& device) {
+    Handle handle = nullptr;
+    CudaFailure failure;
+    if (!device.check(Kind::create(device.driver(), &handle), Kind::kCreateCall, &failure))
+      return make_error(failure.message);
+    return ContextHandle(&device.driver(), handle);
+  }
+  ContextHandle(ContextHandle&& o) noexcept { *this = std::move(o); }
+  ContextHandle& operator=(ContextHandle&& o) noexcept {
+    if (this != &o) {
+      release();
+      driver_ = o.driver_;
+      handle_ = std::exchange(o.handle_, nullptr);
+    }
+    return *this;
+  }
+  ContextHandle(const ContextHandle&) = delete;
+  ContextHandle& operator=(const ContextHandle&) = delete;
+  ~ContextHandle() { release(); }
+  Handle get() const { return handle_; }
 
  private:
-  Stream(const CudaDriver* driver, CUstream stream) : driver_(driver), stream_(stream) {}
+  ContextHandle(const CudaDriver* driver, Handle handle) : driver_(driver), handle_(handle) {}
+  void release() {
+    if (handle_ && driver_) Kind::destroy(*driver_, handle_);
+  }
   const CudaDriver* driver_ = nullptr;
-  CUstream stream_ = nullptr;
+  Handle handle_ = nullptr;
 };
 
-// A CUDA event, destroyed with its owner (unless the context was abandoned).
-class Event {
- public:
-  static Result<Event> create(Device& device);
-  Event(Event&& o) noexcept { *this = std::move(o); }
-  Event& operator=(Event&& o) noexcept;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event();
-  CUevent get() const { return event_; }
-
- private:
-  Event(const CudaDriver* driver, CUevent event) : driver_(driver), event_(event) {}
-  const CudaDriver* driver_ = nullptr;
-  CUevent event_ = nullptr;
+struct StreamKind {
+  using Handle = CUstream;
+  static constexpr const char* kCreateCall = "cuStreamCreate";
+  static CUresult create(const CudaDriver& d, CUstream* s) {
+    return d.cuStreamCreate(s, CU_STREAM_DEFAULT);
+  }
+  static void destroy(const CudaDriver& d, CUstream s) { d.cuStreamDestroy(s); }
 };
+
+// An event is left alone once the context was abandoned (Device::abandon: a kernel that will not
+// stop), like device memory and modules; the driver tears the context down.
+struct EventKind {
+  using Handle = CUevent;
+  static constexpr const char* kCreateCall = "cuEventCreate";
+  static CUresult create(const CudaDriver& d, CUevent* e) {
+    return d.cuEventCreate(e, CU_EVENT_DEFAULT);
+  }
+  static void destroy(const CudaDriver& d, CUevent e) {
+    if (!Device::abandoned()) d.cuEventDestroy(e);
+  }
+};
+
+// A stream of the worker's context.
+using Stream = ContextHandle<StreamKind>;
+// A CUDA event (not destroyed once the context was abandoned).
+using Event = ContextHandle<EventKind>;
+
+// Copies between the host and the device in the worker's stream order, then waits for the stream
+// (the host buffer may be local): the launches before the copy need no syncs of their own.
+Status copy_to_host(Device& device, void* host, CUdeviceptr from, size_t bytes);
+Status copy_to_device(Device& device, CUdeviceptr to, const void* host, size_t bytes);
 
 // Times `reps` runs of `launch(rep)` on `stream`, each between two events, and returns each
 // run's milliseconds. A launch that fails ends the timing with its error.

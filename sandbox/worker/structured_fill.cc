@@ -13,43 +13,24 @@ namespace {
 
 constexpr unsigned char kNaNBytes = 0xFF;  // NaN in f32, f16, bf16 and e4m3 alike
 
-// Host <-> device copies on the worker's stream, waited for (the host buffer is local).
-Status copy(Device& device, void* host, CUdeviceptr from, size_t bytes) {
-  CudaFailure failure;
-  const CudaDriver& d = device.driver();
-  if (!device.check(d.cuMemcpyDtoHAsync(host, from, bytes, device.stream()), "cuMemcpyDtoHAsync",
-                    &failure) ||
-      !device.check(d.cuStreamSynchronize(device.stream()), "cuStreamSynchronize", &failure))
-    return make_error(failure.message);
-  return ok_status();
-}
-
-Status upload(Device& device, CUdeviceptr to, const void* host, size_t bytes) {
-  CudaFailure failure;
-  const CudaDriver& d = device.driver();
-  if (!device.check(d.cuMemcpyHtoDAsync(to, host, bytes, device.stream()), "cuMemcpyHtoDAsync",
-                    &failure) ||
-      !device.check(d.cuStreamSynchronize(device.stream()), "cuStreamSynchronize", &failure))
-    return make_error(failure.message);
-  return ok_status();
-}
-
 Result<std::vector<int64_t>> read_integers(Device& device, const BufferRef& b) {
   std::vector<int64_t> out(size_t(b.elements));
   if (b.dtype == DType::kI64) {
-    if (auto s = copy(device, out.data(), b.ptr, b.bytes()); !s) return make_error(s.error());
+    if (auto s = copy_to_host(device, out.data(), b.ptr, b.bytes()); !s)
+      return make_error(s.error());
     return out;
   }
   std::vector<int32_t> narrow(size_t(b.elements));
-  if (auto s = copy(device, narrow.data(), b.ptr, b.bytes()); !s) return make_error(s.error());
+  if (auto s = copy_to_host(device, narrow.data(), b.ptr, b.bytes()); !s)
+    return make_error(s.error());
   std::copy(narrow.begin(), narrow.end(), out.begin());
   return out;
 }
 
 Status write_integers(Device& device, const BufferRef& b, const std::vector<int64_t>& values) {
-  if (b.dtype == DType::kI64) return upload(device, b.ptr, values.data(), b.bytes());
+  if (b.dtype == DType::kI64) return copy_to_device(device, b.ptr, values.data(), b.bytes());
   std::vector<int32_t> narrow(values.begin(), values.end());
-  return upload(device, b.ptr, narrow.data(), b.bytes());
+  return copy_to_device(device, b.ptr, narrow.data(), b.bytes());
 }
 
 Result<int64_t> eval(const std::string& text, const ShapeBinding& sizes, const std::string& what) {
@@ -90,7 +71,8 @@ Status plant_edges(Device& device, const InitSpec& init, const ShapeBinding& siz
     int64_t wide = values[i];
     int32_t narrow = int32_t(values[i]);
     const void* bytes = width == 8 ? static_cast<const void*>(&wide) : &narrow;
-    if (auto s = upload(device, target.ptr + uint64_t(positions[i]) * width, bytes, width); !s)
+    if (auto s = copy_to_device(device, target.ptr + uint64_t(positions[i]) * width, bytes, width);
+        !s)
       return s;
   }
   return ok_status();
@@ -232,7 +214,7 @@ Status plant_routing(Device& device, const ShapeBinding& sizes, const InitSpec& 
   if (*hot + *cold > *experts || *experts < 1) return make_error("routing: hot + cold > experts");
   if (*hot + *cold == 0) return ok_status();
   std::vector<float> values(size_t(target.elements));
-  if (auto s = copy(device, values.data(), target.ptr, target.bytes()); !s) return s;
+  if (auto s = copy_to_host(device, values.data(), target.ptr, target.bytes()); !s) return s;
   std::vector<int64_t> columns(static_cast<size_t>(*experts));
   std::iota(columns.begin(), columns.end(), int64_t(0));
   std::shuffle(columns.begin(), columns.end(), rng);
@@ -256,7 +238,7 @@ Status plant_routing(Device& device, const ShapeBinding& sizes, const InitSpec& 
       if (role[size_t(e)] == -1) row[e] = lo - step;
     }
   }
-  return upload(device, target.ptr, values.data(), target.bytes());
+  return copy_to_device(device, target.ptr, values.data(), target.bytes());
 }
 
 }  // namespace

@@ -142,14 +142,7 @@ Status SupportKernels::launch(const std::string& name, unsigned grid, unsigned b
 }
 
 Status SupportKernels::read_back(void* host, CUdeviceptr from, size_t bytes) {
-  // In stream order, then one wait: the launches before it need no syncs of their own.
-  const CudaDriver& d = device_->driver();
-  CudaFailure failure;
-  if (!device_->check(d.cuMemcpyDtoHAsync(host, from, bytes, device_->stream()),
-                      "cuMemcpyDtoHAsync", &failure) ||
-      !device_->check(d.cuStreamSynchronize(device_->stream()), "cuStreamSynchronize", &failure))
-    return make_error(failure.message);
-  return ok_status();
+  return copy_to_host(*device_, host, from, bytes);
 }
 
 namespace {
@@ -314,7 +307,7 @@ Result<std::vector<uint64_t>> SupportKernels::checksums(
 }
 
 Result<std::vector<GuardDamage>> SupportKernels::scan_guards(
-    const std::vector<GuardRegion>& regions) {
+    const std::vector<GuardZones>& regions) {
   const CudaDriver& d = device_->driver();
   CudaFailure failure;
   std::vector<GuardDamage> damage(regions.size());
@@ -330,7 +323,7 @@ Result<std::vector<GuardDamage>> SupportKernels::scan_guards(
       return make_error(failure.message);
     // One launch per buffer, one read-back for all of them: no sync per buffer.
     for (size_t i = 0; i < count; ++i) {
-      GuardRegion r = regions[first + i];
+      GuardZones r = regions[first + i];
       CUdeviceptr out = guard_results_.ptr() + 2 * i * sizeof(uint64_t);
       void* args[] = {&r.base, &r.head_bytes, &r.tail_start, &r.end, &r.seed, &out};
       uint64_t words = std::max(r.head_bytes, r.end - r.tail_start) / 8;

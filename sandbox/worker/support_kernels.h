@@ -12,6 +12,7 @@
 #include "common/result.h"
 #include "sandbox/dtype.h"
 #include "sandbox/task_spec.h"
+#include "sandbox/worker/buffers.h"
 #include "sandbox/worker/device.h"
 #include "sandbox/worker/keyed_mask.h"
 
@@ -26,16 +27,6 @@ struct CompareStats {
   uint64_t expected_unlike_zero = 0;  // reference elements outside tolerance of zero
   double max_error = 0;
   int64_t worst_index = -1;  // an element with the largest error (or the first non-finite)
-};
-
-// The two guard zones of one buffer's allocation (buffers.h's GuardZones): [base, base +
-// head_bytes) and [base + tail_start, base + end), which must still hold the pattern of `seed`.
-struct GuardRegion {
-  CUdeviceptr base = 0;
-  uint64_t head_bytes = 0;
-  uint64_t tail_start = 0;
-  uint64_t end = 0;
-  uint64_t seed = 0;
 };
 
 // What a guard scan found: 0 for an intact zone.
@@ -90,7 +81,7 @@ class SupportKernels {
   // drift with the DRAM's state after heavy traffic, yet any other context's work delays it.
   Result<std::vector<double>> time_fma(int iterations, int reps);
   // Scans the guard zones of many buffers on the GPU with one read-back for all of them.
-  Result<std::vector<GuardDamage>> scan_guards(const std::vector<GuardRegion>& regions);
+  Result<std::vector<GuardDamage>> scan_guards(const std::vector<GuardZones>& regions);
   // Reads element `index` as double (unmasked first when `masked`).
   Result<double> read_element(CUdeviceptr data, DType dtype, int64_t index, bool masked = false);
 

@@ -27,11 +27,8 @@ std::string format_number(double v) {
 
 Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
                                                 const std::vector<const GuardedBuffer*>& buffers) {
-  std::vector<GuardRegion> regions;
-  for (const auto* b : buffers) {
-    GuardZones z = b->guard_zones();
-    regions.push_back({z.base, z.head_bytes, z.tail_start, z.end, z.seed});
-  }
+  std::vector<GuardZones> regions;
+  for (const auto* b : buffers) regions.push_back(b->guard_zones());
   auto scanned = support.scan_guards(regions);
   if (!scanned) return make_error(scanned.error());
   std::vector<std::string> out;
