@@ -66,6 +66,30 @@ def count_evaluations(db):
     return judged, by_verdict
 
 
+PHASE_LINE = re.compile(r"judged \S+ in ([0-9.]+) ms: compile gate ([0-9.]+) ms, worker ([0-9.]+) ms "
+                        r"\(compile ([0-9.]+)(?: cached)?, verify ([0-9.]+), time ([0-9.]+)\)")
+PHASES = ("job", "compile_gate", "worker", "worker_compile", "verify", "time")
+
+
+def keep_run_log(home, out, tag):
+    """Copies the run's debug log beside the results and returns the median and total of each
+    phase of an evaluation (the daemon's "judged ... in" lines): where a night's time went."""
+    logs = sorted(home.glob("**/kopt.log"))
+    if not logs:
+        return None
+    text = logs[-1].read_text(errors="replace")
+    (out / ("kopt-run-%s.debug.log" % tag)).write_text(text)
+    samples = [tuple(float(v) for v in m.groups()) for m in PHASE_LINE.finditer(text)]
+    if not samples:
+        return None
+    phases = {}
+    for i, name in enumerate(PHASES):
+        values = sorted(s[i] for s in samples)
+        phases[name] = {"median": round(values[len(values) // 2], 1), "total": round(sum(values), 1)}
+    phases["count"] = len(samples)
+    return phases
+
+
 def one_run(args, mode, gpus, tasks, out):
     home = benchlib.fresh_dir("kopt-throughput-")
     tag = "%s-%dgpu" % (mode, gpus)
@@ -127,6 +151,7 @@ def one_run(args, mode, gpus, tasks, out):
            "sanitizer_runs": int(lane.group(1)) if lane else 0,
            "sanitizer_unfinished": int(lane.group(2)) if lane else 0,
            "verdicts": by_verdict}
+    row["phases_ms"] = keep_run_log(home, out, tag)
     log("%s: %s" % (tag, json.dumps(row)))
     benchlib.remove_dir(home)
     return row

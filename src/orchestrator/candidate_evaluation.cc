@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "common/json_limits.h"
@@ -233,12 +234,29 @@ std::optional<VerifiedKernel> verified_kernel_of(const CandidateInput& input,
   return k;
 }
 
+// Where one evaluation's time went, in the run log (debug): what daemon_throughput reads to say
+// whether the GPU, the compile or the queue bounds a night.
+void log_phases(const CandidateInput& input, const EvalResult& result,
+                std::chrono::steady_clock::time_point started,
+                std::chrono::steady_clock::time_point gated) {
+  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  spdlog::debug(
+      "[{}] judged {} in {:.0f} ms: compile gate {:.0f} ms, worker {:.0f} ms (compile {:.0f}{}, "
+      "verify {:.0f}, time {:.0f})",
+      input.task->name, verdict_name(result.verdict), ms(started, std::chrono::steady_clock::now()),
+      ms(started, gated), result.total_ms, result.compile_ms,
+      result.compile_cache_hit ? " cached" : "", result.verify_ms, result.time_ms);
+}
+
 }  // namespace
 
 CandidateOutcome CandidateEvaluator::judge(const CandidateInput& input) {
+  auto started = std::chrono::steady_clock::now();
   if (auto rejected = compile_gate(input)) return std::move(*rejected);
+  auto gated = std::chrono::steady_clock::now();
   EvalRequest request = evaluation_request(input);
   auto result = evaluator_.evaluate(request);
+  if (result) log_phases(input, *result, started, gated);
   CandidateOutcome outcome;
   if (!result) {
     outcome.error = result.error();
