@@ -91,6 +91,7 @@ def keep_run_log(home, out, tag):
 
 
 def one_run(args, mode, gpus, tasks, out):
+    out.mkdir(parents=True, exist_ok=True)
     home = benchlib.fresh_dir("kopt-throughput-")
     tag = "%s-%dgpu" % (mode, gpus)
     env = dict(os.environ, KOPT_HOME=str(home / "home"), KOPT_CACHE_DIR=str(home / "cache"))

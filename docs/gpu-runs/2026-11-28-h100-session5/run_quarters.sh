@@ -18,9 +18,9 @@ s=$(date +%s)
 for ((g = 0; g < shares; g++)); do
   (cd build && CUDA_VISIBLE_DEVICES=$g timeout ${CTEST_LIMIT:-400} ctest -L gpu ${CTEST_FILTER:+-R "$CTEST_FILTER"} -j1 --timeout 200 --output-on-failure -I $((g + 1)),$n,$shares > "$out/ctest_gpu_$g.txt" 2>&1) &
 done
-if [ "$gpus" -gt 1 ]; then
+if [ "$shares" -lt "$gpus" ]; then
   ( export CUDA_VISIBLE_DEVICES=$last
-    timeout 150 kopt tasks check --tasks tasks_realworld > "$out/realworld_check.txt" 2>&1
+    [ -n "${SKIP_REALWORLD:-}" ] || timeout 150 kopt tasks check --tasks tasks_realworld > "$out/realworld_check.txt" 2>&1
     if [ -n "${DAEMON_SECONDS:-}" ]; then
       timeout $((DAEMON_SECONDS + 200)) python3 bench/daemon_throughput.py "$out/daemon" --seconds "$DAEMON_SECONDS" --gpus 1 --modes ${DAEMON_MODES:-tuner} > "$out/daemon.txt" 2>&1
     fi ) &
