@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -359,7 +360,7 @@ void TaskSearch::add_tune_target(const VerifiedKernel& kernel) {
   // Configurations an earlier night judged count as tried; the best of them steers the sweep.
   if (auto earlier = earlier_tunes_.find(kernel.kernel_id); earlier != earlier_tunes_.end()) {
     for (const auto& [config, speedup] : earlier->second) {
-      target.sweep.mark_tried(config);
+      target.sweep.record(config, speedup);
       count_tune(target, speedup);
       if (speedup > target.best_speedup) {
         target.best = config;
@@ -367,6 +368,10 @@ void TaskSearch::add_tune_target(const VerifiedKernel& kernel) {
       }
     }
   }
+  spdlog::info("[{}] tuning kernel {}: {} of {} configurations ({}) judged before, up to {} more",
+               spec_.name, kernel.kernel_id, target.judged, describe_space(target.sweep),
+               join(tunable_names(target.sweep), ", "),
+               std::max(0, limits_.search.tuner_max_configs - target.judged));
   queue_next_tune_batch(target);
 }
 
@@ -384,13 +389,11 @@ std::vector<std::string> TaskSearch::tuner_facts(size_t max_lines) const {
        ++it) {
     const TuneTarget& t = *it;
     if (t.judged == 0) continue;
-    std::vector<std::string> names;
-    for (const auto& [name, value] : t.sweep.defaults()) names.push_back(name);
     std::string line = fmt::format(
-        "kernel {}: {} configurations of {} judged ({} correct); its default {} runs at "
+        "kernel {}: {} of its {} ({}) judged ({} correct); its default {} runs at "
         "{:.2f}x over the baseline, the best, {}, at {:.2f}x",
-        t.root.kernel_id, t.judged, join(names, ", "), t.correct,
-        describe_config(t.sweep.defaults()), t.root.speedup, describe_config(t.best),
+        t.root.kernel_id, t.judged, describe_space(t.sweep), join(tunable_names(t.sweep), ", "),
+        t.correct, describe_config(t.sweep.defaults()), t.root.speedup, describe_config(t.best),
         t.best_speedup);
     if (t.slowest_speedup > 0)
       line += fmt::format(", the slowest correct one at {:.2f}x", t.slowest_speedup);

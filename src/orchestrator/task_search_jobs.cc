@@ -115,6 +115,7 @@ PhaseChange TaskSearch::on_tune_judged(const TuneItem& item, const std::string& 
   remember(source, outcome.kernel_id, verdict);
   TuneTarget& target = *item.target;
   count_tune(target, outcome.verified ? outcome.verified->speedup : 0);
+  target.sweep.record(item.config, outcome.verified ? outcome.verified->speedup : 0);
   if (outcome.verified && outcome.verified->speedup > target.best_speedup) {
     target.best = item.config;
     target.best_speedup = outcome.verified->speedup;

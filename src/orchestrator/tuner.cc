@@ -1,6 +1,7 @@
 #include "src/orchestrator/tuner.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "common/json_limits.h"
@@ -97,47 +98,147 @@ TunerSweep::TunerSweep(std::vector<Tunable> tunables, int max_configs)
     if (!t.values.empty()) defaults_[t.name] = t.values.front();
   }
   tried_.insert(defaults_);
+  space_ = space_size(tunables_, kSpaceCap - 1);
+  // The draws depend on the space alone: a second night rebuilding the sweep asks for the same
+  // configurations, which it then finds judged.
+  draw_state_ = 0x9e3779b97f4a7c15ULL;
+  for (const Tunable& t : tunables_) {
+    for (char c : t.name) draw_state_ = (draw_state_ ^ uint8_t(c)) * 0x100000001b3ULL;
+    for (int64_t v : t.values) draw_state_ = (draw_state_ ^ uint64_t(v)) * 0x100000001b3ULL;
+  }
 }
 
-bool TunerSweep::has_space() const { return space_size(tunables_, 2) > 1; }
+bool TunerSweep::has_space() const { return space_ > 1; }
+
+void TunerSweep::record(const TunableConfig& config, double speedup) {
+  tried_.insert(config);
+  results_[config] = speedup;
+}
 
 std::vector<TunableConfig> TunerSweep::next_batch(const TunableConfig& best) {
   std::vector<TunableConfig> batch;
+  const bool whole = space_ <= max_configs_ + 1;  // the defaults are known: cap + 1 fit
+  const int left = max_configs_ - proposed_;
+  // Halving: the first rung takes half the cap, each later one half of what is left; a small
+  // space is tried whole at once.
+  const int rung_budget = whole ? left : rung_ == 0 ? (max_configs_ + 1) / 2 : (left + 1) / 2;
   auto add = [&](const TunableConfig& config) {
-    if (proposed_ >= max_configs_ || tried_.count(config)) return;
+    if (int(batch.size()) >= rung_budget || proposed_ >= max_configs_ || tried_.count(config))
+      return;
     tried_.insert(config);
     batch.push_back(config);
     ++proposed_;
   };
-  if (space_size(tunables_, max_configs_ + 1) <= max_configs_ + 1) {
-    // The whole space fits in the budget: try it all at once (defaults are already known).
-    if (exhaustive_done_) return batch;
-    exhaustive_done_ = true;
-    std::vector<TunableConfig> all = {TunableConfig{}};
-    for (const Tunable& t : tunables_) {
-      std::vector<TunableConfig> grown;
-      for (const auto& partial : all) {
-        for (int64_t v : t.values) {
-          TunableConfig c = partial;
-          c[t.name] = v;
-          grown.push_back(std::move(c));
-        }
-      }
-      all = std::move(grown);
-    }
-    for (const auto& c : all) add(c);
-    return batch;
+  if (whole) {
+    for (const auto& c : whole_space()) add(c);
+  } else if (rung_ == 0) {
+    for (const auto& c : first_rung(rung_budget)) add(c);
+  } else {
+    for (const auto& center : survivors(best))
+      for (const auto& c : neighbours(center)) add(c);
+    // Survivors whose neighbourhoods are spent: the rest of the product, drawn.
+    for (int tries = 0; int(batch.size()) < rung_budget && tries < 8 * rung_budget; ++tries)
+      add(drawn_config());
   }
-  // Coordinate descent: vary one tunable at a time around the best configuration.
-  TunableConfig center = best.empty() ? defaults_ : best;
+  ++rung_;
+  return batch;
+}
+
+std::vector<TunableConfig> TunerSweep::whole_space() const {
+  std::vector<TunableConfig> all = {TunableConfig{}};
+  for (const Tunable& t : tunables_) {
+    std::vector<TunableConfig> grown;
+    for (const auto& partial : all) {
+      for (int64_t v : t.values) {
+        TunableConfig c = partial;
+        c[t.name] = v;
+        grown.push_back(std::move(c));
+      }
+    }
+    all = std::move(grown);
+  }
+  return all;
+}
+
+// One-tunable moves from the defaults for two thirds of the rung, draws from the whole product
+// for the rest (so interactions get a chance even when the moves alone would fill it), then the
+// moves left over.
+std::vector<TunableConfig> TunerSweep::first_rung(int budget) {
+  std::vector<TunableConfig> moves, rung;
   for (const Tunable& t : tunables_) {
     for (int64_t v : t.values) {
-      TunableConfig c = center;
+      TunableConfig c = defaults_;
       c[t.name] = v;
-      add(c);
+      if (c != defaults_) moves.push_back(std::move(c));
     }
   }
-  return batch;
+  size_t first_moves = std::min(moves.size(), size_t(budget - budget / 3));
+  rung.assign(moves.begin(), moves.begin() + first_moves);
+  for (int i = 0; i < budget; ++i) rung.push_back(drawn_config());
+  rung.insert(rung.end(), moves.begin() + first_moves, moves.end());
+  return rung;
+}
+
+// The best third of the configurations that verified, best first (at least one); without any,
+// the caller's best or the defaults.
+std::vector<TunableConfig> TunerSweep::survivors(const TunableConfig& best) const {
+  std::vector<std::pair<double, TunableConfig>> ranked;
+  for (const auto& [config, speedup] : results_)
+    if (speedup > 0) ranked.emplace_back(speedup, config);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<TunableConfig> kept;
+  size_t keep = std::max<size_t>(1, (ranked.size() + 2) / 3);
+  for (size_t i = 0; i < ranked.size() && i < keep; ++i) kept.push_back(ranked[i].second);
+  if (kept.empty()) kept.push_back(best.empty() ? defaults_ : best);
+  return kept;
+}
+
+// A configuration's neighbours: each tunable one step up or down its values in numeric order
+// first, then to every other value (the coordinate line through it).
+std::vector<TunableConfig> TunerSweep::neighbours(const TunableConfig& center) const {
+  std::vector<TunableConfig> near, far;
+  for (const Tunable& t : tunables_) {
+    std::vector<int64_t> sorted = t.values;
+    std::sort(sorted.begin(), sorted.end());
+    auto at = center.find(t.name);
+    if (at == center.end()) continue;
+    auto pos = std::find(sorted.begin(), sorted.end(), at->second) - sorted.begin();
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      if (sorted[i] == at->second) continue;
+      TunableConfig c = center;
+      c[t.name] = sorted[i];
+      (std::llabs(int64_t(i) - pos) == 1 ? near : far).push_back(std::move(c));
+    }
+  }
+  near.insert(near.end(), far.begin(), far.end());
+  return near;
+}
+
+// One configuration drawn uniformly from the product (splitmix64 on the sweep's own state).
+TunableConfig TunerSweep::drawn_config() {
+  TunableConfig c;
+  for (const Tunable& t : tunables_) {
+    if (t.values.empty()) continue;
+    uint64_t z = (draw_state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    c[t.name] = t.values[z % t.values.size()];
+  }
+  return c;
+}
+
+std::vector<std::string> tunable_names(const TunerSweep& sweep) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : sweep.defaults()) names.push_back(name);
+  return names;
+}
+
+std::string describe_space(const TunerSweep& sweep) {
+  if (sweep.space() >= TunerSweep::kSpaceCap) return "more than a billion configurations";
+  return std::to_string(sweep.space()) +
+         (sweep.space() == 1 ? " configuration" : " configurations");
 }
 
 }  // namespace kopt::orchestrator

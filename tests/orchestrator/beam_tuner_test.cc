@@ -95,21 +95,63 @@ TEST(Tuner, SmallSpacesAreSweptWhole) {
   EXPECT_TRUE(sweep.next_batch({{"BLOCK", 512}, {"ITEMS", 2}}).empty());
 }
 
-TEST(Tuner, LargeSpacesAreSweptOneTunableAtATimeWithinTheCap) {
+// Each tunable changed alone from `from`: how many differ.
+int changed_from(const TunableConfig& config, const TunableConfig& from) {
+  int changed = 0;
+  for (const auto& [name, value] : from) changed += config.at(name) != value;
+  return changed;
+}
+
+TEST(Tuner, LargeSpacesAreSearchedInRungsThatHalveAndGrowFromTheBest) {
   std::vector<Tunable> tunables = {{"A", {1, 2, 3, 4}}, {"B", {1, 2, 3, 4}}, {"C", {1, 2, 3, 4}}};
   TunerSweep sweep(tunables, 10);
+  EXPECT_EQ(sweep.space(), 64);
+  EXPECT_EQ(describe_space(sweep), "64 configurations");
+  const TunableConfig defaults = {{"A", 1}, {"B", 1}, {"C", 1}};
+  // The first rung: half the cap, one-tunable moves from the defaults for two thirds of it.
   auto first = sweep.next_batch({});
-  EXPECT_EQ(first.size(), 9u);  // 3 tunables x 3 other values around the defaults
-  for (const auto& config : first) {
-    int changed = (config.at("A") != 1) + (config.at("B") != 1) + (config.at("C") != 1);
-    EXPECT_EQ(changed, 1);
+  ASSERT_EQ(first.size(), 5u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(changed_from(first[i], defaults), 1) << i;
+  for (const auto& config : first) sweep.record(config, config.at("A") == 3 ? 2.0 : 1.0);
+  // The next rung: half of what is left, grown from the best (A=3) first.
+  auto second = sweep.next_batch({});
+  ASSERT_EQ(second.size(), 3u);
+  for (const auto& config : second) {
+    EXPECT_EQ(config.at("A"), 3) << describe_config(config);
+    EXPECT_EQ(changed_from(config, {{"A", 3}, {"B", 1}, {"C", 1}}), 1) << describe_config(config);
   }
-  // The next pass is centred on the winner and stops at the cap.
-  auto second = sweep.next_batch({{"A", 3}, {"B", 1}, {"C", 1}});
-  EXPECT_EQ(second.size(), 1u);
-  EXPECT_EQ(second[0].at("A"), 3);
+  for (const auto& config : second) sweep.record(config, 1.5);
+  EXPECT_EQ(sweep.next_batch({}).size(), 1u);
+  EXPECT_EQ(sweep.next_batch({}).size(), 1u);
   EXPECT_EQ(sweep.proposed(), 10);
-  EXPECT_TRUE(sweep.next_batch({{"A", 3}, {"B", 2}, {"C", 1}}).empty());
+  EXPECT_TRUE(sweep.next_batch({}).empty());
+}
+
+TEST(Tuner, ManyTunablesStillDrawFromTheWholeProduct) {
+  // 6 tunables of 6 values: 30 one-tunable moves, more than a rung of 12 holds.
+  std::vector<Tunable> tunables;
+  for (std::string name : {"A", "B", "C", "D", "E", "F"})
+    tunables.push_back({name, {1, 2, 3, 4, 5, 6}});
+  TunerSweep sweep(tunables, 24);
+  TunableConfig defaults;
+  for (const auto& t : tunables) defaults[t.name] = 1;
+  auto first = sweep.next_batch({});
+  ASSERT_EQ(first.size(), 12u);
+  int moves = 0, drawn = 0;
+  for (const auto& config : first) (changed_from(config, defaults) == 1 ? moves : drawn)++;
+  EXPECT_EQ(moves, 8);
+  EXPECT_GE(drawn, 3);  // a draw may itself be a one-tunable move, rarely
+}
+
+TEST(Tuner, ASecondNightAsksForTheSameConfigurationsAndSkipsWhatItJudged) {
+  std::vector<Tunable> tunables = {{"A", {1, 2, 3, 4, 5}}, {"B", {8, 16, 32, 64}}, {"C", {1, 2}}};
+  TunerSweep night1(tunables, 12), night2(tunables, 12);
+  auto first = night1.next_batch({});
+  EXPECT_EQ(night2.next_batch({}), first);  // the draws depend on the space alone
+  TunerSweep night2_again(tunables, 12);
+  for (const auto& config : first) night2_again.record(config, 1.0);
+  for (const auto& config : night2_again.next_batch({}))
+    EXPECT_EQ(std::count(first.begin(), first.end(), config), 0) << describe_config(config);
 }
 
 TEST(Tuner, NothingToSweepWithoutChoices) {
