@@ -380,6 +380,54 @@ TEST(VerifyPlan, ConstantRowsScaleTheCapBySqrtOfTheRow) {
   EXPECT_GT(constant_steps, 40);
 }
 
+// Tiny rows (a row's mean square 1e-8) are where a norm's eps decides the output; at the task's
+// own eps a kernel with eps folded in as a literal is right there too, so they run once more with
+// eps drawn from its range, never kept. A task without constant ranges gets no such step.
+TEST(VerifyPlan, TinyRowsRunAgainWithTheConstantsDrawn) {
+  for (const char* name : {"rmsnorm", "layernorm", "residual_rmsnorm"}) {
+    auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks" / name);
+    ASSERT_TRUE(task.ok()) << task.error();
+    ASSERT_FALSE(task->constant_ranges.empty()) << name;
+    std::set<double> eps;
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      auto plan = worker::plan_verification(*task, EvalOptions{}, seed, worker::PlanInputs{});
+      ASSERT_TRUE(plan.ok()) << plan.error();
+      int tiny = 0, drawn = 0;
+      for (const auto& s : plan->steps) {
+        if (!s.stress || s.stress->name.rfind("family tiny_rows", 0) != 0 || s.phase != "stress")
+          continue;
+        ++tiny;
+        const double e = s.variant ? s.variant->constants.at("eps") : task->constants.at("eps");
+        if (e == task->constants.at("eps")) continue;
+        ++drawn;
+        eps.insert(e);
+        EXPECT_FALSE(s.pooled);
+        EXPECT_GE(e, task->constant_ranges.at("eps").min);
+        EXPECT_LE(e, task->constant_ranges.at("eps").max);
+      }
+      EXPECT_GE(tiny, 2) << name;
+      EXPECT_GE(drawn, 1) << name;
+    }
+    EXPECT_GE(eps.size(), 5u) << name;  // drawn anew per evaluation
+    EvalOptions fixed;
+    fixed.vary_constants = false;
+    auto plan = worker::plan_verification(*task, fixed, 1, worker::PlanInputs{});
+    ASSERT_TRUE(plan.ok());
+    for (const auto& s : plan->steps)
+      if (s.variant) {
+        EXPECT_EQ(s.variant->constants.at("eps"), task->constants.at("eps"));
+      }
+  }
+  auto softmax = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks/softmax");
+  ASSERT_TRUE(softmax.ok());
+  auto plan = worker::plan_verification(*softmax, EvalOptions{}, 1, worker::PlanInputs{});
+  ASSERT_TRUE(plan.ok());
+  for (const auto& s : plan->steps)
+    if (s.stress && s.stress->name.rfind("family tiny_rows", 0) == 0) {
+      EXPECT_TRUE(s.pooled);
+    }
+}
+
 TEST(VerifyPlan, EveryMechanismHasItsSteps) {
   json t = row_task();
   t["constant_ranges"] = {{"eps", {{"min", 1e-6}, {"max", 1e-2}}}};
