@@ -276,7 +276,10 @@ std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
     auto shape = fit(task, base, size, v, limits.max_bytes);
     bool reach = false;
     if (!shape && crossing && reach_left > 0) {
-      shape = fit(task, least, size, v, limits.reach_bytes);
+      // From the drawn shape where it fits (a capped expert count is crossed by tokens that
+      // route past it: a dozen tokens, not one), else from the least shape.
+      shape = fit(task, base, size, v, limits.reach_bytes);
+      if (!shape) shape = fit(task, least, size, v, limits.reach_bytes);
       reach = shape.has_value();
     }
     if (!shape || !seen.insert(*shape).second) return;
