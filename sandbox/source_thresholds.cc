@@ -241,6 +241,10 @@ std::optional<ShapeBinding> fit(const TaskSpec& task, ShapeBinding shape, const 
   return std::nullopt;
 }
 
+// The largest value a threshold shape may give a size: its draw range, or as far past it as the
+// task declares (SizeRange::threshold_max).
+int64_t reach_max(const SizeRange& range) { return std::max(range.max, range.threshold_max); }
+
 }  // namespace
 
 std::vector<SourceThreshold> source_thresholds(const KernelFile& kernel,
@@ -293,7 +297,7 @@ std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
       auto range = task.draws.ranges.find(name);
       if (range == task.draws.ranges.end()) continue;
       for (int64_t v : values_around(t.value, range->second.multiple, true)) {
-        if (v < range->second.min || v > range->second.max) continue;
+        if (v < range->second.min || v > reach_max(range->second)) continue;
         try_value(name, v, true);
         if (int(out.size()) >= limits.max_shapes) return out;
       }
@@ -302,9 +306,9 @@ std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
   for (bool crossing : {true, false}) {
     for (const auto& t : thresholds) {
       for (const auto& [size, range] : task.draws.ranges) {
-        if (t.value + 1 < range.min || t.value + 1 > range.max) continue;
+        if (t.value + 1 < range.min || t.value + 1 > reach_max(range)) continue;
         for (int64_t v : values_around(t.value, range.multiple, crossing)) {
-          if (v < range.min || v > range.max) continue;
+          if (v < range.min || v > reach_max(range)) continue;
           try_value(size, v, crossing);
           if (int(out.size()) >= limits.max_shapes) return out;
         }

@@ -197,6 +197,32 @@ __global__ void k(const float* x, float* out, int cols) {
   EXPECT_EQ(named.size(), 8u);
 }
 
+// A size's threshold_max lets the shapes at a kernel's thresholds past the draw range (a cap at
+// the largest listed row, 393216 columns, against draws to 70000); the draws themselves stay
+// within max, and a threshold_max not past max is an error naming its JSON path.
+TEST(SourceThresholds, ThresholdMaxReachesPastTheDrawRangeOnlyForThresholds) {
+  json t = row_task();
+  std::vector<SourceThreshold> cap = {{393216, 3, "line 4", {"cols"}}};
+  auto cols_of = [&](const TaskSpec& task) {
+    std::set<int64_t> cols;
+    for (const auto& s : threshold_shapes(task, cap, 11)) cols.insert(s.at("cols"));
+    return cols;
+  };
+  EXPECT_TRUE(cols_of(parsed(t)).empty());  // 393217 is past the range's 70000
+  t["draws"]["sizes"]["cols"]["threshold_max"] = 800000;
+  TaskSpec task = parsed(t);
+  std::set<int64_t> cols = cols_of(task);
+  EXPECT_TRUE(cols.count(393217));
+  EXPECT_TRUE(cols.count(786433));  // 2t+1, within 800000
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    auto drawn = draw_shapes(task, seed);
+    ASSERT_TRUE(drawn.ok()) << drawn.error();
+    for (const auto& s : *drawn) EXPECT_LE(s.at("cols"), 70000);
+  }
+  t["draws"]["sizes"]["cols"]["threshold_max"] = 70000;
+  expect_error(t, "$.draws.sizes.cols.threshold_max", "must be past max");
+}
+
 // A cap at the largest listed size of a one-size task (axpy's n = 2^26: 768 MiB) crosses past
 // max_bytes: verified within reach_bytes with the other sizes at their minimum, at most
 // max_reach_shapes times, never without a budget.
