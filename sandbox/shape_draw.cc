@@ -18,7 +18,7 @@ namespace {
 
 const std::vector<std::string> kDrawKeys = {"count", "max_bytes", "sizes", "variables",
                                             "constraints"};
-const std::vector<std::string> kRangeKeys = {"min", "max", "long", "multiple"};
+const std::vector<std::string> kRangeKeys = {"min", "max", "long", "multiple", "threshold_max"};
 // Two-character operators first, so that "<=" is not read as "<".
 const std::vector<std::string> kComparisons = {"==", "!=", "<=", ">=", "<", ">"};
 constexpr int kMaxCount = 16;
@@ -50,6 +50,9 @@ SizeRange read_range(JsonReader& reader, const json& node, const std::string& pa
   if (range.min < 1) reader.error(path + ".min", "must be at least 1");
   if (range.max < range.min) reader.error(path + ".max", "must be at least min");
   if (range.long_rows && range.max < 2) reader.error(path + ".long", "needs max >= 2");
+  range.threshold_max = reader.integer_field(node, path, "threshold_max", false).value_or(0);
+  if (range.threshold_max != 0 && range.threshold_max <= range.max)
+    reader.error(path + ".threshold_max", "must be past max (" + std::to_string(range.max) + ")");
   range.multiple = reader.integer_field(node, path, "multiple", false).value_or(1);
   if (range.multiple < 1) {
     reader.error(path + ".multiple", "must be at least 1");

@@ -26,6 +26,11 @@ struct SizeRange {
   int64_t min = 1, max = 1;
   bool long_rows = false;  // the first drawn shape takes this size from the top half of the range
   int64_t multiple = 1;    // drawn values are multiples of this (a tile or group the task fixes)
+  // How far past `max` the shapes at a kernel's own thresholds may take this size (0: max):
+  // a row the task lists past its draws (softmax's 393216 columns) is where a cap sits, and the
+  // task's reference and real use hold it, while drawing such rows every time would cost
+  // (sandbox/source_thresholds.h).
+  int64_t threshold_max = 0;
 };
 
 // `left op right`, each side an expression over sizes and draw variables.

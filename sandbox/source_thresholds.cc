@@ -47,6 +47,25 @@ int64_t integer_value(const std::string& text) {
   return v;
 }
 
+// The opening parenthesis of the min()/max() call whose argument token `i` is (`min(n, 4096)`,
+// `std::min(k, (int)CAP)`), or 0 where it is none: a clamp is a bound as much as a comparison.
+size_t clamp_call(const std::vector<CudaToken>& tokens, size_t i) {
+  static const std::set<std::string> kClamps = {"min", "max", "umin", "umax", "llmin", "llmax"};
+  int depth = 0;
+  for (size_t j = i; j-- > 0;) {
+    const CudaToken& t = tokens[j];
+    if (t.kind != CudaToken::Kind::kPunct) continue;
+    if (t.text == ")") ++depth;
+    if (t.text == ";" || t.text == "{" || t.text == "}") return 0;
+    if (t.text == "(" && depth-- == 0)
+      return j > 0 && tokens[j - 1].kind == CudaToken::Kind::kIdentifier &&
+                     kClamps.count(tokens[j - 1].text)
+                 ? j
+                 : clamp_call(tokens, j);  // a cast or a grouping inside the call's argument
+  }
+  return 0;
+}
+
 bool bound_like(const std::vector<CudaToken>& tokens, size_t i) {
   auto punct = [&](size_t j, const char* text) {
     return j < tokens.size() && tokens[j].kind == CudaToken::Kind::kPunct && tokens[j].text == text;
@@ -58,15 +77,45 @@ bool bound_like(const std::vector<CudaToken>& tokens, size_t i) {
   bool array_size = i > 0 && punct(i - 1, "[") && punct(i + 1, "]");
   // A divisor of a size (cols / CHUNK, n % TILE): a tile, and its count's remainder a bound.
   bool divisor = i > 0 && (punct(i - 1, "/") || punct(i - 1, "%"));
-  return compared || array_size || divisor;
+  return compared || array_size || divisor || clamp_call(tokens, i) != 0;
+}
+
+// The identifiers token `i` bounds: the other side of its comparison, or every identifier of the
+// min()/max() call it clamps in. A size of the same name crosses it first.
+std::vector<std::string> bounded_names(const std::vector<CudaToken>& tokens, size_t i) {
+  std::vector<std::string> names;
+  auto identifier = [&](size_t j) {
+    return j < tokens.size() && tokens[j].kind == CudaToken::Kind::kIdentifier;
+  };
+  auto comparison = [&](size_t j) {
+    return j < tokens.size() && tokens[j].kind == CudaToken::Kind::kPunct &&
+           kComparisons.count(tokens[j].text);
+  };
+  if (i >= 2 && comparison(i - 1) && identifier(i - 2)) names.push_back(tokens[i - 2].text);
+  if (comparison(i + 1) && identifier(i + 2)) names.push_back(tokens[i + 2].text);
+  if (size_t open = clamp_call(tokens, i)) {
+    int depth = 0;
+    for (size_t j = open; j < tokens.size(); ++j) {
+      if (tokens[j].text == "(") ++depth;
+      if (tokens[j].text == ")" && --depth == 0) break;
+      if (identifier(j) && j != open - 1) names.push_back(tokens[j].text);
+    }
+  }
+  return names;
 }
 
 void keep(std::map<int64_t, SourceThreshold>& found, int64_t value, int priority,
-          const std::string& origin) {
+          const std::string& origin, const std::vector<std::string>& bounds = {}) {
   if (value < 2) return;
   auto it = found.find(value);
-  if (it == found.end() || it->second.priority < priority)
-    found[value] = SourceThreshold{value, priority, origin};
+  if (it == found.end() || it->second.priority < priority) {
+    std::vector<std::string> kept = it == found.end() ? bounds : it->second.bounds;
+    found[value] = SourceThreshold{value, priority, origin, kept};
+    it = found.find(value);
+  }
+  for (const auto& b : bounds)
+    if (std::find(it->second.bounds.begin(), it->second.bounds.end(), b) == it->second.bounds.end())
+      it->second.bounds.push_back(b);
 }
 
 // The source's literals: bound-like ones at 3; a #define's value at 2, or 3 where its name is
@@ -87,9 +136,12 @@ void scan_source(const std::string& source, std::map<int64_t, SourceThreshold>& 
   for (size_t i = 0; i < tk.size(); ++i) {
     if (tk[i].kind == CudaToken::Kind::kNumber) {
       int64_t v = integer_value(tk[i].text);
-      if (v >= 0) keep(found, v, bound_like(tk, i) ? 3 : 1, "line " + std::to_string(tk[i].line));
+      if (v >= 0)
+        keep(found, v, bound_like(tk, i) ? 3 : 1, "line " + std::to_string(tk[i].line),
+             bounded_names(tk, i));
     } else if (tk[i].kind == CudaToken::Kind::kIdentifier && defines.count(tk[i].text)) {
-      keep(found, defines[tk[i].text], bound_like(tk, i) ? 3 : 2, "#define " + tk[i].text);
+      keep(found, defines[tk[i].text], bound_like(tk, i) ? 3 : 2, "#define " + tk[i].text,
+           bounded_names(tk, i));
     }
   }
 }
@@ -189,6 +241,10 @@ std::optional<ShapeBinding> fit(const TaskSpec& task, ShapeBinding shape, const 
   return std::nullopt;
 }
 
+// The largest value a threshold shape may give a size: its draw range, or as far past it as the
+// task declares (SizeRange::threshold_max).
+int64_t reach_max(const SizeRange& range) { return std::max(range.max, range.threshold_max); }
+
 }  // namespace
 
 std::vector<SourceThreshold> source_thresholds(const KernelFile& kernel,
@@ -213,16 +269,47 @@ std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
   if (task.draws.ranges.empty() || limits.max_shapes < 1) return out;
   ShapeBinding base = task.bind({});
   if (auto drawn = draw_shapes(task, seed); drawn && !drawn->empty()) base = drawn->front();
+  // The cheapest shape: every drawn size at its minimum, where a crossing value needs the bytes.
+  ShapeBinding least = base;
+  for (const auto& [name, range] : task.draws.ranges)
+    least[name] = (range.min + range.multiple - 1) / range.multiple * range.multiple;
   std::set<ShapeBinding> seen;
+  int reach_left = limits.reach_bytes > limits.max_bytes ? limits.max_reach_shapes : 0;
+  // One value of one size: within max_bytes, else (crossing values only) within reach_bytes.
+  auto try_value = [&](const std::string& size, int64_t v, bool crossing) {
+    auto shape = fit(task, base, size, v, limits.max_bytes);
+    bool reach = false;
+    if (!shape && crossing && reach_left > 0) {
+      // From the drawn shape where it fits (a capped expert count is crossed by tokens that
+      // route past it: a dozen tokens, not one), else from the least shape.
+      shape = fit(task, base, size, v, limits.reach_bytes);
+      if (!shape) shape = fit(task, least, size, v, limits.reach_bytes);
+      reach = shape.has_value();
+    }
+    if (!shape || !seen.insert(*shape).second) return;
+    out.push_back(*shape);
+    if (reach) --reach_left;
+  };
+  // First the sizes a threshold bounds by name, crossing: `min(top_k, 16)` gets top_k = 17 before
+  // the other literals' shapes take the budget.
+  for (const auto& t : thresholds) {
+    for (const auto& name : t.bounds) {
+      auto range = task.draws.ranges.find(name);
+      if (range == task.draws.ranges.end()) continue;
+      for (int64_t v : values_around(t.value, range->second.multiple, true)) {
+        if (v < range->second.min || v > reach_max(range->second)) continue;
+        try_value(name, v, true);
+        if (int(out.size()) >= limits.max_shapes) return out;
+      }
+    }
+  }
   for (bool crossing : {true, false}) {
     for (const auto& t : thresholds) {
       for (const auto& [size, range] : task.draws.ranges) {
-        if (t.value + 1 < range.min || t.value + 1 > range.max) continue;
+        if (t.value + 1 < range.min || t.value + 1 > reach_max(range)) continue;
         for (int64_t v : values_around(t.value, range.multiple, crossing)) {
-          if (v < range.min || v > range.max) continue;
-          auto shape = fit(task, base, size, v, limits.max_bytes);
-          if (!shape || !seen.insert(*shape).second) continue;
-          out.push_back(*shape);
+          if (v < range.min || v > reach_max(range)) continue;
+          try_value(size, v, crossing);
           if (int(out.size()) >= limits.max_shapes) return out;
         }
       }

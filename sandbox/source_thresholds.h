@@ -24,6 +24,9 @@ struct SourceThreshold {
   // tunable's value or a #define's; 1: any other literal (the plan's numbers included).
   int priority = 1;
   std::string origin;  // "line 12", "#define CHUNK", "tunable BLOCK", "plan"
+  // The identifiers the literal is compared with or clamped with (`i < cols` -> cols,
+  // `min(top_k, 16)` -> top_k): a size of that name is tried first (threshold_shapes).
+  std::vector<std::string> bounds;
 };
 
 // The thresholds of `kernel` (its source, its plan, and `tunables`, the values it runs with),
@@ -35,13 +38,20 @@ std::vector<SourceThreshold> source_thresholds(const KernelFile& kernel,
 struct ThresholdShapeLimits {
   int max_shapes = 8;                     // rounds per evaluation
   int64_t max_bytes = int64_t(64) << 20;  // inputs plus outputs of one shape
+  // A crossing value whose shape cannot fit max_bytes even with the other sizes at their minimum
+  // (a cap `min(n, 67108864)` of a one-size task: n = 2^26 + 1 is 768 MiB of axpy) is still
+  // verified within reach_bytes, at most max_reach_shapes times (they cost time: a 768 MiB round
+  // is about 2 ms of traffic at 3 TB/s, a few passes of it). 0: never.
+  int64_t reach_bytes = 0;
+  int max_reach_shapes = 2;
 };
 
 // Shapes on both sides of each threshold for the sizes it could bound, within `limits`: each
 // starts from a shape drawn from the task's ranges (`seed`), takes the threshold's value for one
 // size (rounded to the size's multiple), shrinks the other drawn sizes toward their minimum
-// until the shape fits, and keeps the task's constraints. The crossing values (t+1, 2t+1) of
-// every threshold come before the values at and below it.
+// until the shape fits, and keeps the task's constraints. The crossing values of the thresholds
+// that bound a size by name (SourceThreshold::bounds) come first, for that size; then the crossing
+// values (t+1, 2t+1) of every threshold, then the values at and below it.
 std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
                                            const std::vector<SourceThreshold>& thresholds,
                                            uint64_t seed, const ThresholdShapeLimits& limits = {});

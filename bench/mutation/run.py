@@ -65,6 +65,16 @@ def plan_items(args):
                   "source": path, "operator": "original", "site": "", "text": text, "diff": ""}
                  for path, task, text in good]
     mutants = sources.mutants(tasks, good, args.per_operator, ops or None)
+    if args.survivors_of:
+        # Judge again only what survived an earlier run (not equivalent by today's list), with
+        # the originals they come from: does a new defence kill them, and reject no original?
+        earlier = json.loads(pathlib.Path(args.survivors_of).read_text())
+        equivalent = sources.load_equivalent(EQUIVALENT)
+        wanted_ids = {s["id"] for s in earlier.get("survivors", [])
+                      if not s.get("equivalent") and s["id"] not in equivalent}
+        mutants = [m for m in mutants if m["id"] in wanted_ids]
+        used = {m["source"] for m in mutants}
+        originals = [o for o in originals if o["source"] in used]
     random.Random(args.seed).shuffle(mutants)
     if args.limit:
         mutants = mutants[:args.limit]
@@ -288,6 +298,9 @@ def main():
                         help="at most this many mutants per (source, operator)")
     parser.add_argument("--limit", type=int, default=0, help="judge at most N mutants")
     parser.add_argument("--seed", type=int, default=0, help="order of the mutants")
+    parser.add_argument("--survivors-of", default="",
+                        help="a mutation.json: judge only its survivors (those equivalent.json "
+                             "does not list now) and the originals they come from")
     parser.add_argument("--workers", type=int, default=1,
                         help="worker processes judging at once on the GPU (1: the exact request "
                              "alone; more: see run_worker)")
@@ -478,7 +491,8 @@ def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost,
         "cost": cost,
         "options": {"per_operator": args.per_operator, "seed": args.seed, "limit": args.limit,
                     "max_seconds": args.max_seconds, "tasks": args.tasks,
-                    "operators": args.operators, "workers": getattr(args, "workers", 1)},
+                    "operators": args.operators, "workers": getattr(args, "workers", 1),
+                    "survivors_of": getattr(args, "survivors_of", "")},
         "device": (env.get("gpus") or [{}])[0].get("name") if isinstance(env.get("gpus"), list)
         else None,
         "date": env["date"],

@@ -165,6 +165,20 @@ void add_families(const TaskSpec& task, const EvalOptions& options, uint64_t see
     plan.steps.push_back({"stress", small, 1, seed + 2750159 * (i + 1), &plan.rounds[first + i],
                           family_variant(task, families[i], small, plan), true});
     ++plan.family_rounds;
+    // Rows scaled to 1e-4 are where a norm's eps decides the output (a row's mean square 1e-8
+    // against eps 1e-7 to 1e-2): at the task's own eps a kernel that folds eps in as a literal
+    // gives the same answer, so these rows run once more with the constants drawn (fresh
+    // inputs, never kept: other constants, other reference outputs).
+    if (families[i].family == "tiny_rows" && options.vary_constants &&
+        !task.constant_ranges.empty()) {
+      const TaskSpec* scaled = family_variant(task, families[i], small, plan);
+      TaskSpec drawn = scaled ? *scaled : task;
+      drawn.constants = draw_constants(task, seed ^ (0x5bd1e995ULL * (i + 1)));
+      plan.variants.push_back(std::move(drawn));
+      plan.steps.push_back({"stress", small, 1, seed + 2750159 * (i + 1) + 17,
+                            &plan.rounds[first + i], &plan.variants.back(), false});
+      ++plan.family_rounds;
+    }
   }
   std::vector<std::pair<std::string, ShapeBinding>> big = big_family_shapes(task, options);
   for (int k = 0; k < kFamiliesAtBigShapes && !big.empty(); ++k) {
@@ -178,12 +192,28 @@ void add_families(const TaskSpec& task, const EvalOptions& options, uint64_t see
   }
 }
 
+// Bytes a threshold's crossing shape may take when max_bytes cannot hold it (a cap at the task's
+// largest listed size): twice the largest listed shape's (the task verifies that one anyway, so
+// the time stays of its order), within a quarter of the GPU's memory less a GiB (a round holds
+// its inputs twice and its outputs three times). 0 without a GPU's memory to go by.
+int64_t threshold_reach_bytes(const TaskSpec& task, const PlanInputs& inputs, int64_t max_bytes) {
+  int64_t room = inputs.free_bytes > 0 ? inputs.free_bytes : inputs.total_bytes;
+  if (room <= 0) return 0;
+  int64_t listed = 0;
+  for (const auto* list : {&task.shapes, &task.holdout})
+    for (const auto& s : *list)
+      if (auto bytes = task.tensor_bytes(task.bind(s)); bytes) listed = std::max(listed, *bytes);
+  int64_t budget = std::min(2 * listed, (room - (int64_t(1) << 30)) / 4);
+  return budget > max_bytes ? budget : 0;
+}
+
 void add_thresholds(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
                     const PlanInputs& inputs, VerifyPlan& plan) {
   if (!options.thresholds || !inputs.candidate) return;
   auto thresholds = source_thresholds(*inputs.candidate, inputs.tunables);
   ThresholdShapeLimits limits;
   limits.max_bytes = std::max<int64_t>(task.draws.max_bytes, options.large_shape_bytes);
+  limits.reach_bytes = threshold_reach_bytes(task, inputs, limits.max_bytes);
   auto shapes = threshold_shapes(task, thresholds, draw_seed(seed) ^ 0x1b873593ULL, limits);
   for (size_t i = 0; i < shapes.size(); ++i) {
     const TaskSpec* variant = constants_variant(task, options, seed ^ (i * 0x3c6ef372ULL), plan);

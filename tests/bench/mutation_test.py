@@ -196,6 +196,31 @@ fi
 '''
 
 
+def test_survivors_of_selects_an_earlier_runs_survivors():
+    run = [sys.executable, str(ROOT / "bench" / "mutation" / "run.py")]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        listed = subprocess.run(run + [str(tmp / "a"), "--list", "--tasks", "softmax,axpy"],
+                                capture_output=True, text=True, timeout=120)
+        assert listed.returncode == 0, listed.stderr[-2000:]
+        ids = [line.split()[0] for line in listed.stdout.splitlines()[:-1]]
+        equivalent = sources.load_equivalent(ROOT / "bench" / "mutation" / "equivalent.json")
+        kept = [i for i in ids if i not in equivalent][:3]
+        gone = [i for i in ids if i in equivalent][:1]
+        assert len(kept) == 3 and gone, (kept, gone)
+        earlier = tmp / "mutation.json"
+        earlier.write_text(json.dumps({"survivors": [
+            {"id": i, "equivalent": None} for i in kept + gone] + [
+            {"id": ids[-1], "equivalent": "an old reason"}]}))
+        again = subprocess.run(run + [str(tmp / "b"), "--list", "--survivors-of", str(earlier)],
+                               capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0, again.stderr[-2000:]
+        chosen = [line.split()[0] for line in again.stdout.splitlines()[:-1]]
+        # The survivors not equivalent then or now, nothing else.
+        expected = set(kept) - ({ids[-1]} if ids[-1] in kept else set())
+        assert set(chosen) == expected, (chosen, kept, gone)
+
+
 def test_harness_end_to_end():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)

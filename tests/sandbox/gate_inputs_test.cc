@@ -159,6 +159,114 @@ TEST(SourceThresholds, MultiplesBudgetsAndConstraintsHold) {
   EXPECT_FALSE(cols.count(80128));
 }
 
+// A size clamped with a literal (`min(cols, 50000)`, the real-world slips of issue 32) is a bound
+// by name: priority 3 wherever the literal stands in the call, and its size crosses it first,
+// before other literals' shapes take the budget of 8.
+TEST(SourceThresholds, AClampNamesTheSizeItCapsAndThatSizeCrossesFirst) {
+  KernelFile k = kernel(R"(
+__global__ void k(const float* x, float* out, int cols) {
+  for (int i = threadIdx.x; i < min(cols, (decltype(cols))50000); i += 256) out[i] = x[i];
+  float t = fminf(x[0], 7000.0f) + 9000 + 11000 + 13000 + 15000 + 17000 + 19000 + 21000;
+  if (std::max(3, (int)blockIdx.x) < 60) out[0] = t;
+}
+)");
+  auto all = source_thresholds(k, {});
+  const SourceThreshold* cap = find(all, 50000);
+  ASSERT_NE(cap, nullptr);
+  EXPECT_EQ(cap->priority, 3);
+  EXPECT_NE(std::find(cap->bounds.begin(), cap->bounds.end(), "cols"), cap->bounds.end());
+  EXPECT_EQ(find(all, 3)->priority, 3);     // an argument of std::max
+  EXPECT_EQ(find(all, 9000)->priority, 1);  // a sum, no bound
+  EXPECT_TRUE(find(all, 9000)->bounds.empty());
+  TaskSpec task = parsed(row_task());
+  // Without its name, 50000's crossing shapes come after the larger literals' (all priority 3
+  // here, largest first), and the budget of 8 runs out before them.
+  std::vector<SourceThreshold> unnamed;
+  for (int64_t v = 69000; v >= 61000; v -= 1000) unnamed.push_back({v, 3, "x"});
+  unnamed.push_back({50000, 3, "line 3"});
+  auto cols_of = [](const std::vector<ShapeBinding>& shapes) {
+    std::set<int64_t> cols;
+    for (const auto& s : shapes) cols.insert(s.at("cols"));
+    return cols;
+  };
+  EXPECT_FALSE(cols_of(threshold_shapes(task, unnamed, 5)).count(50001));
+  unnamed.back().bounds = {"cols"};
+  auto named = threshold_shapes(task, unnamed, 5);
+  ASSERT_FALSE(named.empty());
+  EXPECT_EQ(named.front().at("cols"), 50001);
+  EXPECT_EQ(named.size(), 8u);
+}
+
+// A size's threshold_max lets the shapes at a kernel's thresholds past the draw range (a cap at
+// the largest listed row, 393216 columns, against draws to 70000); the draws themselves stay
+// within max, and a threshold_max not past max is an error naming its JSON path.
+TEST(SourceThresholds, ThresholdMaxReachesPastTheDrawRangeOnlyForThresholds) {
+  json t = row_task();
+  std::vector<SourceThreshold> cap = {{393216, 3, "line 4", {"cols"}}};
+  auto cols_of = [&](const TaskSpec& task) {
+    std::set<int64_t> cols;
+    for (const auto& s : threshold_shapes(task, cap, 11)) cols.insert(s.at("cols"));
+    return cols;
+  };
+  EXPECT_TRUE(cols_of(parsed(t)).empty());  // 393217 is past the range's 70000
+  t["draws"]["sizes"]["cols"]["threshold_max"] = 800000;
+  TaskSpec task = parsed(t);
+  std::set<int64_t> cols = cols_of(task);
+  EXPECT_TRUE(cols.count(393217));
+  EXPECT_TRUE(cols.count(786433));  // 2t+1, within 800000
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    auto drawn = draw_shapes(task, seed);
+    ASSERT_TRUE(drawn.ok()) << drawn.error();
+    for (const auto& s : *drawn) EXPECT_LE(s.at("cols"), 70000);
+  }
+  t["draws"]["sizes"]["cols"]["threshold_max"] = 70000;
+  expect_error(t, "$.draws.sizes.cols.threshold_max", "must be past max");
+}
+
+// A cap at the largest listed size of a one-size task (axpy's n = 2^26: 768 MiB) crosses past
+// max_bytes: verified within reach_bytes with the other sizes at their minimum, at most
+// max_reach_shapes times, never without a budget.
+TEST(SourceThresholds, ACrossingPastMaxBytesIsReachedWithinItsBudget) {
+  json t = row_task();
+  t["draws"]["sizes"]["cols"] = {{"min", 1}, {"max", 134217728}};
+  TaskSpec task = parsed(t);
+  std::vector<SourceThreshold> cap = {{67108864, 3, "line 9", {"cols"}},
+                                      {50000000, 3, "line 10", {"cols"}}};
+  ThresholdShapeLimits limits;  // 64 MiB
+  for (const auto& s : threshold_shapes(task, cap, 3, limits))
+    EXPECT_LT(s.at("cols"), 8388608);  // nothing past 64 MiB of rows x cols x 8 bytes
+  limits.reach_bytes = int64_t(2) << 30;
+  auto shapes = threshold_shapes(task, cap, 3, limits);
+  std::vector<ShapeBinding> reached;
+  for (const auto& s : shapes) {
+    auto bytes = task.tensor_bytes(s);
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_LE(*bytes, limits.reach_bytes);
+    if (*bytes > limits.max_bytes) reached.push_back(s);
+  }
+  ASSERT_EQ(reached.size(), 2u);  // max_reach_shapes: 67108865 and 50000001, not 134217729
+  EXPECT_EQ(reached[0].at("cols"), 67108865);
+  EXPECT_EQ(reached[1].at("cols"), 50000001);
+  // The plan gives that budget only where the GPU's memory is known and holds it.
+  KernelFile k = kernel(
+      "__global__ void k(const float* x, float* out, int cols) {\n"
+      "  for (int i = 0; i < min(cols, 67108864); ++i) out[i] = x[i]; }\n");
+  worker::PlanInputs inputs;
+  inputs.candidate = &k;
+  auto threshold_cols = [&](int64_t free_bytes) {
+    inputs.free_bytes = free_bytes;
+    auto plan = worker::plan_verification(task, EvalOptions{}, 99, inputs);
+    EXPECT_TRUE(plan.ok()) << plan.error();
+    std::set<int64_t> cols;
+    for (const auto& s : plan->steps)
+      if (s.phase == "threshold") cols.insert(s.sizes.at("cols"));
+    return cols;
+  };
+  EXPECT_TRUE(threshold_cols(int64_t(80) << 30).count(67108865));
+  EXPECT_FALSE(threshold_cols(0).count(67108865));
+  EXPECT_FALSE(threshold_cols(int64_t(2) << 30).count(67108865));  // a quarter of 1 GiB left
+}
+
 TEST(DerivedDraws, ATaskWithoutDrawsIsDrawnFromItsListedShapes) {
   json t = row_task();
   t.erase("draws");
@@ -295,6 +403,54 @@ TEST(VerifyPlan, ConstantRowsScaleTheCapBySqrtOfTheRow) {
     }
   }
   EXPECT_GT(constant_steps, 40);
+}
+
+// Tiny rows (a row's mean square 1e-8) are where a norm's eps decides the output; at the task's
+// own eps a kernel with eps folded in as a literal is right there too, so they run once more with
+// eps drawn from its range, never kept. A task without constant ranges gets no such step.
+TEST(VerifyPlan, TinyRowsRunAgainWithTheConstantsDrawn) {
+  for (const char* name : {"rmsnorm", "layernorm", "residual_rmsnorm"}) {
+    auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks" / name);
+    ASSERT_TRUE(task.ok()) << task.error();
+    ASSERT_FALSE(task->constant_ranges.empty()) << name;
+    std::set<double> eps;
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      auto plan = worker::plan_verification(*task, EvalOptions{}, seed, worker::PlanInputs{});
+      ASSERT_TRUE(plan.ok()) << plan.error();
+      int tiny = 0, drawn = 0;
+      for (const auto& s : plan->steps) {
+        if (!s.stress || s.stress->name.rfind("family tiny_rows", 0) != 0 || s.phase != "stress")
+          continue;
+        ++tiny;
+        const double e = s.variant ? s.variant->constants.at("eps") : task->constants.at("eps");
+        if (e == task->constants.at("eps")) continue;
+        ++drawn;
+        eps.insert(e);
+        EXPECT_FALSE(s.pooled);
+        EXPECT_GE(e, task->constant_ranges.at("eps").min);
+        EXPECT_LE(e, task->constant_ranges.at("eps").max);
+      }
+      EXPECT_GE(tiny, 2) << name;
+      EXPECT_GE(drawn, 1) << name;
+    }
+    EXPECT_GE(eps.size(), 5u) << name;  // drawn anew per evaluation
+    EvalOptions fixed;
+    fixed.vary_constants = false;
+    auto plan = worker::plan_verification(*task, fixed, 1, worker::PlanInputs{});
+    ASSERT_TRUE(plan.ok());
+    for (const auto& s : plan->steps)
+      if (s.variant) {
+        EXPECT_EQ(s.variant->constants.at("eps"), task->constants.at("eps"));
+      }
+  }
+  auto softmax = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks/softmax");
+  ASSERT_TRUE(softmax.ok());
+  auto plan = worker::plan_verification(*softmax, EvalOptions{}, 1, worker::PlanInputs{});
+  ASSERT_TRUE(plan.ok());
+  for (const auto& s : plan->steps)
+    if (s.stress && s.stress->name.rfind("family tiny_rows", 0) == 0) {
+      EXPECT_TRUE(s.pooled);
+    }
 }
 
 TEST(VerifyPlan, EveryMechanismHasItsSteps) {
