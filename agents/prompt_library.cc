@@ -28,7 +28,7 @@ const std::vector<TemplateSpec>& template_specs() {
       {"planner.txt",
        with_task({"current_kernel", "measurements", "where_time_goes", "memory_examples",
                   "memory_warnings", "num_plans", "kernel_format", "tried_plans", "beam_summary",
-                  "tuner_facts"}),
+                  "tuner_facts", "technique_cards"}),
        {"task_description", "current_kernel", "num_plans"}},
       {"coder.txt",
        with_task({"plan", "current_kernel", "measurements", "where_time_goes", "memory_examples",

@@ -73,6 +73,13 @@ Result<int64_t> add_example_draw(sql::Database& db, const ExampleDrawRecord& dra
   return db.last_insert_rowid();
 }
 
+Status set_draw_plans(sql::Database& db, int64_t draw_id, const std::vector<int64_t>& plan_ids) {
+  auto statement = db.cached("UPDATE example_draws SET plan_ids = ?2 WHERE id = ?1");
+  statement->bind_all(draw_id, nlohmann::json(plan_ids).dump());
+  if (auto s = statement->run(); !s) return make_error("example_draws: " + s.error());
+  return ok_status();
+}
+
 Result<std::vector<ExampleDrawRecord>> list_example_draws(sql::Database& db,
                                                           std::optional<int64_t> run_id) {
   auto statement = db.cached(

@@ -33,6 +33,8 @@ struct ExampleDrawRecord {
 };
 
 Result<int64_t> add_example_draw(sql::Database& db, const ExampleDrawRecord& draw);
+// The plans a prompt led to, known only once the planner answered (plans table ids).
+Status set_draw_plans(sql::Database& db, int64_t draw_id, const std::vector<int64_t>& plan_ids);
 // Oldest first; `run_id` narrows to one run.
 Result<std::vector<ExampleDrawRecord>> list_example_draws(sql::Database& db,
                                                           std::optional<int64_t> run_id);

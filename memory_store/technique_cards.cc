@@ -15,6 +15,12 @@ namespace kopt::memory {
 
 namespace {
 
+// The planner reads cards at every call: the newest this many pairs and plans of the family are
+// read, so the cost stays flat as the memory grows (older evidence is what curation keeps
+// least of anyway).
+constexpr int64_t kMaxCardPairs = 400;
+constexpr int64_t kMaxCardPlans = 2000;
+
 // Speedups of one technique on one task, for its "applies when" line.
 struct TaskGains {
   std::string family;
@@ -99,8 +105,9 @@ Status read_pairs(sql::Database& db, const CardQuery& query, const std::string& 
       "  AND e.profile_json != '{}' ORDER BY e.id DESC LIMIT 1)"
       " FROM pairs p JOIN tasks t ON t.id = p.task_id"
       " JOIN kernels sk ON sk.id = p.slow_kernel_id JOIN kernels fk ON fk.id = p.fast_kernel_id"
-      " WHERE ?1 = '' OR t.name = ?1 OR (?2 != '' AND p.family = ?2) ORDER BY p.id DESC");
-  statement->bind_all(query.task, family);
+      " WHERE ?1 = '' OR t.name = ?1 OR (?2 != '' AND p.family = ?2) ORDER BY p.id DESC LIMIT ?3");
+  statement->bind(3, kMaxCardPairs);
+  statement->bind(1, query.task).bind(2, family);
   auto s = statement->each_row([&](const sql::Statement& row) { add_pair(builder, query, row); });
   if (!s) return make_error("technique cards: " + s.error());
   return s;
@@ -137,8 +144,8 @@ Status read_plans(sql::Database& db, const CardQuery& query, const std::string& 
       "SELECT p.technique, p.outcome, p.detail, t.name FROM plans p"
       " JOIN tasks t ON t.id = p.task_id"
       " WHERE ?1 = '' OR t.name = ?1 OR (?2 != '' AND json_valid(t.tags)"
-      "  AND json_extract(t.tags, '$[0]') = ?2) ORDER BY p.id DESC");
-  statement->bind_all(query.task, family);
+      "  AND json_extract(t.tags, '$[0]') = ?2) ORDER BY p.id DESC LIMIT ?3");
+  statement->bind_all(query.task, family, kMaxCardPlans);
   auto s = statement->each_row([&](const sql::Statement& row) { add_plan(builder, query, row); });
   if (!s) return make_error("technique cards: " + s.error());
   return s;
