@@ -73,8 +73,9 @@ class AgentCaller {
 
   // The values a prompt leaves out, in this order, when it does not fit the agent's context.
   static constexpr const char* kTrimOrder[] = {
-      "memory_examples", "memory_warnings", "technique_cards", "tried_plans",  "earlier_answers",
-      "beam_summary",    "tuner_facts",     "where_time_goes", "slow_profile", "fast_profile"};
+      "memory_examples", "memory_warnings",  "technique_cards", "tried_plans",
+      "earlier_answers", "earlier_attempts", "beam_summary",    "tuner_facts",
+      "where_time_goes", "slow_profile",     "fast_profile"};
   static constexpr const char* kLeftOut = "(left out: the prompt had to fit the model's context)";
   const PromptLibrary& prompts() const { return prompts_; }
   // Receives every request sent and its answer; set before the first ask.

@@ -36,7 +36,7 @@ const std::vector<TemplateSpec>& template_specs() {
        {"plan", "current_kernel", "kernel_format"}},
       {"repair.txt",
        with_task({"plan", "candidate_kernel", "failure_kind", "failure", "attempt", "max_attempts",
-                  "kernel_format"}),
+                  "kernel_format", "current_kernel", "earlier_attempts"}),
        {"candidate_kernel", "failure"}},
       {"summarizer.txt",
        with_task({"slow_kernel", "fast_kernel", "slow_measurements", "fast_measurements",
