@@ -63,8 +63,9 @@ class AgentCaller {
   // asked for again with a nudge saying what was wrong. Where the agent's context_tokens is
   // known, max_tokens (and its raise) is clamped to what the prompt leaves of the context, and a
   // prompt that leaves too little is trimmed in a stated order (kTrimOrder): memory's examples
-  // and warnings first, then the plans tried, the earlier answers, the other kernels and the
-  // tuner's facts, the counters, and last the kernel itself, cut in its middle.
+  // and warnings first, then its technique cards (denser, so kept longer), then the plans tried,
+  // the earlier answers, the other kernels and the tuner's facts, the counters, and last the kernel
+  // itself, cut in its middle.
   Result<std::string> ask(const std::string& agent, const std::string& template_file,
                           const std::map<std::string, std::string>& values,
                           const std::string& label, AgentUsage& usage,
@@ -72,8 +73,9 @@ class AgentCaller {
 
   // The values a prompt leaves out, in this order, when it does not fit the agent's context.
   static constexpr const char* kTrimOrder[] = {
-      "memory_examples", "memory_warnings", "tried_plans",  "earlier_answers", "beam_summary",
-      "tuner_facts",     "where_time_goes", "slow_profile", "fast_profile"};
+      "memory_examples", "memory_warnings",  "technique_cards", "tried_plans",
+      "earlier_answers", "earlier_attempts", "beam_summary",    "tuner_facts",
+      "where_time_goes", "slow_profile",     "fast_profile"};
   static constexpr const char* kLeftOut = "(left out: the prompt had to fit the model's context)";
   const PromptLibrary& prompts() const { return prompts_; }
   // Receives every request sent and its answer; set before the first ask.

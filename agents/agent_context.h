@@ -76,6 +76,9 @@ struct WorkContext {
   // What the tuner found on this task's kernels, one line each (TaskSearch::tuner_facts): what
   // the tunables are worth, told once instead of as memory examples.
   std::vector<std::string> tuner_facts;
+  // What memory knows per technique, merged (memory_store/technique_cards.h): the planner's
+  // curated lessons, shown beside the raw examples.
+  std::vector<std::string> technique_cards;
   // The coder's recent answers that repeated kernels already judged, with what those scored,
   // one line each: a model that repeats itself is told so in its next prompt.
   std::vector<std::string> repeats;

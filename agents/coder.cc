@@ -45,8 +45,13 @@ Result<std::string> Coder::write(const WorkContext& context, const Plan& plan, A
 
 Result<std::string> Coder::repair(const WorkContext& context, const Plan& plan,
                                   const std::string& candidate, const Judgement& failure,
-                                  int attempt, int max_attempts, AgentUsage& usage) {
+                                  int attempt, int max_attempts, AgentUsage& usage,
+                                  const std::vector<std::string>& earlier_attempts) {
   auto values = task_values(context.task);
+  values["current_kernel"] = context.current.source;
+  values["earlier_attempts"] = earlier_attempts.empty()
+                                   ? std::string("(none: this is the plan's first repair)")
+                                   : "- " + join(earlier_attempts, "\n- ");
   values["plan"] = plan_text(plan);
   values["candidate_kernel"] = candidate;
   values["failure_kind"] = failure.kind;
@@ -81,7 +86,10 @@ CoderOutcome Coder::develop(const WorkContext& context, const Plan& plan, const 
     if (!judgement.repairable || attempt > max_repairs) return outcome;
     spdlog::debug("[{}] repairing '{}' after {} (attempt {} of {})", context.task.name, plan.title,
                   judgement.kind, attempt + 1, max_repairs + 1);
-    auto repaired = repair(context, plan, source, judgement, attempt + 1, max_repairs + 1, usage);
+    // The attempts before this one (the failure just judged is shown in full on its own).
+    std::vector<std::string> earlier(outcome.failures.begin(), outcome.failures.end() - 1);
+    auto repaired =
+        repair(context, plan, source, judgement, attempt + 1, max_repairs + 1, usage, earlier);
     if (!repaired) {
       outcome.error = repaired.error();
       return outcome;

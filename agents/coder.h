@@ -44,10 +44,14 @@ class Coder {
   // One kernel file for `plan`, improving context.current.
   Result<std::string> write(const WorkContext& context, const Plan& plan, AgentUsage& usage);
 
-  // A repaired kernel file, given the failed `candidate` and the judge's verdict on it.
+  // A repaired kernel file, given the failed `candidate` and the judge's verdict on it. The
+  // prompt also shows the known-good kernel the plan started from (context.current, verified)
+  // and the verdicts of this plan's `earlier_attempts`, so a repair can see what it broke and
+  // what it already tried.
   Result<std::string> repair(const WorkContext& context, const Plan& plan,
                              const std::string& candidate, const Judgement& failure, int attempt,
-                             int max_attempts, AgentUsage& usage);
+                             int max_attempts, AgentUsage& usage,
+                             const std::vector<std::string>& earlier_attempts = {});
 
   // write(), then judge and repair up to `max_repairs` times, until the judge accepts, says
   // repairing is pointless, or the repairs run out.

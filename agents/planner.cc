@@ -88,6 +88,9 @@ Result<std::vector<Plan>> Planner::propose(const WorkContext& context, int count
                                                       : "- " + join(context.tried_plans, "\n- ");
   values["beam_summary"] =
       context.beam.empty() ? std::string("(only this kernel)") : "- " + join(context.beam, "\n- ");
+  values["technique_cards"] = context.technique_cards.empty()
+                                  ? std::string("(no technique seen in memory yet)")
+                                  : join(context.technique_cards, "\n\n");
   values["tuner_facts"] = context.tuner_facts.empty() ? std::string("(nothing swept yet)")
                                                       : "- " + join(context.tuner_facts, "\n- ");
   auto reply = caller_.ask("planner", "planner.txt", values, context.task.name, usage,

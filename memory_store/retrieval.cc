@@ -158,6 +158,48 @@ std::vector<RetrievedPair> select_diverse(
   return chosen;
 }
 
+void draw_example_slot(std::vector<RetrievedPair>& chosen, std::vector<RetrievedPair> candidates,
+                       int k, const RetrievalQuery& query,
+                       const std::function<std::string(int64_t kernel_id)>& source_of) {
+  if (!query.draw_index || k <= 0) return;
+  // The slot: the last positive example when the prompt is full, else a new one at the end.
+  size_t slot = chosen.size();
+  if (static_cast<int>(chosen.size()) >= k) {
+    auto last = std::find_if(chosen.rbegin(), chosen.rend(),
+                             [](const RetrievedPair& p) { return !p.pair.is_negative; });
+    if (last == chosen.rend()) return;  // only warnings: no example slot to randomise
+    slot = static_cast<size_t>(std::distance(chosen.begin(), last.base()) - 1);
+  }
+  std::set<int64_t> others;  // what the other slots show
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    if (i != slot) others.insert(chosen[i].pair.id);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.score != b.score ? a.score > b.score : a.pair.id < b.pair.id;
+  });
+  std::vector<RetrievedPair> pool;
+  for (RetrievedPair& candidate : candidates) {
+    if (pool.size() >= kMaxDrawCandidates) break;
+    const PairRecord& pair = candidate.pair;
+    if (pair.is_negative || candidate.tuner_only || others.count(pair.id) ||
+        query.exclude_kernels.count(pair.fast_kernel_id)) {
+      continue;
+    }
+    if (query.near_copy && source_of && query.near_copy(source_of(pair.fast_kernel_id))) continue;
+    pool.push_back(std::move(candidate));
+  }
+  if (pool.empty()) return;
+  size_t drawn = std::min(query.draw_index(pool.size()), pool.size() - 1);
+  RetrievedPair pick = std::move(pool[drawn]);
+  pick.propensity = 1.0 / static_cast<double>(pool.size());
+  pick.draw_candidates = static_cast<int64_t>(pool.size());
+  if (slot == chosen.size()) {
+    chosen.push_back(std::move(pick));
+  } else {
+    chosen[slot] = std::move(pick);
+  }
+}
+
 namespace {
 
 // The query's words: the task's and the family tags' words (`topic`), the kernel's identifiers
@@ -387,7 +429,9 @@ Result<std::vector<RetrievedPair>> MemoryStore::retrieve(const RetrievalQuery& q
     auto row = statement->step();
     return row && *row ? statement->column_text(0) : std::string();
   };
-  return select_diverse(std::move(*candidates), query.k, rules, source_of);
+  std::vector<RetrievedPair> chosen = select_diverse(*candidates, query.k, rules, source_of);
+  draw_example_slot(chosen, std::move(*candidates), query.k, rules, source_of);
+  return chosen;
 }
 
 Result<std::vector<SearchHit>> MemoryStore::search(const std::string& query, int64_t limit) {

@@ -76,7 +76,16 @@ struct RetrievalQuery {
   // The techniques the current kernel already uses (techniques_in of its source).
   std::vector<std::string> current_techniques;
   int max_tuner_pairs = 0;  // pairs whose fast kernel is a tuner configuration
+  // The randomised example slot (example_draws.h): given n, a uniform index in [0, n). Set, the
+  // last positive example (or, with fewer than k shown, one more) is a pair drawn uniformly from
+  // the eligible candidates (draw_example_slot). Unset: retrieval is deterministic.
+  std::function<size_t(size_t n)> draw_index;
 };
+
+// At most this many candidates are eligible for the random slot: the best-scoring positive,
+// non-tuner, non-excluded, non-near-copy pairs that no other slot shows. A fixed pool keeps the
+// propensity exact (1 / its size) without asking near_copy of every candidate.
+inline constexpr size_t kMaxDrawCandidates = 32;
 
 struct RetrievedPair {
   PairRecord pair;
@@ -94,6 +103,10 @@ struct RetrievedPair {
   double fast_us = 0;
   std::string production_name;
   double production_us = 0;
+  // Set only on the pair the random slot drew: the draw's probability and how many pairs it was
+  // drawn from (RetrievalQuery::draw_index).
+  double propensity = 0;
+  int64_t draw_candidates = 0;
   // Whether the fast kernel is at least as fast as that production baseline (S >= 0.5).
   bool reached_production() const {
     return fast_us > 0 && production_us > 0 && fast_us <= production_us;
@@ -125,5 +138,13 @@ double arch_similarity(const std::string& a, const std::string& b);
 std::vector<RetrievedPair> select_diverse(
     std::vector<RetrievedPair> candidates, int k, const RetrievalQuery& query = {},
     const std::function<std::string(int64_t kernel_id)>& source_of = {});
+
+// Fills the random slot of `chosen` (select_diverse's answer for k): the last positive example
+// when k are shown, else one more, with a pair drawn by query.draw_index from the eligible
+// `candidates` (kMaxDrawCandidates); the drawn pair carries its propensity. Nothing changes when
+// draw_index is unset or nothing is eligible.
+void draw_example_slot(std::vector<RetrievedPair>& chosen, std::vector<RetrievedPair> candidates,
+                       int k, const RetrievalQuery& query,
+                       const std::function<std::string(int64_t kernel_id)>& source_of = {});
 
 }  // namespace kopt::memory

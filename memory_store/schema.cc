@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "memory_store/example_draws.h"
 #include "memory_store/fts_index.h"
 #include "memory_store/plan_store.h"
 #include "memory_store/production_baselines.h"
@@ -302,9 +303,11 @@ Status migrate(sql::Database& db, int target_version) {
   // Version 5 adds the plans and llm_transcripts tables (plan_store.h), which older code never
   // names, so it keeps version 4's compatible version. Version 6 adds the production_baselines
   // table (production_baselines.h), likewise never named by older code: compatible version 4.
+  // Version 7 adds the example_draws table (example_draws.h), the same way: compatible 4.
   static constexpr Migration kMigrations[] = {{migrate_to_version_1, 1}, {migrate_to_version_2, 2},
                                               {migrate_to_version_3, 2}, {migrate_to_version_4, 4},
-                                              {migrate_to_version_5, 4}, {migrate_to_version_6, 4}};
+                                              {migrate_to_version_5, 4}, {migrate_to_version_6, 4},
+                                              {migrate_to_version_7, 4}};
   static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
   static_assert(kMigrations[kSchemaVersion - 1].last_compatible == kCompatibleVersion);
   for (int next = *version + 1; next <= target_version; ++next) {

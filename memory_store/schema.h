@@ -14,11 +14,11 @@ namespace kopt::memory {
 // 'kopt' in ASCII: PRAGMA application_id marks the file as a kopt memory.
 inline constexpr int64_t kApplicationId = 0x6B6F7074;
 // The schema version this code writes.
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 // The oldest code version that can use a database at kSchemaVersion: version 4 records what each
 // evaluation was judged under, and older code would write evaluations and task changes without
 // it, so that a kernel judged under an old spec would look current (schema.cc says more);
-// versions 5 and 6 only add tables.
+// versions 5, 6 and 7 only add tables.
 inline constexpr int kCompatibleVersion = 4;
 
 // The version recorded in the meta table; 0 for a database that has none yet.

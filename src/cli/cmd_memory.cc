@@ -23,6 +23,7 @@
 #include "sandbox/profile_bottleneck.h"
 #include "src/cli/command.h"
 #include "src/cli/memory_calls.h"
+#include "src/cli/memory_cards.h"
 #include "src/cli/memory_options.h"
 #include "src/cli/options.h"
 
@@ -44,6 +45,7 @@ constexpr const char* kUsage =
     "kept)\n"
     "  kopt memory call ID [--json]\n"
     "  kopt memory stats [--task T] [--json]\n"
+    "  kopt memory cards [--task T] [--json]   (what memory knows per technique)\n"
     "  kopt memory export --jsonl FILE [--task T]\n"
     "  kopt memory import --jsonl FILE\n"
     "  kopt memory upgrade   (migrates an older memory to this kopt's schema)\n"
@@ -613,6 +615,7 @@ const std::map<std::string, std::vector<std::string>> kHonoured = {
     {"calls", {"task", "limit", "json"}},
     {"call", {"json"}},
     {"stats", {"task", "json"}},
+    {"cards", {"task", "json"}},
     {"export", {"jsonl", "task"}},
     {"import", {"jsonl"}},
     {"prune", {"dry-run", "max-per-task", "max-per-family", "max-negatives-per-task"}},
@@ -642,8 +645,8 @@ bool refuse_unused_options(const std::string& action, const cxxopts::ParseResult
 int run_memory(int argc, char** argv) {
   cxxopts::Options options("kopt memory", kUsage);
   options.add_options()("action",
-                        "wins | search | show | kernel | calls | call | stats | export | import | "
-                        "prune | upgrade",
+                        "wins | search | show | kernel | calls | call | stats | cards | export | "
+                        "import | prune | upgrade",
                         cxxopts::value<std::string>())(
       "words", "search words, or the pair (show) or kernel (kernel) ID",
       cxxopts::value<std::vector<std::string>>())(
@@ -676,8 +679,9 @@ int run_memory(int argc, char** argv) {
   std::string action = (*args)["action"].as<std::string>();
   std::vector<std::string> words;
   if (args->count("words")) words = (*args)["words"].as<std::vector<std::string>>();
-  const std::vector<std::string> actions = {"wins",  "search", "show", "stats",  "export", "import",
-                                            "prune", "calls",  "call", "kernel", "upgrade"};
+  const std::vector<std::string> actions = {"wins",   "search", "show",    "stats",
+                                            "export", "import", "prune",   "calls",
+                                            "call",   "kernel", "upgrade", "cards"};
   if (std::find(actions.begin(), actions.end(), action) == actions.end()) {
     std::cerr << "kopt memory: unknown action '" << action << "'" << did_you_mean(action, actions)
               << " (see --help)\n";
@@ -709,6 +713,7 @@ int run_memory(int argc, char** argv) {
   if (action == "calls") return memory_calls(*store, *args);
   if (action == "call") return memory_call(*store, words, *args);
   if (action == "stats") return stats(*store, *args);
+  if (action == "cards") return memory_cards(*store, *args);
   if (action == "export") return export_memory(*store, (*args)["jsonl"].as<std::string>(), task);
   if (action == "import") return import_memory(*store, (*args)["jsonl"].as<std::string>());
   return prune(*store, *args);

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -167,11 +168,22 @@ class Orchestrator {
                                                   const agents::Plan* plan = nullptr);
   // The coder's own examples: those that match its plan, not the planner's (add_examples).
   void retrieve_for_plan(const TaskState& task, CodeItem& item);
-  // Records the planner's fresh plans and queues their coder samples. Requires mutex_.
-  void queue_plans(TaskState& task, const VerifiedKernel& parent,
-                   const agents::WorkContext& context,
-                   const std::vector<memory::RetrievedPair>& retrieved,
-                   std::vector<agents::Plan> fresh);
+  // Records the planner's fresh plans and queues their coder samples; returns the plans' ids.
+  // Requires mutex_.
+  std::vector<int64_t> queue_plans(TaskState& task, const VerifiedKernel& parent,
+                                   const agents::WorkContext& context,
+                                   const std::vector<memory::RetrievedPair>& retrieved,
+                                   std::vector<agents::Plan> fresh);
+  // The random example slot of a prompt that showed `shown` (the drawn pair carries its
+  // propensity), stored for off-policy scoring; its id, or nothing when no slot was drawn.
+  std::optional<int64_t> record_draw(const TaskState& task, const VerifiedKernel& parent,
+                                     const char* agent,
+                                     const std::vector<memory::RetrievedPair>& shown,
+                                     std::vector<int64_t> plan_ids);
+  // A uniform index in [0, n) for the random example slot (thread-safe).
+  size_t draw_index(size_t n);
+  // The technique cards the planner reads for `task`, one text each (technique_cards.h).
+  std::vector<std::string> technique_card_texts(const TaskState& task);
 
   // ---- the sanitizer lane (sanitizer_jobs.cc) ----
   // Judges a candidate; a provisional best goes to the sanitizer lane, whose verdict
@@ -231,6 +243,9 @@ class Orchestrator {
   std::unique_ptr<agents::Summarizer> summarizer_;
   // The classes of the memory's profiles, for retrieval; guarded by itself.
   BottleneckMemo bottleneck_classes_;
+  // The random example slot's generator, seeded on first use (SearchSettings::example_draw_seed).
+  std::mutex draw_mutex_;
+  std::optional<std::mt19937_64> draw_rng_;
 
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable changed_;

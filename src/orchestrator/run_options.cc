@@ -31,6 +31,8 @@ json RunOptions::to_json() const {
             {"plans_per_iteration", s.plans_per_iteration},
             {"max_repairs", s.max_repairs},
             {"memory_examples", s.memory_examples},
+            {"random_example_slot", s.random_example_slot},
+            {"technique_cards", s.technique_cards},
             {"sol_threshold_percent", s.sol_threshold_percent},
             {"score", score_basis_name(s.score)},
             {"sol_score_threshold", s.sol_score_threshold},

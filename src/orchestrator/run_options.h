@@ -21,7 +21,14 @@ struct SearchSettings {
   int plans_per_iteration = 4;         // plans the planner proposes from one beam kernel
   int max_repairs = 2;                 // coder repairs after a compile error or a wrong answer
   int memory_examples = 4;             // pairs retrieved from memory into each prompt
-  double sol_threshold_percent = 90;   // a task at this share of speed of light is done
+  // One example slot of each prompt is a pair drawn uniformly from the eligible candidates, its
+  // propensity logged (memory_store/example_draws.h), so that a night with a real model can be
+  // scored off-policy later; example_draw_seed 0 seeds the draws from the system.
+  bool random_example_slot = true;
+  uint64_t example_draw_seed = 0;
+  // Technique cards (memory_store/technique_cards.h) the planner reads beside its examples.
+  int technique_cards = 3;
+  double sol_threshold_percent = 90;  // a task at this share of speed of light is done
   // What the task weights and the stopping rule read (task_score.h). kAuto by default because S
   // against what users run is what users and SOL-ExecBench judge a kernel by: with a production
   // baseline measured on this GPU model (`kopt baselines`), a task is worth the night while it

@@ -85,6 +85,34 @@ Result<std::vector<memory::RetrievedPair>> RunRecorder::retrieve(
   return pairs;
 }
 
+std::optional<int64_t> RunRecorder::record_draw(memory::ExampleDrawRecord draw) {
+  std::lock_guard lock(mutex_);
+  if (run_id_) draw.run_id = run_id_;
+  auto id = memory::add_example_draw(store_.database(), draw);
+  if (!id) {
+    spdlog::warn("memory: {}", id.error());
+    return std::nullopt;
+  }
+  return *id;
+}
+
+void RunRecorder::set_draw_plans(int64_t draw_id, const std::vector<int64_t>& plan_ids) {
+  std::lock_guard lock(mutex_);
+  if (auto s = memory::set_draw_plans(store_.database(), draw_id, plan_ids); !s) {
+    spdlog::warn("memory: {}", s.error());
+  }
+}
+
+std::vector<memory::TechniqueCard> RunRecorder::technique_cards(const memory::CardQuery& query) {
+  std::lock_guard lock(mutex_);
+  auto cards = memory::technique_cards(store_.database(), query);
+  if (!cards) {
+    spdlog::warn("memory: {}", cards.error());
+    return {};
+  }
+  return std::move(*cards);
+}
+
 void RunRecorder::record_outcome(const std::vector<int64_t>& pair_ids, bool improved) {
   std::lock_guard lock(mutex_);
   for (int64_t id : pair_ids) {

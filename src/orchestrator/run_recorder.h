@@ -17,8 +17,10 @@
 #include "common/result.h"
 #include "common/run_status.h"
 #include "llm/accounting.h"
+#include "memory_store/example_draws.h"
 #include "memory_store/memory_store.h"
 #include "memory_store/plan_store.h"
+#include "memory_store/technique_cards.h"
 #include "sandbox/task_spec.h"
 #include "src/orchestrator/daemon_tables.h"
 #include "src/orchestrator/progress.h"
@@ -50,6 +52,12 @@ class RunRecorder final : public LlmCallSink {
   // The pairs worth showing a prompt for `query`, counted as retrieved.
   Result<std::vector<memory::RetrievedPair>> retrieve(const memory::RetrievalQuery& query);
   void record_outcome(const std::vector<int64_t>& pair_ids, bool improved);
+  // The random example slot of one prompt (memory_store/example_draws.h), tagged with this run;
+  // its id, or nothing when it could not be stored (said in the log).
+  std::optional<int64_t> record_draw(memory::ExampleDrawRecord draw);
+  void set_draw_plans(int64_t draw_id, const std::vector<int64_t>& plan_ids);
+  // The technique cards of `query` (memory_store/technique_cards.h); none on error (logged).
+  std::vector<memory::TechniqueCard> technique_cards(const memory::CardQuery& query);
   std::optional<memory::KernelRecord> kernel(int64_t id);
 
   // LlmCallSink: one row in llm_calls per call, tagged with this run.

@@ -276,6 +276,9 @@ std::vector<memory::RetrievedPair> Orchestrator::add_examples(const TaskState& t
     return bottleneck_classes_(profile_json);
   };
   query.k = options_.search.memory_examples + static_cast<int>(skip);
+  if (options_.search.random_example_slot) {
+    query.draw_index = [this](size_t n) { return draw_index(n); };
+  }
   auto pairs = deps_.recorder->retrieve(query);
   if (!pairs) {
     spdlog::warn("[{}] retrieval: {}", task.spec().name, pairs.error());
@@ -295,6 +298,9 @@ void Orchestrator::retrieve_for_plan(const TaskState& task, CodeItem& item) {
   if (pairs.empty()) return;  // the planner's examples, if any, stay
   item.context.examples = std::move(mine.examples);
   item.context.warnings = std::move(mine.warnings);
+  std::vector<int64_t> plan_ids;
+  if (item.plan_id) plan_ids.push_back(*item.plan_id);
+  record_draw(task, item.parent, "coder", pairs, std::move(plan_ids));
   // Credit for this retrieval goes to its own pairs that the plan applies, once.
   item.retrieved_pairs = pairs_used_by_plan(pairs, plan_techniques(item.plan));
   item.credited = std::make_shared<std::atomic<bool>>(false);
@@ -314,8 +320,11 @@ void Orchestrator::run_plan(TaskState& task) {
     skip = static_cast<size_t>(task.memory_rotation() * options_.search.memory_examples);
   }
   std::vector<memory::RetrievedPair> retrieved = add_examples(task, *parent, skip, context);
+  context.technique_cards = technique_card_texts(task);
   agents::AgentUsage usage;
   auto plans = planner_->propose(context, options_.search.plans_per_iteration, usage);
+  // Every prompt's draw is kept, a failed or stale answer's too: its outcome is "no gain".
+  std::optional<int64_t> draw = record_draw(task, *parent, "planner", retrieved, {});
   std::lock_guard lock(mutex_);
   charge(task, usage);
   task.end_plan();
@@ -343,14 +352,16 @@ void Orchestrator::run_plan(TaskState& task) {
                     "held only plans already tried");
     return;
   }
-  queue_plans(task, *parent, context, retrieved, std::move(fresh));
+  std::vector<int64_t> plan_ids = queue_plans(task, *parent, context, retrieved, std::move(fresh));
+  if (draw) deps_.recorder->set_draw_plans(*draw, plan_ids);
 }
 
-void Orchestrator::queue_plans(TaskState& task, const VerifiedKernel& parent,
-                               const agents::WorkContext& context,
-                               const std::vector<memory::RetrievedPair>& retrieved,
-                               std::vector<agents::Plan> fresh) {
+std::vector<int64_t> Orchestrator::queue_plans(TaskState& task, const VerifiedKernel& parent,
+                                               const agents::WorkContext& context,
+                                               const std::vector<memory::RetrievedPair>& retrieved,
+                                               std::vector<agents::Plan> fresh) {
   auto credited = std::make_shared<std::atomic<bool>>(false);
+  std::vector<int64_t> plan_ids;
   for (agents::Plan& plan : fresh) {
     memory::PlanRecord record;
     record.task = task.spec().name;
@@ -360,10 +371,57 @@ void Orchestrator::queue_plans(TaskState& task, const VerifiedKernel& parent,
     std::vector<std::string> techniques = plan_techniques(plan);
     record.technique = join(techniques, " ");
     auto plan_id = deps_.recorder->add_plan(record);
+    if (plan_id) plan_ids.push_back(*plan_id);
     // Credit goes only to the examples whose technique this plan applies.
     task.queue_plan(CodeItem{parent, std::move(plan), context,
                              pairs_used_by_plan(retrieved, techniques), credited, plan_id});
   }
+  return plan_ids;
+}
+
+std::optional<int64_t> Orchestrator::record_draw(const TaskState& task,
+                                                 const VerifiedKernel& parent, const char* agent,
+                                                 const std::vector<memory::RetrievedPair>& shown,
+                                                 std::vector<int64_t> plan_ids) {
+  memory::ExampleDrawRecord draw;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    draw.shown.push_back(shown[i].pair.id);
+    if (shown[i].propensity <= 0) continue;
+    draw.pair_id = shown[i].pair.id;
+    draw.propensity = shown[i].propensity;
+    draw.candidates = shown[i].draw_candidates;
+    draw.slot = static_cast<int64_t>(i);
+  }
+  if (draw.pair_id == 0) return std::nullopt;  // no slot drawn (off, or nothing eligible)
+  draw.task = task.spec().name;
+  draw.agent = agent;
+  if (parent.kernel_id) draw.parent_kernel_id = parent.kernel_id;
+  draw.plan_ids = std::move(plan_ids);
+  return deps_.recorder->record_draw(std::move(draw));
+}
+
+size_t Orchestrator::draw_index(size_t n) {
+  std::lock_guard lock(draw_mutex_);
+  if (!draw_rng_) {
+    uint64_t seed = options_.search.example_draw_seed;
+    draw_rng_.emplace(seed ? seed : std::random_device{}());
+  }
+  return std::uniform_int_distribution<size_t>(0, n - 1)(*draw_rng_);
+}
+
+std::vector<std::string> Orchestrator::technique_card_texts(const TaskState& task) {
+  if (options_.search.technique_cards <= 0) return {};
+  memory::CardQuery query;
+  query.task = task.spec().name;
+  query.bottleneck_of_profile = [this](const std::string& profile_json) {
+    return bottleneck_classes_(profile_json);
+  };
+  std::vector<std::string> texts;
+  for (const memory::TechniqueCard& card : deps_.recorder->technique_cards(query)) {
+    if (static_cast<int>(texts.size()) >= options_.search.technique_cards) break;
+    texts.push_back(memory::describe_card(card));
+  }
+  return texts;
 }
 
 void Orchestrator::run_code(TaskState& task, CodeItem item) {

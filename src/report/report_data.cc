@@ -294,6 +294,25 @@ std::string describe_scope(const ReportData& data) {
   return text;
 }
 
+double sol_score_gained(const TaskSummary& task) {
+  const Standing& s = task.standing;
+  if (!task.best || !s.score || task.baseline_us <= 0 || task.baseline_sol_percent <= 0) return 0;
+  const double sol_us = task.baseline_us * task.baseline_sol_percent / 100;
+  // T_b as the best's S used it: production = speedup_vs_production x the best's time.
+  const double reference_us =
+      s.production_name.empty() ? task.baseline_us : s.speedup_vs_production * task.best->median_us;
+  auto before = sol_score(task.baseline_us, reference_us, sol_us);
+  return before ? std::max(0.0, *s.score - *before) : 0;
+}
+
+std::optional<double> tokens_per_sol_score_gained(const ReportData& data) {
+  double gained = 0;
+  for (const auto& t : data.tasks) gained += sol_score_gained(t);
+  if (gained <= 0) return std::nullopt;
+  return static_cast<double>(data.llm_totals.prompt_tokens + data.llm_totals.completion_tokens) /
+         gained;
+}
+
 double geomean_best_speedup(const ReportData& data) {
   double log_sum = 0;
   int count = 0;

@@ -94,6 +94,14 @@ std::string describe_scope(const ReportData& data);
 // The geometric mean of the best speedups of tasks that have one (0 when none has).
 double geomean_best_speedup(const ReportData& data);
 
+// How much S (common/sol_score.h) the task's best gained over its baseline, both against the
+// best's reference T_b (the production baseline where one was measured, else baseline.cu) and
+// the same bound; 0 when either S cannot be computed.
+double sol_score_gained(const TaskSummary& task);
+// LLM tokens (prompt + completion) per unit of S gained over all tasks (issue 36: tokens, not
+// calls, are what a search pays); nothing when no S was gained.
+std::optional<double> tokens_per_sol_score_gained(const ReportData& data);
+
 // Where the time goes, for the report's table: DRAM %, L2 hit, SM %, achieved occupancy, top
 // stall, bank conflicts (the cells under profile_headers()); empty for "{}" or a profile that
 // does not parse.

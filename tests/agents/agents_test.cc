@@ -245,6 +245,13 @@ TEST_F(AgentsTest, CoderRepairsAreBounded) {
   EXPECT_EQ(outcome.failures.size(), 3u);
   EXPECT_EQ(llm_.prompts("coder").size(), 3u);
   EXPECT_NE(llm_.prompts("coder")[2].find("expected 1.5, got 0"), std::string::npos);
+  // A repair shows the known-good parent and the plan's earlier attempts (issue 36).
+  const std::string& second_repair = llm_.prompts("coder")[2];
+  EXPECT_NE(second_repair.find("The known-good kernel the plan starts from"), std::string::npos);
+  EXPECT_NE(second_repair.find(context_.current.source.substr(0, 40)), std::string::npos);
+  EXPECT_NE(second_repair.find("- incorrect: out[1020]"), std::string::npos) << second_repair;
+  EXPECT_NE(llm_.prompts("coder")[1].find("(none: this is the plan's first repair)"),
+            std::string::npos);
 }
 
 TEST_F(AgentsTest, CoderStopsWhenTheJudgeSaysRepairIsPointless) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/files.h"
 #include "common/subprocess.h"
@@ -49,6 +50,26 @@ TEST_F(MemoryCliTest, WinsTableAndJson) {
   EXPECT_TRUE(contains(out.stdout_text, "no wins match"));
   out = kopt({"memory", "wins", "--db", db_, "--gpu", "A100", "--json"});
   EXPECT_EQ(nlohmann::json::parse(out.stdout_text).size(), 0u);
+}
+
+// What memory knows per technique, merged: the sample's float4 axpy pair is a vector_loads card
+// that applies to axpy (technique_cards.h); --task narrows, --json is machine-readable.
+TEST_F(MemoryCliTest, CardsShowWhatMemoryKnowsPerTechnique) {
+  auto out = kopt({"memory", "cards", "--db", db_});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  EXPECT_TRUE(contains(out.stdout_text, "vector_loads: 1 pair taught it")) << out.stdout_text;
+  EXPECT_TRUE(contains(out.stdout_text, "applies when: axpy (elementwise): best 1.11x"))
+      << out.stdout_text;
+  out = kopt({"memory", "cards", "--db", db_, "--task", "axpy", "--json"});
+  ASSERT_EQ(out.exit_code, 0) << out.stderr_text;
+  auto json = nlohmann::json::parse(out.stdout_text);
+  ASSERT_TRUE(json.is_array());
+  std::set<std::string> names;
+  for (const auto& card : json) names.insert(card["technique"].get<std::string>());
+  EXPECT_TRUE(names.count("vector_loads")) << out.stdout_text;
+  EXPECT_FALSE(names.count("warp_shuffle")) << "softmax's shuffles are another family's";
+  out = kopt({"memory", "cards", "--db", db_, "--limit", "3"});
+  EXPECT_EQ(out.exit_code, 2) << "cards takes --task and --json only";
 }
 
 TEST_F(MemoryCliTest, WinsBadInput) {

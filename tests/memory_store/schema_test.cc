@@ -168,7 +168,7 @@ TEST(SchemaTest, RefusesADatabaseFromANewerKopt) {
   {
     sql::Database db = raw(path);
     ASSERT_TRUE(db.execute("UPDATE meta SET value = '9' WHERE key = 'version';"
-                           " UPDATE meta SET value = '7' WHERE key = 'last_compatible_version';")
+                           " UPDATE meta SET value = '8' WHERE key = 'last_compatible_version';")
                     .ok());
   }
   auto store = MemoryStore::open(path);
@@ -182,21 +182,21 @@ TEST(SchemaTest, RefusesADatabaseFromANewerKopt) {
   EXPECT_EQ(*db.query_int64("SELECT count(*) FROM tasks"), 1);
 }
 
-// A version-7 file that a version-6 kopt may still use opens, and is left at version 7.
+// A version-8 file that a version-7 kopt may still use opens, and is left at version 8.
 TEST(SchemaTest, OpensANewerDatabaseThatStaysCompatible) {
   TempDir dir;
   std::filesystem::path path = dir / "newer.db";
   { auto store = testing::open_store(path); }
   {
     sql::Database db = raw(path);
-    ASSERT_TRUE(db.execute("UPDATE meta SET value = '7' WHERE key = 'version';"
-                           " UPDATE meta SET value = '6' WHERE key = 'last_compatible_version';")
+    ASSERT_TRUE(db.execute("UPDATE meta SET value = '8' WHERE key = 'version';"
+                           " UPDATE meta SET value = '7' WHERE key = 'last_compatible_version';")
                     .ok());
   }
   auto store = MemoryStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error();
-  EXPECT_EQ(*schema_version(store->database()), 7);  // left as it was
-  EXPECT_EQ(*compatible_version(store->database()), 6);
+  EXPECT_EQ(*schema_version(store->database()), 8);  // left as it was
+  EXPECT_EQ(*compatible_version(store->database()), 7);
 }
 
 // Version 3 only adds a column with a default, so a file migrated to version 3 records that a
@@ -278,11 +278,11 @@ TEST(SchemaTest, MigrationToVersion4RecordsWhatEachVerdictWasJudgedUnder) {
 }
 
 // A version-3 kopt refuses a file of version 4 or later (it would record verdicts without their
-// spec); versions 5 and 6 only add tables, so version-4 code may still use it.
+// spec); versions 5, 6 and 7 only add tables, so version-4 code may still use it.
 TEST(SchemaTest, AVersion4DatabaseIsRefusedByVersion3Code) {
   TempDir dir;
   auto store = testing::open_store(dir / "fresh.db");
-  EXPECT_EQ(*schema_version(store.database()), 6);
+  EXPECT_EQ(*schema_version(store.database()), 7);
   EXPECT_EQ(*compatible_version(store.database()), 4);
   EXPECT_GT(*compatible_version(store.database()), 3);
 }

@@ -68,6 +68,7 @@ class TwoNightsTest : public ::testing::Test {
     if (!outcome) throw std::runtime_error(outcome.error());
     StopSignal::instance().reset();
     coder_prompts_ = llm.prompts("coder");
+    planner_prompts_ = llm.prompts("planner");
     return *outcome;
   }
 
@@ -92,6 +93,7 @@ class TwoNightsTest : public ::testing::Test {
   std::optional<agents::PromptLibrary> prompts_;
   std::filesystem::path task_dir_;
   std::vector<std::string> coder_prompts_;
+  std::vector<std::string> planner_prompts_;
 };
 
 TEST_F(TwoNightsTest, TheSecondNightJudgesNothingTheFirstRejectedAndRepeatsOnlyItsWarmStart) {
@@ -122,6 +124,32 @@ TEST_F(TwoNightsTest, TheSecondNightJudgesNothingTheFirstRejectedAndRepeatsOnlyI
     told = told || p.find("(an earlier night)") != std::string::npos;
   EXPECT_TRUE(told);
   EXPECT_GE(second.progress.tasks.at(0).best_speedup, 1.25);
+}
+
+// What a night learned reaches the next one's planner as technique cards, and every prompt whose
+// examples had a random slot leaves a row with the draw's propensity (issue 36).
+TEST_F(TwoNightsTest, TheSecondNightReadsTechniqueCardsAndLogsItsRandomSlots) {
+  night();
+  RunOutcome second = night();
+  std::string run2 = std::to_string(second.run_id);
+  bool card = false;
+  for (const auto& p : planner_prompts_) {
+    card = card || (p.find("What memory knows per technique") != std::string::npos &&
+                    p.find("vector_loads: ") != std::string::npos &&
+                    p.find("applies when: axpy") != std::string::npos);
+  }
+  EXPECT_TRUE(card) << (planner_prompts_.empty() ? "" : planner_prompts_.back());
+  int64_t draws = count("SELECT count(*) FROM example_draws WHERE run_id = " + run2);
+  EXPECT_GE(draws, 1);
+  // Uniform draws: the propensity is one over the pool, and the drawn pair was shown.
+  EXPECT_EQ(count("SELECT count(*) FROM example_draws WHERE run_id = " + run2 +
+                  " AND abs(propensity * candidates - 1) < 1e-9 AND EXISTS (SELECT 1 FROM"
+                  " json_each(shown_pair_ids) j WHERE j.value = pair_id)"),
+            draws);
+  // A planner's draw names the plans its prompt led to; a coder's, the plan it implemented.
+  EXPECT_GE(
+      count("SELECT count(*) FROM example_draws WHERE run_id = " + run2 + " AND plan_ids != '[]'"),
+      1);
 }
 
 }  // namespace

@@ -173,5 +173,32 @@ TEST(ReportMarkup, EscapesAndFormats) {
   EXPECT_EQ(first_line("abcdef", 3), "abc...");
 }
 
+// Tokens per unit of S gained (issue 36): a baseline at 100 us with a 50 us bound is S 0.5
+// against itself; a best at 60 us is S (100-50)/((60-50)+(100-50)) = 0.833, so 1/3 of S gained,
+// and 3000 tokens bought it: 9000 per unit of S.
+TEST(TokensPerSGained, CountsPromptAndCompletionTokensOverTheSGained) {
+  ReportData data;
+  TaskSummary task;
+  task.best.emplace();
+  task.best->median_us = 60;
+  task.baseline_us = 100;
+  task.baseline_sol_percent = 50;
+  task.standing = standing(60, 100, 50, std::nullopt);
+  ASSERT_TRUE(task.standing.score.has_value()) << task.standing.score_note;
+  EXPECT_NEAR(sol_score_gained(task), 1.0 / 3, 1e-9);
+  data.tasks.push_back(task);
+  data.llm_totals.prompt_tokens = 2500;
+  data.llm_totals.completion_tokens = 500;
+  ASSERT_TRUE(tokens_per_sol_score_gained(data).has_value());
+  EXPECT_NEAR(*tokens_per_sol_score_gained(data), 9000, 1e-6);
+  // Against a production baseline at 80 us: S from 0.375 (the baseline) to 0.75 (the best).
+  data.tasks[0].standing = standing(60, 100, 50, ProductionReference{"cublaslt", 80});
+  EXPECT_NEAR(sol_score_gained(data.tasks[0]), 30.0 / 40 - 30.0 / 80, 1e-9);
+  // Nothing gained: no number rather than infinity.
+  data.tasks[0].best->median_us = 100;
+  data.tasks[0].standing = standing(100, 100, 50, std::nullopt);
+  EXPECT_FALSE(tokens_per_sol_score_gained(data).has_value());
+}
+
 }  // namespace
 }  // namespace kopt::report
