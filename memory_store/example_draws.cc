@@ -3,20 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include "memory_store/memory_store.h"
+#include "memory_store/row_readers.h"
 
 namespace kopt::memory {
 
 namespace {
-
-std::vector<int64_t> id_list(const std::string& text) {
-  auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  std::vector<int64_t> ids;
-  if (!parsed.is_array()) return ids;
-  for (const auto& id : parsed) {
-    if (id.is_number_integer()) ids.push_back(id.get<int64_t>());
-  }
-  return ids;
-}
 
 ExampleDrawRecord read_draw(const sql::Statement& row) {
   ExampleDrawRecord draw;
@@ -29,8 +20,8 @@ ExampleDrawRecord read_draw(const sql::Statement& row) {
   draw.propensity = row.column_double(6);
   draw.candidates = row.column_int64(7);
   draw.slot = row.column_int64(8);
-  draw.shown = id_list(row.column_text(9));
-  draw.plan_ids = id_list(row.column_text(10));
+  draw.shown = rows::ids_from_json(row.column_text(9));
+  draw.plan_ids = rows::ids_from_json(row.column_text(10));
   draw.created_at = row.column_text(11);
   return draw;
 }

@@ -7,6 +7,7 @@
 #include "common/json_limits.h"
 #include "common/utf8.h"
 #include "memory_store/memory_store.h"
+#include "memory_store/row_readers.h"
 
 namespace kopt::memory {
 
@@ -19,16 +20,6 @@ std::string capped(const std::string& text, bool& cut) {
   return clip_utf8_middle(text, kMaxTranscriptChars,
                           "\n[... about " + std::to_string(text.size() - kMaxTranscriptChars) +
                               " characters cut ...]\n");
-}
-
-std::vector<int64_t> ids_from_json(const std::string& text) {
-  std::vector<int64_t> ids;
-  auto j = parse_json_bounded(text);
-  if (!j.is_array()) return ids;
-  for (const auto& v : j) {
-    if (v.is_number_integer()) ids.push_back(v.get<int64_t>());
-  }
-  return ids;
 }
 
 }  // namespace
@@ -102,7 +93,7 @@ Status finish_plan(sql::Database& db, int64_t id, const std::string& outcome,
     if (!row) return make_error("plans: " + row.error());
     if (!*row) return make_error("plans: plan " + std::to_string(id) + " does not exist");
     merged = merged_plan_outcome(read->column_text(0), outcome);
-    children = ids_from_json(read->column_text(1));
+    children = rows::ids_from_json(read->column_text(1));
   }
   for (int64_t child : child_kernel_ids) {
     if (std::find(children.begin(), children.end(), child) == children.end()) {
@@ -132,7 +123,7 @@ Result<std::vector<PlanRecord>> read_plans(sql::Statement& statement, const std:
     p.detail = row.column_text(4);
     p.technique = row.column_text(5);
     p.outcome = row.column_text(6);
-    p.child_kernel_ids = ids_from_json(row.column_text(7));
+    p.child_kernel_ids = rows::ids_from_json(row.column_text(7));
     p.created_at = row.column_text(8);
     return p;
   });

@@ -109,5 +109,15 @@ std::vector<std::string> tags_from_json(const std::string& json) {
   return tags;
 }
 
+std::vector<int64_t> ids_from_json(const std::string& text) {
+  std::vector<int64_t> ids;
+  auto j = parse_json_bounded(text);
+  if (!j.is_array()) return ids;
+  for (const auto& v : j) {
+    if (v.is_number_integer()) ids.push_back(v.get<int64_t>());
+  }
+  return ids;
+}
+
 }  // namespace rows
 }  // namespace kopt::memory

@@ -38,6 +38,9 @@ inline constexpr const char* kRunSelect =
 PairRecord read_pair(const sql::Statement& row);
 EvaluationRecord read_evaluation(const sql::Statement& row);
 KernelRecord read_kernel(const sql::Statement& row);
+// A column holding a JSON array of ids ("[3,5]"); anything else (text that does not parse, or
+// more nesting than kMaxJsonDepth allows) reads as no ids, never as an error.
+std::vector<int64_t> ids_from_json(const std::string& text);
 RunRecord read_run(const sql::Statement& row);
 // The first column of the row: for one-column queries (names, ids) handed to collect().
 inline std::string read_text(const sql::Statement& row) { return row.column_text(0); }

@@ -51,8 +51,6 @@ class TunerSweep {
   // sweep is over. Never more than the cap over the sweep's life. `best` steers the rung when
   // no result was recorded (a sweep whose results live elsewhere).
   std::vector<TunableConfig> next_batch(const TunableConfig& best);
-  // Marks a configuration as tried (results arrive out of order).
-  void mark_tried(const TunableConfig& config) { tried_.insert(config); }
   // A judged configuration and its speedup (0 when it did not verify): later rungs grow from
   // the best of these.
   void record(const TunableConfig& config, double speedup);
