@@ -112,8 +112,10 @@ struct DaemonConfig {
   // The search loop's knobs (src/orchestrator/run_options.h has the defaults).
   struct Search {
     std::optional<int64_t> beam_width, plans_per_iteration, max_repairs, memory_examples,
-        plateau_candidates, tuner_max_configs, warm_start_kernels, plateau_plans;
+        plateau_candidates, tuner_max_configs, warm_start_kernels, plateau_plans, example_draw_seed,
+        technique_cards;
     std::optional<double> sol_threshold_percent, exploration, sol_score_threshold;
+    std::optional<bool> random_example_slot;
     std::string score;  // "auto", "sol_score" or "sol_percent" (common/score_basis.h); "": unset
   } search;
   // Noticing a model that stalls (src/orchestrator/stall_detector.h has the defaults).

@@ -75,6 +75,9 @@ DaemonConfig read_daemon_section(JsonReader& reader, const json* section) {
   search.integer("warm_start_kernels", d.search.warm_start_kernels, Bound::kNonNegative);
   search.integer("plateau_plans", d.search.plateau_plans, Bound::kPositive);
   search.number("exploration", d.search.exploration, Bound::kNonNegative);
+  search.boolean("random_example_slot", d.search.random_example_slot);
+  search.integer("example_draw_seed", d.search.example_draw_seed, Bound::kNonNegative);
+  search.integer("technique_cards", d.search.technique_cards, Bound::kNonNegative);
   search.number("sol_threshold_percent", d.search.sol_threshold_percent, Bound::kPositive);
   search.choice("score", d.search.score, score_basis_names());
   search.number("sol_score_threshold", d.search.sol_score_threshold, Bound::kPositive);

@@ -74,6 +74,11 @@ void ObjectReader::boolean(const std::string& key, bool& out) {
   if (auto v = reader_.bool_field(*object_, path_, key, false)) out = *v;
 }
 
+void ObjectReader::boolean(const std::string& key, std::optional<bool>& out) {
+  known_.push_back(key);
+  if (auto v = reader_.bool_field(*object_, path_, key, false)) out = *v;
+}
+
 void ObjectReader::seconds(const std::string& key, std::chrono::milliseconds& out) {
   std::optional<double> v;
   number(key, v, Bound::kNonNegative);

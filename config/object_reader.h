@@ -30,6 +30,7 @@ class ObjectReader {
   void integer(const std::string& key, int64_t& out, Bound bound = Bound::kAny);
   void integer(const std::string& key, std::optional<int64_t>& out, Bound bound = Bound::kAny);
   void boolean(const std::string& key, bool& out);
+  void boolean(const std::string& key, std::optional<bool>& out);
   // A duration given in seconds (the key says so: "timeout_s"); must not be negative.
   void seconds(const std::string& key, std::chrono::milliseconds& out);
   void string_list(const std::string& key, std::vector<std::string>& out, bool required = false);

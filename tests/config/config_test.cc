@@ -286,6 +286,28 @@ TEST(ConfigTest, ScoreSettingsLoadAndBadOnesNameFileAndPath) {
   }
 }
 
+// The random example slot and the technique cards (issue 36) are settings like the search's
+// others: read when valid, a wrong type or a negative value named with its JSON path.
+TEST(ConfigTest, ExampleSlotAndCardSettingsLoadAndBadOnesNamePath) {
+  auto config = parse(R"({"daemon": {"search": {"random_example_slot": false,
+                                                 "example_draw_seed": 42, "technique_cards": 0}}})");
+  ASSERT_TRUE(config.ok()) << config.error();
+  EXPECT_EQ(config->daemon.search.random_example_slot, false);
+  EXPECT_EQ(config->daemon.search.example_draw_seed, 42);
+  EXPECT_EQ(config->daemon.search.technique_cards, 0);
+  auto unset = parse(R"({"daemon": {"search": {}}})");
+  ASSERT_TRUE(unset.ok()) << unset.error();
+  EXPECT_FALSE(unset->daemon.search.random_example_slot.has_value());
+  std::string e = error_of(R"({"daemon": {"search": {"random_example_slot": "yes",
+                                                      "example_draw_seed": -1,
+                                                      "technique_cards": 1.5}}})");
+  for (const char* expected :
+       {"$.daemon.search.random_example_slot", "$.daemon.search.example_draw_seed",
+        "$.daemon.search.technique_cards"}) {
+    EXPECT_NE(e.find(expected), std::string::npos) << expected << "\n" << e;
+  }
+}
+
 TEST(ConfigTest, AllErrorsAreReportedInOnePass) {
   std::string e = error_of(R"({"format": 1, "databse": {}, "llm": {"providers": {
       "p": {"type": "openai", "timeout_s": -1}}, "agents": {}},

@@ -52,6 +52,22 @@ TEST(RunSettings, TheConfigBeatsTheDefault) {
   EXPECT_EQ(origin_of(r, "score").source, SettingSource::kConfig);
 }
 
+TEST(RunSettings, TheConfigSetsTheExampleSlotAndTheCards) {
+  DaemonConfig config;
+  config.search.random_example_slot = false;
+  config.search.example_draw_seed = 42;
+  config.search.technique_cards = 0;
+  ResolvedSettings r = resolve_run_settings(config, SettingFlags{}, nullptr);
+  EXPECT_FALSE(r.options.search.random_example_slot);
+  EXPECT_EQ(r.options.search.example_draw_seed, 42u);
+  EXPECT_EQ(r.options.search.technique_cards, 0);
+  EXPECT_EQ(origin_of(r, "search.random_example_slot").describe(),
+            "search.random_example_slot false (from the config file)");
+  ResolvedSettings d = resolve_run_settings(DaemonConfig{}, SettingFlags{}, nullptr);
+  EXPECT_TRUE(d.options.search.random_example_slot);
+  EXPECT_EQ(d.options.search.technique_cards, SearchSettings{}.technique_cards);
+}
+
 TEST(RunSettings, AFlagBeatsTheConfig) {
   DaemonConfig config;
   config.budgets.max_usd = 20;

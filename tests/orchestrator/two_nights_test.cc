@@ -40,7 +40,7 @@ class TwoNightsTest : public ::testing::Test {
 
   // One night: a compile error, the float4 kernel, a kernel with a tail bug, then the unrolled
   // kernel for every later answer; the planner always proposes the same two plans.
-  RunOutcome night() {
+  RunOutcome night(int memory_examples = SearchSettings{}.memory_examples) {
     ScriptedLlm llm;
     llm.set_default("planner", kPlans);
     llm.reply("coder", kopt::testing::replay_file("03_axpy_compile_error.txt"));
@@ -53,6 +53,7 @@ class TwoNightsTest : public ::testing::Test {
     o.use_llm = true;
     o.drain_seconds = 10;
     o.max_in_flight = 1;
+    o.search.memory_examples = memory_examples;
     o.budgets.candidates_per_task = 40;
     o.stall.backoff_initial = std::chrono::milliseconds(20);
     FakeEvaluator evaluator;
@@ -126,10 +127,7 @@ TEST_F(TwoNightsTest, TheSecondNightJudgesNothingTheFirstRejectedAndRepeatsOnlyI
   EXPECT_GE(second.progress.tasks.at(0).best_speedup, 1.25);
 }
 
-// What a night learned reaches the next one's planner as technique cards (issue 36). Whether a
-// prompt's random example slot is logged end to end is not asserted here: in this one-task
-// scenario no night draws one (example_draws stays empty since the merge of 2026-11-28; the
-// draw itself is tested in RandomSlot.*). The next session owns that scenario.
+// What a night learned reaches the next one's planner as technique cards (issue 36).
 TEST_F(TwoNightsTest, TheSecondNightReadsTechniqueCards) {
   night();
   night();
@@ -140,6 +138,26 @@ TEST_F(TwoNightsTest, TheSecondNightReadsTechniqueCards) {
                     p.find("applies when: axpy") != std::string::npos);
   }
   EXPECT_TRUE(card) << (planner_prompts_.empty() ? "" : planner_prompts_.back());
+}
+
+// The random example slot, end to end (issue 36): night 2 shows one example a prompt, and memory
+// holds more eligible pairs than that (night 1's steps off other branches), so the slot is drawn
+// and each draw is logged with the pair shown, its propensity (1 / eligible candidates) and the
+// prompt's parent. With four slots this one-task memory fills no prompt: every eligible pair is
+// shown and there is nothing to randomise (retrieval.h, draw_example_slot).
+TEST_F(TwoNightsTest, TheSecondNightLogsItsRandomExampleSlot) {
+  night();
+  RunOutcome second = night(/*memory_examples=*/1);
+  std::string run2 = std::to_string(second.run_id);
+  EXPECT_GE(count("SELECT count(*) FROM example_draws WHERE run_id = " + run2), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM example_draws WHERE run_id = " + run2 +
+                  " AND (candidates < 1 OR abs(propensity * candidates - 1.0) > 1e-9"
+                  " OR pair_id NOT IN (SELECT id FROM pairs) OR parent_kernel_id IS NULL)"),
+            0);
+  // The drawn pair is the one the prompt shows.
+  EXPECT_EQ(count("SELECT count(*) FROM example_draws WHERE run_id = " + run2 +
+                  " AND shown_pair_ids NOT LIKE '%' || pair_id || '%'"),
+            0);
 }
 
 }  // namespace
