@@ -4,12 +4,7 @@
 
 namespace kopt {
 namespace {
-constexpr EnumNameTable<Origin, 4> kNames = {{
-    {Origin::kUnknown, ""},
-    {Origin::kBaseline, "baseline"},
-    {Origin::kCoder, "coder"},
-    {Origin::kTuner, "tuner"},
-}};
+constexpr EnumNames<Origin, 4> kNames = {{"", "baseline", "coder", "tuner"}};
 static_assert(names_each_enumerator(kNames, Origin::kTuner));
 }  // namespace
 

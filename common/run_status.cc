@@ -4,13 +4,8 @@
 
 namespace kopt {
 namespace {
-constexpr EnumNameTable<RunStatus, 5> kNames = {{
-    {RunStatus::kRunning, "running"},
-    {RunStatus::kFinished, "finished"},
-    {RunStatus::kBudget, "budget"},
-    {RunStatus::kInterrupted, "interrupted"},
-    {RunStatus::kFailed, "failed"},
-}};
+constexpr EnumNames<RunStatus, 5> kNames = {
+    {"running", "finished", "budget", "interrupted", "failed"}};
 static_assert(names_each_enumerator(kNames, RunStatus::kFailed));
 }  // namespace
 

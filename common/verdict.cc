@@ -4,22 +4,10 @@
 
 namespace kopt {
 namespace {
-constexpr EnumNameTable<Verdict, 14> kNames = {{
-    {Verdict::kOk, "ok"},
-    {Verdict::kCompileError, "compile_error"},
-    {Verdict::kInvalidPlan, "invalid_plan"},
-    {Verdict::kLaunchError, "launch_error"},
-    {Verdict::kIncorrect, "incorrect"},
-    {Verdict::kNondeterministic, "nondeterministic"},
-    {Verdict::kOutOfBounds, "out_of_bounds"},
-    {Verdict::kModifiedInput, "modified_input"},
-    {Verdict::kTimeout, "timeout"},
-    {Verdict::kCrash, "crash"},
-    {Verdict::kSuspicious, "suspicious"},
-    {Verdict::kGpuBusy, "gpu_busy"},
-    {Verdict::kSanitizer, "sanitizer"},
-    {Verdict::kSanitizing, "sanitizing"},
-}};
+constexpr EnumNames<Verdict, 14> kNames = {{"ok", "compile_error", "invalid_plan", "launch_error",
+                                            "incorrect", "nondeterministic", "out_of_bounds",
+                                            "modified_input", "timeout", "crash", "suspicious",
+                                            "gpu_busy", "sanitizer", "sanitizing"}};
 static_assert(names_each_enumerator(kNames, Verdict::kSanitizing));
 }  // namespace
 

@@ -12,11 +12,7 @@ using Bound = ObjectReader::Bound;
 
 namespace {
 
-constexpr EnumNameTable<ProviderType, 3> kProviderTypes = {{
-    {ProviderType::kOpenAi, "openai"},
-    {ProviderType::kAnthropic, "anthropic"},
-    {ProviderType::kCommand, "command"},
-}};
+constexpr EnumNames<ProviderType, 3> kProviderTypes = {{"openai", "anthropic", "command"}};
 static_assert(names_each_enumerator(kProviderTypes, ProviderType::kCommand));
 
 // Keys that only make sense for one type are read only for that type, so that (for example)

@@ -4,24 +4,10 @@
 
 namespace kopt {
 
-constexpr EnumNameTable<LlmStatus, 16> kStatusNames = {{
-    {LlmStatus::kOk, "ok"},
-    {LlmStatus::kRateLimited, "rate_limited"},
-    {LlmStatus::kServerError, "server_error"},
-    {LlmStatus::kTimeout, "timeout"},
-    {LlmStatus::kConnection, "connection"},
-    {LlmStatus::kAuth, "auth"},
-    {LlmStatus::kBadRequest, "bad_request"},
-    {LlmStatus::kNotFound, "not_found"},
-    {LlmStatus::kMalformed, "malformed"},
-    {LlmStatus::kEmpty, "empty"},
-    {LlmStatus::kTruncated, "truncated"},
-    {LlmStatus::kRefused, "refused"},
-    {LlmStatus::kToolCall, "tool_call"},
-    {LlmStatus::kTooLarge, "too_large"},
-    {LlmStatus::kUnavailable, "unavailable"},
-    {LlmStatus::kCancelled, "cancelled"},
-}};
+constexpr EnumNames<LlmStatus, 16> kStatusNames = {
+    {"ok", "rate_limited", "server_error", "timeout", "connection", "auth", "bad_request",
+     "not_found", "malformed", "empty", "truncated", "refused", "tool_call", "too_large",
+     "unavailable", "cancelled"}};
 static_assert(names_each_enumerator(kStatusNames, LlmStatus::kCancelled));
 
 const char* llm_status_name(LlmStatus status) { return enum_name(kStatusNames, status, "unknown"); }

@@ -153,16 +153,8 @@ bool probe_models_list(const ProviderConfig& provider, const Secret& key, size_t
 
 }  // namespace
 
-constexpr EnumNameTable<ProbeOutcome, 8> kOutcomeNames = {{
-    {ProbeOutcome::kOk, "ok"},
-    {ProbeOutcome::kBusy, "busy"},
-    {ProbeOutcome::kNoKey, "no key"},
-    {ProbeOutcome::kAuth, "auth"},
-    {ProbeOutcome::kUnknownModel, "unknown model"},
-    {ProbeOutcome::kUnreachable, "unreachable"},
-    {ProbeOutcome::kRefused, "refused"},
-    {ProbeOutcome::kFailed, "failed"},
-}};
+constexpr EnumNames<ProbeOutcome, 8> kOutcomeNames = {
+    {"ok", "busy", "no key", "auth", "unknown model", "unreachable", "refused", "failed"}};
 static_assert(names_each_enumerator(kOutcomeNames, ProbeOutcome::kFailed));
 
 const char* probe_outcome_name(ProbeOutcome outcome) {

@@ -10,20 +10,10 @@ namespace kopt::memory {
 namespace {
 
 ExampleDrawRecord read_draw(const sql::Statement& row) {
-  ExampleDrawRecord draw;
-  draw.id = row.column_int64(0);
-  draw.run_id = row.column_optional_int64(1);
-  draw.task = row.column_text(2);
-  draw.agent = row.column_text(3);
-  draw.parent_kernel_id = row.column_optional_int64(4);
-  draw.pair_id = row.column_int64(5);
-  draw.propensity = row.column_double(6);
-  draw.candidates = row.column_int64(7);
-  draw.slot = row.column_int64(8);
-  draw.shown = rows::ids_from_json(row.column_text(9));
-  draw.plan_ids = rows::ids_from_json(row.column_text(10));
-  draw.created_at = row.column_text(11);
-  return draw;
+  ExampleDrawRecord d;
+  sql::read_columns(row, d.id, d.run_id, d.task, d.agent, d.parent_kernel_id, d.pair_id,
+                    d.propensity, d.candidates, d.slot, d.shown, d.plan_ids, d.created_at);
+  return d;
 }
 
 }  // namespace

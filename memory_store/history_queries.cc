@@ -55,18 +55,9 @@ Result<std::vector<LlmCallRecord>> MemoryStore::list_llm_calls(std::optional<int
       " WHERE (?1 IS NULL OR run_id = ?1) ORDER BY id",
       run_id, [](const sql::Statement& row) {
         LlmCallRecord call;
-        call.id = row.column_int64(0);
-        call.run_id = row.column_optional_int64(1);
-        call.agent = row.column_text(2);
-        call.provider = row.column_text(3);
-        call.model = row.column_text(4);
-        call.prompt_tokens = row.column_int64(5);
-        call.completion_tokens = row.column_int64(6);
-        call.cost_usd = row.column_double(7);
-        call.latency_ms = row.column_double(8);
-        call.status = row.column_text(9);
-        call.error = row.column_text(10);
-        call.created_at = row.column_text(11);
+        sql::read_columns(row, call.id, call.run_id, call.agent, call.provider, call.model,
+                          call.prompt_tokens, call.completion_tokens, call.cost_usd,
+                          call.latency_ms, call.status, call.error, call.created_at);
         return call;
       });
 }

@@ -101,13 +101,8 @@ Result<std::optional<TaskRecord>> MemoryStore::find_task(const std::string& name
       " WHERE name = ?1");
   return statement->bind(1, name).first_row([](const sql::Statement& row) {
     TaskRecord task;
-    task.id = row.column_int64(0);
-    task.name = row.column_text(1);
-    task.spec_hash = row.column_text(2);
-    task.tags = rows::tags_from_json(row.column_text(3));
-    task.spec_json = row.column_text(4);
-    task.updated_at = row.column_text(5);
-    task.judging_spec_sha256 = row.column_text(6);
+    sql::read_columns(row, task.id, task.name, task.spec_hash, task.tags, task.spec_json,
+                      task.updated_at, task.judging_spec_sha256);
     return task;
   });
 }
@@ -268,11 +263,8 @@ Result<RunTotals> MemoryStore::run_totals(int64_t run_id) {
   auto row = statement->step();
   if (!row) return make_error(row.error());
   RunTotals totals;
-  totals.calls = statement->column_int64(0);
-  totals.failed_calls = statement->column_int64(1);
-  totals.prompt_tokens = statement->column_int64(2);
-  totals.completion_tokens = statement->column_int64(3);
-  totals.cost_usd = statement->column_double(4);
+  sql::read_columns(*statement, totals.calls, totals.failed_calls, totals.prompt_tokens,
+                    totals.completion_tokens, totals.cost_usd);
   return totals;
 }
 

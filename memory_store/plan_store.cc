@@ -115,16 +115,9 @@ constexpr const char* kPlanColumns =
 Result<std::vector<PlanRecord>> read_plans(sql::Statement& statement, const std::string& task) {
   auto plans = statement.collect([&](const sql::Statement& row) {
     PlanRecord p;
-    p.id = row.column_int64(0);
-    p.run_id = row.column_optional_int64(1);
+    sql::read_columns(row, p.id, p.run_id, p.parent_kernel_id, p.title, p.detail, p.technique,
+                      p.outcome, p.child_kernel_ids, p.created_at);
     p.task = task;
-    p.parent_kernel_id = row.column_optional_int64(2);
-    p.title = row.column_text(3);
-    p.detail = row.column_text(4);
-    p.technique = row.column_text(5);
-    p.outcome = row.column_text(6);
-    p.child_kernel_ids = rows::ids_from_json(row.column_text(7));
-    p.created_at = row.column_text(8);
     return p;
   });
   if (!plans) return make_error("plans: " + plans.error());
@@ -180,19 +173,8 @@ constexpr const char* kTranscriptColumns =
 
 TranscriptRecord read_transcript(sql::Statement& row) {
   TranscriptRecord t;
-  t.id = row.column_int64(0);
-  t.run_id = row.column_optional_int64(1);
-  t.agent = row.column_text(2);
-  t.task = row.column_text(3);
-  t.template_file = row.column_text(4);
-  t.status = row.column_text(5);
-  t.cut = row.column_int64(6) != 0;
-  t.created_at = row.column_text(7);
-  t.prompt_chars = row.column_int64(8);
-  t.answer_chars = row.column_int64(9);
-  t.system = row.column_text(10);
-  t.prompt = row.column_text(11);
-  t.answer = row.column_text(12);
+  sql::read_columns(row, t.id, t.run_id, t.agent, t.task, t.template_file, t.status, t.cut,
+                    t.created_at, t.prompt_chars, t.answer_chars, t.system, t.prompt, t.answer);
   return t;
 }
 

@@ -14,19 +14,9 @@ constexpr const char* kColumns =
 
 ProductionBaselineRecord read_row(const sql::Statement& s) {
   ProductionBaselineRecord r;
-  r.id = s.column_int64(0);
-  r.task = s.column_text(1);
-  r.gpu_model = s.column_text(2);
-  r.name = s.column_text(3);
-  r.median_us = s.column_double(4);
-  r.noise = s.column_double(5);
-  r.samples = s.column_int64(6);
-  r.device_json = s.column_text(7);
-  r.library_versions_json = s.column_text(8);
-  r.spec_sha256 = s.column_text(9);
-  r.shape = s.column_text(10);
-  r.detail = s.column_text(11);
-  r.created_at = s.column_text(12);
+  sql::read_columns(s, r.id, r.task, r.gpu_model, r.name, r.median_us, r.noise, r.samples,
+                    r.device_json, r.library_versions_json, r.spec_sha256, r.shape, r.detail,
+                    r.created_at);
   return r;
 }
 

@@ -21,77 +21,33 @@ RunStatus stored_run_status(const std::string& name) {
 namespace rows {
 
 PairRecord read_pair(const sql::Statement& row) {
-  PairRecord pair;
-  int c = 0;
-  pair.id = row.column_int64(c++);
-  pair.slow_kernel_id = row.column_int64(c++);
-  pair.fast_kernel_id = row.column_int64(c++);
-  pair.task = row.column_text(c++);
-  pair.speedup = row.column_double(c++);
-  pair.gpu_model = row.column_text(c++);
-  pair.gpu_arch = row.column_text(c++);
-  pair.summary = row.column_text(c++);
-  pair.tags = tags_from_json(row.column_text(c++));
-  pair.is_negative = row.column_int64(c++) != 0;
-  pair.lineage_root_id = row.column_int64(c++);
-  pair.retrieved_count = row.column_int64(c++);
-  pair.improved_count = row.column_int64(c++);
-  pair.created_at = row.column_text(c++);
-  return pair;
+  PairRecord p;
+  sql::read_columns(row, p.id, p.slow_kernel_id, p.fast_kernel_id, p.task, p.speedup, p.gpu_model,
+                    p.gpu_arch, p.summary, p.tags, p.is_negative, p.lineage_root_id,
+                    p.retrieved_count, p.improved_count, p.created_at);
+  return p;
 }
 
 EvaluationRecord read_evaluation(const sql::Statement& row) {
   EvaluationRecord e;
-  int c = 0;
-  e.id = row.column_int64(c++);
-  e.kernel_id = row.column_int64(c++);
-  e.task = row.column_text(c++);
-  e.run_id = row.column_optional_int64(c++);
-  e.gpu.model = row.column_text(c++);
-  e.gpu.compute_capability = row.column_text(c++);
-  e.gpu.driver_version = row.column_text(c++);
-  e.gpu.cuda_version = row.column_text(c++);
-  e.verdict = stored_verdict(row.column_text(c++));
-  e.detail = row.column_text(c++);
-  e.tunables_json = row.column_text(c++);
-  e.median_us = row.column_double(c++);
-  e.noise = row.column_double(c++);
-  e.baseline_us = row.column_double(c++);
-  e.speedup = row.column_double(c++);
-  e.sol_percent = row.column_double(c++);
-  e.resources_json = row.column_text(c++);
-  e.created_at = row.column_text(c++);
-  e.profile_json = row.column_text(c++);
-  e.judging_spec_sha256 = row.column_text(c++);
-  e.verifier_version = static_cast<int>(row.column_int64(c++));
+  sql::read_columns(row, e.id, e.kernel_id, e.task, e.run_id, e.gpu.model, e.gpu.compute_capability,
+                    e.gpu.driver_version, e.gpu.cuda_version, e.verdict, e.detail, e.tunables_json,
+                    e.median_us, e.noise, e.baseline_us, e.speedup, e.sol_percent, e.resources_json,
+                    e.created_at, e.profile_json, e.judging_spec_sha256, e.verifier_version);
   return e;
 }
 
 KernelRecord read_kernel(const sql::Statement& row) {
   KernelRecord k;
-  int c = 0;
-  k.id = row.column_int64(c++);
-  k.sha256 = row.column_text(c++);
-  k.source = row.column_text(c++);
-  k.task = row.column_text(c++);
-  k.parent_id = row.column_optional_int64(c++);
-  k.run_id = row.column_optional_int64(c++);
-  k.origin.agent = stored_origin(row.column_text(c++));
-  k.origin.model = row.column_text(c++);
-  k.origin.prompt_template = row.column_text(c++);
-  k.origin.tuner = row.column_int64(c++) != 0;
-  k.tunables_json = row.column_text(c++);
-  k.created_at = row.column_text(c++);
+  sql::read_columns(row, k.id, k.sha256, k.source, k.task, k.parent_id, k.run_id, k.origin.agent,
+                    k.origin.model, k.origin.prompt_template, k.origin.tuner, k.tunables_json,
+                    k.created_at);
   return k;
 }
 
 RunRecord read_run(const sql::Statement& row) {
   RunRecord run;
-  run.id = row.column_int64(0);
-  run.config_json = row.column_text(1);
-  run.started_at = row.column_text(2);
-  run.finished_at = row.column_text(3);
-  run.status = stored_run_status(row.column_text(4));
+  sql::read_columns(row, run.id, run.config_json, run.started_at, run.finished_at, run.status);
   return run;
 }
 
@@ -121,3 +77,23 @@ std::vector<int64_t> ids_from_json(const std::string& text) {
 
 }  // namespace rows
 }  // namespace kopt::memory
+
+namespace kopt::sql {
+
+void read_column(const Statement& row, int column, Verdict& out) {
+  out = memory::stored_verdict(row.column_text(column));
+}
+void read_column(const Statement& row, int column, Origin& out) {
+  out = memory::stored_origin(row.column_text(column));
+}
+void read_column(const Statement& row, int column, RunStatus& out) {
+  out = memory::stored_run_status(row.column_text(column));
+}
+void read_column(const Statement& row, int column, std::vector<std::string>& out) {
+  out = memory::rows::tags_from_json(row.column_text(column));
+}
+void read_column(const Statement& row, int column, std::vector<int64_t>& out) {
+  out = memory::rows::ids_from_json(row.column_text(column));
+}
+
+}  // namespace kopt::sql

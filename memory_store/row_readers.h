@@ -51,3 +51,16 @@ std::string tags_to_json(const std::vector<std::string>& tags);
 std::vector<std::string> tags_from_json(const std::string& json);
 
 }  // namespace kopt::memory::rows
+
+namespace kopt::sql {
+
+// The columns the memory stores by name (verdicts, origins, run statuses: a name no longer known
+// reads as stored_verdict and friends say) or as JSON (a list of strings such as tags, a list of
+// ids), for read_columns.
+void read_column(const Statement& row, int column, Verdict& out);
+void read_column(const Statement& row, int column, Origin& out);
+void read_column(const Statement& row, int column, RunStatus& out);
+void read_column(const Statement& row, int column, std::vector<std::string>& out);
+void read_column(const Statement& row, int column, std::vector<int64_t>& out);
+
+}  // namespace kopt::sql

@@ -111,6 +111,41 @@ class Statement {
   sqlite3* db_ = nullptr;
 };
 
+// One column of the current row into a field, read as the field's type. A type the memory
+// stores another way (an enum by its name, a list as JSON) has its own overload in this namespace
+// (memory_store/row_readers.h), which read_columns finds where it is used.
+inline void read_column(const Statement& row, int column, int64_t& out) {
+  out = row.column_int64(column);
+}
+inline void read_column(const Statement& row, int column, int& out) {
+  out = static_cast<int>(row.column_int64(column));
+}
+inline void read_column(const Statement& row, int column, bool& out) {
+  out = row.column_int64(column) != 0;
+}
+inline void read_column(const Statement& row, int column, double& out) {
+  out = row.column_double(column);
+}
+inline void read_column(const Statement& row, int column, std::string& out) {
+  out = row.column_text(column);
+}
+inline void read_column(const Statement& row, int column, std::optional<int64_t>& out) {
+  out = row.column_optional_int64(column);
+}
+
+// Reads columns `first`, `first` + 1, ... of the current row into `fields`, in order: a SELECT's
+// columns are listed once, in the SELECT's order, with no hand-numbered indexes to keep in step
+// with the SQL (a column added in the middle used to shift every index after it by hand).
+template <typename... Fields>
+void read_columns_from(const Statement& row, int first, Fields&... fields) {
+  int column = first;
+  (read_column(row, column++, fields), ...);
+}
+template <typename... Fields>
+void read_columns(const Statement& row, Fields&... fields) {
+  read_columns_from(row, 0, fields...);
+}
+
 // A cached statement on loan: resets the statement when it goes out of scope so the next user
 // finds it ready.
 class CachedStatement {

@@ -92,23 +92,34 @@ void add_pair(CardBuilder& builder, const CardQuery& query, const sql::Statement
   }
 }
 
-Status read_pairs(sql::Database& db, const CardQuery& query, const std::string& family,
-                  CardBuilder& builder) {
-  // The newest profile of each side, where one was taken (retrieval reads the slow side's the
-  // same way).
-  auto statement = db.cached(
-      "SELECT t.name, t.tags, p.speedup, p.summary, p.is_negative, sk.source, fk.source,"
-      " fk.origin_tuner,"
-      " (SELECT e.profile_json FROM evaluations e WHERE e.kernel_id = p.slow_kernel_id"
-      "  AND e.profile_json != '{}' ORDER BY e.id DESC LIMIT 1),"
-      " (SELECT e.profile_json FROM evaluations e WHERE e.kernel_id = p.fast_kernel_id"
-      "  AND e.profile_json != '{}' ORDER BY e.id DESC LIMIT 1)"
-      " FROM pairs p JOIN tasks t ON t.id = p.task_id"
-      " JOIN kernels sk ON sk.id = p.slow_kernel_id JOIN kernels fk ON fk.id = p.fast_kernel_id"
-      " WHERE ?1 = '' OR t.name = ?1 OR (?2 != '' AND p.family = ?2) ORDER BY p.id DESC LIMIT ?3");
-  statement->bind(3, kMaxCardPairs);
-  statement->bind(1, query.task).bind(2, family);
-  auto s = statement->each_row([&](const sql::Statement& row) { add_pair(builder, query, row); });
+// The pairs a card learns from, with the newest profile of each side where one was taken
+// (retrieval reads the slow side's the same way).
+constexpr const char* kPairRows =
+    "SELECT t.name, t.tags, p.speedup, p.summary, p.is_negative, sk.source, fk.source,"
+    " fk.origin_tuner,"
+    " (SELECT e.profile_json FROM evaluations e WHERE e.kernel_id = p.slow_kernel_id"
+    "  AND e.profile_json != '{}' ORDER BY e.id DESC LIMIT 1),"
+    " (SELECT e.profile_json FROM evaluations e WHERE e.kernel_id = p.fast_kernel_id"
+    "  AND e.profile_json != '{}' ORDER BY e.id DESC LIMIT 1)"
+    " FROM pairs p JOIN tasks t ON t.id = p.task_id"
+    " JOIN kernels sk ON sk.id = p.slow_kernel_id JOIN kernels fk ON fk.id = p.fast_kernel_id"
+    " WHERE ?1 = '' OR t.name = ?1 OR (?2 != '' AND p.family = ?2) ORDER BY p.id DESC LIMIT ?3";
+
+// The plans a card learns from, newest first.
+constexpr const char* kPlanRows =
+    "SELECT p.technique, p.outcome, p.detail, t.name FROM plans p"
+    " JOIN tasks t ON t.id = p.task_id"
+    " WHERE ?1 = '' OR t.name = ?1 OR (?2 != '' AND json_valid(t.tags)"
+    "  AND json_extract(t.tags, '$[0]') = ?2) ORDER BY p.id DESC LIMIT ?3";
+
+// Hands each row of `sql` (parameters: ?1 the task or '', ?2 the family or '', ?3 the row limit)
+// to `add`.
+template <typename Add>
+Status read_rows(sql::Database& db, const char* sql, const CardQuery& query,
+                 const std::string& family, int64_t limit, CardBuilder& builder, Add add) {
+  auto statement = db.cached(sql);
+  statement->bind_all(query.task, family, limit);
+  auto s = statement->each_row([&](const sql::Statement& row) { add(builder, query, row); });
   if (!s) return make_error("technique cards: " + s.error());
   return s;
 }
@@ -136,19 +147,6 @@ void add_plan(CardBuilder& builder, const CardQuery& query, const sql::Statement
                       query.max_pitfalls);
     }
   }
-}
-
-Status read_plans(sql::Database& db, const CardQuery& query, const std::string& family,
-                  CardBuilder& builder) {
-  auto statement = db.cached(
-      "SELECT p.technique, p.outcome, p.detail, t.name FROM plans p"
-      " JOIN tasks t ON t.id = p.task_id"
-      " WHERE ?1 = '' OR t.name = ?1 OR (?2 != '' AND json_valid(t.tags)"
-      "  AND json_extract(t.tags, '$[0]') = ?2) ORDER BY p.id DESC LIMIT ?3");
-  statement->bind_all(query.task, family, kMaxCardPlans);
-  auto s = statement->each_row([&](const sql::Statement& row) { add_plan(builder, query, row); });
-  if (!s) return make_error("technique cards: " + s.error());
-  return s;
 }
 
 // "softmax (reduction): best 1.52x, median 1.30x over 3 pairs", the task where it gained most
@@ -192,8 +190,10 @@ double expected_speedup_in(const std::string& text) {
 Result<std::vector<TechniqueCard>> technique_cards(sql::Database& db, const CardQuery& query) {
   const std::string family = family_of(db, query.task);
   CardBuilder builder;
-  if (auto s = read_pairs(db, query, family, builder); !s) return make_error(s.error());
-  if (auto s = read_plans(db, query, family, builder); !s) return make_error(s.error());
+  if (auto s = read_rows(db, kPairRows, query, family, kMaxCardPairs, builder, add_pair); !s)
+    return make_error(s.error());
+  if (auto s = read_rows(db, kPlanRows, query, family, kMaxCardPlans, builder, add_plan); !s)
+    return make_error(s.error());
   std::vector<TechniqueCard> cards;
   for (auto& [technique, card] : builder.cards) {
     card.applies_when = applies_when(builder.gains[technique], query.max_applies);

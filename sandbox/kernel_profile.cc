@@ -65,57 +65,57 @@ std::string describe_profile(const KernelProfile& p) {
   return line;
 }
 
+namespace {
+
+// Every number of a profile under its JSON key (the member's name): to_json writes, and
+// kernel_profile_from_json accepts and reads, these lists; the stalls, a list of objects, apart.
+constexpr std::pair<const char*, int KernelProfile::*> kCounts[] = {
+    {"kernels", &KernelProfile::kernels},
+    {"passes", &KernelProfile::passes},
+};
+constexpr std::pair<const char*, double KernelProfile::*> kMeasures[] = {
+    {"duration_us", &KernelProfile::duration_us},
+    {"dram_read_bytes", &KernelProfile::dram_read_bytes},
+    {"dram_write_bytes", &KernelProfile::dram_write_bytes},
+    {"dram_percent", &KernelProfile::dram_percent},
+    {"l2_hit_percent", &KernelProfile::l2_hit_percent},
+    {"l1_hit_percent", &KernelProfile::l1_hit_percent},
+    {"sm_percent", &KernelProfile::sm_percent},
+    {"occupancy_percent", &KernelProfile::occupancy_percent},
+    {"tensor_percent", &KernelProfile::tensor_percent},
+    {"instructions", &KernelProfile::instructions},
+    {"shared_wavefronts", &KernelProfile::shared_wavefronts},
+    {"bank_conflicts", &KernelProfile::bank_conflicts},
+    {"profile_ms", &KernelProfile::profile_ms},
+};
+
+std::vector<std::string> profile_keys() {
+  std::vector<std::string> keys = {"stalls"};
+  for (const auto& [key, member] : kCounts) keys.emplace_back(key);
+  for (const auto& [key, member] : kMeasures) keys.emplace_back(key);
+  return keys;
+}
+
+}  // namespace
+
 json to_json(const KernelProfile& p) {
-  json stalls = json::array();
-  for (const auto& s : p.stalls) stalls.push_back({{"reason", s.reason}, {"percent", s.percent}});
-  return {{"kernels", p.kernels},
-          {"duration_us", p.duration_us},
-          {"dram_read_bytes", p.dram_read_bytes},
-          {"dram_write_bytes", p.dram_write_bytes},
-          {"dram_percent", p.dram_percent},
-          {"l2_hit_percent", p.l2_hit_percent},
-          {"l1_hit_percent", p.l1_hit_percent},
-          {"sm_percent", p.sm_percent},
-          {"occupancy_percent", p.occupancy_percent},
-          {"tensor_percent", p.tensor_percent},
-          {"instructions", p.instructions},
-          {"shared_wavefronts", p.shared_wavefronts},
-          {"bank_conflicts", p.bank_conflicts},
-          {"stalls", stalls},
-          {"passes", p.passes},
-          {"profile_ms", p.profile_ms}};
+  json j = {{"stalls", json::array()}};
+  for (const auto& s : p.stalls)
+    j["stalls"].push_back({{"reason", s.reason}, {"percent", s.percent}});
+  for (const auto& [key, member] : kCounts) j[key] = p.*member;
+  for (const auto& [key, member] : kMeasures) j[key] = p.*member;
+  return j;
 }
 
 Result<KernelProfile> kernel_profile_from_json(const json& j, const std::string& path) {
   JsonReader r("kernel profile");
   if (!j.is_object()) return make_error("kernel profile: " + path + ": expected an object");
   KernelProfile p;
-  r.check_keys(
-      j, path,
-      {"kernels", "duration_us", "dram_read_bytes", "dram_write_bytes", "dram_percent",
-       "l2_hit_percent", "l1_hit_percent", "sm_percent", "occupancy_percent", "tensor_percent",
-       "instructions", "shared_wavefronts", "bank_conflicts", "stalls", "passes", "profile_ms"});
-  auto number = [&](const char* key, double& out) {
-    if (auto v = r.number_field(j, path, key, true)) out = *v;
-  };
-  auto integer = [&](const char* key, int& out) {
-    if (auto v = r.integer_field(j, path, key, true)) out = int(*v);
-  };
-  integer("kernels", p.kernels);
-  number("duration_us", p.duration_us);
-  number("dram_read_bytes", p.dram_read_bytes);
-  number("dram_write_bytes", p.dram_write_bytes);
-  number("dram_percent", p.dram_percent);
-  number("l2_hit_percent", p.l2_hit_percent);
-  number("l1_hit_percent", p.l1_hit_percent);
-  number("sm_percent", p.sm_percent);
-  number("occupancy_percent", p.occupancy_percent);
-  number("tensor_percent", p.tensor_percent);
-  number("instructions", p.instructions);
-  number("shared_wavefronts", p.shared_wavefronts);
-  number("bank_conflicts", p.bank_conflicts);
-  integer("passes", p.passes);
-  number("profile_ms", p.profile_ms);
+  r.check_keys(j, path, profile_keys());
+  for (const auto& [key, member] : kCounts)
+    if (auto v = r.integer_field(j, path, key, true)) p.*member = static_cast<int>(*v);
+  for (const auto& [key, member] : kMeasures)
+    if (auto v = r.number_field(j, path, key, true)) p.*member = *v;
   if (const json* stalls = r.typed_field(j, path, "stalls", json::value_t::array, true)) {
     for (size_t i = 0; i < stalls->size(); ++i) {
       const json& s = (*stalls)[i];

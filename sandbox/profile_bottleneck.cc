@@ -61,16 +61,9 @@ Bottleneck classify_bottleneck(const KernelProfile& p) {
   return Bottleneck::kLatency;
 }
 
-constexpr EnumNameTable<Bottleneck, 8> kBottleneckNames = {{
-    {Bottleneck::kUnknown, "unknown"},
-    {Bottleneck::kDramBandwidth, "dram_bandwidth"},
-    {Bottleneck::kSharedBankConflicts, "shared_bank_conflicts"},
-    {Bottleneck::kTensor, "tensor"},
-    {Bottleneck::kCompute, "compute"},
-    {Bottleneck::kOccupancyLatency, "occupancy_latency"},
-    {Bottleneck::kMemoryLatency, "memory_latency"},
-    {Bottleneck::kLatency, "latency"},
-}};
+constexpr EnumNames<Bottleneck, 8> kBottleneckNames = {
+    {"unknown", "dram_bandwidth", "shared_bank_conflicts", "tensor", "compute", "occupancy_latency",
+     "memory_latency", "latency"}};
 static_assert(names_each_enumerator(kBottleneckNames, Bottleneck::kLatency));
 
 std::string bottleneck_name(Bottleneck bottleneck) {

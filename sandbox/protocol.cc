@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "common/json_limits.h"
 #include "common/json_reader.h"
@@ -64,6 +65,17 @@ void read_into(JsonReader& r, const json& o, const std::string& path, const std:
                std::string& out) {
   if (auto v = r.string_field(o, path, key, false)) out = *v;
 }
+// A full 64-bit unsigned value (the seed); JsonReader's integers are signed.
+void read_into(JsonReader& r, const json& o, const std::string& path, const std::string& key,
+               uint64_t& out) {
+  if (!o.contains(key)) return;
+  if (o.at(key).is_number_unsigned()) {
+    out = o.at(key).get<uint64_t>();
+  } else {
+    r.error(path + "." + key,
+            "expected an unsigned integer, found " + json_type_name(o.at(key).type()));
+  }
+}
 
 // ---- requests ----
 
@@ -88,124 +100,106 @@ KernelSource source_from_json(JsonReader& r, const json& o, const std::string& p
   return source;
 }
 
-json options_to_json(const EvalOptions& o) {
-  return {{"arch", o.arch},
-          {"seed", o.seed},
-          {"rounds", o.rounds},
-          {"check_holdout", o.check_holdout},
-          {"time", o.time},
-          {"min_samples", o.min_samples},
-          {"max_noise", o.max_noise},
-          {"max_gpu_seconds", o.max_gpu_seconds},
-          {"max_wall_seconds", o.max_wall_seconds},
-          {"suspicious_speedup", o.suspicious_speedup},
-          {"hang_factor", o.hang_factor},
-          {"hang_floor_seconds", o.hang_floor_seconds},
-          {"check_gpu_quiet", o.check_gpu_quiet},
-          {"probe_tolerance", o.probe_tolerance},
-          {"large_shape_rounds", o.large_shape_rounds},
-          {"large_shape_bytes", o.large_shape_bytes},
-          {"reuse_inputs", o.reuse_inputs},
-          {"pool_sets", o.pool_sets},
-          {"min_samples_long", o.min_samples_long},
-          {"long_sample_ms", o.long_sample_ms},
-          {"reuse_baseline_samples", o.reuse_baseline_samples},
-          {"fresh_baseline_samples", o.fresh_baseline_samples},
-          {"baseline_drift", o.baseline_drift},
-          {"stress", o.stress},
-          {"draws", o.draws},
-          {"thresholds", o.thresholds},
-          {"families", o.families},
-          {"wide", o.wide},
-          {"vary_constants", o.vary_constants},
-          {"profile", o.profile},
-          {"profile_below_us", o.profile_below_us},
-          {"verify_budget_seconds", o.verify_budget_seconds}};
+// A member of a protocol record and its JSON key (the member's name). A record's fields, listed
+// once, are what its *_to_json writes and its *_from_json accepts and reads.
+template <typename Record, typename T>
+struct Field {
+  const char* key;
+  T Record::*member;
+};
+template <typename Record, typename T>
+Field(const char*, T Record::*) -> Field<Record, T>;
+
+json field_json(double value) { return number_to_json(value); }
+template <typename T>
+json field_json(const T& value) {
+  return value;
 }
+
+template <typename Record, typename Fields>
+json fields_to_json(const Record& record, const Fields& fields) {
+  json j = json::object();
+  std::apply([&](const auto&... f) { ((j[f.key] = field_json(record.*f.member)), ...); }, fields);
+  return j;
+}
+
+template <typename Fields>
+std::vector<std::string> field_keys(const Fields& fields) {
+  std::vector<std::string> keys;
+  std::apply([&](const auto&... f) { (keys.emplace_back(f.key), ...); }, fields);
+  return keys;
+}
+
+// Each field present in `o` into `record`, in the list's order; absent ones keep their default.
+template <typename Record, typename Fields>
+void read_fields(JsonReader& r, const json& o, const std::string& path, const Fields& fields,
+                 Record& record) {
+  std::apply([&](const auto&... f) { (read_into(r, o, path, f.key, record.*f.member), ...); },
+             fields);
+}
+
+// A record from an object that may hold nothing but its fields.
+template <typename Record, typename Fields>
+Record record_from_json(JsonReader& r, const json& o, const std::string& path,
+                        const Fields& fields) {
+  Record record;
+  r.check_keys(o, path, field_keys(fields));
+  read_fields(r, o, path, fields, record);
+  return record;
+}
+
+// Every option, in the protocol's order: options_to_json writes, option_keys accepts and
+// read_option_fields reads this one list.
+constexpr std::tuple kOptionFields{
+    Field{"arch", &EvalOptions::arch},
+    Field{"seed", &EvalOptions::seed},
+    Field{"rounds", &EvalOptions::rounds},
+    Field{"check_holdout", &EvalOptions::check_holdout},
+    Field{"time", &EvalOptions::time},
+    Field{"min_samples", &EvalOptions::min_samples},
+    Field{"max_noise", &EvalOptions::max_noise},
+    Field{"max_gpu_seconds", &EvalOptions::max_gpu_seconds},
+    Field{"max_wall_seconds", &EvalOptions::max_wall_seconds},
+    Field{"suspicious_speedup", &EvalOptions::suspicious_speedup},
+    Field{"hang_factor", &EvalOptions::hang_factor},
+    Field{"hang_floor_seconds", &EvalOptions::hang_floor_seconds},
+    Field{"check_gpu_quiet", &EvalOptions::check_gpu_quiet},
+    Field{"probe_tolerance", &EvalOptions::probe_tolerance},
+    Field{"large_shape_rounds", &EvalOptions::large_shape_rounds},
+    Field{"large_shape_bytes", &EvalOptions::large_shape_bytes},
+    Field{"reuse_inputs", &EvalOptions::reuse_inputs},
+    Field{"pool_sets", &EvalOptions::pool_sets},
+    Field{"min_samples_long", &EvalOptions::min_samples_long},
+    Field{"long_sample_ms", &EvalOptions::long_sample_ms},
+    Field{"reuse_baseline_samples", &EvalOptions::reuse_baseline_samples},
+    Field{"fresh_baseline_samples", &EvalOptions::fresh_baseline_samples},
+    Field{"baseline_drift", &EvalOptions::baseline_drift},
+    Field{"stress", &EvalOptions::stress},
+    Field{"draws", &EvalOptions::draws},
+    Field{"thresholds", &EvalOptions::thresholds},
+    Field{"families", &EvalOptions::families},
+    Field{"wide", &EvalOptions::wide},
+    Field{"vary_constants", &EvalOptions::vary_constants},
+    Field{"profile", &EvalOptions::profile},
+    Field{"profile_below_us", &EvalOptions::profile_below_us},
+    Field{"verify_budget_seconds", &EvalOptions::verify_budget_seconds},
+};
+
+json options_to_json(const EvalOptions& o) { return fields_to_json(o, kOptionFields); }
 
 // The keys an "options" object may hold.
 const std::vector<std::string>& option_keys() {
-  static const std::vector<std::string> keys = {"arch",
-                                                "seed",
-                                                "rounds",
-                                                "check_holdout",
-                                                "time",
-                                                "min_samples",
-                                                "max_noise",
-                                                "max_gpu_seconds",
-                                                "max_wall_seconds",
-                                                "suspicious_speedup",
-                                                "hang_factor",
-                                                "hang_floor_seconds",
-                                                "check_gpu_quiet",
-                                                "probe_tolerance",
-                                                "large_shape_rounds",
-                                                "large_shape_bytes",
-                                                "reuse_inputs",
-                                                "pool_sets",
-                                                "profile",
-                                                "profile_below_us",
-                                                "min_samples_long",
-                                                "long_sample_ms",
-                                                "reuse_baseline_samples",
-                                                "fresh_baseline_samples",
-                                                "baseline_drift",
-                                                "stress",
-                                                "draws",
-                                                "thresholds",
-                                                "families",
-                                                "wide",
-                                                "vary_constants",
-                                                "verify_budget_seconds"};
+  static const std::vector<std::string> keys = field_keys(kOptionFields);
   return keys;
 }
 
 // Every field of `o` into `options`, in the protocol's order.
 void read_option_fields(JsonReader& r, const json& o, const std::string& path,
                         EvalOptions& options) {
-  read_into(r, o, path, "arch", options.arch);
-  // The seed is a full 64-bit unsigned value; JsonReader's integers are signed.
-  if (o.contains("seed")) {
-    if (o.at("seed").is_number_unsigned()) {
-      options.seed = o.at("seed").get<uint64_t>();
-    } else {
-      r.error(path + ".seed",
-              "expected an unsigned integer, found " + json_type_name(o.at("seed").type()));
-    }
-  }
-  read_into(r, o, path, "rounds", options.rounds);
-  read_into(r, o, path, "check_holdout", options.check_holdout);
-  read_into(r, o, path, "time", options.time);
-  read_into(r, o, path, "min_samples", options.min_samples);
-  read_into(r, o, path, "max_noise", options.max_noise);
-  read_into(r, o, path, "max_gpu_seconds", options.max_gpu_seconds);
-  read_into(r, o, path, "max_wall_seconds", options.max_wall_seconds);
-  read_into(r, o, path, "suspicious_speedup", options.suspicious_speedup);
-  read_into(r, o, path, "hang_factor", options.hang_factor);
-  read_into(r, o, path, "hang_floor_seconds", options.hang_floor_seconds);
-  read_into(r, o, path, "check_gpu_quiet", options.check_gpu_quiet);
-  read_into(r, o, path, "probe_tolerance", options.probe_tolerance);
-  read_into(r, o, path, "large_shape_rounds", options.large_shape_rounds);
-  read_into(r, o, path, "large_shape_bytes", options.large_shape_bytes);
-  read_into(r, o, path, "reuse_inputs", options.reuse_inputs);
-  read_into(r, o, path, "pool_sets", options.pool_sets);
-  read_into(r, o, path, "min_samples_long", options.min_samples_long);
-  read_into(r, o, path, "long_sample_ms", options.long_sample_ms);
-  read_into(r, o, path, "reuse_baseline_samples", options.reuse_baseline_samples);
-  read_into(r, o, path, "fresh_baseline_samples", options.fresh_baseline_samples);
-  read_into(r, o, path, "baseline_drift", options.baseline_drift);
+  read_fields(r, o, path, kOptionFields, options);
   if (options.fresh_baseline_samples < 1)
     r.error(path + ".fresh_baseline_samples", "must be at least 1");
   if (!(options.baseline_drift >= 0)) r.error(path + ".baseline_drift", "must not be negative");
-  read_into(r, o, path, "stress", options.stress);
-  read_into(r, o, path, "draws", options.draws);
-  read_into(r, o, path, "thresholds", options.thresholds);
-  read_into(r, o, path, "families", options.families);
-  read_into(r, o, path, "wide", options.wide);
-  read_into(r, o, path, "vary_constants", options.vary_constants);
-  read_into(r, o, path, "profile", options.profile);
-  read_into(r, o, path, "profile_below_us", options.profile_below_us);
-  read_into(r, o, path, "verify_budget_seconds", options.verify_budget_seconds);
 }
 
 // Ranges every option must stay in.
@@ -236,50 +230,38 @@ EvalOptions options_from_json(JsonReader& r, const json& o, const std::string& p
 
 // ---- results ----
 
-json timing_to_json(const TimingSummary& t) {
-  return {{"median_us", number_to_json(t.median_us)},
-          {"noise", number_to_json(t.noise)},
-          {"min_us", number_to_json(t.min_us)},
-          {"samples", t.samples},
-          {"discarded", t.discarded}};
-}
+constexpr std::tuple kTimingFields{
+    Field{"median_us", &TimingSummary::median_us}, Field{"noise", &TimingSummary::noise},
+    Field{"min_us", &TimingSummary::min_us},       Field{"samples", &TimingSummary::samples},
+    Field{"discarded", &TimingSummary::discarded},
+};
+
+json timing_to_json(const TimingSummary& t) { return fields_to_json(t, kTimingFields); }
 
 TimingSummary timing_from_json(JsonReader& r, const json& o, const std::string& path) {
-  TimingSummary t;
-  r.check_keys(o, path, {"median_us", "noise", "min_us", "samples", "discarded"});
-  read_into(r, o, path, "median_us", t.median_us);
-  read_into(r, o, path, "noise", t.noise);
-  read_into(r, o, path, "min_us", t.min_us);
-  read_into(r, o, path, "samples", t.samples);
-  read_into(r, o, path, "discarded", t.discarded);
-  return t;
+  return record_from_json<TimingSummary>(r, o, path, kTimingFields);
 }
 
-json mismatch_to_json(const Mismatch& m) {
-  return {{"output", m.output},
-          {"shape", m.shape},
-          {"index", m.index},
-          {"expected", number_to_json(m.expected)},
-          {"actual", number_to_json(m.actual)},
-          {"round", m.round},
-          {"phase", m.phase},
-          {"stress", m.stress}};
-}
+constexpr std::tuple kMismatchFields{
+    Field{"output", &Mismatch::output}, Field{"shape", &Mismatch::shape},
+    Field{"index", &Mismatch::index},   Field{"expected", &Mismatch::expected},
+    Field{"actual", &Mismatch::actual}, Field{"round", &Mismatch::round},
+    Field{"phase", &Mismatch::phase},   Field{"stress", &Mismatch::stress},
+};
+
+json mismatch_to_json(const Mismatch& m) { return fields_to_json(m, kMismatchFields); }
 
 Mismatch mismatch_from_json(JsonReader& r, const json& o, const std::string& path) {
-  Mismatch m;
-  r.check_keys(o, path,
-               {"output", "shape", "index", "expected", "actual", "round", "phase", "stress"});
-  read_into(r, o, path, "output", m.output);
-  read_into(r, o, path, "shape", m.shape);
-  read_into(r, o, path, "index", m.index);
-  read_into(r, o, path, "expected", m.expected);
-  read_into(r, o, path, "actual", m.actual);
-  read_into(r, o, path, "round", m.round);
-  read_into(r, o, path, "phase", m.phase);
-  read_into(r, o, path, "stress", m.stress);
-  return m;
+  return record_from_json<Mismatch>(r, o, path, kMismatchFields);
 }
+
+constexpr std::tuple kResourceFields{
+    Field{"registers", &KernelResources::registers},
+    Field{"local_bytes", &KernelResources::local_bytes},
+    Field{"static_shared_bytes", &KernelResources::static_shared_bytes},
+    Field{"dynamic_shared_bytes", &KernelResources::dynamic_shared_bytes},
+    Field{"occupancy", &KernelResources::occupancy},
+};
 
 // Reads an optional sub-object with `parse` when present.
 template <typename T, typename Parse>
@@ -292,21 +274,11 @@ std::optional<T> optional_object(JsonReader& r, const json& o, const std::string
 
 }  // namespace
 
-json resources_to_json(const KernelResources& k) {
-  return {{"registers", k.registers},
-          {"local_bytes", k.local_bytes},
-          {"static_shared_bytes", k.static_shared_bytes},
-          {"dynamic_shared_bytes", k.dynamic_shared_bytes},
-          {"occupancy", number_to_json(k.occupancy)}};
-}
+json resources_to_json(const KernelResources& k) { return fields_to_json(k, kResourceFields); }
 
 KernelResources resources_from_json(JsonReader& r, const json& o, const std::string& path) {
   KernelResources k;
-  read_into(r, o, path, "registers", k.registers);
-  read_into(r, o, path, "local_bytes", k.local_bytes);
-  read_into(r, o, path, "static_shared_bytes", k.static_shared_bytes);
-  read_into(r, o, path, "dynamic_shared_bytes", k.dynamic_shared_bytes);
-  read_into(r, o, path, "occupancy", k.occupancy);
+  read_fields(r, o, path, kResourceFields, k);
   return k;
 }
 
@@ -314,10 +286,7 @@ namespace {
 
 // The worker's answer holds nothing but the resources' own keys.
 KernelResources answer_resources_from_json(JsonReader& r, const json& o, const std::string& path) {
-  r.check_keys(
-      o, path,
-      {"registers", "local_bytes", "static_shared_bytes", "dynamic_shared_bytes", "occupancy"});
-  return resources_from_json(r, o, path);
+  return record_from_json<KernelResources>(r, o, path, kResourceFields);
 }
 
 }  // namespace

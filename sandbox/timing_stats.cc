@@ -77,13 +77,8 @@ StoppingParams stopping_params(const EvalOptions& options) {
   return params;
 }
 
-constexpr EnumNameTable<StopReason, 5> kStopReasonNames = {{
-    {StopReason::kNotYet, "not yet"},
-    {StopReason::kConverged, "converged"},
-    {StopReason::kGpuTimeCap, "gpu time cap"},
-    {StopReason::kWallDeadline, "wall deadline"},
-    {StopReason::kSampleCap, "sample cap"},
-}};
+constexpr EnumNames<StopReason, 5> kStopReasonNames = {
+    {"not yet", "converged", "gpu time cap", "wall deadline", "sample cap"}};
 static_assert(names_each_enumerator(kStopReasonNames, StopReason::kSampleCap));
 
 std::string stop_reason_name(StopReason reason) {

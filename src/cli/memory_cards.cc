@@ -10,23 +10,22 @@
 #include "memory_store/technique_cards.h"
 #include "sandbox/profile_bottleneck.h"
 
+// A card's JSON (`kopt memory cards --json`) holds its fields under their own names.
+namespace kopt::memory {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TechniqueCard, technique, pairs, bottlenecks, applies_when,
+                                   pitfalls, plans, plans_verified, plans_failed, expected,
+                                   measured)
+}  // namespace kopt::memory
+
 namespace kopt::cli {
 
 namespace {
 
 nlohmann::json card_json(const memory::TechniqueCard& card) {
-  return {{"technique", card.technique},
-          {"pairs", card.pairs},
-          {"bottlenecks", card.bottlenecks},
-          {"applies_when", card.applies_when},
-          {"pitfalls", card.pitfalls},
-          {"plans", card.plans},
-          {"plans_verified", card.plans_verified},
-          {"plans_failed", card.plans_failed},
-          {"expected", card.expected},
-          {"measured", card.measured},
-          {"expected_median", memory::median_of(card.expected)},
-          {"measured_median", memory::median_of(card.measured)}};
+  nlohmann::json j = card;
+  j["expected_median"] = memory::median_of(card.expected);
+  j["measured_median"] = memory::median_of(card.measured);
+  return j;
 }
 
 }  // namespace

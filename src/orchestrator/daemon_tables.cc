@@ -101,11 +101,8 @@ Result<std::optional<StatusRow>> read_status(sql::Database& db, std::optional<in
       " WHERE ?1 IS NULL OR run_id = ?1 ORDER BY run_id DESC LIMIT 1");
   return statement->bind(1, run_id).first_row([](const sql::Statement& row) {
     StatusRow out;
-    out.run_id = row.column_int64(0);
-    out.pid = row.column_int64(1);
-    out.updated_at = row.column_text(2);
-    out.active_seconds = row.column_double(3);
-    out.status_json = row.column_text(4);
+    sql::read_columns(row, out.run_id, out.pid, out.updated_at, out.active_seconds,
+                      out.status_json);
     return out;
   });
 }

@@ -7,6 +7,23 @@
 
 namespace kopt::orchestrator {
 
+namespace {
+
+// Writes a row of the run through `add` (a memory_store writer), with the run's id when there is
+// one; a failure is logged and gives no id: the search goes on without the row.
+template <typename Row, typename Add>
+std::optional<int64_t> add_run_row(sql::Database& db, int64_t run_id, Row& row, Add add) {
+  if (run_id) row.run_id = run_id;
+  auto id = add(db, row);
+  if (!id) {
+    spdlog::warn("memory: {}", id.error());
+    return std::nullopt;
+  }
+  return *id;
+}
+
+}  // namespace
+
 Result<int64_t> RunRecorder::start_run(const std::string& config_json) {
   std::lock_guard lock(mutex_);
   if (auto s = ensure_daemon_tables(store_.database()); !s) return make_error(s.error());
@@ -87,13 +104,7 @@ Result<std::vector<memory::RetrievedPair>> RunRecorder::retrieve(
 
 std::optional<int64_t> RunRecorder::record_draw(memory::ExampleDrawRecord draw) {
   std::lock_guard lock(mutex_);
-  if (run_id_) draw.run_id = run_id_;
-  auto id = memory::add_example_draw(store_.database(), draw);
-  if (!id) {
-    spdlog::warn("memory: {}", id.error());
-    return std::nullopt;
-  }
-  return *id;
+  return add_run_row(store_.database(), run_id_, draw, memory::add_example_draw);
 }
 
 void RunRecorder::set_draw_plans(int64_t draw_id, const std::vector<int64_t>& plan_ids) {
@@ -184,13 +195,7 @@ int64_t RunRecorder::pending_submissions() {
 
 std::optional<int64_t> RunRecorder::add_plan(memory::PlanRecord plan) {
   std::lock_guard lock(mutex_);
-  if (run_id_) plan.run_id = run_id_;
-  auto id = memory::add_plan(store_.database(), plan);
-  if (!id) {
-    spdlog::warn("memory: {}", id.error());
-    return std::nullopt;
-  }
-  return *id;
+  return add_run_row(store_.database(), run_id_, plan, memory::add_plan);
 }
 
 void RunRecorder::finish_plan(int64_t id, const std::string& outcome,
@@ -212,10 +217,7 @@ void RunRecorder::record_transcript(const agents::Transcript& t) {
   record.answer = scrub(t.answer);
   record.status = t.status;
   std::lock_guard lock(mutex_);
-  if (run_id_) record.run_id = run_id_;
-  if (auto id = memory::add_transcript(store_.database(), std::move(record)); !id) {
-    spdlog::warn("memory: {}", id.error());
-  }
+  add_run_row(store_.database(), run_id_, record, memory::add_transcript);
 }
 
 Result<std::optional<ProductionReference>> RunRecorder::best_production_baseline(

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "memory_store/plan_store.h"
+#include "memory_store/row_readers.h"
 #include "sandbox/judging_spec.h"
 #include "src/orchestrator/run_recorder.h"
 
@@ -18,29 +19,15 @@ Result<std::vector<PastEvaluation>> read_past_evaluations(sql::Statement& statem
     if (!row) return make_error(row.error());
     if (!*row) break;
     PastEvaluation p;
-    p.evaluation_id = statement.column_int64(0);
-    p.kernel_id = statement.column_int64(1);
-    p.parent_id = statement.column_optional_int64(2);
-    p.source = statement.column_text(3);
-    p.origin_agent = memory::stored_origin(statement.column_text(4));
-    p.tuner = statement.column_int64(5) != 0;
     memory::EvaluationRecord& e = p.evaluation;
+    sql::read_columns(statement, p.evaluation_id, p.kernel_id, p.parent_id, p.source,
+                      p.origin_agent, p.tuner, e.gpu.model, e.gpu.compute_capability,
+                      e.gpu.driver_version, e.gpu.cuda_version, e.verdict, e.detail,
+                      e.tunables_json, e.median_us, e.noise, e.baseline_us, e.speedup,
+                      e.sol_percent, e.resources_json, e.created_at, e.run_id);
     e.id = p.evaluation_id;
     e.kernel_id = p.kernel_id;
     e.task = task;
-    e.gpu = {statement.column_text(6), statement.column_text(7), statement.column_text(8),
-             statement.column_text(9)};
-    e.verdict = memory::stored_verdict(statement.column_text(10));
-    e.detail = statement.column_text(11);
-    e.tunables_json = statement.column_text(12);
-    e.median_us = statement.column_double(13);
-    e.noise = statement.column_double(14);
-    e.baseline_us = statement.column_double(15);
-    e.speedup = statement.column_double(16);
-    e.sol_percent = statement.column_double(17);
-    e.resources_json = statement.column_text(18);
-    e.created_at = statement.column_text(19);
-    e.run_id = statement.column_optional_int64(20);
     out.push_back(std::move(p));
   }
   return out;

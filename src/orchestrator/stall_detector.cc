@@ -11,16 +11,9 @@
 
 namespace kopt::orchestrator {
 
-constexpr EnumNameTable<CallOutcome, 8> kOutcomeNames = {{
-    {CallOutcome::kNewKernel, "new kernels"},
-    {CallOutcome::kBrokenKernel, "new kernels that do not compile"},
-    {CallOutcome::kRepeat, "repeats"},
-    {CallOutcome::kTruncated, "cut at the token limit"},
-    {CallOutcome::kRefused, "refusals"},
-    {CallOutcome::kToolCall, "tool calls"},
-    {CallOutcome::kEmpty, "empty"},
-    {CallOutcome::kError, "errors"},
-}};
+constexpr EnumNames<CallOutcome, 8> kOutcomeNames = {
+    {"new kernels", "new kernels that do not compile", "repeats", "cut at the token limit",
+     "refusals", "tool calls", "empty", "errors"}};
 static_assert(names_each_enumerator(kOutcomeNames, CallOutcome::kError));
 
 const char* call_outcome_name(CallOutcome outcome) {

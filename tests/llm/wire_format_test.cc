@@ -139,5 +139,28 @@ TEST(WireFormatTest, RetryAfterAcceptsSecondsAndDates) {
   EXPECT_FALSE(parse_retry_after("").has_value());
 }
 
+// The names llm_calls.status stores, pinned against their enumerators (the table in
+// llm_types.cc lists names by position).
+TEST(LlmStatusNames, EachStatusKeepsItsStoredName) {
+  const std::vector<std::pair<LlmStatus, std::string>> expected = {
+      {LlmStatus::kOk, "ok"},
+      {LlmStatus::kRateLimited, "rate_limited"},
+      {LlmStatus::kServerError, "server_error"},
+      {LlmStatus::kTimeout, "timeout"},
+      {LlmStatus::kConnection, "connection"},
+      {LlmStatus::kAuth, "auth"},
+      {LlmStatus::kBadRequest, "bad_request"},
+      {LlmStatus::kNotFound, "not_found"},
+      {LlmStatus::kMalformed, "malformed"},
+      {LlmStatus::kEmpty, "empty"},
+      {LlmStatus::kTruncated, "truncated"},
+      {LlmStatus::kRefused, "refused"},
+      {LlmStatus::kToolCall, "tool_call"},
+      {LlmStatus::kTooLarge, "too_large"},
+      {LlmStatus::kUnavailable, "unavailable"},
+      {LlmStatus::kCancelled, "cancelled"}};
+  for (const auto& [status, name] : expected) EXPECT_EQ(llm_status_name(status), name);
+}
+
 }  // namespace
 }  // namespace kopt
