@@ -69,6 +69,15 @@ def count_evaluations(db):
 PHASE_LINE = re.compile(r"judged \S+ in ([0-9.]+) ms: compile gate ([0-9.]+) ms, worker ([0-9.]+) ms "
                         r"\(compile ([0-9.]+)(?: cached)?, verify ([0-9.]+), time ([0-9.]+)\)")
 PHASES = ("job", "compile_gate", "worker", "worker_compile", "verify", "time")
+# After the line's head, "; steps: kernels 80.1, kernels.compile 66.0, ..." (candidate_evaluation.cc
+# phase_steps): each step of the worker's evaluation, verification's phases, daemon.gpu_wait (the
+# queue for a GPU), daemon.transport (the exchange beyond the worker) and worker.unnamed.
+STEPS = re.compile(r"; steps: ([^\n]*)")
+STEP = re.compile(r"([A-Za-z_.]+) (-?[0-9.]+)")
+# The sanitizer's share: its passes and their seconds of tools (orchestrator's end line), and the
+# lane's mode (daemon.cc's start line).
+LANE_SECONDS = re.compile(r"sanitizer lane: ([0-9]+) passes \(([0-9.]+) s of tools\)")
+LANE_MODE = re.compile(r"sanitizer lane: [0-9]+ lane\(s\), ([^\n]*)")
 
 
 def keep_run_log(home, out, tag):
@@ -79,14 +88,31 @@ def keep_run_log(home, out, tag):
         return None
     text = logs[-1].read_text(errors="replace")
     (out / ("kopt-run-%s.debug.log" % tag)).write_text(text)
-    samples = [tuple(float(v) for v in m.groups()) for m in PHASE_LINE.finditer(text)]
+    samples, steps = [], {}
+    for line in text.splitlines():
+        m = PHASE_LINE.search(line)
+        if not m:
+            continue
+        samples.append(tuple(float(v) for v in m.groups()))
+        listed = STEPS.search(line)
+        for name, ms in STEP.findall(listed.group(1) if listed else ""):
+            steps.setdefault(name, []).append(float(ms))
     if not samples:
         return None
     phases = {}
+    summary = lambda values: {"median": round(sorted(values)[len(values) // 2], 1),
+                              "total": round(sum(values), 1), "count": len(values)}
     for i, name in enumerate(PHASES):
-        values = sorted(s[i] for s in samples)
-        phases[name] = {"median": round(values[len(values) // 2], 1), "total": round(sum(values), 1)}
+        phases[name] = summary([s[i] for s in samples])
+    # A step missing from a line (an evaluation that ended before it) counts there as absent, so
+    # "count" says how many evaluations reached it.
+    phases["steps"] = {name: summary(values) for name, values in sorted(steps.items())}
     phases["count"] = len(samples)
+    seconds = LANE_SECONDS.search(text)
+    mode = LANE_MODE.search(text)
+    phases["sanitizer"] = {"passes": int(seconds.group(1)) if seconds else 0,
+                           "tool_seconds": float(seconds.group(2)) if seconds else 0.0,
+                           "mode": mode.group(1) if mode else None}
     return phases
 
 
@@ -153,9 +179,31 @@ def one_run(args, mode, gpus, tasks, out):
            "sanitizer_unfinished": int(lane.group(2)) if lane else 0,
            "verdicts": by_verdict}
     row["phases_ms"] = keep_run_log(home, out, tag)
+    if row["phases_ms"]:
+        # The sanitizer's share of the run's GPU time: its tools' seconds over the wall time
+        # (on the GPU beside evaluations, or holding it, as the lane's mode says).
+        lane = row["phases_ms"].pop("sanitizer")
+        row["sanitizer_seconds"] = lane["tool_seconds"]
+        row["sanitizer_mode"] = lane["mode"]
+        row["sanitizer_share"] = round(lane["tool_seconds"] / (wall * gpus), 3) if wall else None
     log("%s: %s" % (tag, json.dumps(row)))
     benchlib.remove_dir(home)
     return row
+
+
+def step_table(rows):
+    """Per row, the median and total of each step of an evaluation (where the worker's time went)."""
+    out = []
+    for r in rows:
+        steps = (r.get("phases_ms") or {}).get("steps") or {}
+        if not steps:
+            continue
+        out += ["", "Steps of an evaluation, %s on %d GPU(s) (ms):" % (r["mode"], r["gpus"]), "",
+                benchlib.markdown_table(
+                    ["step", "evaluations", "median", "total"],
+                    [[name, v["count"], "%.1f" % v["median"], "%.0f" % v["total"]]
+                     for name, v in sorted(steps.items(), key=lambda kv: -kv[1]["total"])])]
+    return out
 
 
 def main():
@@ -196,13 +244,16 @@ def main():
               "%.0f" % r["evaluations_per_gpu_hour"],
               benchlib.fmt(100 * r["gpu_idle_fraction"], 1, "%") if r["gpu_idle_fraction"]
               is not None else "-",
-              benchlib.fmt(r["scaling"], 2), r["sanitizer_runs"]] for r in rows]
+              benchlib.fmt(r["scaling"], 2), r["sanitizer_runs"],
+              benchlib.fmt(100 * r["sanitizer_share"], 0, "%") if r.get("sanitizer_share")
+              is not None else "-"] for r in rows]
     markdown = "\n".join([
         "# `kopt run` throughput on the whole suite (%d tasks), %s" % (len(tasks), device), "",
         "%s, commit %s, %.0f s per run." % (environment["date"], environment["commit"],
                                             args.seconds), "",
         benchlib.markdown_table(["mode", "GPUs", "evaluations", "s", "per GPU-hour", "GPU idle",
-                                 "scaling", "sanitizer passes"], table)])
+                                 "scaling", "sanitizer passes", "sanitizer share"], table)] +
+        step_table(rows))
     benchlib.write_results(out, "daemon_throughput", results, markdown)
 
 
