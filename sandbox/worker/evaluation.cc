@@ -182,6 +182,14 @@ class Evaluation {
     return info.pci_bus_id.empty() ? std::to_string(info.ordinal) : info.pci_bus_id;
   }
 
+  // The GPU's timing turn (sandbox/gpu_turn.h), its wait said under `phase`. A yielding worker
+  // takes none: it holds a unit's shared turn itself, and its numbers are never reported.
+  void take_timing_turn(std::optional<TimingTurn>& turn, const char* phase) {
+    if (yielding_worker()) return;
+    turn.emplace(gpu_id());
+    add_phase(phase, turn->waited_ms());
+  }
+
   // `ms` more under `name` in result.phases ("verify.plan": a part of the verify step).
   void add_phase(const char* name, double ms) {
     nlohmann::json& slot = result_.phases[name];
@@ -332,10 +340,11 @@ class Evaluation {
     time_started_ = Clock::now();
     // The GPU is this worker's alone from the check before to the check after: a yielding
     // worker (the sanitizer lane's) ends its current unit and starts none meanwhile.
-    TimingTurn turn(gpu_id());
-    add_phase("time.turn_wait", turn.waited_ms());
+    std::optional<TimingTurn> turn;
+    take_timing_turn(turn, "time.turn_wait");
+    auto before_started = Clock::now();
     auto quiet_before = gpu_is_quiet("before");
-    add_phase("time.quiet_before", ms_since(time_started_));
+    add_phase("time.quiet_before", ms_since(before_started));
     if (!quiet_before) return make_error(quiet_before.error());
     if (!*quiet_before) return Next::kEnd;
     auto loop_started = Clock::now();
@@ -443,8 +452,8 @@ class Evaluation {
 
   void profile() {
     // Counters of a kernel time-sliced with the lane's would be the lane's too.
-    TimingTurn turn(gpu_id());
-    add_phase("profile.turn_wait", turn.waited_ms());
+    std::optional<TimingTurn> turn;
+    take_timing_turn(turn, "profile.turn_wait");
     profile_candidate(device_, support_, task_, *reference_.kernel, *candidate_.kernel,
                       timed_shape_, options_, seed_ ^ 0x2545f491ULL, result_);
   }
