@@ -18,6 +18,7 @@ the 1-GPU row of the same mode, sanitizer_runs; plus device, date, commit) and a
 Goals: >= 8,000 evaluations per GPU-hour on one H100, idle <= 10%, scaling >= 0.9 x GPUs.
 """
 import argparse
+import datetime
 import json
 import os
 import pathlib
@@ -64,6 +65,20 @@ def count_evaluations(db):
     by_verdict = {v: n for v, n in rows}
     judged = sum(n for v, n in by_verdict.items() if v != "sanitizing")
     return judged, by_verdict
+
+
+def rate_after_baselines(db, baselines, gpus):
+    """Evaluations per GPU-hour after the first `baselines` judged rows (each task's baseline comes
+    first): the rate a long night settles at, which a short run's start-up hides. Rows carry
+    created_at to the second; None where too few rows follow."""
+    with sqlite3.connect(str(db)) as c:
+        times = [row[0] for row in c.execute(
+            "SELECT created_at FROM evaluations WHERE verdict != 'sanitizing' ORDER BY id")]
+    if len(times) < baselines + 2:
+        return None
+    parse = lambda t: datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ")
+    seconds = (parse(times[-1]) - parse(times[baselines - 1])).total_seconds()
+    return round((len(times) - baselines) / seconds * 3600 / gpus, 1) if seconds > 0 else None
 
 
 PHASE_LINE = re.compile(r"judged \S+ in ([0-9.]+) ms: compile gate ([0-9.]+) ms, worker ([0-9.]+) ms "
@@ -177,7 +192,8 @@ def one_run(args, mode, gpus, tasks, out):
            "busy_span_seconds": float(idle.group(2)) if idle else None,
            "sanitizer_runs": int(lane.group(1)) if lane else 0,
            "sanitizer_unfinished": int(lane.group(2)) if lane else 0,
-           "verdicts": by_verdict}
+           "verdicts": by_verdict,
+           "after_baselines_per_gpu_hour": rate_after_baselines(db, len(tasks), gpus)}
     row["phases_ms"] = keep_run_log(home, out, tag)
     if row["phases_ms"]:
         # The sanitizer's share of the run's GPU time: its tools' seconds over the wall time
@@ -242,6 +258,7 @@ def main():
                "tasks": [t.name for t in tasks], "rows": rows}
     table = [[r["mode"], r["gpus"], r["evaluations"], "%.0f" % r["seconds"],
               "%.0f" % r["evaluations_per_gpu_hour"],
+              benchlib.fmt(r.get("after_baselines_per_gpu_hour"), 0),
               benchlib.fmt(100 * r["gpu_idle_fraction"], 1, "%") if r["gpu_idle_fraction"]
               is not None else "-",
               benchlib.fmt(r["scaling"], 2), r["sanitizer_runs"],
@@ -251,7 +268,8 @@ def main():
         "# `kopt run` throughput on the whole suite (%d tasks), %s" % (len(tasks), device), "",
         "%s, commit %s, %.0f s per run." % (environment["date"], environment["commit"],
                                             args.seconds), "",
-        benchlib.markdown_table(["mode", "GPUs", "evaluations", "s", "per GPU-hour", "GPU idle",
+        benchlib.markdown_table(["mode", "GPUs", "evaluations", "s", "per GPU-hour",
+                                 "after the baselines", "GPU idle",
                                  "scaling", "sanitizer passes", "sanitizer share"], table)] +
         step_table(rows))
     benchlib.write_results(out, "daemon_throughput", results, markdown)
