@@ -639,9 +639,7 @@ OrchestratorDeps Daemon::orchestrator_deps() {
     // GPU from the pool like an evaluation (before issue 35's turns); =concurrent runs it beside
     // without yielding, for measuring what that costs (timing then finds the GPU busy).
     SanitizerLaneMode mode = sanitizer_lane_mode(std::getenv("KOPT_SANITIZER_LANE"));
-    std::vector<SandboxOptions> lane_workers = lane_workers_;
-    if (mode == SanitizerLaneMode::kYield)
-      for (SandboxOptions& o : lane_workers) o.extra_args.push_back("--yield-to-timing");
+    std::vector<SandboxOptions> lane_workers = lane_worker_options(lane_workers_, mode);
     Evaluator* pool = evaluator_.get();
     deps.sanitize = [lane_workers, mode, pool](const EvalRequest& request, int lane) {
       if (mode == SanitizerLaneMode::kHold) return pool->sanitize(request);

@@ -27,6 +27,13 @@ std::string describe_sanitizer_lane_mode(SanitizerLaneMode mode) {
   return "beside the timing workers, yielding to each timing turn";
 }
 
+std::vector<SandboxOptions> lane_worker_options(std::vector<SandboxOptions> workers,
+                                                SanitizerLaneMode mode) {
+  if (mode == SanitizerLaneMode::kYield)
+    for (SandboxOptions& o : workers) o.extra_args.push_back("--yield-to-timing");
+  return workers;
+}
+
 SanitizerLane::SanitizerLane(Runner runner, int lanes) : runner_(std::move(runner)) {
   for (int i = 0; i < std::max(1, lanes); ++i) threads_.emplace_back([this, i] { work(i); });
 }

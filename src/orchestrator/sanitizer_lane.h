@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "sandbox/evaluator.h"
 #include "sandbox/protocol.h"
 #include "sandbox/sanitizer_report.h"
 
@@ -26,6 +27,10 @@ namespace kopt::orchestrator {
 enum class SanitizerLaneMode { kYield, kHold, kConcurrent };
 SanitizerLaneMode sanitizer_lane_mode(const char* variable);
 std::string describe_sanitizer_lane_mode(SanitizerLaneMode mode);
+// The lane's copies of the GPUs' worker options, as `mode` runs them: yielding workers are told
+// so (kopt-sandbox --yield-to-timing), the others run as given.
+std::vector<SandboxOptions> lane_worker_options(std::vector<SandboxOptions> workers,
+                                                SanitizerLaneMode mode);
 
 class SanitizerLane {
  public:

@@ -259,6 +259,17 @@ TEST(SanitizerLaneModes, YieldingIsTheDefaultAndTheOthersAreNamed) {
   EXPECT_EQ(sanitizer_lane_mode("bogus"), SanitizerLaneMode::kYield);
   EXPECT_TRUE(contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kHold), "hold"));
   EXPECT_TRUE(contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kYield), "yielding"));
+
+  SandboxOptions gpu;
+  gpu.device = 1;
+  gpu.extra_args = {"--output-log", "x"};
+  auto yielding = lane_worker_options({gpu}, SanitizerLaneMode::kYield);
+  ASSERT_EQ(yielding.size(), 1u);
+  EXPECT_EQ(yielding[0].extra_args,
+            (std::vector<std::string>{"--output-log", "x", "--yield-to-timing"}));
+  EXPECT_EQ(yielding[0].device, 1);
+  for (auto mode : {SanitizerLaneMode::kHold, SanitizerLaneMode::kConcurrent})
+    EXPECT_EQ(lane_worker_options({gpu}, mode)[0].extra_args, gpu.extra_args);
 }
 
 // Identical sources are sanitized once: the second submission gets the first one's outcome.
