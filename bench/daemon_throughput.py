@@ -18,6 +18,7 @@ the 1-GPU row of the same mode, sanitizer_runs; plus device, date, commit) and a
 Goals: >= 8,000 evaluations per GPU-hour on one H100, idle <= 10%, scaling >= 0.9 x GPUs.
 """
 import argparse
+import datetime
 import json
 import os
 import pathlib
@@ -66,9 +67,32 @@ def count_evaluations(db):
     return judged, by_verdict
 
 
+def rate_after_baselines(db, baselines, gpus):
+    """Evaluations per GPU-hour after the first `baselines` judged rows (each task's baseline comes
+    first): the rate a long night settles at, which a short run's start-up hides. Rows carry
+    created_at to the second; None where too few rows follow."""
+    with sqlite3.connect(str(db)) as c:
+        times = [row[0] for row in c.execute(
+            "SELECT created_at FROM evaluations WHERE verdict != 'sanitizing' ORDER BY id")]
+    if len(times) < baselines + 2:
+        return None
+    parse = lambda t: datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ")
+    seconds = (parse(times[-1]) - parse(times[baselines - 1])).total_seconds()
+    return round((len(times) - baselines) / seconds * 3600 / gpus, 1) if seconds > 0 else None
+
+
 PHASE_LINE = re.compile(r"judged \S+ in ([0-9.]+) ms: compile gate ([0-9.]+) ms, worker ([0-9.]+) ms "
                         r"\(compile ([0-9.]+)(?: cached)?, verify ([0-9.]+), time ([0-9.]+)\)")
 PHASES = ("job", "compile_gate", "worker", "worker_compile", "verify", "time")
+# After the line's head, "; steps: kernels 80.1, kernels.compile 66.0, ..." (candidate_evaluation.cc
+# phase_steps): each step of the worker's evaluation, verification's phases, daemon.gpu_wait (the
+# queue for a GPU), daemon.transport (the exchange beyond the worker) and worker.unnamed.
+STEPS = re.compile(r"; steps: ([^\n]*)")
+STEP = re.compile(r"([A-Za-z_.]+) (-?[0-9.]+)")
+# The sanitizer's share: its passes and their seconds of tools (orchestrator's end line), and the
+# lane's mode (daemon.cc's start line).
+LANE_SECONDS = re.compile(r"sanitizer lane: ([0-9]+) passes \(([0-9.]+) s of tools\)")
+LANE_MODE = re.compile(r"sanitizer lane: [0-9]+ lane\(s\), ([^\n]*)")
 
 
 def keep_run_log(home, out, tag):
@@ -79,14 +103,31 @@ def keep_run_log(home, out, tag):
         return None
     text = logs[-1].read_text(errors="replace")
     (out / ("kopt-run-%s.debug.log" % tag)).write_text(text)
-    samples = [tuple(float(v) for v in m.groups()) for m in PHASE_LINE.finditer(text)]
+    samples, steps = [], {}
+    for line in text.splitlines():
+        m = PHASE_LINE.search(line)
+        if not m:
+            continue
+        samples.append(tuple(float(v) for v in m.groups()))
+        listed = STEPS.search(line)
+        for name, ms in STEP.findall(listed.group(1) if listed else ""):
+            steps.setdefault(name, []).append(float(ms))
     if not samples:
         return None
     phases = {}
+    summary = lambda values: {"median": round(sorted(values)[len(values) // 2], 1),
+                              "total": round(sum(values), 1), "count": len(values)}
     for i, name in enumerate(PHASES):
-        values = sorted(s[i] for s in samples)
-        phases[name] = {"median": round(values[len(values) // 2], 1), "total": round(sum(values), 1)}
+        phases[name] = summary([s[i] for s in samples])
+    # A step missing from a line (an evaluation that ended before it) counts there as absent, so
+    # "count" says how many evaluations reached it.
+    phases["steps"] = {name: summary(values) for name, values in sorted(steps.items())}
     phases["count"] = len(samples)
+    seconds = LANE_SECONDS.search(text)
+    mode = LANE_MODE.search(text)
+    phases["sanitizer"] = {"passes": int(seconds.group(1)) if seconds else 0,
+                           "tool_seconds": float(seconds.group(2)) if seconds else 0.0,
+                           "mode": mode.group(1) if mode else None}
     return phases
 
 
@@ -151,11 +192,34 @@ def one_run(args, mode, gpus, tasks, out):
            "busy_span_seconds": float(idle.group(2)) if idle else None,
            "sanitizer_runs": int(lane.group(1)) if lane else 0,
            "sanitizer_unfinished": int(lane.group(2)) if lane else 0,
-           "verdicts": by_verdict}
+           "verdicts": by_verdict,
+           "after_baselines_per_gpu_hour": rate_after_baselines(db, len(tasks), gpus)}
     row["phases_ms"] = keep_run_log(home, out, tag)
+    if row["phases_ms"]:
+        # The sanitizer's share of the run's GPU time: its tools' seconds over the wall time
+        # (on the GPU beside evaluations, or holding it, as the lane's mode says).
+        lane = row["phases_ms"].pop("sanitizer")
+        row["sanitizer_seconds"] = lane["tool_seconds"]
+        row["sanitizer_mode"] = lane["mode"]
+        row["sanitizer_share"] = round(lane["tool_seconds"] / (wall * gpus), 3) if wall else None
     log("%s: %s" % (tag, json.dumps(row)))
     benchlib.remove_dir(home)
     return row
+
+
+def step_table(rows):
+    """Per row, the median and total of each step of an evaluation (where the worker's time went)."""
+    out = []
+    for r in rows:
+        steps = (r.get("phases_ms") or {}).get("steps") or {}
+        if not steps:
+            continue
+        out += ["", "Steps of an evaluation, %s on %d GPU(s) (ms):" % (r["mode"], r["gpus"]), "",
+                benchlib.markdown_table(
+                    ["step", "evaluations", "median", "total"],
+                    [[name, v["count"], "%.1f" % v["median"], "%.0f" % v["total"]]
+                     for name, v in sorted(steps.items(), key=lambda kv: -kv[1]["total"])])]
+    return out
 
 
 def main():
@@ -194,15 +258,20 @@ def main():
                "tasks": [t.name for t in tasks], "rows": rows}
     table = [[r["mode"], r["gpus"], r["evaluations"], "%.0f" % r["seconds"],
               "%.0f" % r["evaluations_per_gpu_hour"],
+              benchlib.fmt(r.get("after_baselines_per_gpu_hour"), 0),
               benchlib.fmt(100 * r["gpu_idle_fraction"], 1, "%") if r["gpu_idle_fraction"]
               is not None else "-",
-              benchlib.fmt(r["scaling"], 2), r["sanitizer_runs"]] for r in rows]
+              benchlib.fmt(r["scaling"], 2), r["sanitizer_runs"],
+              benchlib.fmt(100 * r["sanitizer_share"], 0, "%") if r.get("sanitizer_share")
+              is not None else "-"] for r in rows]
     markdown = "\n".join([
         "# `kopt run` throughput on the whole suite (%d tasks), %s" % (len(tasks), device), "",
         "%s, commit %s, %.0f s per run." % (environment["date"], environment["commit"],
                                             args.seconds), "",
-        benchlib.markdown_table(["mode", "GPUs", "evaluations", "s", "per GPU-hour", "GPU idle",
-                                 "scaling", "sanitizer passes"], table)])
+        benchlib.markdown_table(["mode", "GPUs", "evaluations", "s", "per GPU-hour",
+                                 "after the baselines", "GPU idle",
+                                 "scaling", "sanitizer passes", "sanitizer share"], table)] +
+        step_table(rows))
     benchlib.write_results(out, "daemon_throughput", results, markdown)
 
 

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "common/json_limits.h"
@@ -487,6 +489,7 @@ Result<SandboxEvaluator::Answer> SandboxEvaluator::exchange(json message, double
 }
 
 Result<EvalResult> SandboxEvaluator::evaluate_locked(const EvalRequest& request) {
+  auto sent = std::chrono::steady_clock::now();
   json message = to_json(request);
   message["op"] = "evaluate";
   double limit = request.options.max_wall_seconds + options_.deadline_slack_seconds;
@@ -516,6 +519,13 @@ Result<EvalResult> SandboxEvaluator::evaluate_locked(const EvalRequest& request)
   auto result = eval_result_from_json(body.at("result"));
   if (!result) return make_error(name() + " sent a result kopt cannot read: " + result.error());
   if (result->device.is_null()) result->device = std::move(answer->device);
+  // The whole exchange (encoding, the pipe both ways, a worker start, decoding): less the
+  // worker's total, what the round trip costs (candidate_evaluation.cc logs it).
+  result->phases["daemon.exchange"] =
+      std::round(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent)
+                     .count() *
+                 10) /
+      10;
   return std::move(*result);
 }
 

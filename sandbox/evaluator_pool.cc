@@ -1,5 +1,6 @@
 #include "sandbox/evaluator_pool.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "common/strings.h"
@@ -45,6 +46,7 @@ SanitizerOutcome EvaluatorPool::sanitize(const EvalRequest& request) {
 }
 
 Result<EvalResult> EvaluatorPool::evaluate(const EvalRequest& request) {
+  auto asked = Clock::now();
   Lease lease(*this);
   auto started = Clock::now();
   {
@@ -62,7 +64,12 @@ Result<EvalResult> EvaluatorPool::evaluate(const EvalRequest& request) {
       ++pool->evaluations_;
     }
   } account{this, started};
-  return lease.member().evaluate(request);
+  auto result = lease.member().evaluate(request);
+  // How long this request waited for a free GPU: the queue, apart from the GPU's own work.
+  if (result)
+    result->phases["daemon.gpu_wait"] =
+        std::round(std::chrono::duration<double, std::milli>(started - asked).count() * 10) / 10;
+  return result;
 }
 
 EvaluatorPool::Utilization EvaluatorPool::utilization() const {

@@ -350,6 +350,7 @@ json to_json(const EvalResult& result) {
   if (!result.gpu_check.is_null()) j["gpu_check"] = result.gpu_check;
   if (!result.verify_phases.is_null()) j["verify_phases"] = result.verify_phases;
   if (!result.timing_facts.is_null()) j["timing_facts"] = result.timing_facts;
+  if (!result.phases.is_null()) j["phases"] = result.phases;
   if (result.profile) j["profile"] = to_json(*result.profile);
   if (!result.profile_note.empty()) j["profile_note"] = result.profile_note;
   return j;
@@ -364,7 +365,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
                         "resources",         "speedup",       "sol_us",         "sol_percent",
                         "verify_ms",         "time_ms",       "total_ms",       "device",
                         "gpu_check",         "verify_phases", "timing_facts",   "profile",
-                        "profile_note",      "image_sha256"});
+                        "profile_note",      "image_sha256",  "phases"});
   if (auto name = r.string_field(j, "$", "verdict", true)) {
     if (auto verdict = parse_verdict(*name)) {
       result.verdict = *verdict;
@@ -394,6 +395,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   if (j.contains("gpu_check")) result.gpu_check = j.at("gpu_check");
   if (j.contains("verify_phases")) result.verify_phases = j.at("verify_phases");
   if (j.contains("timing_facts")) result.timing_facts = j.at("timing_facts");
+  if (j.contains("phases")) result.phases = j.at("phases");
   read_into(r, j, "$", "profile_note", result.profile_note);
   if (const json* p = r.typed_field(j, "$", "profile", json::value_t::object, false)) {
     auto profile = kernel_profile_from_json(*p, "$.profile");

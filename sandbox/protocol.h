@@ -170,6 +170,7 @@ struct EvalResult {
   nlohmann::json gpu_check;      // the busy-GPU checks around timing (probe, processes)
   nlohmann::json verify_phases;  // where verification's time went (ms per phase, runs)
   nlohmann::json timing_facts;   // how the timing was taken (warm-ups, baseline samples)
+  nlohmann::json phases;         // where the worker's total went: ms per step of the evaluation
   std::optional<KernelProfile> profile;
   // Why a requested profile is missing ("profiling unavailable: ..."); said once per worker.
   std::string profile_note;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <random>
@@ -9,6 +10,7 @@
 #include "common/files.h"
 #include "common/sha256.h"
 #include "sandbox/compiler.h"
+#include "sandbox/gpu_turn.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/worker/gpu_quiet_check.h"
 #include "sandbox/worker/plan_launcher.h"
@@ -143,12 +145,29 @@ class Evaluation {
   }
 
   Result<EvalResult> run() {
-    for (auto step :
-         {&Evaluation::build_kernels, &Evaluation::verify, &Evaluation::resolve_timed_plan,
-          &Evaluation::bound_by_speed_of_light, &Evaluation::finish_untimed,
-          &Evaluation::build_baseline, &Evaluation::time_candidate, &Evaluation::accept_timing,
-          &Evaluation::reject_implausible, &Evaluation::profile_new_best}) {
+    // Each step's wall time goes to result.phases under its name (what the daemon's phase log and
+    // bench/daemon_throughput.py show): a few clock reads per evaluation.
+    using StepFn = Step (Evaluation::*)();
+    static constexpr std::pair<const char*, StepFn> kSteps[] = {
+        {"kernels", &Evaluation::build_kernels},
+        {"verify", &Evaluation::verify},
+        {"timed_plan", &Evaluation::resolve_timed_plan},
+        {"peaks", &Evaluation::bound_by_speed_of_light},
+        {"untimed", &Evaluation::finish_untimed},
+        {"baseline_build", &Evaluation::build_baseline},
+        {"time", &Evaluation::time_candidate},
+        {"accept", &Evaluation::accept_timing},
+        {"reverify", &Evaluation::reject_implausible},
+        {"profile", &Evaluation::profile_new_best}};
+    for (const auto& [name, step] : kSteps) {
+      auto step_started = Clock::now();
+      // The sanitizer lane's worker computes in units between timing turns: each step is one
+      // (verification: each shape, verify_step).
+      std::optional<YieldingTurn> unit;
+      if (yielding_worker() && step != &Evaluation::verify) unit.emplace(gpu_id());
       auto next = (this->*step)();
+      unit.reset();
+      add_phase(name, ms_since(step_started));
       if (!next) return make_error(next.error());
       if (*next == Next::kEnd) break;
     }
@@ -157,6 +176,26 @@ class Evaluation {
   }
 
  private:
+  // What every worker on this GPU names its turns by (as WideRoundTurn).
+  std::string gpu_id() const {
+    const auto& info = device_.info();
+    return info.pci_bus_id.empty() ? std::to_string(info.ordinal) : info.pci_bus_id;
+  }
+
+  // The GPU's timing turn (sandbox/gpu_turn.h), its wait said under `phase`. A yielding worker
+  // takes none: it holds a unit's shared turn itself, and its numbers are never reported.
+  void take_timing_turn(std::optional<TimingTurn>& turn, const char* phase) {
+    if (yielding_worker()) return;
+    turn.emplace(gpu_id());
+    add_phase(phase, turn->waited_ms());
+  }
+
+  // `ms` more under `name` in result.phases ("verify.plan": a part of the verify step).
+  void add_phase(const char* name, double ms) {
+    nlohmann::json& slot = result_.phases[name];
+    slot = (slot.is_number() ? slot.get<double>() : 0.0) + std::round(ms * 10) / 10;
+  }
+
   // The task, the candidate (its failures are verdicts), the reference and the seed.
   Step build_kernels() {
     auto task = parse_task(request_.task_json, "task.json");
@@ -164,10 +203,12 @@ class Evaluation {
     task_ = std::move(*task);
     arch_ = options_.arch.empty() ? device_.info().arch() : options_.arch;
     cache_.emplace(cache_directory() / "compile");
+    add_phase("kernels.task", ms_since(started_));
 
     auto compile_started = Clock::now();
     candidate_ = prepare(device_, request_.candidate, task_, arch_, *cache_);
     result_.compile_ms = ms_since(compile_started);
+    add_phase("kernels.compile", result_.compile_ms);
     result_.compile_log = candidate_.output.log;
     result_.compile_cache_hit = candidate_.output.cache_hit;
     // What `kopt export` must ship: the bytes loaded here are the bytes judged.
@@ -177,7 +218,9 @@ class Evaluation {
       apply_failure(result_, *candidate_.failure);
       return Next::kEnd;
     }
+    auto reference_started = Clock::now();
     reference_ = prepare(device_, request_.reference, task_, arch_, *cache_);
+    add_phase("kernels.reference", ms_since(reference_started));
     if (reference_.failure)
       return make_error("the task's reference does not build: " + reference_.failure->detail);
 
@@ -199,6 +242,7 @@ class Evaluation {
     auto plan =
         plan_verification(task_, options_, seed_,
                           plan_inputs(device_, *candidate_.kernel, request_.candidate.tunables));
+    add_phase("verify.plan", ms_since(verify_started_));
     if (!plan) return make_error(plan.error());
     plan_ = std::move(*plan);
     for (const auto& step : plan_.steps) {
@@ -216,10 +260,11 @@ class Evaluation {
   Step verify_step(const VerifyStep& step) {
     // The kept sets made during this evaluation may have taken the memory the plan counted on.
     // Another worker on this GPU may be in its own wide round: wait for its end first.
+    std::optional<YieldingTurn> unit;
+    if (yielding_worker()) unit.emplace(gpu_id());
     std::optional<WideRoundTurn> turn;
     if (step.phase == "wide") {
-      const auto& info = device_.info();
-      turn.emplace(info.pci_bus_id.empty() ? std::to_string(info.ordinal) : info.pci_bus_id);
+      turn.emplace(gpu_id());
       if (auto skip = wide_round_skipped(task_, free_device_bytes(device_))) {
         plan_.notes.push_back(*skip);
         plan_.wide = false;
@@ -293,9 +338,16 @@ class Evaluation {
   // Candidate and baseline timed interleaved, between two checks that the GPU is ours alone.
   Step time_candidate() {
     time_started_ = Clock::now();
+    // The GPU is this worker's alone from the check before to the check after: a yielding
+    // worker (the sanitizer lane's) ends its current unit and starts none meanwhile.
+    std::optional<TimingTurn> turn;
+    take_timing_turn(turn, "time.turn_wait");
+    auto before_started = Clock::now();
     auto quiet_before = gpu_is_quiet("before");
+    add_phase("time.quiet_before", ms_since(before_started));
     if (!quiet_before) return make_error(quiet_before.error());
     if (!*quiet_before) return Next::kEnd;
+    auto loop_started = Clock::now();
     TimingLoop loop(device_, support_, task_, *reference_.kernel, options_);
     loop.use_pool(pool_, pool_key_);
     if (baseline_) {
@@ -307,10 +359,13 @@ class Evaluation {
         loop.run(*candidate_.kernel, baseline_ ? &*baseline_->kernel : nullptr, timed_shape_,
                  seed_ ^ 0x5bd1e995ULL, verifier_->candidate_seconds(timed_shape_));
     result_.time_ms = ms_since(time_started_);
+    add_phase("time.loop", ms_since(loop_started));
     if (!timed) return make_error(timed.error());
     result_.timing_facts = timed->facts();
     if (timed->verdict == Verdict::kOk) {
+      auto after_started = Clock::now();
       auto quiet_after = gpu_is_quiet("after");
+      add_phase("time.quiet_after", ms_since(after_started));
       if (!quiet_after) return make_error(quiet_after.error());
       if (!*quiet_after) return Next::kEnd;
     }
@@ -396,6 +451,9 @@ class Evaluation {
   }
 
   void profile() {
+    // Counters of a kernel time-sliced with the lane's would be the lane's too.
+    std::optional<TimingTurn> turn;
+    take_timing_turn(turn, "profile.turn_wait");
     profile_candidate(device_, support_, task_, *reference_.kernel, *candidate_.kernel,
                       timed_shape_, options_, seed_ ^ 0x2545f491ULL, result_);
   }

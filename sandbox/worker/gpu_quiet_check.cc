@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "common/files.h"
+#include "sandbox/gpu_turn.h"
 #include "sandbox/nvml.h"
 #include "sandbox/own_gpu_processes.h"
 
@@ -40,11 +41,13 @@ std::string us_text(double us) {
 
 // What NVML says: other processes and held-down clocks become problems, the rest facts. Returns
 // whether another process holds the GPU.
-bool note_activity(const GpuActivity& activity, QuietVerdict& verdict,
+bool note_activity(const GpuActivity& activity, const std::string& gpu_id, QuietVerdict& verdict,
                    std::vector<std::string>& problems) {
   bool others_present = false;
   std::vector<GpuProcess> declared;
-  auto others = foreign_processes(activity, unsigned(::getpid()), own_gpu_pids(), &declared);
+  // The sanitizer lane's yielding worker is kopt's own: it waits while this worker holds its
+  // timing turn (sandbox/gpu_turn.h), and the probe below still catches it should it compute.
+  auto others = foreign_processes(activity, unsigned(::getpid()), kopt_gpu_pids(gpu_id), &declared);
   nlohmann::json listed = nlohmann::json::array();
   for (const auto& p : others) listed.push_back(describe_process(p));
   verdict.facts["other_processes"] = listed;
@@ -108,7 +111,7 @@ Result<QuietVerdict> GpuQuietCheck::check(double probe_tolerance) {
 
   auto activity = gpu_activity(device_.info().pci_bus_id);
   if (activity)
-    others_present = note_activity(*activity, verdict, problems);
+    others_present = note_activity(*activity, device_.info().pci_bus_id, verdict, problems);
   else
     verdict.facts["nvml"] = activity.error();
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "sandbox/gpu_turn.h"
 #include "sandbox/nvml.h"
 #include "sandbox/own_gpu_processes.h"
 #include "sandbox/timing_stats.h"
@@ -411,7 +412,8 @@ class TimedRun {
     if (!options_.check_gpu_quiet) return go_on();
     auto activity = gpu_activity(device_.info().pci_bus_id);
     if (!activity) return go_on();
-    auto others = foreign_processes(*activity, unsigned(::getpid()), own_gpu_pids());
+    auto others = foreign_processes(*activity, unsigned(::getpid()),
+                                    kopt_gpu_pids(device_.info().pci_bus_id));
     if (others.empty()) return go_on();
     return verdict(Verdict::kGpuBusy,
                    "the GPU is not ours alone while timing: " + describe_process(others.front()) +

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <utility>
 
+#include "sandbox/gpu_turn.h"
 #include "sandbox/protocol.h"
 #include "sandbox/worker/cublaslt_baseline.h"
 #include "sandbox/worker/cupti_timer.h"
@@ -51,7 +52,8 @@ json reply(const json& request, bool ok) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: kopt-sandbox [--device N] [--output-log PATH] [--under-profiler]\n"
+               "usage: kopt-sandbox [--device N] [--output-log PATH] [--under-profiler] "
+               "[--yield-to-timing]\n"
                "Speaks the kopt sandbox protocol v%d on stdin/stdout; started by kopt itself.\n"
                "Whatever kernels print goes to the output log (default: %s), capped at %zu "
                "bytes;\n--output-log '' discards it.\n",
@@ -75,6 +77,9 @@ struct Arguments {
   // An outside profiler or compute-sanitizer owns the driver's callbacks (also said by
   // KOPT_SANDBOX_UNDER_PROFILER=1, which an environment allow-list may not pass on).
   bool under_profiler = false;
+  // The sanitizer lane's worker: computes only between the GPU's timing turns and registers as
+  // kopt's own for the timing worker's quiet-GPU checks (sandbox/gpu_turn.h).
+  bool yield_to_timing = false;
 };
 
 // The exit code where the arguments end the process (--help, a bad flag), else nothing.
@@ -84,6 +89,8 @@ std::optional<int> parse_arguments(int argc, char** argv, Arguments& args) {
       args.ordinal = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--under-profiler")) {
       args.under_profiler = true;
+    } else if (!std::strcmp(argv[i], "--yield-to-timing")) {
+      args.yield_to_timing = true;
     } else if (!std::strcmp(argv[i], "--output-log") && i + 1 < argc) {
       args.output_log = argv[++i];
     } else if (!std::strcmp(argv[i], "--help")) {
@@ -277,6 +284,12 @@ int main(int argc, char** argv) {
   if (!support) {
     send_fatal(support.error());
     return kExitNoGpu;
+  }
+  std::optional<YieldingRegistration> registered;
+  if (args.yield_to_timing) {
+    const auto& info = gpu->info();
+    registered.emplace(info.pci_bus_id.empty() ? std::to_string(info.ordinal) : info.pci_bus_id);
+    set_yielding_worker(true);
   }
   Worker w{*gpu, *support, worker::GpuQuietCheck(*gpu, *support),
            worker::InputPool(input_pool_bytes(*gpu)), worker::BaselineHistory()};

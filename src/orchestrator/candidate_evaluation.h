@@ -64,6 +64,18 @@ struct CandidateOutcome {
 bool beats_beyond_noise(double candidate_us, double candidate_noise, double best_us,
                         double best_noise, double above);
 
+// The median below which a candidate is profiled: one that may beat `best_us` (noise
+// `best_noise`) beyond the noise. Necessary for beats_beyond_noise() whatever the candidate's own
+// noise, so every kernel that is sanitized as a new best is also profiled; 0 (no best yet): every
+// candidate. A noise-level "new best" keeps the counters of the best it ties with unasked.
+double profile_below_us(double best_us, double best_noise, double above);
+
+// "kernels 80.1, kernels.compile 66.0, ..., verify.setup 12.0": every named step of the worker's
+// evaluation (result.phases: dotted names are parts of a step, daemon.* the daemon's side),
+// verification's own phases, what the worker's total leaves unnamed (worker.unnamed) and what the
+// exchange costs beyond the worker (daemon.transport). The run log's phase line carries it.
+std::string phase_steps(const EvalResult& result);
+
 class CandidateEvaluator {
  public:
   CandidateEvaluator(Evaluator& evaluator, RunRecorder& recorder, const CompileCache* cache)

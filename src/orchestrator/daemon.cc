@@ -632,22 +632,22 @@ OrchestratorDeps Daemon::orchestrator_deps() {
     deps.on_progress = [display = display_](const RunProgress& p) { display->update(p); };
   if (!lane_workers_.empty()) {
     // compute-sanitizer in worker processes of its own, one lane per GPU: a new best's 30 s of
-    // tools no longer hold a job slot (sanitizer_lane.h). By default a pass takes its GPU from
-    // the pool like an evaluation (the GPU is never shared while a candidate is timed: the
-    // timing workers' quiet-GPU check would call it busy); KOPT_SANITIZER_LANE=concurrent runs
-    // it beside the timing workers on the same GPU, for measuring what that costs.
-    const char* lane_mode = std::getenv("KOPT_SANITIZER_LANE");
-    bool concurrent = lane_mode && std::string(lane_mode) == "concurrent";
+    // tools no longer hold a job slot (sanitizer_lane.h). By default the lane's worker runs
+    // beside the timing worker on the same GPU and yields to it: it computes only between the
+    // GPU's timing turns (sandbox/gpu_turn.h), so verification overlaps the sanitizer and no
+    // number is taken while the tools compute. KOPT_SANITIZER_LANE=hold makes each pass take its
+    // GPU from the pool like an evaluation (before issue 35's turns); =concurrent runs it beside
+    // without yielding, for measuring what that costs (timing then finds the GPU busy).
+    SanitizerLaneMode mode = sanitizer_lane_mode(std::getenv("KOPT_SANITIZER_LANE"));
+    std::vector<SandboxOptions> lane_workers = lane_worker_options(lane_workers_, mode);
     Evaluator* pool = evaluator_.get();
-    deps.sanitize = [lane_workers = lane_workers_, concurrent, pool](const EvalRequest& request,
-                                                                     int lane) {
-      if (!concurrent) return pool->sanitize(request);
+    deps.sanitize = [lane_workers, mode, pool](const EvalRequest& request, int lane) {
+      if (mode == SanitizerLaneMode::kHold) return pool->sanitize(request);
       return run_sanitizers(request, lane_workers[static_cast<size_t>(lane) % lane_workers.size()]);
     };
     deps.sanitizer_lanes = static_cast<int>(lane_workers_.size());
     spdlog::info("sanitizer lane: {} lane(s), {}", lane_workers_.size(),
-                 concurrent ? "beside the timing workers (KOPT_SANITIZER_LANE=concurrent)"
-                            : "each pass holding its GPU like an evaluation");
+                 describe_sanitizer_lane_mode(mode));
   }
   if (workers_) {
     deps.gpu_busy_fraction = [workers = workers_]() -> std::optional<double> {

@@ -8,6 +8,32 @@
 
 namespace kopt::orchestrator {
 
+SanitizerLaneMode sanitizer_lane_mode(const char* variable) {
+  std::string value = variable ? variable : "";
+  if (value == "hold") return SanitizerLaneMode::kHold;
+  if (value == "concurrent") return SanitizerLaneMode::kConcurrent;
+  return SanitizerLaneMode::kYield;
+}
+
+std::string describe_sanitizer_lane_mode(SanitizerLaneMode mode) {
+  switch (mode) {
+    case SanitizerLaneMode::kHold:
+      return "each pass holding its GPU like an evaluation (KOPT_SANITIZER_LANE=hold)";
+    case SanitizerLaneMode::kConcurrent:
+      return "beside the timing workers, not yielding (KOPT_SANITIZER_LANE=concurrent)";
+    case SanitizerLaneMode::kYield:
+      break;
+  }
+  return "beside the timing workers, yielding to each timing turn";
+}
+
+std::vector<SandboxOptions> lane_worker_options(std::vector<SandboxOptions> workers,
+                                                SanitizerLaneMode mode) {
+  if (mode == SanitizerLaneMode::kYield)
+    for (SandboxOptions& o : workers) o.extra_args.push_back("--yield-to-timing");
+  return workers;
+}
+
 SanitizerLane::SanitizerLane(Runner runner, int lanes) : runner_(std::move(runner)) {
   for (int i = 0; i < std::max(1, lanes); ++i) threads_.emplace_back([this, i] { work(i); });
 }

@@ -14,10 +14,23 @@
 #include <thread>
 #include <vector>
 
+#include "sandbox/evaluator.h"
 #include "sandbox/protocol.h"
 #include "sandbox/sanitizer_report.h"
 
 namespace kopt::orchestrator {
+
+// Where a pass runs (KOPT_SANITIZER_LANE): kYield (default, unset or "yield"): its own worker
+// beside the GPU's timing worker, computing only between timing turns (sandbox/gpu_turn.h);
+// kHold ("hold"): it takes its GPU from the pool like an evaluation; kConcurrent ("concurrent"):
+// beside, not yielding (for measuring; timing then finds the GPU busy). Anything else: kYield.
+enum class SanitizerLaneMode { kYield, kHold, kConcurrent };
+SanitizerLaneMode sanitizer_lane_mode(const char* variable);
+std::string describe_sanitizer_lane_mode(SanitizerLaneMode mode);
+// The lane's copies of the GPUs' worker options, as `mode` runs them: yielding workers are told
+// so (kopt-sandbox --yield-to-timing), the others run as given.
+std::vector<SandboxOptions> lane_worker_options(std::vector<SandboxOptions> workers,
+                                                SanitizerLaneMode mode);
 
 class SanitizerLane {
  public:
@@ -44,7 +57,7 @@ class SanitizerLane {
   bool wait_idle(double seconds);
 
   int runs() const;             // tool passes started (each distinct source once)
-  int skipped() const;  // queued sources skipped as superseded
+  int skipped() const;          // queued sources skipped as superseded
   int pending() const;          // queued or running sources
   double busy_seconds() const;  // summed over the lane's runs
 

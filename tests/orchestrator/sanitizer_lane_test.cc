@@ -188,10 +188,15 @@ TEST_F(SanitizerLaneTest, NoiseLevelImprovementsAreNotSanitized) {
   EXPECT_FALSE(noise.provisional);
   EXPECT_EQ(evaluator.sanitized(), 0);
   EXPECT_EQ(noise.verdict, Verdict::kOk);
+  // Nor the profile pass's (0.3-1.9 s of GPU on an H100): a tie is not profiled.
+  ASSERT_TRUE(noise.result);
+  EXPECT_FALSE(noise.result->profile);
 
   CandidateOutcome real = candidates.judge(input_at(80));  // 1.25x
   EXPECT_FALSE(real.noise_level);
   EXPECT_EQ(evaluator.sanitized(), 1);  // without a lane: inside the evaluation, as before
+  ASSERT_TRUE(real.result);
+  EXPECT_TRUE(real.result->profile) << "a new best beyond the noise keeps its counters";
 
   candidates.set_sanitizer_lane(true);
   CandidateOutcome lane = candidates.judge(input_at(70));
@@ -203,6 +208,68 @@ TEST_F(SanitizerLaneTest, NoiseLevelImprovementsAreNotSanitized) {
   EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'ok' AND kernel_id = " +
                   std::to_string(lane.kernel_id)),
             1);
+}
+
+// Every kernel beats_beyond_noise() lets through is under profile_below_us(), whatever its own
+// noise: no kernel that is sanitized as a new best misses its profile.
+TEST(ProfileThreshold, EveryKernelBeyondTheNoiseIsProfiled) {
+  EXPECT_EQ(profile_below_us(0, 0.01, 1.01), 0);  // no best yet: every candidate
+  EXPECT_DOUBLE_EQ(profile_below_us(100, 0.001, 1.01), 100 / 1.01);
+  EXPECT_DOUBLE_EQ(profile_below_us(100, 0.01, 1.01), 100 / 1.03);  // 3 x the best's noise
+  EXPECT_DOUBLE_EQ(profile_below_us(100, 0, 0.5), 100);             // never above the best
+  int beyond = 0;
+  for (double best_noise : {0.0, 0.001, 0.005, 0.02, 0.1}) {
+    for (double candidate_noise : {0.0, 0.001, 0.01, 0.05}) {
+      for (double us = 50; us <= 101; us += 0.05) {
+        if (!beats_beyond_noise(us, candidate_noise, 100, best_noise, 1.01)) continue;
+        ++beyond;
+        EXPECT_LT(us, profile_below_us(100, best_noise, 1.01))
+            << us << " us, noise " << candidate_noise << " against " << best_noise;
+      }
+    }
+  }
+  EXPECT_GT(beyond, 1000);
+}
+
+// The run log's phase line names every step the worker timed, what its total leaves unnamed and
+// what the exchange cost beyond it: what bench/daemon_throughput.py sums.
+TEST(PhaseSteps, EveryStepIsNamedWithTheUnnamedRestAndTheTransport) {
+  EvalResult result;
+  result.total_ms = 1000;
+  result.phases = {{"kernels", 100.0},         {"kernels.compile", 60.0},
+                   {"verify", 500.0},          {"time", 150.0},
+                   {"profile", 200.0},         {"daemon.exchange", 1030.0},
+                   {"daemon.gpu_wait", 400.0}, {"note", "not a number"}};
+  result.verify_phases = {{"setup_ms", 12.5}, {"rounds", 9}, {"candidate_ms", 300.0}};
+  std::string steps = phase_steps(result);
+  for (const char* part : {"kernels 100.0", "kernels.compile 60.0", "verify 500.0", "time 150.0",
+                           "profile 200.0", "daemon.gpu_wait 400.0", "daemon.transport 30.0",
+                           "worker.unnamed 50.0", "verify.setup 12.5", "verify.candidate 300.0"})
+    EXPECT_TRUE(contains(steps, part)) << part << " missing in: " << steps;
+  EXPECT_FALSE(contains(steps, "rounds")) << steps;  // counts are no milliseconds
+  EXPECT_FALSE(contains(steps, "note")) << steps;
+  EXPECT_EQ(phase_steps(EvalResult{}), "");  // an older worker: the line just ends
+}
+
+TEST(SanitizerLaneModes, YieldingIsTheDefaultAndTheOthersAreNamed) {
+  EXPECT_EQ(sanitizer_lane_mode(nullptr), SanitizerLaneMode::kYield);
+  EXPECT_EQ(sanitizer_lane_mode("yield"), SanitizerLaneMode::kYield);
+  EXPECT_EQ(sanitizer_lane_mode("hold"), SanitizerLaneMode::kHold);
+  EXPECT_EQ(sanitizer_lane_mode("concurrent"), SanitizerLaneMode::kConcurrent);
+  EXPECT_EQ(sanitizer_lane_mode("bogus"), SanitizerLaneMode::kYield);
+  EXPECT_TRUE(contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kHold), "hold"));
+  EXPECT_TRUE(contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kYield), "yielding"));
+
+  SandboxOptions gpu;
+  gpu.device = 1;
+  gpu.extra_args = {"--output-log", "x"};
+  auto yielding = lane_worker_options({gpu}, SanitizerLaneMode::kYield);
+  ASSERT_EQ(yielding.size(), 1u);
+  EXPECT_EQ(yielding[0].extra_args,
+            (std::vector<std::string>{"--output-log", "x", "--yield-to-timing"}));
+  EXPECT_EQ(yielding[0].device, 1);
+  for (auto mode : {SanitizerLaneMode::kHold, SanitizerLaneMode::kConcurrent})
+    EXPECT_EQ(lane_worker_options({gpu}, mode)[0].extra_args, gpu.extra_args);
 }
 
 // Identical sources are sanitized once: the second submission gets the first one's outcome.

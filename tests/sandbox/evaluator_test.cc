@@ -425,6 +425,22 @@ TEST(EvaluatorPool, UtilizationCountsBusyAndIdleTimeBetweenEvaluations) {
   EXPECT_LT(u.idle_fraction(), 0.6);
 }
 
+// Where a judged candidate's time went on the daemon's side (the run log's phase line): the
+// queue for a free GPU and the whole exchange with the worker.
+TEST(EvaluatorPool, SaysHowLongARequestQueuedAndTheExchangeTook) {
+  auto pool = EvaluatorPool::for_devices(fake_options(), {0});
+  Result<EvalResult> first = make_error("not run"), second = make_error("not run");
+  std::thread a([&] { first = pool->evaluate(request_for("SLOW 300")); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  second = pool->evaluate(request_for("SLOW 300"));
+  a.join();
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_GE(second->phases["daemon.gpu_wait"].get<double>(), 200);  // behind the first
+  EXPECT_LT(first->phases["daemon.gpu_wait"].get<double>(), 200);
+  for (const auto* r : {&*first, &*second})
+    EXPECT_GE(r->phases["daemon.exchange"].get<double>(), 290);
+}
+
 TEST(EvaluatorPool, OneMembersHangDoesNotCostTheOthersResult) {
   auto pool = EvaluatorPool::for_devices(fake_options(), {0, 1});
   Result<EvalResult> hung = make_error("not run"), fine = make_error("not run");

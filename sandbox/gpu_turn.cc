@@ -1,0 +1,212 @@
+#include "sandbox/gpu_turn.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/files.h"
+#include "sandbox/own_gpu_processes.h"
+
+namespace kopt {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_yielding{false};
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// The file `name` of the turn folder opened for locking, or -1 (no folder, no file).
+int open_lock_file(const std::string& name) {
+  fs::path dir = gpu_turn_directory();
+  if (dir.empty()) return -1;
+  return ::open((dir / name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+}
+
+void lock(int fd, int operation) {
+  while (::flock(fd, operation) != 0 && errno == EINTR) {
+  }
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);  // closing the descriptor releases its lock
+  fd = -1;
+}
+
+// Field 22 of /proc/PID/stat: when the process started (clock ticks after boot), what tells a
+// registered process from a later one that reuses its pid.
+std::optional<unsigned long long> start_time(unsigned pid) {
+  auto text = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!text) return std::nullopt;
+  size_t close = text->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(text->substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {
+    if (!(rest >> field)) return std::nullopt;
+  }
+  try {
+    return std::stoull(field);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string registration_prefix(const std::string& gpu_id) {
+  return gpu_turn_key(gpu_id) + ".yielding-";
+}
+
+// An exclusive lock on `fd` within `deadline`, polled (flock(2) has no timeout).
+bool lock_exclusive_by(int fd, Clock::time_point deadline) {
+  while (true) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK && errno != EINTR) return false;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+std::mutex g_held_mutex;
+std::multiset<std::string> g_held;  // keys of the timing turns this process holds
+
+}  // namespace
+
+fs::path gpu_turn_directory() {
+  std::error_code ec;
+  fs::path base = fs::temp_directory_path(ec);
+  if (ec) return {};
+  fs::path dir = base / ("kopt-gpu-turns-" + std::to_string(::getuid()));
+  (void)::mkdir(dir.c_str(), 0700);
+  struct stat info {};
+  // Another user's folder (or a link planted under this name) is no place for this user's locks.
+  if (::lstat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::getuid())
+    return {};
+  return dir;
+}
+
+std::string gpu_turn_key(const std::string& gpu_id) {
+  std::string key = gpu_id.empty() ? "gpu" : gpu_id;
+  std::replace_if(
+      key.begin(), key.end(),
+      [](char c) { return !(std::isalnum(static_cast<unsigned char>(c)) || c == '.'); }, '_');
+  return key;
+}
+
+TimingTurn::TimingTurn(const std::string& gpu_id, double max_wait_seconds)
+    : key_(gpu_turn_key(gpu_id)) {
+  auto asked = Clock::now();
+  auto deadline = asked + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(max_wait_seconds));
+  gate_fd_ = open_lock_file(key_ + ".gate");
+  int turn = open_lock_file(key_ + ".turn");
+  // The gate first: from then on no yielding unit starts; then the turn: the running unit ends.
+  if (gate_fd_ >= 0 && turn >= 0 && lock_exclusive_by(gate_fd_, deadline) &&
+      lock_exclusive_by(turn, deadline)) {
+    turn_fd_ = turn;
+    std::lock_guard lock(g_held_mutex);
+    g_held.insert(key_);
+  } else {
+    if (turn >= 0) ::close(turn);
+    close_fd(gate_fd_);
+  }
+  waited_ms_ = ms_since(asked);
+}
+
+TimingTurn::~TimingTurn() {
+  if (turn_fd_ >= 0) {
+    std::lock_guard lock(g_held_mutex);
+    g_held.erase(g_held.find(key_));
+  }
+  close_fd(turn_fd_);
+  close_fd(gate_fd_);
+}
+
+bool holds_timing_turn(const std::string& gpu_id) {
+  std::lock_guard lock(g_held_mutex);
+  return g_held.count(gpu_turn_key(gpu_id)) > 0;
+}
+
+YieldingTurn::YieldingTurn(const std::string& gpu_id) {
+  auto asked = Clock::now();
+  int gate = open_lock_file(gpu_turn_key(gpu_id) + ".gate");
+  if (gate < 0) return;
+  // Through the gate (shared): a timer holding or awaiting it goes first.
+  lock(gate, LOCK_SH);
+  turn_fd_ = open_lock_file(gpu_turn_key(gpu_id) + ".turn");
+  if (turn_fd_ >= 0) lock(turn_fd_, LOCK_SH);
+  close_fd(gate);
+  waited_ms_ = ms_since(asked);
+}
+
+YieldingTurn::~YieldingTurn() { close_fd(turn_fd_); }
+
+YieldingRegistration::YieldingRegistration(const std::string& gpu_id) {
+  fs::path dir = gpu_turn_directory();
+  if (dir.empty()) return;
+  std::string text;
+  for (unsigned pid : {unsigned(::getpid()), unsigned(::getppid())}) {
+    if (auto started = start_time(pid))
+      text += std::to_string(pid) + " " + std::to_string(*started) + "\n";
+  }
+  path_ = dir / (registration_prefix(gpu_id) + std::to_string(::getpid()));
+  if (!write_file_atomic(path_, text)) path_.clear();
+}
+
+YieldingRegistration::~YieldingRegistration() {
+  std::error_code ignored;
+  if (!path_.empty()) fs::remove(path_, ignored);
+}
+
+void set_yielding_worker(bool yielding) { g_yielding = yielding; }
+bool yielding_worker() { return g_yielding; }
+
+std::vector<unsigned> registered_yielding_pids(const std::string& gpu_id) {
+  std::vector<unsigned> pids;
+  fs::path dir = gpu_turn_directory();
+  if (dir.empty()) return pids;
+  std::string prefix = registration_prefix(gpu_id);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().rfind(prefix, 0) != 0) continue;
+    auto text = read_file(entry.path());
+    if (!text) continue;
+    std::istringstream lines(*text);
+    unsigned pid = 0;
+    unsigned long long started = 0;
+    bool alive = false;
+    while (lines >> pid >> started) {
+      if (start_time(pid) != started) continue;  // gone, or its pid reused
+      pids.push_back(pid);
+      alive = true;
+    }
+    // A worker killed before it could remove its entry: no process of it runs any more.
+    if (!alive) fs::remove(entry.path(), ec);
+  }
+  return pids;
+}
+
+std::vector<unsigned> kopt_gpu_pids(const std::string& gpu_id) {
+  std::vector<unsigned> pids = own_gpu_pids();
+  if (!holds_timing_turn(gpu_id)) return pids;
+  for (unsigned pid : registered_yielding_pids(gpu_id)) {
+    // Only this user's processes, as KOPT_OWN_GPU_PIDS (own_gpu_processes.h).
+    if (proc_owner(pid) == ::getuid()) pids.push_back(pid);
+  }
+  return pids;
+}
+
+}  // namespace kopt

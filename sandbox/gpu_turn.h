@@ -1,0 +1,95 @@
+// Timing and the sanitizer lane on one GPU (issue 35). The daemon's sanitizer lane runs
+// compute-sanitizer on the GPU its timing worker uses, beside candidate evaluation; a number taken
+// while the lane computes would be wrong, so the two take turns:
+// - a timing worker holds a TimingTurn (exclusive) from the quiet-GPU check before timing to the
+//   check after it, and for the profile pass;
+// - a yielding worker (the lane's: kopt-sandbox --yield-to-timing) holds a YieldingTurn (shared)
+//   around each unit of its GPU work (a step of its evaluation, one shape's rounds), and starts
+//   none while a timing turn is held or asked for.
+// So verification overlaps the sanitizer, and timing waits at most for the lane's current unit.
+// Two flock(2) files per GPU do it: a gate (timing takes it exclusively first, so a waiting timer
+// keeps new shared units from starting; no writer starves) and the turn itself. A yielding worker
+// also registers its pid and its parent's (the compute-sanitizer process) for the GPU, so the
+// quiet-GPU checks of a worker that holds the timing turn count it as kopt's own (it waits, idle,
+// then); the probe kernel before and after timing still judges, and any other process is still
+// another user.
+// Without the folder (an unwritable temp folder) there are no turns and no registrations: the
+// lane's process is then another process and timing refuses the GPU as busy, never the reverse.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kopt {
+
+// The per-user folder of the turn files: $TMPDIR/kopt-gpu-turns-<uid>, made 0700 and refused
+// (empty path) when it is not a real folder of this user.
+std::filesystem::path gpu_turn_directory();
+
+// "0000:41:00.0" -> a file-name-safe key; what every worker of one GPU agrees on.
+std::string gpu_turn_key(const std::string& gpu_id);
+
+// The longest a timing worker waits for its turn: a lane unit that runs longer (racecheck on a
+// slow kernel) must not push the candidate past its request's deadline. Past it, timing goes on
+// without the turn, and the lane's worker is then another process to the quiet-GPU checks.
+inline constexpr double kTimingTurnMaxWaitSeconds = 20;
+
+class TimingTurn {
+ public:
+  explicit TimingTurn(const std::string& gpu_id,
+                      double max_wait_seconds = kTimingTurnMaxWaitSeconds);
+  ~TimingTurn();
+  TimingTurn(const TimingTurn&) = delete;
+  TimingTurn& operator=(const TimingTurn&) = delete;
+  double waited_ms() const { return waited_ms_; }
+  bool held() const { return turn_fd_ >= 0; }
+
+ private:
+  std::string key_;
+  int gate_fd_ = -1, turn_fd_ = -1;
+  double waited_ms_ = 0;
+};
+
+class YieldingTurn {
+ public:
+  explicit YieldingTurn(const std::string& gpu_id);
+  ~YieldingTurn();
+  YieldingTurn(const YieldingTurn&) = delete;
+  YieldingTurn& operator=(const YieldingTurn&) = delete;
+  double waited_ms() const { return waited_ms_; }
+  bool held() const { return turn_fd_ >= 0; }
+
+ private:
+  int turn_fd_ = -1;
+  double waited_ms_ = 0;
+};
+
+// This process (and its parent) registered as a yielding worker of the GPU until destroyed.
+class YieldingRegistration {
+ public:
+  explicit YieldingRegistration(const std::string& gpu_id);
+  ~YieldingRegistration();
+  YieldingRegistration(const YieldingRegistration&) = delete;
+  YieldingRegistration& operator=(const YieldingRegistration&) = delete;
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Whether this process yields to timing (kopt-sandbox --yield-to-timing sets it at start).
+void set_yielding_worker(bool yielding);
+bool yielding_worker();
+
+// The pids of the GPU's live yielding workers and their parents: each registered entry whose
+// process still runs with the start time it registered (a reused pid is not one).
+std::vector<unsigned> registered_yielding_pids(const std::string& gpu_id);
+
+// What the quiet-GPU checks count as kopt's own on the GPU: KOPT_OWN_GPU_PIDS, and the registered
+// yielding workers only while this process holds the GPU's timing turn (they cannot compute then;
+// at any other time, or after a turn that timed out, they are other processes).
+std::vector<unsigned> kopt_gpu_pids(const std::string& gpu_id);
+// Whether this process holds the timing turn of `gpu_id` now.
+bool holds_timing_turn(const std::string& gpu_id);
+
+}  // namespace kopt

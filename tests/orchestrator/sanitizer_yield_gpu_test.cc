@@ -1,0 +1,101 @@
+// The sanitizer lane's default on a GPU (issue 35): a compute-sanitizer pass whose worker yields
+// to timing (kopt-sandbox --yield-to-timing, sandbox/gpu_turn.h) runs beside a timing worker on
+// the same GPU, and every evaluation meanwhile is timed honestly: its quiet-GPU checks pass (the
+// lane's process is kopt's own only while the timing turn holds it idle; the probe kernel still
+// judges), no evaluation is called busy, and the pass still ends with its verdict. Skipped without
+// a GPU or without compute-sanitizer.
+//
+//   ctest --test-dir BUILD -L gpu -R SanitizerYields --output-on-failure
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "common/files.h"
+#include "sandbox/evaluator.h"
+#include "sandbox/sanitizer_runner.h"
+#include "tests/sandbox/adversarial_files.h"
+
+namespace kopt::testing {
+namespace {
+
+SandboxOptions worker_options() {
+  SandboxOptions options;
+  options.worker = KOPT_SANDBOX_WORKER;
+  options.device = 0;
+  return options;
+}
+
+EvalRequest baseline_request(const std::string& task) {
+  EvalRequest request;
+  request.task_json = *read_file(adversarial_task_dir(task) / "task.json");
+  request.reference = adversarial_task_file(task, "reference.cu");
+  request.baseline = adversarial_task_file(task, "baseline.cu");
+  request.candidate = adversarial_task_file(task, "baseline.cu");
+  request.options.max_wall_seconds = 10;
+  return request;
+}
+
+double phase(const EvalResult& result, const char* name) {
+  return result.phases.is_object() && result.phases.contains(name) &&
+                 result.phases[name].is_number()
+             ? result.phases[name].get<double>()
+             : -1;
+}
+
+TEST(SanitizerYieldsOnGpu, TimingStaysHonestBesideAYieldingLane) {
+  if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
+  if (!find_compute_sanitizer()) GTEST_SKIP() << "no compute-sanitizer on this machine";
+  SandboxEvaluator timer(worker_options());
+  ASSERT_TRUE(timer.start().ok());
+  EvalRequest timed = baseline_request("softmax");
+  auto warm = timer.evaluate(timed);  // the worker's first evaluation, before the lane starts
+  ASSERT_TRUE(warm.ok()) << warm.error();
+  ASSERT_EQ(warm->verdict, Verdict::kOk) << warm->detail;
+
+  std::atomic<bool> lane_done{false};
+  SanitizerOutcome lane;
+  double lane_seconds = 0;
+  std::thread sanitizer([&] {
+    SandboxOptions yielding = worker_options();
+    yielding.extra_args = {"--yield-to-timing"};
+    auto started = std::chrono::steady_clock::now();
+    lane = run_sanitizers(baseline_request("transpose"), yielding);
+    lane_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    lane_done = true;
+  });
+  int evaluations = 0, busy = 0, other = 0;
+  double most_waited_ms = 0;
+  while (!lane_done && evaluations < 200) {
+    auto result = timer.evaluate(timed);
+    ASSERT_TRUE(result.ok()) << result.error();
+    ++evaluations;
+    if (result->verdict == Verdict::kGpuBusy) {
+      ++busy;
+      std::printf("called busy: %s\n", result->detail.c_str());
+    } else if (result->verdict != Verdict::kOk) {
+      ++other;
+      std::printf("verdict %s: %s\n", verdict_name(result->verdict).c_str(),
+                  result->detail.c_str());
+    }
+    most_waited_ms = std::max(most_waited_ms, phase(*result, "time.turn_wait"));
+  }
+  sanitizer.join();
+  std::printf(
+      "beside a yielding sanitizer pass of %.1f s (%s): %d evaluations, %d called busy, %d other "
+      "verdicts, the longest wait for the timing turn %.0f ms\n",
+      lane_seconds, lane.note.c_str(), evaluations, busy, other, most_waited_ms);
+  std::fflush(stdout);
+  EXPECT_TRUE(lane.ran) << lane.note;
+  EXPECT_FALSE(lane.finding.has_value()) << lane.finding->describe();
+  EXPECT_GE(evaluations, 2) << "the timing worker did not run beside the lane";
+  EXPECT_EQ(busy, 0) << "the yielding lane made timing find the GPU busy";
+  EXPECT_EQ(other, 0);
+  EXPECT_GE(most_waited_ms, 0) << "the worker's phases have no time.turn_wait";
+}
+
+}  // namespace
+}  // namespace kopt::testing
