@@ -47,21 +47,36 @@ int64_t integer_value(const std::string& text) {
   return v;
 }
 
+// How far the scanner looks around a literal for the call or comparison it belongs to. A bound
+// reads `min(cols, (decltype(cols))393216)`: a few dozen tokens. Bounded so that hostile text (a
+// 1 MB statement, min() nested thousands deep) costs linear time, not a walk per literal.
+constexpr size_t kMaxWalk = 256;
+// The thresholds kept, highest priority first.
+constexpr size_t kMaxThresholds = 256;
+// The names one literal can bound; the rest of a long call's identifiers add nothing.
+constexpr size_t kMaxBoundNames = 8;
+
 // The opening parenthesis of the min()/max() call whose argument token `i` is (`min(n, 4096)`,
-// `std::min(k, (int)CAP)`), or 0 where it is none: a clamp is a bound as much as a comparison.
+// `std::min(k, (int)CAP)`), or 0 where it is none: a clamp is a bound as much as a comparison. A
+// parenthesis that is not a clamp's (a cast, a grouping inside the call's argument) is walked
+// past; the walk stops at a statement's edge or after kMaxWalk tokens.
 size_t clamp_call(const std::vector<CudaToken>& tokens, size_t i) {
   static const std::set<std::string> kClamps = {"min", "max", "umin", "umax", "llmin", "llmax"};
   int depth = 0;
-  for (size_t j = i; j-- > 0;) {
+  const size_t floor = i > kMaxWalk ? i - kMaxWalk : 0;
+  for (size_t j = i; j-- > floor;) {
     const CudaToken& t = tokens[j];
     if (t.kind != CudaToken::Kind::kPunct) continue;
     if (t.text == ")") ++depth;
     if (t.text == ";" || t.text == "{" || t.text == "}") return 0;
-    if (t.text == "(" && depth-- == 0)
-      return j > 0 && tokens[j - 1].kind == CudaToken::Kind::kIdentifier &&
-                     kClamps.count(tokens[j - 1].text)
-                 ? j
-                 : clamp_call(tokens, j);  // a cast or a grouping inside the call's argument
+    if (t.text != "(") continue;
+    if (depth > 0) {
+      --depth;
+      continue;
+    }
+    if (j > 0 && tokens[j - 1].kind == CudaToken::Kind::kIdentifier &&
+        kClamps.count(tokens[j - 1].text))
+      return j;
   }
   return 0;
 }
@@ -95,10 +110,13 @@ std::vector<std::string> bounded_names(const std::vector<CudaToken>& tokens, siz
   if (comparison(i + 1) && identifier(i + 2)) names.push_back(tokens[i + 2].text);
   if (size_t open = clamp_call(tokens, i)) {
     int depth = 0;
-    for (size_t j = open; j < tokens.size(); ++j) {
+    const size_t end = std::min(tokens.size(), open + kMaxWalk);
+    for (size_t j = open; j < end && names.size() < kMaxBoundNames; ++j) {
       if (tokens[j].text == "(") ++depth;
       if (tokens[j].text == ")" && --depth == 0) break;
-      if (identifier(j) && j != open - 1) names.push_back(tokens[j].text);
+      if (identifier(j) && j != open - 1 &&
+          std::find(names.begin(), names.end(), tokens[j].text) == names.end())
+        names.push_back(tokens[j].text);
     }
   }
   return names;
@@ -259,6 +277,9 @@ std::vector<SourceThreshold> source_thresholds(const KernelFile& kernel,
   std::sort(out.begin(), out.end(), [](const SourceThreshold& a, const SourceThreshold& b) {
     return a.priority != b.priority ? a.priority > b.priority : a.value > b.value;
   });
+  // Shapes are planned for a handful (ThresholdShapeLimits::max_shapes); a source of thousands of
+  // distinct literals must not make the planning walk them all for every size.
+  if (out.size() > kMaxThresholds) out.resize(kMaxThresholds);
   return out;
 }
 

@@ -113,6 +113,59 @@ __global__ void k(const float* x, float* out, int cols) {
   EXPECT_NE(find(source_thresholds(k, {{"BLOCK", 384}}), 384), nullptr);
 }
 
+// The scanner reads whatever text a model sends. Hostile text must cost linear time and give a
+// bounded list: min() nested thousands deep, a 1 MB statement of literals, odd tokens, literals
+// past 64 bits. Each case must finish well inside the test's time (a walk per literal over a 1 MB
+// statement was quadratic: hours).
+TEST(SourceThresholds, HostileTextIsScannedInLinearTimeWithBoundedOutput) {
+  auto scan = [](const std::string& text) {
+    KernelFile k;
+    k.source = text;
+    auto start = std::chrono::steady_clock::now();
+    auto all = source_thresholds(k, {});
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 5.0) << text.size() << " bytes";
+    EXPECT_LE(all.size(), 256u);
+    return all;
+  };
+  // min(min(min(...(n, 5003)...))) 5000 deep, in one statement: the literal still reads as a
+  // clamp of n (its call is the innermost one).
+  std::string nested = "__global__ void k(int n) { int x = ";
+  for (int i = 0; i < 5000; ++i) nested += "min(";
+  nested += "n, 5003";
+  for (int i = 0; i < 5000; ++i) nested += ", 7)";
+  nested += "; }\n";
+  auto deep = scan(nested);
+  ASSERT_NE(find(deep, 5003), nullptr);
+  EXPECT_EQ(find(deep, 5003)->priority, 3);
+  EXPECT_NE(std::find(find(deep, 5003)->bounds.begin(), find(deep, 5003)->bounds.end(), "n"),
+            find(deep, 5003)->bounds.end());
+  // A 1 MB line: one statement of 150k distinct literals, no semicolon until the end.
+  std::string line = "__global__ void k(int n) { int x = min(n, 0";
+  for (int i = 0; line.size() < (1 << 20); ++i) line += " + " + std::to_string(1000 + i);
+  line += "); }\n";
+  auto wide = scan(line);
+  EXPECT_EQ(wide.size(), 256u);  // bounded, the largest first among equal priorities
+  // Unbalanced parentheses, stray punctuation, literals past 64 bits and odd suffixes.
+  auto odd = scan(
+      "__global__ void k(int n) { ))))((( if (n < 99999999999999999999999999) return; "
+      "int a = 0x; int b = 0b102; int c = 1'000'000u; int d = 077; ,,,;;; min(,) max( ; "
+      "if (n < 123456789012345678901234567890ULL) return; int e = 0xFFFFFFFFFFFFFFFFFF; }\n");
+  for (const auto& t : odd) {
+    EXPECT_GE(t.value, 2);
+    EXPECT_LE(t.value, int64_t(1) << 45);  // a literal past 2^40 is no size
+  }
+  EXPECT_NE(find(odd, 1000000), nullptr);  // digit separators read
+  EXPECT_NE(find(odd, 63), nullptr);       // octal
+  // Thresholds from a hostile source still plan a bounded number of shapes quickly.
+  TaskSpec task = parsed(row_task());
+  auto start = std::chrono::steady_clock::now();
+  auto shapes = threshold_shapes(task, wide, 3);
+  EXPECT_LE(shapes.size(), 8u);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+}
+
 TEST(SourceThresholds, ShapesEitherSideOfEachThresholdCrossingFirst) {
   TaskSpec task = parsed(row_task());
   std::vector<SourceThreshold> t = {{3000, 3, "line 1"}, {12, 3, "line 2"}};
