@@ -196,10 +196,13 @@ std::vector<int64_t> values_around(int64_t t, int64_t m, bool crossing) {
 int64_t closest_variable(const std::string& text, const std::string& variable,
                          const SizeRange& range, int64_t wanted, ShapeBinding all) {
   constexpr int64_t kMaxPoints = 4096;
-  const int64_t span = range.max - range.min;
+  // As far as the task lets a threshold shape go (SizeRange::threshold_max): a computed size
+  // (hidden = 128 * h128) crosses a cap past its draw range through its variable.
+  const int64_t top = std::max(range.max, range.threshold_max);
+  const int64_t span = top - range.min;
   const int64_t step = std::max<int64_t>(1, span / kMaxPoints);
   int64_t best = range.min, best_gap = -1;
-  for (int64_t v = range.min; v <= range.max; v += step) {
+  for (int64_t v = range.min; v <= top; v += step) {
     all[variable] = v;
     auto value = evaluate_expression(text, all);
     if (!value || *value < 1) continue;
@@ -311,12 +314,39 @@ std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
     out.push_back(*shape);
     if (reach) --reach_left;
   };
+  // A computed size a literal bounds by name (fused_moe's `min(hidden, 4096)`, hidden = 128 *
+  // h128): its variables are chosen again for the crossing values (settle), kept where the size
+  // the draw could make comes out past the threshold.
+  auto try_computed = [&](const std::string& size, int64_t t) {
+    if (!task.draws.computed.count(size)) return;
+    for (int64_t v : {t + 1, 2 * t + 1}) {
+      for (int64_t bytes : {limits.max_bytes, limits.reach_bytes}) {
+        if (bytes <= 0) continue;
+        // settle() picks the variables whose size comes closest, which may fall short (4096 for
+        // 4097 in multiples of 128): ask for more, doubling the excess, until it lands at or past
+        // v.
+        std::optional<ShapeBinding> shape;
+        for (int64_t excess = 0; excess <= (int64_t(1) << 20); excess = excess * 2 + 1) {
+          shape = fit(task, base, size, v + excess, bytes);
+          if (!shape || shape->at(size) >= v) break;
+        }
+        if (shape && shape->at(size) >= v) {
+          if (seen.insert(*shape).second) out.push_back(*shape);
+          break;
+        }
+      }
+    }
+  };
   // First the sizes a threshold bounds by name, crossing: `min(top_k, 16)` gets top_k = 17 before
   // the other literals' shapes take the budget.
   for (const auto& t : thresholds) {
     for (const auto& name : t.bounds) {
       auto range = task.draws.ranges.find(name);
-      if (range == task.draws.ranges.end()) continue;
+      if (range == task.draws.ranges.end()) {
+        try_computed(name, t.value);
+        if (int(out.size()) >= limits.max_shapes) return out;
+        continue;
+      }
       for (int64_t v : values_around(t.value, range->second.multiple, true)) {
         if (v < range->second.min || v > reach_max(range->second)) continue;
         try_value(name, v, true);
