@@ -63,6 +63,7 @@ void float_families(const TensorSpec& t, std::vector<FamilyRound>& out) {
   using Kind = RowPattern::Kind;
   out.push_back(with_pattern("outlier_channels", t, Kind::kOutlierChannels, limit, 0.01, grow));
   out.push_back(with_pattern("outlier_rows", t, Kind::kOutlierRows, limit, 0.125, grow));
+  out.push_back(with_pattern("spike_rows", t, Kind::kSpikeRows, limit, 1.0, grow));
   out.push_back(with_pattern("zero_rows", t, Kind::kScaleRows, 0.0, 0.25));
   out.push_back(with_pattern("tiny_rows", t, Kind::kScaleRows, 1e-4, 0.25));
   InitSpec constant = plain(t.init);
@@ -104,9 +105,9 @@ void index_families(const TensorSpec& t, std::vector<FamilyRound>& out) {
 }  // namespace
 
 const std::vector<std::string>& input_family_names() {
-  static const std::vector<std::string> names = {"outlier_channels", "outlier_rows",  "zero_rows",
-                                                 "tiny_rows",        "constant_rows", "sorted",
-                                                 "reversed",         "dtype_limits",  "duplicated"};
+  static const std::vector<std::string> names = {
+      "outlier_channels", "outlier_rows", "spike_rows", "zero_rows",    "tiny_rows",
+      "constant_rows",    "sorted",       "reversed",   "dtype_limits", "duplicated"};
   return names;
 }
 

@@ -3,7 +3,9 @@
 // ones nobody writes down: a few huge activations in one channel, a row of zeros, a row so small
 // that eps decides the result, constant rows, sorted and reversed rows, values past fp16's range
 // (fp16 arithmetic in an fp32 task overflows), a few outlier rows among normal ones (a kernel that
-// probes a row's first 32 values and then skips the max subtraction overflows), the same index
+// probes a row's first 32 values and then skips the max subtraction overflows), one spike in every
+// row (at the row's ends and the edges of powers of two first: a reduction that skips a position
+// loses the row's whole scale), the same index
 // everywhere (atomics and gathers that assume distinct indices). Each family is a stress round of
 // its own, generated at load, run at a small shape and (a rotating few) at the timed shape and a
 // holdout. The format of opting out is documented in tasks/README.md ("Input families").

@@ -47,21 +47,36 @@ int64_t integer_value(const std::string& text) {
   return v;
 }
 
+// How far the scanner looks around a literal for the call or comparison it belongs to. A bound
+// reads `min(cols, (decltype(cols))393216)`: a few dozen tokens. Bounded so that hostile text (a
+// 1 MB statement, min() nested thousands deep) costs linear time, not a walk per literal.
+constexpr size_t kMaxWalk = 256;
+// The thresholds kept, highest priority first.
+constexpr size_t kMaxThresholds = 256;
+// The names one literal can bound; the rest of a long call's identifiers add nothing.
+constexpr size_t kMaxBoundNames = 8;
+
 // The opening parenthesis of the min()/max() call whose argument token `i` is (`min(n, 4096)`,
-// `std::min(k, (int)CAP)`), or 0 where it is none: a clamp is a bound as much as a comparison.
+// `std::min(k, (int)CAP)`), or 0 where it is none: a clamp is a bound as much as a comparison. A
+// parenthesis that is not a clamp's (a cast, a grouping inside the call's argument) is walked
+// past; the walk stops at a statement's edge or after kMaxWalk tokens.
 size_t clamp_call(const std::vector<CudaToken>& tokens, size_t i) {
   static const std::set<std::string> kClamps = {"min", "max", "umin", "umax", "llmin", "llmax"};
   int depth = 0;
-  for (size_t j = i; j-- > 0;) {
+  const size_t floor = i > kMaxWalk ? i - kMaxWalk : 0;
+  for (size_t j = i; j-- > floor;) {
     const CudaToken& t = tokens[j];
     if (t.kind != CudaToken::Kind::kPunct) continue;
     if (t.text == ")") ++depth;
     if (t.text == ";" || t.text == "{" || t.text == "}") return 0;
-    if (t.text == "(" && depth-- == 0)
-      return j > 0 && tokens[j - 1].kind == CudaToken::Kind::kIdentifier &&
-                     kClamps.count(tokens[j - 1].text)
-                 ? j
-                 : clamp_call(tokens, j);  // a cast or a grouping inside the call's argument
+    if (t.text != "(") continue;
+    if (depth > 0) {
+      --depth;
+      continue;
+    }
+    if (j > 0 && tokens[j - 1].kind == CudaToken::Kind::kIdentifier &&
+        kClamps.count(tokens[j - 1].text))
+      return j;
   }
   return 0;
 }
@@ -95,10 +110,13 @@ std::vector<std::string> bounded_names(const std::vector<CudaToken>& tokens, siz
   if (comparison(i + 1) && identifier(i + 2)) names.push_back(tokens[i + 2].text);
   if (size_t open = clamp_call(tokens, i)) {
     int depth = 0;
-    for (size_t j = open; j < tokens.size(); ++j) {
+    const size_t end = std::min(tokens.size(), open + kMaxWalk);
+    for (size_t j = open; j < end && names.size() < kMaxBoundNames; ++j) {
       if (tokens[j].text == "(") ++depth;
       if (tokens[j].text == ")" && --depth == 0) break;
-      if (identifier(j) && j != open - 1) names.push_back(tokens[j].text);
+      if (identifier(j) && j != open - 1 &&
+          std::find(names.begin(), names.end(), tokens[j].text) == names.end())
+        names.push_back(tokens[j].text);
     }
   }
   return names;
@@ -178,10 +196,13 @@ std::vector<int64_t> values_around(int64_t t, int64_t m, bool crossing) {
 int64_t closest_variable(const std::string& text, const std::string& variable,
                          const SizeRange& range, int64_t wanted, ShapeBinding all) {
   constexpr int64_t kMaxPoints = 4096;
-  const int64_t span = range.max - range.min;
+  // As far as the task lets a threshold shape go (SizeRange::threshold_max): a computed size
+  // (hidden = 128 * h128) crosses a cap past its draw range through its variable.
+  const int64_t top = std::max(range.max, range.threshold_max);
+  const int64_t span = top - range.min;
   const int64_t step = std::max<int64_t>(1, span / kMaxPoints);
   int64_t best = range.min, best_gap = -1;
-  for (int64_t v = range.min; v <= range.max; v += step) {
+  for (int64_t v = range.min; v <= top; v += step) {
     all[variable] = v;
     auto value = evaluate_expression(text, all);
     if (!value || *value < 1) continue;
@@ -259,6 +280,9 @@ std::vector<SourceThreshold> source_thresholds(const KernelFile& kernel,
   std::sort(out.begin(), out.end(), [](const SourceThreshold& a, const SourceThreshold& b) {
     return a.priority != b.priority ? a.priority > b.priority : a.value > b.value;
   });
+  // Shapes are planned for a handful (ThresholdShapeLimits::max_shapes); a source of thousands of
+  // distinct literals must not make the planning walk them all for every size.
+  if (out.size() > kMaxThresholds) out.resize(kMaxThresholds);
   return out;
 }
 
@@ -290,12 +314,39 @@ std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
     out.push_back(*shape);
     if (reach) --reach_left;
   };
+  // A computed size a literal bounds by name (fused_moe's `min(hidden, 4096)`, hidden = 128 *
+  // h128): its variables are chosen again for the crossing values (settle), kept where the size
+  // the draw could make comes out past the threshold.
+  auto try_computed = [&](const std::string& size, int64_t t) {
+    if (!task.draws.computed.count(size)) return;
+    for (int64_t v : {t + 1, 2 * t + 1}) {
+      for (int64_t bytes : {limits.max_bytes, limits.reach_bytes}) {
+        if (bytes <= 0) continue;
+        // settle() picks the variables whose size comes closest, which may fall short (4096 for
+        // 4097 in multiples of 128): ask for more, doubling the excess, until it lands at or past
+        // v.
+        std::optional<ShapeBinding> shape;
+        for (int64_t excess = 0; excess <= (int64_t(1) << 20); excess = excess * 2 + 1) {
+          shape = fit(task, base, size, v + excess, bytes);
+          if (!shape || shape->at(size) >= v) break;
+        }
+        if (shape && shape->at(size) >= v) {
+          if (seen.insert(*shape).second) out.push_back(*shape);
+          break;
+        }
+      }
+    }
+  };
   // First the sizes a threshold bounds by name, crossing: `min(top_k, 16)` gets top_k = 17 before
   // the other literals' shapes take the budget.
   for (const auto& t : thresholds) {
     for (const auto& name : t.bounds) {
       auto range = task.draws.ranges.find(name);
-      if (range == task.draws.ranges.end()) continue;
+      if (range == task.draws.ranges.end()) {
+        try_computed(name, t.value);
+        if (int(out.size()) >= limits.max_shapes) return out;
+        continue;
+      }
       for (int64_t v : values_around(t.value, range->second.multiple, true)) {
         if (v < range->second.min || v > reach_max(range->second)) continue;
         try_value(name, v, true);

@@ -24,9 +24,11 @@ struct TensorSpec;
 // the input families' rounds (sandbox/input_families.h) use it; task.json has no key for it.
 struct RowPattern {
   enum class Kind {
-    kScaleRows,       // a share of rows multiplied by `value` (0: zero rows, 1e-4: tiny rows)
-    kOutlierRows,     // a share of rows get `value` at a few positions past their first 32
-    kOutlierChannels  // a few columns (channels) hold +-`value` in every row
+    kScaleRows,        // a share of rows multiplied by `value` (0: zero rows, 1e-4: tiny rows)
+    kOutlierRows,      // a share of rows get `value` at a few positions past their first 32
+    kOutlierChannels,  // a few columns (channels) hold +-`value` in every row
+    kSpikeRows,        // a share of rows hold `value` at exactly one position each
+    kTailSpikes        // a share of rows hold `value` at their last position (threshold shapes)
   };
   Kind kind = Kind::kScaleRows;
   double value = 0;

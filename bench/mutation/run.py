@@ -284,6 +284,49 @@ def run_worker(args, tasks, items, done, cache, results_path, deadline):
     return judged
 
 
+def sanitize_survivors(args, kopt, tasks, items, done, cache, results_path, deadline):
+    """The daemon sanitizes every new best before it counts (memcheck, racecheck, synccheck,
+    initcheck: sandbox/sanitizer_runner.h); the worker's request does not. So every item that
+    verification passed (the originals and the survivors, never a killed mutant: the cost stays
+    with the few that pass) is sanitized as `kopt eval TASK FILE --sanitize --no-time` does, after
+    the worker is gone (alone on the GPU). A finding kills the mutant (verdict `sanitizer`,
+    `killed_by: sanitizer`); on an original it is a false reject. Each outcome is appended to the
+    results, so a rerun sanitizes only the rest; none once the deadline has passed."""
+    todo = [i for i in items if done.get(i["id"], {}).get("verdict") == "ok" and
+            "sanitizer" not in done[i["id"]]]
+    if not todo:
+        return 0
+    log("sanitizer: %d verified items (originals and survivors)..." % len(todo))
+    sink = Sink(results_path, done)
+    ran = 0
+    for item in todo:
+        if time.monotonic() > deadline:
+            log("sanitizer: --max-seconds spent, %d left (rerun to resume)" % (len(todo) - ran))
+            break
+        env = dict(os.environ, KOPT_CACHE_DIR=str(cache))
+        began = time.perf_counter()
+        try:
+            proc = subprocess.run([kopt, "eval", str(tasks[item["task"]].dir), item["path"],
+                                   "--sanitize", "--no-time", "--json"], capture_output=True,
+                                  text=True, env=env, timeout=900)
+            result = json.loads(proc.stdout)
+        except (subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+            result = {"sanitizer": {"ran": False, "note": "kopt eval --sanitize: %s" % e}}
+        outcome = result.get("sanitizer") or {"ran": False, "note": "no sanitizer outcome"}
+        record = dict(done[item["id"]])
+        record["sanitizer"] = {"ran": outcome.get("ran"), "note": (outcome.get("note") or "")[:300],
+                               "finding": (outcome.get("finding") or "")[:400],
+                               "seconds": round(time.perf_counter() - began, 1)}
+        if outcome.get("finding"):
+            record["verdict"] = "sanitizer"
+            record["killed_by"] = "sanitizer"
+            record["detail"] = record["sanitizer"]["finding"]
+        sink.put(item, record)
+        ran += 1
+    sink.file.close()
+    return ran
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -322,6 +365,11 @@ def main():
                         help="rewrite OUT_DIR's mutation.json/.md from its verdicts with the "
                              "current equivalent.json (no GPU; keeps the run's device and date)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--no-sanitize", action="store_true",
+                        help="do not sanitize what verification passed (the daemon does before a "
+                             "new best counts; see sanitize_survivors)")
+    parser.add_argument("--sanitize-seconds", type=float, default=600,
+                        help="time past --max-seconds for the sanitizer pass")
     args = parser.parse_args()
     started = time.monotonic()
     deadline = started + args.max_seconds
@@ -381,9 +429,15 @@ def main():
     if not args.compile_only:
         judged_now = run_worker(args, tasks, items, done, cache, results_path, deadline)
     stream_s = time.perf_counter() - stream_began
+    sanitize_began = time.perf_counter()
+    if not args.compile_only and not args.no_sanitize and not args.no_gate:
+        sanitize_survivors(args, kopt, tasks, items, done, cache, results_path,
+                           deadline + args.sanitize_seconds)
+    sanitize_s = time.perf_counter() - sanitize_began
     summary = summarize(args, tasks, originals, mutants, compiled, done, equivalent,
                         {"compile_gate_s": round(gate_s, 1), "judge_s": round(stream_s, 1),
-                         "judged_this_run": judged_now}, machine_equal=machine_equal)
+                         "sanitize_s": round(sanitize_s, 1), "judged_this_run": judged_now},
+                        machine_equal=machine_equal)
     benchlib.write_results(out, "mutation", summary, markdown(summary))
 
 
@@ -456,6 +510,7 @@ def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost,
                               "compiled": compiled.get(o["id"], {}).get("verdict"),
                               "verdict": record.get("verdict"), "detail": record.get("detail")})
     walls = [done[r["id"]]["wall_ms"] for r in live if r["id"] in done]
+    sanitized = [done[r["id"]] for r in live if "sanitizer" in done.get(r["id"], {})]
     return {
         "mutation_score": total["mutation_score"],
         "mutants": len(live),
@@ -475,6 +530,11 @@ def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost,
         "gate": "kopt-sandbox with kopt eval's request: reference + baseline, default options "
                 "(5 rounds, stress rounds, drawn shapes, holdouts, timing with poisoned outputs)",
         "verdicts": verdicts,
+        # Kills that only the sanitizer pass made (sanitize_survivors), of the mutants it ran on.
+        "sanitizer": {"sanitized": len(sanitized),
+                      "killed": sum(1 for d in sanitized if d.get("killed_by") == "sanitizer"),
+                      "seconds": round(sum(d["sanitizer"].get("seconds") or 0
+                                           for d in sanitized), 1)},
         "per_operator": {k: _tally(v) for k, v in sorted(by_op.items())},
         "per_task": {k: _tally(v) for k, v in sorted(by_task.items())},
         "originals": original_rows,
@@ -521,6 +581,11 @@ def markdown(s):
              benchlib.markdown_table(header, [row(k, v) for k, v in s["per_task"].items()]),
              "", "%d mutants compile to their original's machine code (equivalent, not judged)."
              % len(s.get("equivalent_by_machine_code", [])),
+             "", "Sanitizer pass (what verification passed, as the daemon sanitizes a new best): "
+             "%d mutants sanitized in %.0f s, %d killed by the sanitizer." % (
+                 s.get("sanitizer", {}).get("sanitized", 0),
+                 s.get("sanitizer", {}).get("seconds", 0),
+                 s.get("sanitizer", {}).get("killed", 0)),
              "", "## Survivors", ""]
     for sv in s["survivors"]:
         lines.append("- `%s` %s, %s, %s%s" % (sv["id"], sv["task"], sv["operator"], sv["site"],

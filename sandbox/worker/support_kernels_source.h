@@ -143,7 +143,30 @@ __global__ void plant_maxima(T* out, u64 n, u64 seed, u64 row, u64 spacing, doub
 // a row is chosen when its hash falls below `share`. kind 0: chosen rows scaled by `value` (0:
 // zero rows, 1e-4: tiny rows); 1: chosen rows get `value` at about one position in 64 past their
 // first 32 (and always one there), the rest normal; 2: a few channels (columns; share of them, at
-// least one) hold +-value in every row, the sign fixed per channel, as massive activations do.
+// least one) hold +-value in every row, the sign fixed per channel, as massive activations do;
+// 3: chosen rows hold value at exactly one position each, the rest as drawn: a reduction that
+// skips any position (a stride one too long, a loop that starts one late) misses the row's whole
+// scale there. The positions follow a schedule: the row's ends, then either side of each power of
+// two below the row's length (0, last, 1, 2, 3, 3, 4, 5, 7, 8, 9, ...: the edges of blocks, warps
+// and strides, where BLOCK + 1 strides and late starts skip), then at random. Row r takes slot r;
+// where the shape has fewer rows than the schedule has slots, the slots rotate with the seed, so
+// that over evaluations every slot comes (a one-row shape still gets the last column sometimes).
+// 4: chosen rows hold value at their last position only: past any cap on the row's length (the
+// shapes at a kernel's thresholds use it, sandbox/worker/verify_plan.cc).
+__device__ u64 spike_column(u64 r, u64 row, u64 rows, u64 seed) {
+  u64 powers = 0;  // k = 1..powers with 2^k + 1 < row
+  while (powers < 62 && (u64(1) << (powers + 1)) + 1 < row) ++powers;
+  u64 slots = 2 + 3 * powers, slot = r;
+  if (rows < slots) slot = (r + mix64(seed ^ 0x2545f4914f6cdd1dULL) % slots) % slots;
+  if (slot == 0) return 0;
+  if (slot == 1) return row - 1;
+  if (slot < slots) {
+    u64 k = (slot - 2) / 3 + 1, side = (slot - 2) % 3;  // 2^k - 1, 2^k, 2^k + 1
+    return (u64(1) << k) + side - 1;
+  }
+  return mix64(seed ^ 0x3c6ef372fe94f82bULL ^ (r * 0x9e3779b97f4a7c15ULL)) % row;
+}
+
 template <typename T>
 __global__ void plant_rows(T* out, u64 n, u64 seed, u64 row, int kind, double value, double share) {
   u64 forced_channel = mix64(seed ^ 0x510e527fade682d1ULL) % row;
@@ -156,7 +179,11 @@ __global__ void plant_rows(T* out, u64 n, u64 seed, u64 row, int kind, double va
     }
     bool chosen = unit(mix64(seed ^ 0x1f83d9abfb41bd6bULL ^ (r * 0xa0761d6478bd642fULL))) <= share;
     if (!chosen) continue;
-    if (kind == 0) {
+    if (kind == 3) {
+      if (c == spike_column(r, row, n / row, seed)) out[i] = from_double<T>(value);
+    } else if (kind == 4) {
+      if (c == row - 1) out[i] = from_double<T>(value);
+    } else if (kind == 0) {
       out[i] = from_double<T>(to_double<T>(out[i]) * value);
     } else if (c >= 32 || row <= 32) {
       u64 span = row > 32 ? row - 32 : row;

@@ -207,6 +207,35 @@ int64_t threshold_reach_bytes(const TaskSpec& task, const PlanInputs& inputs, in
   return budget > max_bytes ? budget : 0;
 }
 
+// A cap at a size's largest listed value that only a max passes through (softmax's and
+// cross-entropy's row max over the first 393216 columns) is exact on random rows at the shape past
+// it: the max of the columns it saw is as good as the whole row's. The first kThresholdSpikeShapes
+// threshold shapes (the crossings of the sizes a literal bounds by name come first) run once more
+// with the spike_rows family of the task's first input that has it, its spike moved to every
+// row's last column (RowPattern::kTailSpikes): past any cap on the row, so a capped max misses
+// it and exp() overflows; its tolerance is the family's. Plain inputs
+// stay at every threshold shape: a spike makes every other output of a softmax row about zero,
+// where a capped sum is what is wrong.
+constexpr size_t kThresholdSpikeShapes = 2;
+
+void add_threshold_spikes(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
+                          const std::vector<ShapeBinding>& shapes, VerifyPlan& plan) {
+  if (!options.families || shapes.empty()) return;
+  for (auto& f : input_family_rounds(task)) {
+    if (f.family != "spike_rows") continue;
+    for (auto& [input, pattern] : f.round.patterns) pattern.kind = RowPattern::Kind::kTailSpikes;
+    f.round.name = "tail spikes in " + f.input;
+    plan.rounds.push_back(f.round);
+    const StressRound* round = &plan.rounds.back();
+    for (size_t i = 0; i < shapes.size() && i < kThresholdSpikeShapes; ++i) {
+      plan.steps.push_back({"threshold", shapes[i], 1, seed + 7919 * (i + 1) + 1299721, round,
+                            family_variant(task, f, shapes[i], plan), false});
+      ++plan.threshold_shapes;
+    }
+    return;
+  }
+}
+
 void add_thresholds(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
                     const PlanInputs& inputs, VerifyPlan& plan) {
   if (!options.thresholds || !inputs.candidate) return;
@@ -221,6 +250,7 @@ void add_thresholds(const TaskSpec& task, const EvalOptions& options, uint64_t s
         {"threshold", shapes[i], 1, seed + 7919 * (i + 1) + 1299709, nullptr, variant, false});
     ++plan.threshold_shapes;
   }
+  add_threshold_spikes(task, options, seed, shapes, plan);
 }
 
 void add_wide(const TaskSpec& task, const EvalOptions& options, uint64_t seed,

@@ -184,7 +184,18 @@ def test_suite_mutants():
 # "does not compile", everything else does. A shell script: it runs once per file.
 # The fake compiler's "cubin" ignores __syncthreads() (and whitespace): a drop_sync mutant
 # compiles to its original's machine code, so the harness calls it equivalent and never judges it.
+# `kopt eval TASK FILE --sanitize --no-time --json` (the sanitizer pass over what verification
+# passed): a "racecheck finding" in a mutant whose loop bound is folded to 32768 (`< 32768;`, no
+# original has it), a clean pass otherwise.
 FAKE_KOPT = r'''#!/bin/sh
+if [ "$4" = "--sanitize" ]; then
+  if grep -q "< 32768;" "$3"; then
+    echo '{"verdict": "sanitizer", "sanitizer": {"ran": true, "note": "fake", "seconds": 0.1, "finding": "racecheck: fake hazard"}}'
+  else
+    echo '{"verdict": "ok", "sanitizer": {"ran": true, "note": "fake: clean", "seconds": 0.1}}'
+  fi
+  exit 0
+fi
 if grep -q "__half\|__nv_bfloat16 sum\|__nv_bfloat16 local" "$3"; then
   echo '{"verdict": "compile_error", "log": "fake"}'
 else
@@ -270,6 +281,20 @@ def test_harness_end_to_end():
         new_stillborn = second["stillborn"] - first["stillborn"]
         assert new - new_stillborn <= second["cost"]["judged_this_run"] <= new, second["cost"]
         assert proc.stdout.strip().splitlines()[-1].startswith(("- `", "|")), "table not last"
+        # The sanitizer pass: every item verification passed was sanitized once (the resumed run
+        # did not repeat the first's); its findings are kills counted apart, never survivors.
+        records = {}
+        for line in (out / "mutation-results.jsonl").read_text().splitlines():
+            records[json.loads(line)["id"]] = json.loads(line)
+        passed = [r for r in records.values() if r["verdict"] in ("ok", "sanitizer")]
+        assert passed and all("sanitizer" in r for r in passed), passed
+        by_sanitizer = [i for i, r in records.items() if r.get("killed_by") == "sanitizer"]
+        assert by_sanitizer, "the fake finds a hazard in every folded loop bound"
+        assert second["sanitizer"]["killed"] == len(by_sanitizer), second["sanitizer"]
+        assert not set(by_sanitizer) & {s["id"] for s in second["survivors"]}
+        assert [r["task"] for r in second["false_rejects"]] == ["sgemm"], second["false_rejects"]
+        runs = (out / "mutation-results.jsonl").read_text().count('"sanitizer": {')
+        assert runs == len(passed), "each verified item sanitized exactly once"
 
 
 def main():

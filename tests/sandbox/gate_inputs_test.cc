@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "common/files.h"
 #include "common/strings.h"
@@ -111,6 +112,59 @@ __global__ void k(const float* x, float* out, int cols) {
   EXPECT_EQ(all[1].value, 1024);
   // A chosen tunable value replaces the default.
   EXPECT_NE(find(source_thresholds(k, {{"BLOCK", 384}}), 384), nullptr);
+}
+
+// The scanner reads whatever text a model sends. Hostile text must cost linear time and give a
+// bounded list: min() nested thousands deep, a 1 MB statement of literals, odd tokens, literals
+// past 64 bits. Each case must finish well inside the test's time (a walk per literal over a 1 MB
+// statement was quadratic: hours).
+TEST(SourceThresholds, HostileTextIsScannedInLinearTimeWithBoundedOutput) {
+  auto scan = [](const std::string& text) {
+    KernelFile k;
+    k.source = text;
+    auto start = std::chrono::steady_clock::now();
+    auto all = source_thresholds(k, {});
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 5.0) << text.size() << " bytes";
+    EXPECT_LE(all.size(), 256u);
+    return all;
+  };
+  // min(min(min(...(n, 5003)...))) 5000 deep, in one statement: the literal still reads as a
+  // clamp of n (its call is the innermost one).
+  std::string nested = "__global__ void k(int n) { int x = ";
+  for (int i = 0; i < 5000; ++i) nested += "min(";
+  nested += "n, 5003";
+  for (int i = 0; i < 5000; ++i) nested += ", 7)";
+  nested += "; }\n";
+  auto deep = scan(nested);
+  ASSERT_NE(find(deep, 5003), nullptr);
+  EXPECT_EQ(find(deep, 5003)->priority, 3);
+  EXPECT_NE(std::find(find(deep, 5003)->bounds.begin(), find(deep, 5003)->bounds.end(), "n"),
+            find(deep, 5003)->bounds.end());
+  // A 1 MB line: one statement of 150k distinct literals, no semicolon until the end.
+  std::string line = "__global__ void k(int n) { int x = min(n, 0";
+  for (int i = 0; line.size() < (1 << 20); ++i) line += " + " + std::to_string(1000 + i);
+  line += "); }\n";
+  auto wide = scan(line);
+  EXPECT_EQ(wide.size(), 256u);  // bounded, the largest first among equal priorities
+  // Unbalanced parentheses, stray punctuation, literals past 64 bits and odd suffixes.
+  auto odd = scan(
+      "__global__ void k(int n) { ))))((( if (n < 99999999999999999999999999) return; "
+      "int a = 0x; int b = 0b102; int c = 1'000'000u; int d = 077; ,,,;;; min(,) max( ; "
+      "if (n < 123456789012345678901234567890ULL) return; int e = 0xFFFFFFFFFFFFFFFFFF; }\n");
+  for (const auto& t : odd) {
+    EXPECT_GE(t.value, 2);
+    EXPECT_LE(t.value, int64_t(1) << 45);  // a literal past 2^40 is no size
+  }
+  EXPECT_NE(find(odd, 1000000), nullptr);  // digit separators read
+  EXPECT_NE(find(odd, 63), nullptr);       // octal
+  // Thresholds from a hostile source still plan a bounded number of shapes quickly.
+  TaskSpec task = parsed(row_task());
+  auto start = std::chrono::steady_clock::now();
+  auto shapes = threshold_shapes(task, wide, 3);
+  EXPECT_LE(shapes.size(), 8u);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
 }
 
 TEST(SourceThresholds, ShapesEitherSideOfEachThresholdCrossingFirst) {
@@ -453,6 +507,85 @@ TEST(VerifyPlan, TinyRowsRunAgainWithTheConstantsDrawn) {
     }
 }
 
+// Survivors 3bbe7703962e and e116dfa3483a: fused_moe's `c < min(hidden, 4096)` passed, since
+// hidden is computed (128 * h128) and only drawn sizes moved to a threshold, and h128's draw range
+// stops at hidden 3072. A computed size a literal bounds by name crosses it through its variable,
+// up to the variable's threshold_max (72: hidden 9216).
+TEST(SourceThresholds, AComputedSizeCrossesThroughItsVariable) {
+  auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks_realworld/fused_moe");
+  ASSERT_TRUE(task.ok()) << task.error();
+  ThresholdShapeLimits limits;
+  limits.max_bytes = int64_t(64) << 20;
+  limits.reach_bytes = int64_t(4) << 30;
+  for (uint64_t seed : {1, 2, 3, 4}) {
+    std::set<int64_t> hidden;
+    for (const auto& s :
+         threshold_shapes(*task, {{4096, 3, "line 51", {"hidden"}}}, seed, limits)) {
+      hidden.insert(s.at("hidden"));
+      EXPECT_EQ(s.at("hidden") % 128, 0);
+      EXPECT_LE(s.at("top_k"), s.at("experts"));
+    }
+    EXPECT_TRUE(hidden.count(4224)) << "seed " << seed;  // the first multiple of 128 past 4096
+    EXPECT_TRUE(hidden.count(8320)) << "seed " << seed;  // past 2 * 4096 + 1
+  }
+  // Without a name the literal moves drawn sizes only: no hidden past the draw range.
+  for (const auto& s : threshold_shapes(*task, {{4096, 3, "line 51"}}, 1, limits))
+    EXPECT_LE(s.at("hidden"), 3072);
+}
+
+// The mutation harness's survivors 47b26b44735d and 2fb96b1e4ffb: a row max capped at the task's
+// largest listed row (`c < min(cols, 393216)`, `c < min(vocab, 128256)`) passed a round at
+// cols = 393217 and 786433, since the max of the columns it saw is as good as the row's on random
+// rows. The first threshold shapes run again with a spike at every row's last column, past the
+// cap: the capped max misses it and exp() overflows.
+TEST(VerifyPlan, ThresholdShapesPastACappedRowMaxGetTailSpikes) {
+  for (const auto& [name, size, cap] : std::vector<std::tuple<std::string, std::string, int64_t>>{
+           {"softmax", "cols", 393216}, {"cross_entropy", "vocab", 128256}}) {
+    auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks" / name);
+    ASSERT_TRUE(task.ok()) << task.error();
+    auto file = parse_kernel_file(
+        read_file(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks" / name / "baseline.cu").value(),
+        "baseline.cu", nullptr);
+    ASSERT_TRUE(file.ok()) << file.error();
+    KernelFile k = *file;
+    // The mutant's loop, added to the baseline's text (the plan reads literals, not behaviour).
+    k.source += "\n__device__ float capped(const float* row, int " + size + ") { float m = 0; " +
+                "for (int c = 0; c < min(" + size + ", (decltype(" + size + "))" +
+                std::to_string(cap) + "); ++c) m = fmaxf(m, row[c]); return m; }\n";
+    worker::PlanInputs inputs;
+    inputs.candidate = &k;
+    inputs.free_bytes = inputs.total_bytes = int64_t(80) << 30;
+    for (uint64_t seed : {1, 2, 3}) {
+      auto plan = worker::plan_verification(*task, EvalOptions{}, seed, inputs);
+      ASSERT_TRUE(plan.ok()) << plan.error();
+      int past_plain = 0, past_spiked = 0;
+      for (const auto& s : plan->steps) {
+        if (s.phase != "threshold" || s.sizes.at(size) <= cap) continue;
+        if (!s.stress) {
+          ++past_plain;
+          continue;
+        }
+        ++past_spiked;
+        ASSERT_EQ(s.stress->patterns.size(), 1u);
+        EXPECT_EQ(s.stress->patterns.begin()->second.kind, RowPattern::Kind::kTailSpikes);
+        EXPECT_NE(s.variant, nullptr);  // the family's tolerance, scaled for its spike
+        EXPECT_FALSE(s.pooled);
+      }
+      EXPECT_GE(past_plain, 1) << name << " seed " << seed;
+      EXPECT_GE(past_spiked, 1) << name << " seed " << seed;
+    }
+    // Without families (EvalOptions::families off) no spike round is added.
+    EvalOptions plain;
+    plain.families = false;
+    auto plan = worker::plan_verification(*task, plain, 1, inputs);
+    ASSERT_TRUE(plan.ok());
+    for (const auto& s : plan->steps)
+      if (s.phase == "threshold") {
+        EXPECT_EQ(s.stress, nullptr);
+      }
+  }
+}
+
 TEST(VerifyPlan, EveryMechanismHasItsSteps) {
   json t = row_task();
   t["constant_ranges"] = {{"eps", {{"min", 1e-6}, {"max", 1e-2}}}};
@@ -664,7 +797,7 @@ TEST(GateInputsKernels, EachParsesAgainstItsTaskAndNamesAMechanism) {
     EXPECT_TRUE(file.ok()) << file.error();
     ++files;
   }
-  EXPECT_EQ(files, 15);
+  EXPECT_EQ(files, 19);
 }
 
 }  // namespace
