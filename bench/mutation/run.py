@@ -591,6 +591,8 @@ def markdown(s):
         lines.append("- `%s` %s, %s, %s%s" % (sv["id"], sv["task"], sv["operator"], sv["site"],
                                              " (equivalent: %s)" % sv["equivalent"]
                                              if sv["equivalent"] else ""))
+    if not s["survivors"]:
+        lines.append("- none")
     return "\n".join(lines)
 
 

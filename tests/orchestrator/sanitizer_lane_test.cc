@@ -251,12 +251,12 @@ TEST(PhaseSteps, EveryStepIsNamedWithTheUnnamedRestAndTheTransport) {
   EXPECT_EQ(phase_steps(EvalResult{}), "");  // an older worker: the line just ends
 }
 
-TEST(SanitizerLaneModes, YieldingIsTheDefaultAndTheOthersAreNamed) {
-  EXPECT_EQ(sanitizer_lane_mode(nullptr), SanitizerLaneMode::kYield);
+TEST(SanitizerLaneModes, HoldingIsTheDefaultAndTheOthersAreNamed) {
+  EXPECT_EQ(sanitizer_lane_mode(nullptr), SanitizerLaneMode::kHold);
   EXPECT_EQ(sanitizer_lane_mode("yield"), SanitizerLaneMode::kYield);
   EXPECT_EQ(sanitizer_lane_mode("hold"), SanitizerLaneMode::kHold);
   EXPECT_EQ(sanitizer_lane_mode("concurrent"), SanitizerLaneMode::kConcurrent);
-  EXPECT_EQ(sanitizer_lane_mode("bogus"), SanitizerLaneMode::kYield);
+  EXPECT_EQ(sanitizer_lane_mode("bogus"), SanitizerLaneMode::kHold);
   EXPECT_TRUE(contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kHold), "hold"));
   EXPECT_TRUE(contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kYield), "yielding"));
 

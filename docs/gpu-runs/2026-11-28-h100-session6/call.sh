@@ -33,7 +33,11 @@ done
 regex=${CTEST_REGEX:-}; [ "$regex" = "@file" ] && regex=$(cat "$pack/regex.txt")
 if [ -n "$regex" ]; then
   ( export CUDA_VISIBLE_DEVICES=$gpu
-    cd build && timeout ${CTEST_LIMIT:-480} ctest -L gpu -R "$regex" -j1 --timeout 300 --output-on-failure > "$out/ctest_gpu.txt" 2>&1 ) &
+    (cd build && timeout ${CTEST_LIMIT:-480} ctest -L gpu -R "$regex" -j1 --timeout 300 --output-on-failure > "$out/ctest_gpu.txt" 2>&1)
+    # DAEMON_AFTER_TESTS=modes: daemon_throughput on this GPU once its tests are done.
+    if [ -n "${DAEMON_AFTER_TESTS:-}" ]; then
+      timeout $((2 * DAEMON_SECONDS + 200)) bash bench/run.sh daemon_throughput "$out/daemon_after" --seconds $DAEMON_SECONDS --gpus 1 --modes $DAEMON_AFTER_TESTS > "$out/daemon_after.txt" 2>&1
+    fi ) &
   gpu=$((gpu + 1))
 fi
 # DAEMON_RUNS="devices:gpus;devices:gpus" (e.g. "3:1;0,1,2:all"): daemon_throughput runs side by
