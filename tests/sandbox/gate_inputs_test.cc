@@ -797,7 +797,7 @@ TEST(GateInputsKernels, EachParsesAgainstItsTaskAndNamesAMechanism) {
     EXPECT_TRUE(file.ok()) << file.error();
     ++files;
   }
-  EXPECT_EQ(files, 19);
+  EXPECT_EQ(files, 18);
 }
 
 }  // namespace
