@@ -137,7 +137,10 @@ TEST_F(SanitizerLaneTest, AProvisionalBestThatFailsIsNeverExportedNorAWin) {
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
   ASSERT_GE(passes.load(), 1);
-  EXPECT_EQ(sanitizing_during.load(), 1);
+  // At least the kernel under the pass is stored as 'sanitizing'; on a loaded machine a faster
+  // tuner configuration can be a second provisional best by the time the pass looks (it failed
+  // once with -j2 on the devbox, 2026-11-28).
+  EXPECT_GE(sanitizing_during.load(), 1);
   EXPECT_EQ(ok_during.load(), 0) << "a provisional best was stored as ok";
   EXPECT_EQ(pairs_during.load(), 0) << "a provisional best was stored as a pair";
   // After the pass: the finding is its verdict, there is no faster 'ok' kernel and no win.
