@@ -266,6 +266,26 @@ std::optional<ShapeBinding> fit(const TaskSpec& task, ShapeBinding shape, const 
 // task declares (SizeRange::threshold_max).
 int64_t reach_max(const SizeRange& range) { return std::max(range.max, range.threshold_max); }
 
+// A computed size a literal bounds by name (fused_moe's `min(hidden, 4096)`, hidden = 128 *
+// h128): its variables are chosen again (settle) for a size at or past `v`, within max_bytes,
+// else within reach_bytes; nothing where the draw cannot make it.
+std::optional<ShapeBinding> computed_size_past(const TaskSpec& task, const ShapeBinding& base,
+                                               const std::string& size, int64_t v,
+                                               const ThresholdShapeLimits& limits) {
+  for (int64_t bytes : {limits.max_bytes, limits.reach_bytes}) {
+    if (bytes <= 0) continue;
+    // settle() picks the variables whose size comes closest, which may fall short (4096 for 4097
+    // in multiples of 128): ask for more, doubling the excess, until it lands at or past v.
+    std::optional<ShapeBinding> shape;
+    for (int64_t excess = 0; excess <= (int64_t(1) << 20); excess = excess * 2 + 1) {
+      shape = fit(task, base, size, v + excess, bytes);
+      if (!shape || shape->at(size) >= v) break;
+    }
+    if (shape && shape->at(size) >= v) return shape;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<SourceThreshold> source_thresholds(const KernelFile& kernel,
@@ -314,27 +334,11 @@ std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
     out.push_back(*shape);
     if (reach) --reach_left;
   };
-  // A computed size a literal bounds by name (fused_moe's `min(hidden, 4096)`, hidden = 128 *
-  // h128): its variables are chosen again for the crossing values (settle), kept where the size
-  // the draw could make comes out past the threshold.
   auto try_computed = [&](const std::string& size, int64_t t) {
     if (!task.draws.computed.count(size)) return;
     for (int64_t v : {t + 1, 2 * t + 1}) {
-      for (int64_t bytes : {limits.max_bytes, limits.reach_bytes}) {
-        if (bytes <= 0) continue;
-        // settle() picks the variables whose size comes closest, which may fall short (4096 for
-        // 4097 in multiples of 128): ask for more, doubling the excess, until it lands at or past
-        // v.
-        std::optional<ShapeBinding> shape;
-        for (int64_t excess = 0; excess <= (int64_t(1) << 20); excess = excess * 2 + 1) {
-          shape = fit(task, base, size, v + excess, bytes);
-          if (!shape || shape->at(size) >= v) break;
-        }
-        if (shape && shape->at(size) >= v) {
-          if (seen.insert(*shape).second) out.push_back(*shape);
-          break;
-        }
-      }
+      auto shape = computed_size_past(task, base, size, v, limits);
+      if (shape && seen.insert(*shape).second) out.push_back(*shape);
     }
   };
   // First the sizes a threshold bounds by name, crossing: `min(top_k, 16)` gets top_k = 17 before
