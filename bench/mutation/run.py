@@ -289,42 +289,66 @@ def sanitize_survivors(args, kopt, tasks, items, done, cache, results_path, dead
     initcheck: sandbox/sanitizer_runner.h); the worker's request does not. So every item that
     verification passed (the originals and the survivors, never a killed mutant: the cost stays
     with the few that pass) is sanitized as `kopt eval TASK FILE --sanitize --no-time` does, after
-    the worker is gone (alone on the GPU). A finding kills the mutant (verdict `sanitizer`,
-    `killed_by: sanitizer`); on an original it is a false reject. Each outcome is appended to the
-    results, so a rerun sanitizes only the rest; none once the deadline has passed."""
+    the worker is gone. A finding kills the mutant (verdict `sanitizer`, `killed_by: sanitizer`);
+    on an original it is a false reject. Survivors go first (they are what the score needs; a
+    pass takes ~30 s, mostly racecheck), then the originals; `--sanitize-jobs` passes run at once
+    (the tools' verdicts do not depend on sharing the GPU, only their time does). Each outcome
+    is appended to the results, so a rerun sanitizes only the rest; none starts once the
+    deadline has passed."""
     todo = [i for i in items if done.get(i["id"], {}).get("verdict") == "ok" and
             "sanitizer" not in done[i["id"]]]
     if not todo:
         return 0
-    log("sanitizer: %d verified items (originals and survivors)..." % len(todo))
+    todo.sort(key=lambda i: i["operator"] == "original")  # mutants first, then the originals
+    log("sanitizer: %d verified items (originals and survivors), %d at once..." % (
+        len(todo), args.sanitize_jobs))
     sink = Sink(results_path, done)
-    ran = 0
-    for item in todo:
-        if time.monotonic() > deadline:
-            log("sanitizer: --max-seconds spent, %d left (rerun to resume)" % (len(todo) - ran))
-            break
-        env = dict(os.environ, KOPT_CACHE_DIR=str(cache))
-        began = time.perf_counter()
-        try:
-            proc = subprocess.run([kopt, "eval", str(tasks[item["task"]].dir), item["path"],
-                                   "--sanitize", "--no-time", "--json"], capture_output=True,
-                                  text=True, env=env, timeout=900)
-            result = json.loads(proc.stdout)
-        except (subprocess.TimeoutExpired, json.JSONDecodeError) as e:
-            result = {"sanitizer": {"ran": False, "note": "kopt eval --sanitize: %s" % e}}
-        outcome = result.get("sanitizer") or {"ran": False, "note": "no sanitizer outcome"}
-        record = dict(done[item["id"]])
-        record["sanitizer"] = {"ran": outcome.get("ran"), "note": (outcome.get("note") or "")[:300],
-                               "finding": (outcome.get("finding") or "")[:400],
-                               "seconds": round(time.perf_counter() - began, 1)}
-        if outcome.get("finding"):
-            record["verdict"] = "sanitizer"
-            record["killed_by"] = "sanitizer"
-            record["detail"] = record["sanitizer"]["finding"]
-        sink.put(item, record)
-        ran += 1
+    queue = list(reversed(todo))
+    lock = threading.Lock()
+    ran = [0]
+
+    def feed():
+        while True:
+            with lock:
+                if not queue or time.monotonic() > deadline:
+                    return
+                item = queue.pop()
+            sink.put(item, sanitize_one(kopt, tasks, item, done, cache))
+            with lock:
+                ran[0] += 1
+
+    threads = [threading.Thread(target=feed) for _ in range(max(1, args.sanitize_jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if queue:
+        log("sanitizer: --max-seconds spent, %d left (rerun to resume)" % len(queue))
     sink.file.close()
-    return ran
+    return ran[0]
+
+
+def sanitize_one(kopt, tasks, item, done, cache):
+    """One `kopt eval --sanitize --no-time` of `item`: its record with the outcome."""
+    env = dict(os.environ, KOPT_CACHE_DIR=str(cache))
+    began = time.perf_counter()
+    try:
+        proc = subprocess.run([kopt, "eval", str(tasks[item["task"]].dir), item["path"],
+                               "--sanitize", "--no-time", "--json"], capture_output=True,
+                              text=True, env=env, timeout=900)
+        result = json.loads(proc.stdout)
+    except (subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+        result = {"sanitizer": {"ran": False, "note": "kopt eval --sanitize: %s" % e}}
+    outcome = result.get("sanitizer") or {"ran": False, "note": "no sanitizer outcome"}
+    record = dict(done[item["id"]])
+    record["sanitizer"] = {"ran": outcome.get("ran"), "note": (outcome.get("note") or "")[:300],
+                           "finding": (outcome.get("finding") or "")[:400],
+                           "seconds": round(time.perf_counter() - began, 1)}
+    if outcome.get("finding"):
+        record["verdict"] = "sanitizer"
+        record["killed_by"] = "sanitizer"
+        record["detail"] = record["sanitizer"]["finding"]
+    return record
 
 
 def main():
@@ -370,6 +394,8 @@ def main():
                              "new best counts; see sanitize_survivors)")
     parser.add_argument("--sanitize-seconds", type=float, default=600,
                         help="time past --max-seconds for the sanitizer pass")
+    parser.add_argument("--sanitize-jobs", type=int, default=1,
+                        help="sanitizer passes at once on the GPU (each is one kopt eval process)")
     args = parser.parse_args()
     started = time.monotonic()
     deadline = started + args.max_seconds
