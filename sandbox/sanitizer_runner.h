@@ -40,6 +40,10 @@ struct SanitizerOptions {
   std::string report_dir;
 };
 
+// Hang detection under a tool: a run may take this many times the trusted kernel's time (and at
+// least the verification budget), not the 20x of a plain run (sanitizer_runner.cc says why).
+inline constexpr double kSanitizerHangFactor = 2000;
+
 // compute-sanitizer from PATH, else $CUDA_HOME/bin or /usr/local/cuda/bin; nullopt if none.
 std::optional<std::string> find_compute_sanitizer();
 
@@ -49,6 +53,10 @@ std::optional<std::string> find_compute_sanitizer();
 // otherwise the task's sweep shapes up to that size alone (no holdout or stress).
 Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_shape_bytes,
                                       double verify_budget_seconds = 0);
+
+// The reduced request as `tool` runs it: racecheck and synccheck take the shape classes smallest
+// first, memcheck and initcheck as given (the timed shape and the holdouts first).
+EvalRequest request_for_tool(const EvalRequest& reduced, const std::string& tool);
 
 // Runs the tools one after another on the GPU of `worker` (its kopt-sandbox path and device) and
 // stops at the first finding. Workers started through a launcher (srun, ssh) are not sanitized:

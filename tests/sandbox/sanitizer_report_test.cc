@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 
@@ -211,6 +212,31 @@ TEST(SanitizerRequest, RunsEveryShapeClassTimedAndHoldoutFirstWithinATimeBudget)
   EXPECT_DOUBLE_EQ(reduced->options.verify_budget_seconds, 30);
   // The runner's default is this mode.
   EXPECT_EQ(SanitizerOptions{}.small_shape_bytes, 0);
+  // A run under a tool is hundreds of times slower: hang detection must not call it a timeout.
+  EXPECT_GE(reduced->options.hang_factor, kSanitizerHangFactor);
+  EXPECT_GE(reduced->options.hang_floor_seconds, 30);
+}
+
+// racecheck and synccheck run the small shapes first (their cost grows with every shared-memory
+// access); memcheck and initcheck keep the timed shape first (past-the-end bugs live there).
+TEST(SanitizerRequest, RacecheckRunsTheSmallestShapesFirstMemcheckTheTimedShape) {
+  auto reduced = sanitizer_request(transpose_request(), 0, 30);
+  ASSERT_TRUE(reduced.ok()) << reduced.error();
+  auto sizes = [](const EvalRequest& request) {
+    auto task = parse_task(request.task_json, "ordered");
+    std::vector<int64_t> bytes;
+    for (const auto& shape : task->shapes) bytes.push_back(*task->tensor_bytes(task->bind(shape)));
+    return bytes;
+  };
+  for (const char* tool : {"racecheck", "synccheck"}) {
+    auto ordered = sizes(request_for_tool(*reduced, tool));
+    ASSERT_EQ(ordered.size(), 8u) << tool;
+    EXPECT_TRUE(std::is_sorted(ordered.begin(), ordered.end())) << tool;
+  }
+  for (const char* tool : {"memcheck", "initcheck"}) {
+    auto task = parse_task(request_for_tool(*reduced, tool).task_json, "as given");
+    EXPECT_EQ(task->bind(task->shapes[0]).at("rows"), 8192) << tool;
+  }
 }
 
 // The runner against a stand-in compute-sanitizer: it writes the recorded report of the tool
