@@ -43,6 +43,11 @@ def free_port():
 
 
 def visible_gpus():
+    """The GPUs kopt may use: CUDA_VISIBLE_DEVICES where set (nvidia-smi lists every GPU of the
+    machine, and a run given two of four asked for --gpus 0,1,2,3), else every GPU."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip():
+        return max(1, len([d for d in visible.split(",") if d.strip()]))
     try:
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
                              timeout=30).stdout
