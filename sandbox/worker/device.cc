@@ -25,6 +25,19 @@ bool Device::check(CUresult result, const char* call, CudaFailure* failure) {
   return false;
 }
 
+Result<std::string> gpu_turn_id(int ordinal) {
+  auto driver = load_cuda_driver();
+  if (!driver) return make_error(driver.error());
+  const CudaDriver& d = **driver;
+  CUdevice device = 0;
+  CUresult rc = d.cuDeviceGet(&device, ordinal);
+  if (rc != CUDA_SUCCESS) return make_error(d.describe("cuDeviceGet", rc));
+  char bus_id[64] = {};
+  if (d.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device) == CUDA_SUCCESS && bus_id[0])
+    return std::string(bus_id);
+  return std::to_string(ordinal);
+}
+
 Result<Device*> Device::open(int ordinal) {
   static Device device;
   auto driver = load_cuda_driver();

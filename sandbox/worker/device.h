@@ -39,6 +39,11 @@ struct CudaFailure {
   bool sticky = false;
 };
 
+// The name every worker of GPU `ordinal` gives its turns (sandbox/gpu_turn.h): the PCI bus id
+// (the ordinal where there is none), read without creating a context, so that a yielding worker
+// can register and take its turn before its context exists.
+Result<std::string> gpu_turn_id(int ordinal);
+
 class Device {
  public:
   static Result<Device*> open(int ordinal);  // process-wide, one per worker

@@ -268,6 +268,25 @@ int serve(Worker& w) {
 
 }  // namespace
 
+// Registers this process (and its parent, compute-sanitizer) as a yielding worker of GPU
+// `ordinal` for the rest of its life, and returns the turn to open the GPU in. The registration
+// is never removed here: the context outlives main() (the driver tears it down at exit, the
+// tool flushes its report), so the entry must too; registered_yielding_pids() drops it once no
+// process of it runs.
+std::optional<YieldingTurn> register_as_yielding(int ordinal) {
+  auto id = worker::gpu_turn_id(ordinal);
+  if (!id) return std::nullopt;   // open_device() reports the same failure
+  new YieldingRegistration(*id);  // kept to the end of the process, see above
+  set_yielding_worker(true);
+  return std::optional<YieldingTurn>(std::in_place, *id);
+}
+
+// The context's teardown at exit is GPU work too: it happens within a turn, which the kernel
+// releases when the process ends (the flock's file descriptor closes).
+void end_within_a_turn(int ordinal) {
+  if (auto id = worker::gpu_turn_id(ordinal)) new YieldingTurn(*id);
+}
+
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   Arguments args;
@@ -277,7 +296,12 @@ int main(int argc, char** argv) {
   // knows it left the queue and times context creation from here.
   send(make_hello());
   // Before anything slow: a daemon that dies while this worker starts must not leave it behind.
-  worker::exit_when_stdin_closes(0.5);
+  // A yielding worker may wait for a timing turn to end before it leaves (end_within_a_turn).
+  worker::exit_when_stdin_closes(args.yield_to_timing ? kTimingTurnMaxWaitSeconds : 0.5);
+  // A yielding worker registers before its context exists and opens the GPU within a turn: a
+  // context that appears while another worker times would be "another process" to its checks.
+  std::optional<YieldingTurn> opening =
+      args.yield_to_timing ? register_as_yielding(args.ordinal) : std::optional<YieldingTurn>();
   worker::Device* gpu = open_device(args);
   if (!gpu) return kExitNoGpu;
   auto support = worker::SupportKernels::load(*gpu, gpu->info().arch());
@@ -285,13 +309,10 @@ int main(int argc, char** argv) {
     send_fatal(support.error());
     return kExitNoGpu;
   }
-  std::optional<YieldingRegistration> registered;
-  if (args.yield_to_timing) {
-    const auto& info = gpu->info();
-    registered.emplace(info.pci_bus_id.empty() ? std::to_string(info.ordinal) : info.pci_bus_id);
-    set_yielding_worker(true);
-  }
+  opening.reset();
   Worker w{*gpu, *support, worker::GpuQuietCheck(*gpu, *support),
            worker::InputPool(input_pool_bytes(*gpu)), worker::BaselineHistory()};
-  return serve(w);
+  int exit_code = serve(w);
+  if (args.yield_to_timing) end_within_a_turn(args.ordinal);
+  return exit_code;
 }

@@ -45,11 +45,11 @@ double phase(const EvalResult& result, const char* name) {
              : -1;
 }
 
-// Disabled: on two H200s (2026-11-28, docs/gpu-runs/2026-11-28-h100-session6/call2) 2 of 11
-// evaluations beside a yielding pass were called busy ("pid ... started computing on it" while
-// timing), so the lane does not yet stay out of every timing turn; KOPT_SANITIZER_LANE=yield is
-// opt-in until this passes (--gtest_also_run_disabled_tests runs it).
-TEST(SanitizerYieldsOnGpu, DISABLED_TimingStaysHonestBesideAYieldingLane) {
+// On two H200s (2026-11-28, docs/gpu-runs/2026-11-28-h100-session6/call2) 2 of 11 evaluations
+// beside a yielding pass were called busy: "pid 770 (kopt-sandbox, 0.0 GiB) started computing on
+// it", a tool's fresh worker whose context appeared before it registered. Yielding workers now
+// register and open the GPU within a turn, and tear it down within one (worker_main.cc).
+TEST(SanitizerYieldsOnGpu, TimingStaysHonestBesideAYieldingLane) {
   if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
   if (!find_compute_sanitizer()) GTEST_SKIP() << "no compute-sanitizer on this machine";
   SandboxEvaluator timer(worker_options());
