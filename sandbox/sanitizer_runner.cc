@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "common/json_limits.h"
 #include "common/strings.h"
+#include "common/utf8.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/task_spec.h"
 
@@ -173,6 +174,24 @@ EvalRequest request_for_tool(const EvalRequest& reduced, const std::string& tool
   return ordered;
 }
 
+// A finding when the run under `tool` computed wrong outputs. The candidate verified before it
+// came here, and a correct kernel's outputs do not depend on the schedule or the memory layout
+// beyond the tolerances: a tool that serialises warps (racecheck) makes a missing barrier fire
+// (a softmax that drops the __syncthreads after reading a reduction's result, 2026-11-28, where
+// racecheck itself reported nothing). A timeout, a crash or a busy GPU under the tool is the
+// tool's cost, not the kernel's fault: those say nothing.
+std::optional<SanitizerFinding> wrong_outputs_under_tool(const std::string& tool,
+                                                         const EvalResult& result) {
+  if (result.verdict != Verdict::kIncorrect && result.verdict != Verdict::kNondeterministic &&
+      result.verdict != Verdict::kOutOfBounds)
+    return std::nullopt;
+  SanitizerFinding finding;
+  finding.tool = tool;
+  finding.kind = "the outputs were wrong under the tool (" + verdict_name(result.verdict) +
+                 "): " + clip_utf8(result.detail, 300);
+  return finding;
+}
+
 EvalResult sanitizer_verdict(const SanitizerFinding& finding) {
   EvalResult result;
   result.verdict = Verdict::kSanitizer;
@@ -262,6 +281,7 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
     }
     SandboxOptions run = worker_under_tool(worker, sanitizer, tool, *report, options);
     std::string run_under, budget;  // run_under: the run's verdict unless ok, or its error
+    std::optional<SanitizerFinding> wrong_under_tool;
     {
       SandboxEvaluator evaluator(run);
       auto result = evaluator.evaluate(request_for_tool(*reduced, tool));
@@ -269,6 +289,7 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
         run_under = "error: " + result.error();
       else if (result->verdict != Verdict::kOk)
         run_under = verdict_name(result->verdict);
+      if (result) wrong_under_tool = wrong_outputs_under_tool(tool, *result);
       // "...; the verification budget of 30 s stopped it after 3 of 9 shapes" -> "3 of 9 shapes"
       const std::string mark = "stopped it after ";
       if (result && result->detail.find(mark) != std::string::npos)
@@ -296,6 +317,10 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
     spent.push_back(line);
     if (auto finding = first_sanitizer_finding(tool, text, kernels)) {
       outcome.finding = std::move(finding);
+      break;
+    }
+    if (wrong_under_tool) {
+      outcome.finding = std::move(wrong_under_tool);
       break;
     }
   }

@@ -58,6 +58,11 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
 // first, memcheck and initcheck as given (the timed shape and the holdouts first).
 EvalRequest request_for_tool(const EvalRequest& reduced, const std::string& tool);
 
+// A finding when the run under `tool` computed wrong outputs (incorrect, nondeterministic, out of
+// bounds); nothing for a timeout, a crash or any other verdict (the tool's cost, not the kernel's).
+std::optional<SanitizerFinding> wrong_outputs_under_tool(const std::string& tool,
+                                                         const EvalResult& result);
+
 // Runs the tools one after another on the GPU of `worker` (its kopt-sandbox path and device) and
 // stops at the first finding. Workers started through a launcher (srun, ssh) are not sanitized:
 // the tool's report would be written on another machine.

@@ -332,5 +332,23 @@ TEST(SanitizerRunnerWithoutTool, SaysSoAndRunsNothing) {
   EXPECT_NE(outcome.note.find("not installed"), std::string::npos) << outcome.note;
 }
 
+// A kernel whose outputs are wrong under a tool (racecheck serialises warps, so a missing barrier
+// fires) is a finding; the tool's own cost (a timeout, a crash, a busy GPU) is not.
+TEST(SanitizerRun, WrongOutputsUnderAToolAreAFindingItsTimeoutsAreNot) {
+  EvalResult result;
+  result.detail = "3 of 4096 elements of 'y' are outside atol";
+  for (Verdict wrong : {Verdict::kIncorrect, Verdict::kNondeterministic, Verdict::kOutOfBounds}) {
+    result.verdict = wrong;
+    auto finding = wrong_outputs_under_tool("racecheck", result);
+    ASSERT_TRUE(finding.has_value()) << verdict_name(wrong);
+    EXPECT_EQ(finding->tool, "racecheck");
+    EXPECT_NE(finding->describe().find("outside atol"), std::string::npos);
+  }
+  for (Verdict cost : {Verdict::kOk, Verdict::kTimeout, Verdict::kCrash, Verdict::kGpuBusy}) {
+    result.verdict = cost;
+    EXPECT_FALSE(wrong_outputs_under_tool("racecheck", result).has_value()) << verdict_name(cost);
+  }
+}
+
 }  // namespace
 }  // namespace kopt
