@@ -244,8 +244,8 @@ def test_harness_end_to_end():
                 str(ROOT / "tests" / "bench" / "fake_sandbox.py"), "--kopt", str(kopt),
                 "--tasks", "softmax,sgemm", "--jobs", "4", "--operators",
                 "narrow_accumulator,drop_sync,fold_constant"]
-        proc = subprocess.run(argv + ["--limit", "6", "--workers", "2"], capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(argv + ["--limit", "6", "--workers", "2", "--sanitize-jobs", "3"],
+                              capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-2000:]
         first = json.loads((out / "mutation.json").read_text())
         assert first["options"]["workers"] == 2
@@ -297,6 +297,30 @@ def test_harness_end_to_end():
         assert [r["task"] for r in second["false_rejects"]] == ["sgemm"], second["false_rejects"]
         runs = (out / "mutation-results.jsonl").read_text().count('"sanitizer": {')
         assert runs == len(passed), "each verified item sanitized exactly once"
+        check_merge(tmp, out, second)
+
+
+def check_merge(tmp, out, whole):
+    """merge.py: a later partial run's verdict replaces the whole run's for that mutant, and the
+    summary names both sources."""
+    # A mutant the sanitizer killed in the whole run: a later run judges it ok (survived).
+    records = [json.loads(line) for line in (out / "mutation-results.jsonl").read_text().splitlines()]
+    survivor = next(r["id"] for r in records if r.get("killed_by") == "sanitizer")
+    later = tmp / "later"
+    later.mkdir()
+    (later / "mutation-results.jsonl").write_text(json.dumps(
+        {"id": survivor, "verdict": "ok", "error": None, "wall_ms": 1.0,
+         "detail": "judged again by a later run"}) + "\n")
+    merged = tmp / "merged"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "mutation" / "merge.py"),
+                           str(merged), str(out), str(later)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((merged / "mutation.json").read_text())
+    assert summary["killed"] == whole["killed"] - 1, (summary["killed"], whole["killed"])
+    assert survivor in {s["id"] for s in summary["survivors"]}
+    assert [m["path"] for m in summary["merged_from"]] == [str(out), str(later)]
+    assert "Merged from" in (merged / "mutation.md").read_text()
 
 
 def main():
