@@ -14,8 +14,7 @@
 namespace kopt::worker {
 namespace {
 
-constexpr unsigned char kPoisonFirstRun = 0xFF;   // NaN for every float type, -1 for integers
-constexpr unsigned char kPoisonSecondRun = 0x7F;  // huge finite floats, large integers
+constexpr unsigned char kPoisonFirstRun = 0xFF;  // NaN for every float type, -1 for integers
 
 std::string format_number(double v) {
   char buf[64];
@@ -323,14 +322,17 @@ class ShapeVerification {
     return ms;
   }
 
+  uint64_t round_seed(int round) const {
+    return seed_ * 6364136223846793005ULL + uint64_t(round) * 1442695040888963407ULL;
+  }
+
   // One round: its inputs, then the candidate twice on them.
   Step run_round(int round) {
     InputSet* set = sets_[size_t(round)];
     if (!pooled_) {
-      uint64_t round_seed =
-          seed_ * 6364136223846793005ULL + uint64_t(round) * 1442695040888963407ULL;
       last_ = std::chrono::steady_clock::now();
-      if (auto s = maker_->fill(*set, round_seed, &phases_); !s) return make_error(s.error());
+      if (auto s = maker_->fill(*set, round_seed(round), &phases_); !s)
+        return make_error(s.error());
       lap();
     } else {
       ++phases_.pooled_rounds;
@@ -352,10 +354,11 @@ class ShapeVerification {
                      const BufferMap& cand_buffers) {
     // After the first round, the first run starts from the previous round's verified answer
     // (right for other inputs: a stale answer) instead of NaN bytes.
-    auto poisoned =
-        run == 0 && round > 0
-            ? buffers_->poison_with(first_run_, device_.stream())
-            : buffers_->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun, device_.stream());
+    auto poisoned = run == 0 && round > 0
+                        ? buffers_->poison_with(first_run_, device_.stream())
+                        : buffers_->poison(run == 0 ? kPoisonFirstRun
+                                                    : second_run_poison_byte(round_seed(round)),
+                                           device_.stream());
     if (!poisoned) return make_error(poisoned.error());
     phases_.checks_ms += lap();
     double seconds = 0;
