@@ -103,13 +103,17 @@ std::string describe_hidden_mismatch(const Mismatch& m, Verdict verdict) {
 
 namespace {
 // An input family's row pattern over the fill (sandbox/input_families.h), where the round has one.
+// The rows it picks follow `round_seed` and the input's `stream`, or the round's seed alone where
+// the pattern asks for the same rows in every input.
 Status plant_pattern(SupportKernels& support, const TensorSpec& t, const ShapeBinding& sizes,
-                     const BufferRef& b, const StressRound* stress, uint64_t seed) {
+                     const BufferRef& b, const StressRound* stress, uint64_t round_seed,
+                     uint64_t stream) {
   if (!stress) return ok_status();
   auto it = stress->patterns.find(t.name);
   if (it == stress->patterns.end()) return ok_status();
   auto row = evaluate_expression(it->second.row, sizes);
   if (!row || *row < 1) return make_error("input '" + t.name + "': bad family row length");
+  const uint64_t seed = it->second.same_rows ? round_seed : round_seed + stream;
   return support.plant_rows(b.ptr, t.dtype, b.elements, it->second, *row,
                             seed * 0x94d049bb133111ebULL ^ 0x6a09e667f3bcc909ULL);
 }
@@ -145,7 +149,7 @@ Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBin
     if (!is_structured_dist(init.dist))
       if (auto s = support.fill(b.ptr, t.dtype, b.elements, init, bounds, input_seed); !s)
         return make_error("filling input '" + t.name + "': " + s.error());
-    if (auto s = plant_pattern(support, t, sizes, b, stress, seed + stream); !s) return s;
+    if (auto s = plant_pattern(support, t, sizes, b, stress, seed, stream); !s) return s;
     // Index tensors and planted values (sandbox/worker/structured_fill.h), after the plain draw.
     if (needs_structured_fill(init))
       if (auto s = fill_structured(support.device(), task, sizes, inputs, t, init, b, input_seed);

@@ -430,6 +430,43 @@ TEST(InputFamilies, ChosenByRoleAndSkippable) {
   }
 }
 
+// Survivors ab83db841dac (residual_rmsnorm's `+ eps` dropped) and e14e91f4c09e (its eps folded
+// in): zero and tiny rows came one input at a time, so x + residual was never zero or tiny. Float
+// inputs of one shape also get these two families together, the same rows in each.
+TEST(InputFamilies, InputsOfOneShapeGetZeroAndTinyRowsTogether) {
+  auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks/residual_rmsnorm");
+  ASSERT_TRUE(task.ok()) << task.error();
+  std::set<std::string> joint;
+  for (const auto& f : input_family_rounds(*task)) {
+    if (f.input != "x+residual") continue;
+    joint.insert(f.family);
+    EXPECT_EQ(f.round.name, "family " + f.family + " in x+residual");
+    ASSERT_EQ(f.round.patterns.size(), 2u);
+    for (const auto& [input, pattern] : f.round.patterns) {
+      EXPECT_TRUE(pattern.same_rows) << input;
+      EXPECT_EQ(pattern.kind, RowPattern::Kind::kScaleRows);
+      EXPECT_EQ(pattern.value, f.family == "zero_rows" ? 0.0 : 1e-4);
+      EXPECT_EQ(pattern.row, "hidden");
+    }
+    EXPECT_EQ(f.round.inputs.count("weight"), 0u);  // [hidden], not [rows, hidden]
+  }
+  EXPECT_EQ(joint, (std::set<std::string>{"zero_rows", "tiny_rows"}));
+  // One input's families keep their rows of their own.
+  for (const auto& f : input_family_rounds(*task)) {
+    if (f.input == "x" && f.round.patterns.count("x")) {
+      EXPECT_FALSE(f.round.patterns.at("x").same_rows) << f.family;
+    }
+  }
+  // Skipping the family for one of the inputs skips the joint round.
+  TaskSpec skipping = *task;
+  skipping.family_skips["residual.tiny_rows"] = "why";
+  for (const auto& f : input_family_rounds(skipping))
+    EXPECT_FALSE(f.input == "x+residual" && f.family == "tiny_rows");
+  // A task whose float inputs all differ in shape gets none.
+  for (const auto& f : input_family_rounds(parsed(row_task())))
+    EXPECT_EQ(f.input.find('+'), std::string::npos);
+}
+
 // Constant rows make a row's products one sign: a GEMM's outputs grow by up to sqrt(k), and so
 // does a correct kernel's rounding. W4A16's baseline (fp16 outputs near 292 at k 4096) was off
 // by 2 against a cap of 0.5 in that round on the H100: a false reject. The round's absolute
@@ -797,7 +834,7 @@ TEST(GateInputsKernels, EachParsesAgainstItsTaskAndNamesAMechanism) {
     EXPECT_TRUE(file.ok()) << file.error();
     ++files;
   }
-  EXPECT_EQ(files, 18);
+  EXPECT_EQ(files, 20);
 }
 
 }  // namespace
