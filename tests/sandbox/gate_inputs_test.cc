@@ -430,6 +430,31 @@ TEST(InputFamilies, ChosenByRoleAndSkippable) {
   }
 }
 
+// Survivor 0a7c3cabae03: fused_moe_grouped_topk's routed_scaling_factor folded in as 2.5 passed,
+// since the constant never varied. The task draws it from 1 to 16 (the factors of DeepSeek-V2-Lite
+// to DeepSeek-V2), on every drawn shape.
+TEST(VerifyPlan, RoutedScalingFactorIsDrawnOnDrawnShapes) {
+  auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks_realworld" /
+                        "fused_moe_grouped_topk");
+  ASSERT_TRUE(task.ok()) << task.error();
+  ASSERT_TRUE(task->constant_ranges.count("routed_scaling_factor"));
+  std::set<double> factors;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    auto plan = worker::plan_verification(*task, EvalOptions{}, seed, worker::PlanInputs{});
+    ASSERT_TRUE(plan.ok()) << plan.error();
+    for (const auto& s : plan->steps) {
+      if (s.phase != "drawn" || s.stress) continue;  // a stress round at a drawn shape: its own
+      ASSERT_NE(s.variant, nullptr);
+      double f = s.variant->constants.at("routed_scaling_factor");
+      EXPECT_GE(f, 1.0);
+      EXPECT_LE(f, 16.0);
+      factors.insert(f);
+    }
+  }
+  EXPECT_GE(factors.size(), 10u);
+  EXPECT_FALSE(factors.count(2.5));
+}
+
 // Survivors ab83db841dac (residual_rmsnorm's `+ eps` dropped) and e14e91f4c09e (its eps folded
 // in): zero and tiny rows came one input at a time, so x + residual was never zero or tiny. Float
 // inputs of one shape also get these two families together, the same rows in each.
