@@ -595,6 +595,26 @@ TEST(SourceThresholds, AComputedSizeCrossesThroughItsVariable) {
     EXPECT_LE(s.at("hidden"), 3072);
 }
 
+// Survivors 41e674c9a250, 569e9752b07e, 04797e898db1, f5641348b526 (fused_moe's top_k capped at
+// 16) and 0d14afa67c1c (fused_moe_grouped_topk's at 13): top_k = cap + 1 was tried from the
+// evaluation's drawn shape only, and where that draw had fewer experts than cap + 1 the constraint
+// failed and no shape crossed the cap. Other draws are tried then: every seed crosses.
+TEST(SourceThresholds, ACrossingThatBreaksTheDrawnShapesConstraintsTriesOtherDraws) {
+  for (const auto& [name, cap] : std::vector<std::pair<std::string, int64_t>>{
+           {"fused_moe", 16}, {"fused_moe_grouped_topk", 13}}) {
+    auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks_realworld" / name);
+    ASSERT_TRUE(task.ok()) << task.error();
+    for (uint64_t seed = 1; seed <= 24; ++seed) {
+      bool crossed = false;
+      for (const auto& s : threshold_shapes(*task, {{cap, 3, "line 68", {"top_k"}}}, seed)) {
+        crossed = crossed || s.at("top_k") == cap + 1;
+        EXPECT_LE(s.at("top_k"), s.at("experts"));
+      }
+      EXPECT_TRUE(crossed) << name << " seed " << seed;
+    }
+  }
+}
+
 // The mutation harness's survivors 47b26b44735d and 2fb96b1e4ffb: a row max capped at the task's
 // largest listed row (`c < min(cols, 393216)`, `c < min(vocab, 128256)`) passed a round at
 // cols = 393217 and 786433, since the max of the columns it saw is as good as the row's on random
