@@ -102,6 +102,57 @@ void index_families(const TensorSpec& t, std::vector<FamilyRound>& out) {
   }
 }
 
+// Zero and tiny rows in every float input of one shape at once, the same rows in each. One input
+// at a time leaves the others' rows whole, so where a task sums inputs before it normalizes
+// (residual_rmsnorm's x + residual) no row of the sum is ever zero or tiny, and eps dropped or
+// folded in passed. Named "zero_rows in x+residual"; skipping the family, or it for any one of
+// the inputs, skips this round too.
+void joint_families(const std::vector<TensorSpec>& inputs, std::vector<FamilyRound>& out) {
+  std::vector<bool> grouped(inputs.size(), false);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorSpec& first = inputs[i];
+    if (grouped[i] || !dtype_is_float(first.dtype) || first.init.dist == "randint") continue;
+    std::vector<const TensorSpec*> group = {&first};
+    for (size_t j = i + 1; j < inputs.size(); ++j) {
+      const TensorSpec& t = inputs[j];
+      if (!grouped[j] && dtype_is_float(t.dtype) && t.init.dist != "randint" &&
+          t.shape == first.shape) {
+        group.push_back(&t);
+        grouped[j] = true;
+      }
+    }
+    if (group.size() < 2) continue;
+    for (const auto& [family, value] : {std::pair{"zero_rows", 0.0}, {"tiny_rows", 1e-4}}) {
+      FamilyRound f;
+      f.family = family;
+      for (const TensorSpec* t : group) {
+        f.input += (f.input.empty() ? "" : "+") + t->name;
+        f.round.inputs[t->name] = plain(t->init);
+        RowPattern pattern{RowPattern::Kind::kScaleRows, value, 0.25, row_of(*t)};
+        pattern.same_rows = true;
+        f.round.patterns[t->name] = pattern;
+      }
+      f.round.name = "family " + f.family + " in " + f.input;
+      f.round.unmirrored = "generated";
+      out.push_back(std::move(f));
+    }
+  }
+}
+
+// Whether task.json's `input_families.skip` names family `f` (for all inputs, or for one of the
+// inputs it changes).
+bool skipped(const TaskSpec& task, const FamilyRound& f) {
+  if (task.family_skips.count(f.family)) return true;
+  size_t start = 0;
+  while (start <= f.input.size()) {
+    size_t end = f.input.find('+', start);
+    if (end == std::string::npos) end = f.input.size();
+    if (task.family_skips.count(f.input.substr(start, end - start) + "." + f.family)) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 const std::vector<std::string>& input_family_names() {
@@ -131,12 +182,10 @@ std::vector<FamilyRound> input_family_rounds(const TaskSpec& task) {
       index_families(t, all);
     }
   }
+  joint_families(task.inputs, all);
   std::vector<FamilyRound> kept;
-  for (auto& f : all) {
-    if (task.family_skips.count(f.family) || task.family_skips.count(f.input + "." + f.family))
-      continue;
-    kept.push_back(std::move(f));
-  }
+  for (auto& f : all)
+    if (!skipped(task, f)) kept.push_back(std::move(f));
   return kept;
 }
 

@@ -6,7 +6,9 @@
 // probes a row's first 32 values and then skips the max subtraction overflows), one spike in every
 // row (at the row's ends and the edges of powers of two first: a reduction that skips a position
 // loses the row's whole scale), the same index
-// everywhere (atomics and gathers that assume distinct indices). Each family is a stress round of
+// everywhere (atomics and gathers that assume distinct indices). Float inputs of one shape also
+// get zero and tiny rows together, the same rows in each (a residual and its addend: eps decides
+// only where their sum is small). Each family is a stress round of
 // its own, generated at load, run at a small shape and (a rotating few) at the timed shape and a
 // holdout. The format of opting out is documented in tasks/README.md ("Input families").
 #pragma once
@@ -25,7 +27,7 @@ const std::vector<std::string>& input_family_names();
 
 struct FamilyRound {
   std::string family;  // one of input_family_names()
-  std::string input;   // the input it changes
+  std::string input;   // the input it changes ("x+residual": the inputs a joint round changes)
   StressRound round;   // named "family <family> in <input>"
   // Values grow by a factor F over the input's own scale (outliers, values near the dtype's
   // limits), and outputs up to F^2 (a product of two activations, a square): the tolerance's

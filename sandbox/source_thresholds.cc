@@ -262,6 +262,32 @@ std::optional<ShapeBinding> fit(const TaskSpec& task, ShapeBinding shape, const 
   return std::nullopt;
 }
 
+// Other drawn shapes to start a crossing from, drawn when first needed: the evaluation's drawn
+// shape may break a constraint at the crossing value (top_k = 17 needs experts >= 17; the draw had
+// 11), and with it the one shape that crosses a cap would be lost for that seed.
+class OtherDraws {
+ public:
+  OtherDraws(const TaskSpec& task, uint64_t seed) : task_(task), seed_(seed) {}
+  std::optional<ShapeBinding> fit_from(const std::string& size, int64_t v, int64_t max_bytes) {
+    if (!drawn_) {
+      drawn_ = true;
+      for (uint64_t k = 1; k <= kDraws; ++k)
+        if (auto d = draw_shapes(task_, seed_ + k * 0x9e3779b97f4a7c15ULL); d)
+          shapes_.insert(shapes_.end(), d->begin(), d->end());
+    }
+    for (const auto& other : shapes_)
+      if (auto shape = fit(task_, other, size, v, max_bytes)) return shape;
+    return std::nullopt;
+  }
+
+ private:
+  static constexpr uint64_t kDraws = 4;
+  const TaskSpec& task_;
+  uint64_t seed_;
+  std::vector<ShapeBinding> shapes_;
+  bool drawn_ = false;
+};
+
 // The largest value a threshold shape may give a size: its draw range, or as far past it as the
 // task declares (SizeRange::threshold_max).
 int64_t reach_max(const SizeRange& range) { return std::max(range.max, range.threshold_max); }
@@ -320,8 +346,10 @@ std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
   std::set<ShapeBinding> seen;
   int reach_left = limits.reach_bytes > limits.max_bytes ? limits.max_reach_shapes : 0;
   // One value of one size: within max_bytes, else (crossing values only) within reach_bytes.
+  OtherDraws others{task, seed};
   auto try_value = [&](const std::string& size, int64_t v, bool crossing) {
     auto shape = fit(task, base, size, v, limits.max_bytes);
+    if (!shape && crossing) shape = others.fit_from(size, v, limits.max_bytes);
     bool reach = false;
     if (!shape && crossing && reach_left > 0) {
       // From the drawn shape where it fits (a capped expert count is crossed by tokens that

@@ -34,6 +34,9 @@ struct RowPattern {
   double value = 0;
   double share = 0.125;
   std::string row;
+  // The rows are chosen from the round's seed alone, not per input: every input whose pattern
+  // says so scales the same rows (input_families.h, joint zero and tiny rows).
+  bool same_rows = false;
 };
 
 struct StressRound {

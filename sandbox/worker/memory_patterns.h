@@ -10,6 +10,8 @@
 // - Timed outputs are poisoned in turn with NaN bytes, a pattern verification never uses, and
 //   the correct answer of another input set (a stale answer): a kernel that skips outputs which
 //   "already look finished" leaves a wrong answer there, as it would in a caching allocator.
+// - A verification round's second run starts from finite bytes of ordinary size, so a shape
+//   verified in one round meets an output that looks finished too.
 //
 // Pure functions: the device's twins are in support_kernels_source.h (guard_word).
 #pragma once
@@ -39,6 +41,16 @@ inline unsigned char scratch_fill_byte(uint64_t run, uint64_t random) {
   if (run % 2 == 0) return 0xFF;
   unsigned char low = static_cast<unsigned char>(0x40 + random % 0x3F);  // 0x40..0x7E
   return (random >> 8) & 1 ? static_cast<unsigned char>(low | 0x80) : low;
+}
+
+// What the outputs hold before the second run of a verification round, from `random` (the
+// round's seed): 0x38-0x3F bytes, a finite value of ordinary size in every float type (f32 and
+// bf16 4.4e-5 to 0.75, f16 0.53 to 1.8, e4m3 1 to 1.9). The first run starts from NaN bytes, or
+// from the previous round's answer; a shape verified in one round (a drawn, threshold or holdout
+// shape) had no plausible answer in its outputs before, so a kernel that skips outputs which
+// "already look finished" (finite, under 1e30) always computed there. Now it leaves these.
+inline unsigned char second_run_poison_byte(uint64_t random) {
+  return static_cast<unsigned char>(0x38 + random % 8);
 }
 
 // What a timed sample's outputs hold before the candidate runs.

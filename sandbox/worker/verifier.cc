@@ -14,8 +14,7 @@
 namespace kopt::worker {
 namespace {
 
-constexpr unsigned char kPoisonFirstRun = 0xFF;   // NaN for every float type, -1 for integers
-constexpr unsigned char kPoisonSecondRun = 0x7F;  // huge finite floats, large integers
+constexpr unsigned char kPoisonFirstRun = 0xFF;  // NaN for every float type, -1 for integers
 
 std::string format_number(double v) {
   char buf[64];
@@ -104,13 +103,17 @@ std::string describe_hidden_mismatch(const Mismatch& m, Verdict verdict) {
 
 namespace {
 // An input family's row pattern over the fill (sandbox/input_families.h), where the round has one.
+// The rows it picks follow `round_seed` and the input's `stream`, or the round's seed alone where
+// the pattern asks for the same rows in every input.
 Status plant_pattern(SupportKernels& support, const TensorSpec& t, const ShapeBinding& sizes,
-                     const BufferRef& b, const StressRound* stress, uint64_t seed) {
+                     const BufferRef& b, const StressRound* stress, uint64_t round_seed,
+                     uint64_t stream) {
   if (!stress) return ok_status();
   auto it = stress->patterns.find(t.name);
   if (it == stress->patterns.end()) return ok_status();
   auto row = evaluate_expression(it->second.row, sizes);
   if (!row || *row < 1) return make_error("input '" + t.name + "': bad family row length");
+  const uint64_t seed = it->second.same_rows ? round_seed : round_seed + stream;
   return support.plant_rows(b.ptr, t.dtype, b.elements, it->second, *row,
                             seed * 0x94d049bb133111ebULL ^ 0x6a09e667f3bcc909ULL);
 }
@@ -146,7 +149,7 @@ Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBin
     if (!is_structured_dist(init.dist))
       if (auto s = support.fill(b.ptr, t.dtype, b.elements, init, bounds, input_seed); !s)
         return make_error("filling input '" + t.name + "': " + s.error());
-    if (auto s = plant_pattern(support, t, sizes, b, stress, seed + stream); !s) return s;
+    if (auto s = plant_pattern(support, t, sizes, b, stress, seed, stream); !s) return s;
     // Index tensors and planted values (sandbox/worker/structured_fill.h), after the plain draw.
     if (needs_structured_fill(init))
       if (auto s = fill_structured(support.device(), task, sizes, inputs, t, init, b, input_seed);
@@ -323,14 +326,17 @@ class ShapeVerification {
     return ms;
   }
 
+  uint64_t round_seed(int round) const {
+    return seed_ * 6364136223846793005ULL + uint64_t(round) * 1442695040888963407ULL;
+  }
+
   // One round: its inputs, then the candidate twice on them.
   Step run_round(int round) {
     InputSet* set = sets_[size_t(round)];
     if (!pooled_) {
-      uint64_t round_seed =
-          seed_ * 6364136223846793005ULL + uint64_t(round) * 1442695040888963407ULL;
       last_ = std::chrono::steady_clock::now();
-      if (auto s = maker_->fill(*set, round_seed, &phases_); !s) return make_error(s.error());
+      if (auto s = maker_->fill(*set, round_seed(round), &phases_); !s)
+        return make_error(s.error());
       lap();
     } else {
       ++phases_.pooled_rounds;
@@ -352,10 +358,11 @@ class ShapeVerification {
                      const BufferMap& cand_buffers) {
     // After the first round, the first run starts from the previous round's verified answer
     // (right for other inputs: a stale answer) instead of NaN bytes.
-    auto poisoned =
-        run == 0 && round > 0
-            ? buffers_->poison_with(first_run_, device_.stream())
-            : buffers_->poison(run == 0 ? kPoisonFirstRun : kPoisonSecondRun, device_.stream());
+    auto poisoned = run == 0 && round > 0
+                        ? buffers_->poison_with(first_run_, device_.stream())
+                        : buffers_->poison(run == 0 ? kPoisonFirstRun
+                                                    : second_run_poison_byte(round_seed(round)),
+                                           device_.stream());
     if (!poisoned) return make_error(poisoned.error());
     phases_.checks_ms += lap();
     double seconds = 0;

@@ -430,6 +430,68 @@ TEST(InputFamilies, ChosenByRoleAndSkippable) {
   }
 }
 
+// Survivor 0a7c3cabae03: fused_moe_grouped_topk's routed_scaling_factor folded in as 2.5 passed,
+// since the constant never varied. The task draws it from 1 to 16 (the factors of DeepSeek-V2-Lite
+// to DeepSeek-V2), on every drawn shape.
+TEST(VerifyPlan, RoutedScalingFactorIsDrawnOnDrawnShapes) {
+  auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks_realworld" /
+                        "fused_moe_grouped_topk");
+  ASSERT_TRUE(task.ok()) << task.error();
+  ASSERT_TRUE(task->constant_ranges.count("routed_scaling_factor"));
+  std::set<double> factors;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    auto plan = worker::plan_verification(*task, EvalOptions{}, seed, worker::PlanInputs{});
+    ASSERT_TRUE(plan.ok()) << plan.error();
+    for (const auto& s : plan->steps) {
+      if (s.phase != "drawn" || s.stress) continue;  // a stress round at a drawn shape: its own
+      ASSERT_NE(s.variant, nullptr);
+      double f = s.variant->constants.at("routed_scaling_factor");
+      EXPECT_GE(f, 1.0);
+      EXPECT_LE(f, 16.0);
+      factors.insert(f);
+    }
+  }
+  EXPECT_GE(factors.size(), 10u);
+  EXPECT_FALSE(factors.count(2.5));
+}
+
+// Survivors ab83db841dac (residual_rmsnorm's `+ eps` dropped) and e14e91f4c09e (its eps folded
+// in): zero and tiny rows came one input at a time, so x + residual was never zero or tiny. Float
+// inputs of one shape also get these two families together, the same rows in each.
+TEST(InputFamilies, InputsOfOneShapeGetZeroAndTinyRowsTogether) {
+  auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks/residual_rmsnorm");
+  ASSERT_TRUE(task.ok()) << task.error();
+  std::set<std::string> joint;
+  for (const auto& f : input_family_rounds(*task)) {
+    if (f.input != "x+residual") continue;
+    joint.insert(f.family);
+    EXPECT_EQ(f.round.name, "family " + f.family + " in x+residual");
+    ASSERT_EQ(f.round.patterns.size(), 2u);
+    for (const auto& [input, pattern] : f.round.patterns) {
+      EXPECT_TRUE(pattern.same_rows) << input;
+      EXPECT_EQ(pattern.kind, RowPattern::Kind::kScaleRows);
+      EXPECT_EQ(pattern.value, f.family == "zero_rows" ? 0.0 : 1e-4);
+      EXPECT_EQ(pattern.row, "hidden");
+    }
+    EXPECT_EQ(f.round.inputs.count("weight"), 0u);  // [hidden], not [rows, hidden]
+  }
+  EXPECT_EQ(joint, (std::set<std::string>{"zero_rows", "tiny_rows"}));
+  // One input's families keep their rows of their own.
+  for (const auto& f : input_family_rounds(*task)) {
+    if (f.input == "x" && f.round.patterns.count("x")) {
+      EXPECT_FALSE(f.round.patterns.at("x").same_rows) << f.family;
+    }
+  }
+  // Skipping the family for one of the inputs skips the joint round.
+  TaskSpec skipping = *task;
+  skipping.family_skips["residual.tiny_rows"] = "why";
+  for (const auto& f : input_family_rounds(skipping))
+    EXPECT_FALSE(f.input == "x+residual" && f.family == "tiny_rows");
+  // A task whose float inputs all differ in shape gets none.
+  for (const auto& f : input_family_rounds(parsed(row_task())))
+    EXPECT_EQ(f.input.find('+'), std::string::npos);
+}
+
 // Constant rows make a row's products one sign: a GEMM's outputs grow by up to sqrt(k), and so
 // does a correct kernel's rounding. W4A16's baseline (fp16 outputs near 292 at k 4096) was off
 // by 2 against a cap of 0.5 in that round on the H100: a false reject. The round's absolute
@@ -531,6 +593,26 @@ TEST(SourceThresholds, AComputedSizeCrossesThroughItsVariable) {
   // Without a name the literal moves drawn sizes only: no hidden past the draw range.
   for (const auto& s : threshold_shapes(*task, {{4096, 3, "line 51"}}, 1, limits))
     EXPECT_LE(s.at("hidden"), 3072);
+}
+
+// Survivors 41e674c9a250, 569e9752b07e, 04797e898db1, f5641348b526 (fused_moe's top_k capped at
+// 16) and 0d14afa67c1c (fused_moe_grouped_topk's at 13): top_k = cap + 1 was tried from the
+// evaluation's drawn shape only, and where that draw had fewer experts than cap + 1 the constraint
+// failed and no shape crossed the cap. Other draws are tried then: every seed crosses.
+TEST(SourceThresholds, ACrossingThatBreaksTheDrawnShapesConstraintsTriesOtherDraws) {
+  for (const auto& [name, cap] : std::vector<std::pair<std::string, int64_t>>{
+           {"fused_moe", 16}, {"fused_moe_grouped_topk", 13}}) {
+    auto task = load_task(std::filesystem::path(KOPT_SOURCE_DIR) / "tasks_realworld" / name);
+    ASSERT_TRUE(task.ok()) << task.error();
+    for (uint64_t seed = 1; seed <= 24; ++seed) {
+      bool crossed = false;
+      for (const auto& s : threshold_shapes(*task, {{cap, 3, "line 68", {"top_k"}}}, seed)) {
+        crossed = crossed || s.at("top_k") == cap + 1;
+        EXPECT_LE(s.at("top_k"), s.at("experts"));
+      }
+      EXPECT_TRUE(crossed) << name << " seed " << seed;
+    }
+  }
 }
 
 // The mutation harness's survivors 47b26b44735d and 2fb96b1e4ffb: a row max capped at the task's
@@ -797,7 +879,7 @@ TEST(GateInputsKernels, EachParsesAgainstItsTaskAndNamesAMechanism) {
     EXPECT_TRUE(file.ok()) << file.error();
     ++files;
   }
-  EXPECT_EQ(files, 18);
+  EXPECT_EQ(files, 20);
 }
 
 }  // namespace

@@ -146,6 +146,27 @@ TEST(ScratchFill, AlternatesNanWithRandomBytesFarFromZero) {
   EXPECT_GT(seen.size(), 100u);  // a pattern that changes, not a second fixed one
 }
 
+// Survivors d1deadeed167 and 089b9af597ef of the mutation run: a store skipped when the output
+// already holds a finite value under 1e30, at shapes verified in one round (columns past 8192 of
+// a drawn rmsnorm row; a matvec's replay on the second run). The second run's poison must look
+// finished in every float type, and differ between rounds.
+TEST(SecondRunPoison, FiniteOfOrdinarySizeInEveryTypeAndNotFixed) {
+  std::set<unsigned> seen;
+  for (uint64_t random = 0; random < 64; ++random) {
+    unsigned char b = second_run_poison_byte(random * 0x9e3779b97f4a7c15ULL);
+    seen.insert(b);
+    for (double v : {double(repeated<float>(b)), bf16_value(repeated<uint16_t>(b)),
+                     f16_value(repeated<uint16_t>(b))}) {
+      EXPECT_TRUE(std::isfinite(v)) << int(b);
+      EXPECT_GT(std::fabs(v), 1e-5) << int(b);
+      EXPECT_LT(std::fabs(v), 2.0) << int(b);
+    }
+    // e4m3: sign 0, exponent bits 0111 (2^0), so 1 <= value < 2; never the NaN code 0x7F.
+    EXPECT_EQ(b >> 3, 0x07) << int(b);
+  }
+  EXPECT_GT(seen.size(), 4u);
+}
+
 TEST(TimingPoison, NanThenOutOfRangeThenAStaleAnswer) {
   EXPECT_EQ(timing_poison(0, 4).kind, TimingPoisonKind::kBytes);
   EXPECT_EQ(timing_poison(0, 4).byte, 0xFF);

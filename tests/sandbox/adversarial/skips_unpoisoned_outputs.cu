@@ -1,6 +1,7 @@
 // expect: incorrect
 // Defence: every timed sample is poisoned and checked. This axpy computes an element only while
-// its output still holds one of verification's poison patterns (bytes 0xFF or 0x7F) and
+// its output still holds one of verification's poison patterns (bytes 0xFF, or one byte of
+// 0x38-0x3F repeated: the second run's, memory_patterns.h) and
 // otherwise leaves it alone: every verification run poisons first, so it passes there; a timing
 // loop that poisons once and checks only the final contents would time near-empty launches that
 // leave the first sample's results in place. The timing loop's own poison (a pattern
@@ -16,6 +17,8 @@ extern "C" __global__ void axpy(const float* x, const float* y, float* out, int 
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   unsigned bits = __float_as_uint(out[i]);
-  if (bits != 0xFFFFFFFFu && bits != 0x7F7F7F7Fu) return;
+  unsigned low = bits & 0xFFu;
+  bool second_run = low >= 0x38u && low <= 0x3Fu && bits == low * 0x01010101u;
+  if (bits != 0xFFFFFFFFu && !second_run) return;
   out[i] = alpha * x[i] + y[i];
 }
