@@ -43,20 +43,12 @@ std::string nudge(LlmStatus status) {
 }  // namespace
 
 void AgentUsage::add(const LlmResponse& response) {
-  add_call(response.ok(), response.usage.input_tokens, response.usage.output_tokens,
+  add_call(response.status, response.usage.input_tokens, response.usage.output_tokens,
            response.cost_usd);
-  truncated += response.status == LlmStatus::kTruncated;
-  refused += response.status == LlmStatus::kRefused;
-  tool_calls += response.status == LlmStatus::kToolCall;
-  empty += response.status == LlmStatus::kEmpty;
 }
 
 void AgentUsage::add(const AgentUsage& other) {
   LlmTotals::add(other);
-  truncated += other.truncated;
-  refused += other.refused;
-  tool_calls += other.tool_calls;
-  empty += other.empty;
   ceiling_hits += other.ceiling_hits;
   model_failures += other.model_failures;
 }

@@ -17,14 +17,9 @@
 
 namespace kopt::agents {
 
-// Tokens and cost an agent spent (the calls' totals, as the LLM's accounting keeps them); the
-// orchestrator adds them to the task's and the run's totals.
+// Tokens, cost and how the calls ended (the calls' totals, as the LLM's accounting keeps them),
+// and what only an agent sees; the orchestrator adds them to the task's and the run's totals.
 struct AgentUsage : LlmTotals {
-  // How the model misbehaved, one count per call: what a stall detector needs besides kernels.
-  int64_t truncated = 0;  // cut at the token limit
-  int64_t refused = 0;
-  int64_t tool_calls = 0;  // a tool call instead of text
-  int64_t empty = 0;
   int64_t ceiling_hits = 0;    // cut again at the agent's max_tokens_ceiling
   int64_t model_failures = 0;  // asks that failed even after the nudge: the model's fault
 

@@ -42,6 +42,19 @@ class JsonReader {
                                     bool required);
   std::vector<std::string> string_list(const nlohmann::json& object, const std::string& path,
                                        const std::string& key, bool required);
+  // Calls `read(item, item_path)` for each element of the array `list` at `path` (item_path
+  // "path[i]"); an element that is not an object is an error (`expected`) and is skipped.
+  template <typename Read>
+  void each_object(const nlohmann::json& list, const std::string& path, Read read,
+                   const std::string& expected = "expected an object") {
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string item_path = path + "[" + std::to_string(i) + "]";
+      if (list[i].is_object())
+        read(list[i], item_path);
+      else
+        error(item_path, expected);
+    }
+  }
 
   bool ok() const { return errors_.empty(); }
   const std::vector<std::string>& errors() const { return errors_; }

@@ -28,6 +28,26 @@ std::string hex_escape(const char* format, unsigned value) {
   return buffer;
 }
 
+// The backslash escapes CMake, C++ and Python quoted strings share: a backslash before each
+// character of `backslashed`, \n and \t, and \r where `escape_return`. False for any other
+// character, which the caller writes its own way.
+bool append_backslash_escape(std::string& out, char32_t cp, std::string_view backslashed,
+                             bool escape_return) {
+  if (cp < 0x80 && cp != 0 && backslashed.find(static_cast<char>(cp)) != std::string_view::npos) {
+    out += '\\';
+    out += static_cast<char>(cp);
+  } else if (cp == '\n') {
+    out += "\\n";
+  } else if (cp == '\t') {
+    out += "\\t";
+  } else if (cp == '\r' && escape_return) {
+    out += "\\r";
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string one_line_text(std::string_view text) {
@@ -39,26 +59,7 @@ std::string one_line_text(std::string_view text) {
 std::string cmake_quoted(std::string_view text) {
   std::string out = "\"";
   for (char32_t cp : utf8_code_points(text)) {
-    switch (cp) {
-      case '\\':
-      case '"':
-      case '$':
-      case '@':
-        out += '\\';
-        out += static_cast<char>(cp);
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (!is_control(cp)) append_utf8(out, cp);
-    }
+    if (!append_backslash_escape(out, cp, "\\\"$@", true) && !is_control(cp)) append_utf8(out, cp);
   }
   return out + "\"";
 }
@@ -74,14 +75,9 @@ std::string hash_comment_text(std::string_view text) {
 std::string cpp_string_literal(std::string_view text) {
   std::string out = "\"";
   for (unsigned char c : text) {
-    if (c == '\\' || c == '"' || c == '?') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c >= 0x7F) {
+    // No \r: a carriage return is octal like every other control character.
+    if (append_backslash_escape(out, c, "\\\"?", false)) continue;
+    if (c < 0x20 || c >= 0x7F) {
       out += hex_escape("\\%03o", c);  // octal: at most 3 digits, never eats what follows
     } else {
       out += static_cast<char>(c);
@@ -111,16 +107,8 @@ std::string cpp_comment_text(std::string_view text) {
 std::string python_string_literal(std::string_view text) {
   std::string out = "\"";
   for (char32_t cp : utf8_code_points(text)) {
-    if (cp == '\\' || cp == '"') {
-      out += '\\';
-      out += static_cast<char>(cp);
-    } else if (cp == '\n') {
-      out += "\\n";
-    } else if (cp == '\t') {
-      out += "\\t";
-    } else if (cp == '\r') {
-      out += "\\r";
-    } else if (cp < 0x20 || cp == 0x7F) {
+    if (append_backslash_escape(out, cp, "\\\"", true)) continue;
+    if (cp < 0x20 || cp == 0x7F) {
       out += hex_escape("\\x%02x", static_cast<unsigned>(cp));
     } else if (cp < 0x80) {
       out += static_cast<char>(cp);
@@ -164,7 +152,6 @@ std::string markdown_text(std::string_view text) {
   }
   return out;
 }
-
 
 namespace {
 

@@ -95,9 +95,6 @@ Result<std::string> generate_python_plan(const TaskSpec& task, const KernelFile&
                                          const KernelFile* reference,
                                          const DeviceImage* reference_image);
 
-// torch's name of a dtype ("float32", "bfloat16").
-const char* torch_dtype_name(DType dtype);
-
 // A plan expression over sizes as Python over the dict `s`, every operation a _kopt_ helper of
 // python_plan_arithmetic(): C++'s truncating division and checked 64-bit overflow, as the
 // sandbox evaluated it (Python's // floors: -7 // 2 is -4 where the sandbox says -3).

@@ -12,24 +12,6 @@
 
 namespace kopt::exporter {
 
-const char* torch_dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "float32";
-    case DType::kF16:
-      return "float16";
-    case DType::kBF16:
-      return "bfloat16";
-    case DType::kI32:
-      return "int32";
-    case DType::kI64:
-      return "int64";
-    case DType::kE4M3:
-      return "float8_e4m3fn";
-  }
-  return "float32";
-}
-
 namespace {
 
 Result<std::string> lambda_of(const std::string& expression) {
@@ -72,7 +54,7 @@ Result<std::string> plan_dict(const KernelFile& kernel, const DeviceImage& image
   for (const auto& s : kernel.scratch) {
     auto count = lambda_of(s.count);
     if (!count) return make_error("scratch " + s.name + ": " + count.error());
-    p << "        (" << python_string_literal(s.name) << ", \"" << torch_dtype_name(s.dtype)
+    p << "        (" << python_string_literal(s.name) << ", \"" << dtype_facts(s.dtype).torch_name
       << "\", " << *count << ", " << (s.zero ? "True" : "False") << "),\n";
   }
   p << "    ],\n    \"launches\": [\n";

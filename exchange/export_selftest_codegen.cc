@@ -96,15 +96,15 @@ Result<std::string> generate_selftest_source(const TaskSpec& task) {
       if (!count) return make_error(t.name + ": " + count.error());
       auto init = init_of(t, sizes);
       if (!init) return make_error(init.error());
-      s << "    kopt_selftest::Buffer<" << cpp_element_type(t.dtype) << "> " << t.name << "("
+      s << "    kopt_selftest::Buffer<" << dtype_facts(t.dtype).host_type << "> " << t.name << "("
         << *count << "LL);\n    kopt_test.fill(" << t.name << ", " << *init << ");\n";
     }
     for (const auto& t : task.outputs) {
       auto count = task.element_count(t, sizes);
       if (!count) return make_error(t.name + ": " + count.error());
       for (const char* suffix : {"", "_reference"}) {
-        s << "    kopt_selftest::Buffer<" << cpp_element_type(t.dtype) << "> " << t.name << suffix
-          << "(" << *count << "LL);\n    kopt_test.poison(" << t.name << suffix << ");\n";
+        s << "    kopt_selftest::Buffer<" << dtype_facts(t.dtype).host_type << "> " << t.name
+          << suffix << "(" << *count << "LL);\n    kopt_test.poison(" << t.name << suffix << ");\n";
       }
     }
     std::string kernel_args, reference_args, size_args;

@@ -100,15 +100,15 @@ Result<std::string> task_table_entry(const BundleTask& bt) {
     auto shape = shape_lambda(t);
     auto init = init_entry(t);
     if (!shape || !init) return make_error(!shape ? shape.error() : init.error());
-    e << "            (" << python_string(t.name) << ", \"" << torch_dtype_name(t.dtype) << "\", "
-      << *shape << ", " << *init << "),\n";
+    e << "            (" << python_string(t.name) << ", \"" << dtype_facts(t.dtype).torch_name
+      << "\", " << *shape << ", " << *init << "),\n";
   }
   e << "        ],\n        \"outputs\": [\n";
   for (const auto& t : task.outputs) {
     auto shape = shape_lambda(t);
     if (!shape) return make_error(shape.error());
-    e << "            (" << python_string(t.name) << ", \"" << torch_dtype_name(t.dtype) << "\", "
-      << *shape << "),\n";
+    e << "            (" << python_string(t.name) << ", \"" << dtype_facts(t.dtype).torch_name
+      << "\", " << *shape << "),\n";
   }
   e << "        ],\n        \"sizes\": {";
   for (const auto& [name, value] : task.sizes) e << python_string(name) << ": " << value << ", ";

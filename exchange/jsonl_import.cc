@@ -96,6 +96,10 @@ class Importer {
   // neither in the memory nor written earlier in this import.
   Result<int64_t> kernel_id(const std::string& where, const std::string& sha, const char* key);
   Status write_evaluation(const std::string& where, const std::string& sha, EvaluationRecord& e);
+  // Counts a line the memory stored as `id` under `count` (as already present when `present`:
+  // a merged pair), or says where it failed.
+  Status stored(const std::string& where, const Result<int64_t>& id, int64_t JsonlCounts::*count,
+                bool present = false);
   Status write_pair(const std::string& where, const std::string& slow, const std::string& fast,
                     PairRecord& p);
 
@@ -223,10 +227,7 @@ Result<Write> Importer::kernel(JsonReader& reader, const json& object) {
       if (!parent_id) return make_error(parent_id.error());
       kernel.parent_id = *parent_id;
     }
-    auto id = store_.add_kernel(kernel);
-    if (!id) return make_error(where + ": " + id.error());
-    ++report_.added.kernels;
-    return ok_status();
+    return stored(where, store_.add_kernel(kernel), &JsonlCounts::kernels);
   });
 }
 
@@ -284,10 +285,7 @@ Status Importer::write_evaluation(const std::string& where, const std::string& s
     ++report_.present.evaluations;
     return ok_status();
   }
-  auto id = store_.add_evaluation(e);
-  if (!id) return make_error(where + ": " + id.error());
-  ++report_.added.evaluations;
-  return ok_status();
+  return stored(where, store_.add_evaluation(e), &JsonlCounts::evaluations);
 }
 
 Result<Write> Importer::pair(JsonReader& reader, const json& object) {
@@ -314,6 +312,15 @@ Result<Write> Importer::pair(JsonReader& reader, const json& object) {
                 p = std::move(p)]() mutable -> Status { return write_pair(where, slow, fast, p); });
 }
 
+Status Importer::stored(const std::string& where, const Result<int64_t>& id,
+                        int64_t JsonlCounts::*count, bool present) {
+  if (!id) return make_error(where + ": " + id.error());
+  // Through a reference: GCC 12 increments a temporary copy in `++((c ? a : b).*m)`.
+  JsonlCounts& counts = present ? report_.present : report_.added;
+  ++(counts.*count);
+  return ok_status();
+}
+
 Status Importer::write_pair(const std::string& where, const std::string& slow,
                             const std::string& fast, PairRecord& p) {
   auto slow_id = kernel_id(where, slow, "slow_sha256");
@@ -327,11 +334,7 @@ Status Importer::write_pair(const std::string& where, const std::string& slow,
   existing->bind(1, p.slow_kernel_id).bind(2, p.fast_kernel_id).bind(3, p.gpu_model);
   auto found = existing->step();
   if (!found) return make_error(found.error());
-  bool present = *found;
-  auto id = store_.add_pair(p);
-  if (!id) return make_error(where + ": " + id.error());
-  ++(present ? report_.present.pairs : report_.added.pairs);
-  return ok_status();
+  return stored(where, store_.add_pair(p), &JsonlCounts::pairs, *found);
 }
 
 }  // namespace

@@ -16,30 +16,12 @@ namespace {
 // passed (pointer, int, long long, float, double), as the kernel was verified with them; the
 // kernel's own parameter spelling (const or not, int64_t or long long) then does not matter.
 std::string pointer_type(DType dtype, bool is_const) {
-  return (is_const ? "const " : "") + std::string(cpp_element_type(dtype)) + "*";
+  return std::string(is_const ? "const " : "") + dtype_facts(dtype).host_type + "*";
 }
 
 bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 }  // namespace
-
-const char* cpp_element_type(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "float";
-    case DType::kF16:
-      return "__half";
-    case DType::kBF16:
-      return "__nv_bfloat16";
-    case DType::kI32:
-      return "int32_t";
-    case DType::kI64:
-      return "int64_t";
-    case DType::kE4M3:
-      return "__nv_fp8_e4m3";
-  }
-  return "float";
-}
 
 std::vector<LauncherParameter> launcher_parameters(const TaskSpec& task) {
   std::vector<LauncherParameter> params;

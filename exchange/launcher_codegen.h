@@ -46,8 +46,6 @@ struct LauncherParameter {
   const TensorSpec* tensor = nullptr;  // for inputs and outputs
 };
 std::vector<LauncherParameter> launcher_parameters(const TaskSpec& task);
-// The C++ element type of a dtype ("float", "__nv_bfloat16", ...).
-const char* cpp_element_type(DType dtype);
 
 // Whether the task's tensors use __half / __nv_bfloat16 (the headers to include).
 bool task_uses_dtype(const TaskSpec& task, DType dtype);

@@ -4,12 +4,16 @@
 
 namespace kopt {
 
-void LlmTotals::add_call(bool ok, int64_t input, int64_t output, double cost) {
+void LlmTotals::add_call(LlmStatus status, int64_t input, int64_t output, double cost) {
   ++calls;
-  if (!ok) ++failed_calls;
+  failed_calls += status != LlmStatus::kOk;
   input_tokens += input;
   output_tokens += output;
   cost_usd += cost;
+  truncated += status == LlmStatus::kTruncated;
+  refused += status == LlmStatus::kRefused;
+  tool_calls += status == LlmStatus::kToolCall;
+  empty += status == LlmStatus::kEmpty;
 }
 
 void LlmTotals::add(const LlmTotals& other) {
@@ -18,13 +22,16 @@ void LlmTotals::add(const LlmTotals& other) {
   input_tokens += other.input_tokens;
   output_tokens += other.output_tokens;
   cost_usd += other.cost_usd;
+  truncated += other.truncated;
+  refused += other.refused;
+  tool_calls += other.tool_calls;
+  empty += other.empty;
 }
 
 namespace {
 
 void add(LlmTotals& totals, const LlmCallRecord& call) {
-  totals.add_call(call.status == LlmStatus::kOk, call.input_tokens, call.output_tokens,
-                  call.cost_usd);
+  totals.add_call(call.status, call.input_tokens, call.output_tokens, call.cost_usd);
 }
 
 }  // namespace

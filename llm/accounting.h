@@ -44,9 +44,14 @@ struct LlmTotals {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   double cost_usd = 0;
+  // How the model misbehaved, one count per call: what a stall detector needs besides kernels.
+  int64_t truncated = 0;  // cut at the token limit
+  int64_t refused = 0;
+  int64_t tool_calls = 0;  // a tool call instead of text
+  int64_t empty = 0;
 
-  // One call more, with its tokens and cost; `ok` false counts it failed too.
-  void add_call(bool ok, int64_t input, int64_t output, double cost);
+  // One call more that ended with `status`, with its tokens and cost (failed unless kOk).
+  void add_call(LlmStatus status, int64_t input, int64_t output, double cost);
   void add(const LlmTotals& other);
 };
 

@@ -41,8 +41,7 @@ class HttpBackend : public ProviderBackend {
       : provider_(provider),
         max_response_bytes_(max_response_bytes),
         key_(std::move(key)),
-        format_(provider.type == ProviderType::kAnthropic ? make_anthropic_format(provider)
-                                                          : make_openai_format(provider)) {}
+        format_(make_wire_format(provider)) {}
 
   AttemptResult attempt(const LlmRequest& request, const std::atomic<bool>& cancel) override {
     HttpPost post;

@@ -107,9 +107,7 @@ struct ModelsList {
 // GET the models list. Returns false when the probe is decided by it (auth, unreachable).
 bool probe_models_list(const ProviderConfig& provider, const Secret& key, size_t max_bytes,
                        ProbeResult& result, ModelsList& list) {
-  std::unique_ptr<WireFormat> format = provider.type == ProviderType::kAnthropic
-                                           ? make_anthropic_format(provider)
-                                           : make_openai_format(provider);
+  std::unique_ptr<WireFormat> format = make_wire_format(provider);
   HttpPost get;
   get.get = true;
   get.url = provider.base_url +

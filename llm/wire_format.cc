@@ -85,4 +85,9 @@ void classify_completion(AttemptResult& result, bool cut_off) {
   }
 }
 
+std::unique_ptr<WireFormat> make_wire_format(const ProviderConfig& provider) {
+  return provider.type == ProviderType::kAnthropic ? make_anthropic_format(provider)
+                                                   : make_openai_format(provider);
+}
+
 }  // namespace kopt

@@ -44,6 +44,8 @@ class WireFormat {
 
 std::unique_ptr<WireFormat> make_openai_format(const ProviderConfig& provider);
 std::unique_ptr<WireFormat> make_anthropic_format(const ProviderConfig& provider);
+// The format of `provider`: Anthropic's for an anthropic provider, OpenAI's for every other.
+std::unique_ptr<WireFormat> make_wire_format(const ProviderConfig& provider);
 
 // The server's own words from an error body ({"error": {"message": ...}} and the variants of
 // vLLM, Ollama and FastAPI), else the start of the body as text.

@@ -15,10 +15,12 @@ enum class DType { kF32, kF16, kBF16, kI32, kI64, kE4M3 };
 // What kopt knows of a dtype; dtype.cc holds one row per dtype and every function below reads it.
 struct DTypeFacts {
   DType dtype;
-  const char* name;      // the task format's spelling ("bf16")
-  size_t size;           // bytes per element
-  bool is_float;         // drawn from the float distributions, compared under the tolerance
-  const char* cpp_type;  // the CUDA C++ type kernels see ("__nv_bfloat16")
+  const char* name;        // the task format's spelling ("bf16")
+  size_t size;             // bytes per element
+  bool is_float;           // drawn from the float distributions, compared under the tolerance
+  const char* cpp_type;    // the CUDA C++ type kernels see ("__nv_bfloat16")
+  const char* host_type;   // the fixed-width spelling of exported host code ("int64_t")
+  const char* torch_name;  // PyTorch's dtype in the exported Python ("bfloat16")
 };
 
 std::optional<DType> parse_dtype(const std::string& name);
@@ -28,5 +30,7 @@ std::string dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
 bool dtype_is_float(DType dtype);
 const char* dtype_cpp_type(DType dtype);
+// The whole row of `dtype` (the f32 row for a value outside the enum).
+const DTypeFacts& dtype_facts(DType dtype);
 
 }  // namespace kopt

@@ -37,16 +37,6 @@ int open_lock_file(const std::string& name) {
   return ::open((dir / name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 }
 
-void lock(int fd, int operation) {
-  while (::flock(fd, operation) != 0 && errno == EINTR) {
-  }
-}
-
-void close_fd(int& fd) {
-  if (fd >= 0) ::close(fd);  // closing the descriptor releases its lock
-  fd = -1;
-}
-
 // Field 22 of /proc/PID/stat: when the process started (clock ticks after boot), what tells a
 // registered process from a later one that reuses its pid.
 std::optional<unsigned long long> start_time(unsigned pid) {
@@ -68,16 +58,6 @@ std::optional<unsigned long long> start_time(unsigned pid) {
 
 std::string registration_prefix(const std::string& gpu_id) {
   return gpu_turn_key(gpu_id) + ".yielding-";
-}
-
-// An exclusive lock on `fd` within `deadline`, polled (flock(2) has no timeout).
-bool lock_exclusive_by(int fd, Clock::time_point deadline) {
-  while (true) {
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
-    if (errno != EWOULDBLOCK && errno != EINTR) return false;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
 }
 
 std::mutex g_held_mutex;
@@ -106,33 +86,63 @@ std::string gpu_turn_key(const std::string& gpu_id) {
   return key;
 }
 
+TurnLock TurnLock::wait(const std::string& name, int operation) {
+  int fd = open_lock_file(name);
+  if (fd >= 0) {
+    while (::flock(fd, operation) != 0 && errno == EINTR) {
+    }
+  }
+  return TurnLock(fd);
+}
+
+TurnLock TurnLock::exclusive_by(const std::string& name, Clock::time_point deadline) {
+  TurnLock lock(open_lock_file(name));
+  while (lock.held()) {
+    if (::flock(lock.fd_, LOCK_EX | LOCK_NB) == 0) break;
+    if ((errno != EWOULDBLOCK && errno != EINTR) || Clock::now() >= deadline)
+      lock.release();
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return lock;
+}
+
+TurnLock& TurnLock::operator=(TurnLock&& other) noexcept {
+  if (this != &other) {
+    release();
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+void TurnLock::release() {
+  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases its lock
+  fd_ = -1;
+}
+
 TimingTurn::TimingTurn(const std::string& gpu_id, double max_wait_seconds)
     : key_(gpu_turn_key(gpu_id)) {
   auto asked = Clock::now();
   auto deadline = asked + std::chrono::duration_cast<Clock::duration>(
                               std::chrono::duration<double>(max_wait_seconds));
-  gate_fd_ = open_lock_file(key_ + ".gate");
-  int turn = open_lock_file(key_ + ".turn");
   // The gate first: from then on no yielding unit starts; then the turn: the running unit ends.
-  if (gate_fd_ >= 0 && turn >= 0 && lock_exclusive_by(gate_fd_, deadline) &&
-      lock_exclusive_by(turn, deadline)) {
-    turn_fd_ = turn;
+  gate_ = TurnLock::exclusive_by(key_ + ".gate", deadline);
+  if (gate_.held()) turn_ = TurnLock::exclusive_by(key_ + ".turn", deadline);
+  if (turn_.held()) {
     std::lock_guard lock(g_held_mutex);
     g_held.insert(key_);
   } else {
-    if (turn >= 0) ::close(turn);
-    close_fd(gate_fd_);
+    gate_.release();
   }
   waited_ms_ = ms_since(asked);
 }
 
 TimingTurn::~TimingTurn() {
-  if (turn_fd_ >= 0) {
+  if (turn_.held()) {
     std::lock_guard lock(g_held_mutex);
     g_held.erase(g_held.find(key_));
   }
-  close_fd(turn_fd_);
-  close_fd(gate_fd_);
 }
 
 bool holds_timing_turn(const std::string& gpu_id) {
@@ -142,17 +152,13 @@ bool holds_timing_turn(const std::string& gpu_id) {
 
 YieldingTurn::YieldingTurn(const std::string& gpu_id) {
   auto asked = Clock::now();
-  int gate = open_lock_file(gpu_turn_key(gpu_id) + ".gate");
-  if (gate < 0) return;
-  // Through the gate (shared): a timer holding or awaiting it goes first.
-  lock(gate, LOCK_SH);
-  turn_fd_ = open_lock_file(gpu_turn_key(gpu_id) + ".turn");
-  if (turn_fd_ >= 0) lock(turn_fd_, LOCK_SH);
-  close_fd(gate);
+  // Through the gate (shared): a timer holding or awaiting it goes first. The gate is let go
+  // at the end of this constructor; the shared turn stays held.
+  TurnLock gate = TurnLock::wait(gpu_turn_key(gpu_id) + ".gate", LOCK_SH);
+  if (!gate.held()) return;
+  turn_ = TurnLock::wait(gpu_turn_key(gpu_id) + ".turn", LOCK_SH);
   waited_ms_ = ms_since(asked);
 }
-
-YieldingTurn::~YieldingTurn() { close_fd(turn_fd_); }
 
 YieldingRegistration::YieldingRegistration(const std::string& gpu_id) {
   fs::path dir = gpu_turn_directory();

@@ -17,6 +17,7 @@
 // lane's process is then another process and timing refuses the GPU as busy, never the reverse.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -35,33 +36,51 @@ std::string gpu_turn_key(const std::string& gpu_id);
 // without the turn, and the lane's worker is then another process to the quiet-GPU checks.
 inline constexpr double kTimingTurnMaxWaitSeconds = 20;
 
+// A flock(2) on one file of the turn folder, held until destroyed (closing the descriptor
+// releases it): the one mechanism under the turns below and the worker's WideRoundTurn. Not held
+// without the folder or the file, or when an exclusive_by deadline passes first.
+class TurnLock {
+ public:
+  TurnLock() = default;
+  // `operation` (LOCK_SH or LOCK_EX) on the file `name`, waiting as long as it takes.
+  static TurnLock wait(const std::string& name, int operation);
+  // An exclusive lock on the file `name` within `deadline`, polled (flock(2) has no timeout).
+  static TurnLock exclusive_by(const std::string& name,
+                               std::chrono::steady_clock::time_point deadline);
+  TurnLock(TurnLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  TurnLock& operator=(TurnLock&& other) noexcept;
+  ~TurnLock() { release(); }
+  bool held() const { return fd_ >= 0; }
+  void release();
+
+ private:
+  explicit TurnLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+// Not copyable (it owns its locks), as the turns below.
 class TimingTurn {
  public:
   explicit TimingTurn(const std::string& gpu_id,
                       double max_wait_seconds = kTimingTurnMaxWaitSeconds);
   ~TimingTurn();
-  TimingTurn(const TimingTurn&) = delete;
-  TimingTurn& operator=(const TimingTurn&) = delete;
   double waited_ms() const { return waited_ms_; }
-  bool held() const { return turn_fd_ >= 0; }
+  bool held() const { return turn_.held(); }
 
  private:
   std::string key_;
-  int gate_fd_ = -1, turn_fd_ = -1;
+  TurnLock gate_, turn_;  // the turn is released first, then the gate
   double waited_ms_ = 0;
 };
 
 class YieldingTurn {
  public:
   explicit YieldingTurn(const std::string& gpu_id);
-  ~YieldingTurn();
-  YieldingTurn(const YieldingTurn&) = delete;
-  YieldingTurn& operator=(const YieldingTurn&) = delete;
   double waited_ms() const { return waited_ms_; }
-  bool held() const { return turn_fd_ >= 0; }
+  bool held() const { return turn_.held(); }
 
  private:
-  int turn_fd_ = -1;
+  TurnLock turn_;
   double waited_ms_ = 0;
 };
 

@@ -305,15 +305,9 @@ void read_scratch(JsonReader& checker, const json& plan, const TaskSpec* task, S
                   KernelFile& file) {
   const json* s = checker.typed_field(plan, "$", "scratch", json::value_t::array, false);
   if (!s) return;
-  for (size_t i = 0; i < s->size(); ++i) {
-    std::string path = "$.scratch[" + std::to_string(i) + "]";
-    const json& item = (*s)[i];
-    if (!item.is_object()) {
-      checker.error(path, "expected an object");
-      continue;
-    }
+  checker.each_object(*s, "$.scratch", [&](const json& item, const std::string& path) {
     file.scratch.push_back(read_scratch_buffer(checker, item, path, task, symbols));
-  }
+  });
 }
 
 void read_compile_options(JsonReader& checker, const json& plan, KernelFile& file) {
@@ -366,17 +360,12 @@ void read_launches(JsonReader& checker, const json& plan, const TaskSpec* task,
   std::string code = strip_comments(file.source);
   const std::set<std::string> kernels = defined_kernels(code);
   const json* launches = checker.typed_field(plan, "$", "launches", json::value_t::array, true);
-  if (launches && launches->empty()) checker.error("$.launches", "needs at least one launch");
-  for (size_t i = 0; launches && i < launches->size(); ++i) {
-    std::string path = "$.launches[" + std::to_string(i) + "]";
-    const json& item = (*launches)[i];
-    if (!item.is_object()) {
-      checker.error(path, "expected an object");
-      continue;
-    }
+  if (!launches) return;
+  if (launches->empty()) checker.error("$.launches", "needs at least one launch");
+  checker.each_object(*launches, "$.launches", [&](const json& item, const std::string& path) {
     file.launches.push_back(
         read_launch(checker, item, path, file.plan_line, kernels, task ? &symbols : nullptr));
-  }
+  });
 }
 
 }  // namespace

@@ -117,19 +117,13 @@ Result<KernelProfile> kernel_profile_from_json(const json& j, const std::string&
   for (const auto& [key, member] : kMeasures)
     if (auto v = r.number_field(j, path, key, true)) p.*member = *v;
   if (const json* stalls = r.typed_field(j, path, "stalls", json::value_t::array, true)) {
-    for (size_t i = 0; i < stalls->size(); ++i) {
-      const json& s = (*stalls)[i];
-      std::string at = path + ".stalls[" + std::to_string(i) + "]";
-      if (!s.is_object()) {
-        r.error(at, "expected an object");
-        continue;
-      }
+    r.each_object(*stalls, path + ".stalls", [&](const json& s, const std::string& at) {
       r.check_keys(s, at, {"reason", "percent"});
       StallShare share;
       if (auto v = r.string_field(s, at, "reason", true)) share.reason = *v;
       if (auto v = r.number_field(s, at, "percent", true)) share.percent = *v;
       p.stalls.push_back(share);
-    }
+    });
   }
   if (!r.ok()) return make_error(r.message());
   return p;

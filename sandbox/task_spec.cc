@@ -56,13 +56,7 @@ std::vector<TensorSpec> read_tensors(JsonReader& reader, const json& root, const
   const json* list = reader.typed_field(root, "$", key, json::value_t::array, true);
   if (!list) return tensors;
   if (list->empty()) reader.error("$." + key, "needs at least one entry");
-  for (size_t i = 0; i < list->size(); ++i) {
-    std::string path = "$." + key + "[" + std::to_string(i) + "]";
-    const json& item = (*list)[i];
-    if (!item.is_object()) {
-      reader.error(path, "expected an object");
-      continue;
-    }
+  reader.each_object(*list, "$." + key, [&](const json& item, const std::string& path) {
     std::vector<std::string> keys = kTensorKeys;
     if (!with_init) keys.pop_back();
     reader.check_keys(item, path, keys);
@@ -78,7 +72,7 @@ std::vector<TensorSpec> read_tensors(JsonReader& reader, const json& root, const
       check_expression(reader, path + ".shape[" + std::to_string(d) + "]", t.shape[d], symbols);
     if (with_init) t.init = read_init(reader, item, path, t.dtype, format, symbols);
     tensors.push_back(std::move(t));
-  }
+  });
   return tensors;
 }
 

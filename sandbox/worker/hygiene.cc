@@ -208,27 +208,29 @@ Result<nlohmann::json> check_task_hygiene(Device& device, SupportKernels& suppor
     }
   }
   Verifier verifier(device, support, *task, *reference, *baseline);
-  nlohmann::json out = {
-      {"findings", findings}, {"baseline_verdict", "ok"}, {"baseline_detail", ""}};
+  Verdict verdict = Verdict::kOk;
+  std::string detail;
   for (size_t i = 0; i < steps.size(); ++i) {
     auto outcome = verifier.verify_shape(steps[i].sizes, 2, seed + i,
                                          steps[i].stress ? "stress" : "hygiene", steps[i].stress);
     if (!outcome) return make_error(outcome.error());
     if (outcome->verdict != Verdict::kOk) {
-      out["baseline_verdict"] = verdict_name(outcome->verdict);
-      out["baseline_detail"] = outcome->detail;
+      verdict = outcome->verdict;
+      detail = outcome->detail;
       break;
     }
   }
-  if (out["baseline_verdict"] == "ok") {
+  if (verdict == Verdict::kOk) {
     auto unforeseen = baseline_on_unforeseen(device, *task, *baseline, verifier, seed);
     if (!unforeseen) return make_error(unforeseen.error());
     if (unforeseen->verdict != Verdict::kOk) {
-      out["baseline_verdict"] = verdict_name(unforeseen->verdict);
-      out["baseline_detail"] = unforeseen->detail;
+      verdict = unforeseen->verdict;
+      detail = unforeseen->detail;
     }
   }
-  return out;
+  return nlohmann::json{{"findings", findings},
+                        {"baseline_verdict", verdict_name(verdict)},
+                        {"baseline_detail", detail}};
 }
 
 }  // namespace kopt::worker

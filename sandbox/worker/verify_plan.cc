@@ -1,14 +1,10 @@
 #include "sandbox/worker/verify_plan.h"
 
-#include <fcntl.h>
 #include <sys/file.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 
 #include "sandbox/input_families.h"
@@ -302,22 +298,8 @@ std::optional<std::string> wide_round_skipped(const TaskSpec& task, int64_t free
          gib(needed) + ", the GPU has " + gib(free_bytes) + " free";
 }
 
-WideRoundTurn::WideRoundTurn(const std::string& gpu_id) {
-  std::string name = "kopt-wide-round-" + gpu_id + ".lock";
-  std::replace_if(
-      name.begin(), name.end(), [](char c) { return c == '/' || c == ':'; }, '_');
-  std::error_code ec;
-  auto dir = std::filesystem::temp_directory_path(ec);
-  if (ec) return;
-  fd_ = ::open((dir / name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0) return;
-  while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-  }
-}
-
-WideRoundTurn::~WideRoundTurn() {
-  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
-}
+WideRoundTurn::WideRoundTurn(const std::string& gpu_id)
+    : lock_(TurnLock::wait(gpu_turn_key(gpu_id) + ".wide-round", LOCK_EX)) {}
 
 Result<VerifyPlan> plan_verification(const TaskSpec& task, const EvalOptions& options,
                                      uint64_t seed, const PlanInputs& inputs) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "sandbox/gpu_turn.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/protocol.h"
 #include "sandbox/task_spec.h"
@@ -68,19 +69,17 @@ std::map<std::string, double> draw_constants(const TaskSpec& task, uint64_t seed
 std::optional<std::string> wide_round_skipped(const TaskSpec& task, int64_t free_bytes);
 
 // Rounds past 2^31 elements take most of a GPU's memory. Workers sharing one GPU (the mutation
-// bench runs several at once) take turns through an exclusive flock(2) on a file named after the
-// GPU, held from the free-memory check to the round's end, instead of each finding the memory
-// taken and skipping the round. A lone worker per GPU (the daemon's) never waits. Without the
-// file (an unwritable temp folder) there are no turns, and the free-memory check still decides.
+// bench runs several at once) take turns through an exclusive lock on the GPU's ".wide-round"
+// file of the turn folder (sandbox/gpu_turn.h, TurnLock), held from the free-memory check to the
+// round's end, instead of each finding the memory taken and skipping the round. A lone worker per
+// GPU (the daemon's) never waits. Without the folder (an unwritable temp folder) there are no
+// turns, and the free-memory check still decides.
 class WideRoundTurn {
  public:
   explicit WideRoundTurn(const std::string& gpu_id);
-  ~WideRoundTurn();
-  WideRoundTurn(const WideRoundTurn&) = delete;
-  WideRoundTurn& operator=(const WideRoundTurn&) = delete;
 
  private:
-  int fd_ = -1;
+  TurnLock lock_;
 };
 
 // Bytes the round at `shape` holds on the GPU: the kept inputs and their copies, the reference's

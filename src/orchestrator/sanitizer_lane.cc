@@ -8,26 +8,38 @@
 
 namespace kopt::orchestrator {
 
+namespace {
+
+// Each mode's KOPT_SANITIZER_LANE value and how the daemon's start-up line describes it.
+struct LaneModeRow {
+  SanitizerLaneMode mode;
+  const char* variable;
+  const char* description;
+};
+constexpr LaneModeRow kLaneModes[] = {
+    {SanitizerLaneMode::kHold, "hold",
+     "each pass holding its GPU like an evaluation (KOPT_SANITIZER_LANE=hold)"},
+    {SanitizerLaneMode::kConcurrent, "concurrent",
+     "beside the timing workers, not yielding (KOPT_SANITIZER_LANE=concurrent)"},
+    {SanitizerLaneMode::kYield, "yield", "beside the timing workers, yielding to each timing turn"},
+};
+
+}  // namespace
+
 SanitizerLaneMode sanitizer_lane_mode(const char* variable) {
   std::string value = variable ? variable : "";
   // Yielding is opt-in: on two H200s (docs/gpu-runs/2026-11-28-h100-session6/call2) timing beside
-  // a yielding pass still found the GPU busy in 2 of 11 evaluations, so the default keeps the
-  // pass off a GPU that is being timed.
-  if (value == "yield") return SanitizerLaneMode::kYield;
-  if (value == "concurrent") return SanitizerLaneMode::kConcurrent;
+  // a yielding pass still found the GPU busy in 2 of 11 evaluations, so the default (an unset or
+  // unknown value) keeps the pass off a GPU that is being timed.
+  for (const LaneModeRow& row : kLaneModes)
+    if (value == row.variable) return row.mode;
   return SanitizerLaneMode::kHold;
 }
 
 std::string describe_sanitizer_lane_mode(SanitizerLaneMode mode) {
-  switch (mode) {
-    case SanitizerLaneMode::kHold:
-      return "each pass holding its GPU like an evaluation (KOPT_SANITIZER_LANE=hold)";
-    case SanitizerLaneMode::kConcurrent:
-      return "beside the timing workers, not yielding (KOPT_SANITIZER_LANE=concurrent)";
-    case SanitizerLaneMode::kYield:
-      break;
-  }
-  return "beside the timing workers, yielding to each timing turn";
+  for (const LaneModeRow& row : kLaneModes)
+    if (row.mode == mode) return row.description;
+  return kLaneModes[0].description;
 }
 
 std::vector<SandboxOptions> lane_worker_options(std::vector<SandboxOptions> workers,

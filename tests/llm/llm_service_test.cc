@@ -146,6 +146,11 @@ TEST_F(LlmServiceTest, TruncatedCallsAreChargedModelsWithoutAPriceCostNothing) {
   EXPECT_NEAR(service->complete(LlmRequest::user("coder", "", "x")).cost_usd, 0.016, 1e-9);
   EXPECT_EQ(service->complete(LlmRequest::user("summarizer", "", "x")).cost_usd, 0.0);
   EXPECT_NEAR(service->totals().cost_usd, 0.016, 1e-9);
+  // Counted as failed and as truncated, the count the stall detector reads.
+  EXPECT_EQ(service->totals().failed_calls, 2);
+  EXPECT_EQ(service->totals().truncated, 2);
+  EXPECT_EQ(service->totals_for_agent("coder").truncated, 1);
+  EXPECT_EQ(service->totals().refused, 0);
 }
 
 TEST_F(LlmServiceTest, SubmittedRequestsRunTogether) {

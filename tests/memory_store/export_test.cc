@@ -328,8 +328,8 @@ TEST(LauncherCodegenTest, HeadersForTheTaskSuiteCompile) {
         std::string api = exporter::generate_api_header(*task, true);
         EXPECT_TRUE(contains(api, "#include <cuda_fp8.h>")) << api;
         EXPECT_TRUE(contains(api, "const __nv_fp8_e4m3* w")) << api;
-        EXPECT_STREQ(exporter::torch_dtype_name(task->inputs[0].dtype), "float8_e4m3fn");
-        EXPECT_STREQ(exporter::torch_dtype_name(task->outputs[0].dtype), "bfloat16");
+        EXPECT_STREQ(dtype_facts(task->inputs[0].dtype).torch_name, "float8_e4m3fn");
+        EXPECT_STREQ(dtype_facts(task->outputs[0].dtype).torch_name, "bfloat16");
       }
       ASSERT_TRUE(write_file_atomic(dir / (stem + ".cuh"), *header).ok());
       // A user's translation unit: include the header, call the launcher.

@@ -262,6 +262,8 @@ TEST(SanitizerLaneModes, HoldingIsTheDefaultAndTheOthersAreNamed) {
   EXPECT_EQ(sanitizer_lane_mode("bogus"), SanitizerLaneMode::kHold);
   EXPECT_TRUE(contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kHold), "hold"));
   EXPECT_TRUE(contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kYield), "yielding"));
+  EXPECT_TRUE(
+      contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kConcurrent), "not yielding"));
 
   SandboxOptions gpu;
   gpu.device = 1;

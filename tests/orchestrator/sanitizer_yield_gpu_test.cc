@@ -17,16 +17,10 @@
 #include "sandbox/evaluator.h"
 #include "sandbox/sanitizer_runner.h"
 #include "tests/sandbox/adversarial_files.h"
+#include "tests/support/worker_options.h"
 
 namespace kopt::testing {
 namespace {
-
-SandboxOptions worker_options() {
-  SandboxOptions options;
-  options.worker = KOPT_SANDBOX_WORKER;
-  options.device = 0;
-  return options;
-}
 
 EvalRequest baseline_request(const std::string& task) {
   EvalRequest request;

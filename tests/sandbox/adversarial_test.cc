@@ -14,16 +14,15 @@
 #include "sandbox/evaluator.h"
 #include "sandbox/evaluator_pool.h"
 #include "tests/sandbox/adversarial_files.h"
+#include "tests/support/worker_options.h"
 
 namespace kopt::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-SandboxOptions worker_options() {
-  SandboxOptions options;
-  options.worker = KOPT_SANDBOX_WORKER;
-  options.device = 0;
+SandboxOptions looping_worker_options() {
+  SandboxOptions options = worker_options();
   // The infinite loop costs this long; compile and verification of axpy need far less.
   options.deadline_slack_seconds = 25;
   return options;
@@ -98,7 +97,7 @@ TEST_P(AdversarialOnGpu, GetsItsVerdictAndTheWorkerSurvives) {
   auto kernel =
       read_adversarial_kernel(std::filesystem::path(KOPT_ADVERSARIAL_DIR) / (GetParam() + ".cu"));
   ASSERT_TRUE(kernel.ok()) << kernel.error();
-  SandboxEvaluator evaluator(worker_options());
+  SandboxEvaluator evaluator(looping_worker_options());
   auto device = evaluator.start();
   ASSERT_TRUE(device.ok()) << device.error();
   expect_verdict(evaluator, *kernel);
@@ -116,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, AdversarialOnGpu, ::testing::ValuesIn(adversar
 // themselves, and a kept set that had changed would be dropped before use.
 TEST(AdversarialBlameOnGpu, AnInnocentCandidateAfterACorruptingOneIsNotBlamed) {
   if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
-  SandboxEvaluator evaluator(worker_options());
+  SandboxEvaluator evaluator(looping_worker_options());
   auto device = evaluator.start();
   ASSERT_TRUE(device.ok()) << device.error();
   for (const char* name : {"compensates_input_checksum", "modifies_input"}) {
@@ -144,7 +143,7 @@ TEST(AdversarialBlameOnGpu, AnInnocentCandidateAfterACorruptingOneIsNotBlamed) {
 // and baseline declare exactly the parameters their plans pass, so each task's baseline verifies.
 TEST(AdversarialBaselinesOnGpu, EveryTasksBaselineAndReferenceMatchTheirPlans) {
   if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
-  SandboxEvaluator evaluator(worker_options());
+  SandboxEvaluator evaluator(looping_worker_options());
   for (const auto& dir :
        std::filesystem::directory_iterator(adversarial_task_dir("axpy").parent_path())) {
     if (!std::filesystem::exists(dir.path() / "task.json")) continue;
@@ -165,7 +164,7 @@ TEST(AdversarialPoolOnGpu, SurvivesTheWholeSuiteInARow) {
   if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
   auto kernels = adversarial_kernels();
   ASSERT_TRUE(kernels.ok()) << kernels.error();
-  auto pool = EvaluatorPool::for_devices(worker_options(), {0});
+  auto pool = EvaluatorPool::for_devices(looping_worker_options(), {0});
   for (const auto& kernel : *kernels) expect_verdict(*pool, kernel);
   expect_baseline_ok(*pool, "axpy");
 }

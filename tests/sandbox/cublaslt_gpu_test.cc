@@ -11,6 +11,7 @@
 #include "common/files.h"
 #include "sandbox/evaluator.h"
 #include "tests/sandbox/adversarial_files.h"
+#include "tests/support/worker_options.h"
 
 namespace kopt::testing {
 namespace {
@@ -23,20 +24,17 @@ class CublasLtGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
-    SandboxOptions options;
-    options.worker = KOPT_SANDBOX_WORKER;
-    options.device = 0;
-    evaluator_.emplace(options);
+    evaluator_.emplace(worker_options());
   }
 
   // The worker's answer for `task`, its task.json changed by `edit` first.
   Result<json> measure(const std::string& task, const std::function<void(json&)>& edit = {}) {
     json spec = json::parse(*read_file(kTasks / task / "task.json"));
     if (edit) edit(spec);
-    json body = {{"task_json", spec.dump()},
-                 {"reference",
-                  {{"source", *read_file(kTasks / task / "reference.cu")},
-                   {"origin", "reference.cu"}}}};
+    json body = {
+        {"task_json", spec.dump()},
+        {"reference",
+         {{"source", *read_file(kTasks / task / "reference.cu")}, {"origin", "reference.cu"}}}};
     auto answer = evaluator_->call("cublaslt", body, 600);
     if (!answer) return make_error(answer.error());
     std::printf("%s: %s\n", task.c_str(), (*answer)["result"].value("rows", json()).dump().c_str());

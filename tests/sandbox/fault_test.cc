@@ -20,6 +20,7 @@
 #include "sandbox/evaluator.h"
 #include "sandbox/nvml.h"
 #include "tests/sandbox/adversarial_files.h"
+#include "tests/support/worker_options.h"
 
 namespace kopt::testing {
 namespace {
@@ -66,13 +67,6 @@ std::vector<pid_t> children_named(pid_t parent, const std::string& name) {
     if (ppid == parent && comm == name) found.push_back(pid_t(std::stoi(pid_text)));
   }
   return found;
-}
-
-SandboxOptions worker_options() {
-  SandboxOptions options;
-  options.worker = KOPT_SANDBOX_WORKER;
-  options.device = 0;
-  return options;
 }
 
 EvalRequest request(const std::string& task, const KernelSource& candidate) {

@@ -15,16 +15,10 @@
 #include "common/files.h"
 #include "sandbox/evaluator.h"
 #include "tests/sandbox/adversarial_files.h"
+#include "tests/support/worker_options.h"
 
 namespace kopt::testing {
 namespace {
-
-SandboxOptions worker_options() {
-  SandboxOptions options;
-  options.worker = KOPT_SANDBOX_WORKER;
-  options.device = 0;
-  return options;
-}
 
 // Verification only, sweep and stress rounds: holdouts hold the biggest shapes and no trap.
 EvalRequest request(const std::string& task, const KernelSource& candidate, bool stress) {

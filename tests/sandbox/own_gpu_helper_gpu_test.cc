@@ -18,6 +18,7 @@
 #include "sandbox/evaluator.h"
 #include "sandbox/own_gpu_processes.h"
 #include "tests/sandbox/adversarial_files.h"
+#include "tests/support/worker_options.h"
 
 namespace kopt::testing {
 namespace {
@@ -35,10 +36,7 @@ EvalRequest axpy_baseline_request() {
 // worker's environment is taken when it starts), and is gone before the next one starts: two
 // workers would see each other as another user.
 Result<EvalResult> evaluate_once() {
-  SandboxOptions options;
-  options.worker = KOPT_SANDBOX_WORKER;
-  options.device = 0;
-  SandboxEvaluator evaluator(options);
+  SandboxEvaluator evaluator(worker_options());
   if (auto started = evaluator.start(); !started) return make_error(started.error());
   return evaluator.evaluate(axpy_baseline_request());
 }

@@ -10,6 +10,7 @@
 #include "common/files.h"
 #include "sandbox/evaluator.h"
 #include "tests/sandbox/adversarial_files.h"
+#include "tests/support/worker_options.h"
 
 namespace kopt::testing {
 namespace {
@@ -24,10 +25,7 @@ class ProfileGpuTest : public ::testing::Test {
 
   // Profiles `file` (a kernel for `task`) and prints what it measured.
   KernelProfile profile_of(const std::string& file, const std::string& task = "axpy") {
-    SandboxOptions options;
-    options.worker = KOPT_SANDBOX_WORKER;
-    options.device = 0;
-    SandboxEvaluator evaluator(options);
+    SandboxEvaluator evaluator(worker_options());
     EvalRequest request;
     request.task_json = *read_file(adversarial_task_dir(task) / "task.json");
     request.reference = adversarial_task_file(task, "reference.cu");

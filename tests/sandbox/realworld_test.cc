@@ -16,6 +16,7 @@
 #include "common/strings.h"
 #include "sandbox/evaluator.h"
 #include "tests/sandbox/adversarial_files.h"
+#include "tests/support/worker_options.h"
 
 namespace kopt::testing {
 namespace {
@@ -98,11 +99,7 @@ TEST_P(RealWorldOnGpu, PlantedBugCaughtAndTwinAccepted) {
     expected = kernel->expected;
     candidate = {kernel->source, kernel->path.string(), {}};
   }
-  SandboxEvaluator evaluator([] {
-    SandboxOptions options;
-    options.worker = KOPT_SANDBOX_WORKER;
-    return options;
-  }());
+  SandboxEvaluator evaluator(worker_options());
   auto device = evaluator.start();
   ASSERT_TRUE(device.ok()) << device.error();
   auto begin = std::chrono::steady_clock::now();

@@ -15,6 +15,7 @@
 #include "sandbox/evaluator.h"
 #include "sandbox/sanitizer_runner.h"
 #include "tests/sandbox/adversarial_files.h"
+#include "tests/support/worker_options.h"
 
 namespace kopt::testing {
 namespace {
@@ -23,13 +24,6 @@ namespace {
 SanitizerOptions sanitizer_options() {
   SanitizerOptions options;
   if (const char* dir = std::getenv("KOPT_SANITIZER_REPORT_DIR")) options.report_dir = dir;
-  return options;
-}
-
-SandboxOptions worker_options() {
-  SandboxOptions options;
-  options.worker = KOPT_SANDBOX_WORKER;
-  options.device = 0;
   return options;
 }
 

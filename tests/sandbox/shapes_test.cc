@@ -15,16 +15,10 @@
 #include "sandbox/evaluator.h"
 #include "tests/sandbox/adversarial_files.h"
 #include "tests/sandbox/shape_trap_seed.h"
+#include "tests/support/worker_options.h"
 
 namespace kopt::testing {
 namespace {
-
-SandboxOptions worker_options() {
-  SandboxOptions options;
-  options.worker = KOPT_SANDBOX_WORKER;
-  options.device = 0;
-  return options;
-}
 
 // Verification only. `hardened`: drawn shapes, stress rounds (mirrored twins, structured rows)
 // and the holdouts; without, the fixed sweep alone (the cover of every planted bug here).
