@@ -46,8 +46,13 @@ def main():
     out = pathlib.Path(sys.argv[1])
     first = pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("mutation.json", "mutation-compile.json"):
-        shutil.copy(first / name, out / name)
+    shutil.copy(first / "mutation.json", out / "mutation.json")
+    compiled = {}  # every source's compile gate verdicts, later ones last
+    for item in sys.argv[2:]:
+        folder = pathlib.Path(item) if pathlib.Path(item).is_dir() else pathlib.Path(item).parent
+        if (folder / "mutation-compile.json").exists():
+            compiled.update(json.loads((folder / "mutation-compile.json").read_text()))
+    (out / "mutation-compile.json").write_text(json.dumps(compiled, indent=1, sort_keys=True) + "\n")
     merged_from = []
     with open(out / RESULTS, "w") as sink:
         for item in sys.argv[2:]:

@@ -506,9 +506,12 @@ def summarize(args, tasks, originals, mutants, compiled, done, equivalent, cost,
     rows = []
     for m in mutants:
         record = done.get(m["id"])
-        if compiled.get(m["id"], {}).get("verdict") != "compiled" or \
+        entry = compiled.get(m["id"])
+        if (entry is not None and entry.get("verdict") != "compiled") or \
                 (record or {}).get("verdict") == "compile_error":
             status = "stillborn"
+        elif entry is None and not record:
+            status = "unjudged"  # never reached the compile gate (its source changed since)
         elif m["id"] in machine_equal:
             status = "equivalent"  # by its machine code, never judged
         elif not record or not record.get("verdict") or record["verdict"] == "gpu_busy" or \
