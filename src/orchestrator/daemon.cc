@@ -631,13 +631,12 @@ OrchestratorDeps Daemon::orchestrator_deps() {
   if (display_)
     deps.on_progress = [display = display_](const RunProgress& p) { display->update(p); };
   if (!lane_workers_.empty()) {
-    // compute-sanitizer in worker processes of its own, one lane per GPU: a new best's 30 s of
-    // tools no longer hold a job slot (sanitizer_lane.h). By default each pass takes its GPU from
-    // the pool like an evaluation. KOPT_SANITIZER_LANE=yield runs the lane's worker beside the
+    // compute-sanitizer in worker processes of its own, one lane per GPU: a new best's tools no
+    // longer hold a job slot (sanitizer_lane.h). By default the lane's worker runs beside the
     // timing worker on the same GPU, computing only between the GPU's timing turns
-    // (sandbox/gpu_turn.h); not the default, since timing beside it was still called busy in 2
-    // of 11 evaluations on an H200. =concurrent runs it beside without yielding, for measuring
-    // what that costs (timing then finds the GPU busy).
+    // (sandbox/gpu_turn.h). KOPT_SANITIZER_LANE=hold makes each pass take its GPU from the pool
+    // like an evaluation; =concurrent runs it beside without yielding, for measuring what that
+    // costs (timing then finds the GPU busy).
     SanitizerLaneMode mode = sanitizer_lane_mode(std::getenv("KOPT_SANITIZER_LANE"));
     std::vector<SandboxOptions> lane_workers = lane_worker_options(lane_workers_, mode);
     Evaluator* pool = evaluator_.get();

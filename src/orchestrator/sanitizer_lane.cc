@@ -28,12 +28,14 @@ constexpr LaneModeRow kLaneModes[] = {
 
 SanitizerLaneMode sanitizer_lane_mode(const char* variable) {
   std::string value = variable ? variable : "";
-  // Yielding is opt-in: on two H200s (docs/gpu-runs/2026-11-28-h100-session6/call2) timing beside
-  // a yielding pass still found the GPU busy in 2 of 11 evaluations, so the default (an unset or
-  // unknown value) keeps the pass off a GPU that is being timed.
+  // Yielding is the default (an unset or unknown value): the busy calls beside a yielding pass
+  // (2 of 11 on two H200s, docs/gpu-runs/2026-11-28-h100-session6/call2) came from a tool's fresh
+  // worker whose context appeared before it registered; since it registers and opens the GPU
+  // within a turn, SanitizerYieldsOnGpu passes (docs/gpu-runs/2026-11-28-h200-session7/call3).
+  // A timing that still meets the lane is called busy and judged again, never a wrong number.
   for (const LaneModeRow& row : kLaneModes)
     if (value == row.variable) return row.mode;
-  return SanitizerLaneMode::kHold;
+  return SanitizerLaneMode::kYield;
 }
 
 std::string describe_sanitizer_lane_mode(SanitizerLaneMode mode) {

@@ -254,12 +254,12 @@ TEST(PhaseSteps, EveryStepIsNamedWithTheUnnamedRestAndTheTransport) {
   EXPECT_EQ(phase_steps(EvalResult{}), "");  // an older worker: the line just ends
 }
 
-TEST(SanitizerLaneModes, HoldingIsTheDefaultAndTheOthersAreNamed) {
-  EXPECT_EQ(sanitizer_lane_mode(nullptr), SanitizerLaneMode::kHold);
+TEST(SanitizerLaneModes, YieldingIsTheDefaultAndTheOthersAreNamed) {
+  EXPECT_EQ(sanitizer_lane_mode(nullptr), SanitizerLaneMode::kYield);
   EXPECT_EQ(sanitizer_lane_mode("yield"), SanitizerLaneMode::kYield);
   EXPECT_EQ(sanitizer_lane_mode("hold"), SanitizerLaneMode::kHold);
   EXPECT_EQ(sanitizer_lane_mode("concurrent"), SanitizerLaneMode::kConcurrent);
-  EXPECT_EQ(sanitizer_lane_mode("bogus"), SanitizerLaneMode::kHold);
+  EXPECT_EQ(sanitizer_lane_mode("bogus"), SanitizerLaneMode::kYield);
   EXPECT_TRUE(contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kHold), "hold"));
   EXPECT_TRUE(contains(describe_sanitizer_lane_mode(SanitizerLaneMode::kYield), "yielding"));
   EXPECT_TRUE(
