@@ -1,7 +1,7 @@
 #!/bin/bash
 # One call on a machine of several GPUs, from the repository root, with the packed build in
-# (session 6's script; session 7 added per-shard arguments after a '|' and LANE_AFTER_TESTS)
 # .dev/final (scripts/pack_gpu_build.sh). Each GPU gets one job, named by the environment:
+# (session 6's script; session 7 added per-shard arguments after a '|' and LANE_AFTER_TESTS)
 #   LABEL_SHARES=N  the whole gpu label in N interleaved shares, one a GPU (ctest -I), first.
 #   MUT_SHARDS="tasks,of,shard0;tasks,of,shard1;..."  the mutation harness, one shard a GPU
 #       (bench/run.sh mutation), each shard judging into /tmp (the mutant files stay there: too
