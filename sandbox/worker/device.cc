@@ -25,6 +25,10 @@ bool Device::check(CUresult result, const char* call, CudaFailure* failure) {
   return false;
 }
 
+std::string gpu_turn_name(const std::string& pci_bus_id, int ordinal) {
+  return pci_bus_id.empty() ? std::to_string(ordinal) : pci_bus_id;
+}
+
 Result<std::string> gpu_turn_id(int ordinal) {
   auto driver = load_cuda_driver();
   if (!driver) return make_error(driver.error());
@@ -33,9 +37,8 @@ Result<std::string> gpu_turn_id(int ordinal) {
   CUresult rc = d.cuDeviceGet(&device, ordinal);
   if (rc != CUDA_SUCCESS) return make_error(d.describe("cuDeviceGet", rc));
   char bus_id[64] = {};
-  if (d.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device) == CUDA_SUCCESS && bus_id[0])
-    return std::string(bus_id);
-  return std::to_string(ordinal);
+  if (d.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device) != CUDA_SUCCESS) bus_id[0] = 0;
+  return gpu_turn_name(bus_id, ordinal);
 }
 
 Result<Device*> Device::open(int ordinal) {

@@ -39,9 +39,11 @@ struct CudaFailure {
   bool sticky = false;
 };
 
-// The name every worker of GPU `ordinal` gives its turns (sandbox/gpu_turn.h): the PCI bus id
-// (the ordinal where there is none), read without creating a context, so that a yielding worker
-// can register and take its turn before its context exists.
+// The name every worker of a GPU gives its turns (sandbox/gpu_turn.h): its PCI bus id, the
+// ordinal where there is none.
+std::string gpu_turn_name(const std::string& pci_bus_id, int ordinal);
+// The same for GPU `ordinal`, read without creating a context, so that a yielding worker can
+// register and take its turn before its context exists.
 Result<std::string> gpu_turn_id(int ordinal);
 
 class Device {

@@ -178,8 +178,7 @@ class Evaluation {
  private:
   // What every worker on this GPU names its turns by (as WideRoundTurn).
   std::string gpu_id() const {
-    const auto& info = device_.info();
-    return info.pci_bus_id.empty() ? std::to_string(info.ordinal) : info.pci_bus_id;
+    return gpu_turn_name(device_.info().pci_bus_id, device_.info().ordinal);
   }
 
   // The GPU's timing turn (sandbox/gpu_turn.h), its wait said under `phase`. A yielding worker

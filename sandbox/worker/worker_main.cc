@@ -269,22 +269,17 @@ int serve(Worker& w) {
 }  // namespace
 
 // Registers this process (and its parent, compute-sanitizer) as a yielding worker of GPU
-// `ordinal` for the rest of its life, and returns the turn to open the GPU in. The registration
-// is never removed here: the context outlives main() (the driver tears it down at exit, the
-// tool flushes its report), so the entry must too; registered_yielding_pids() drops it once no
-// process of it runs.
-std::optional<YieldingTurn> register_as_yielding(int ordinal) {
+// `ordinal` for the rest of its life and returns the GPU's turn name (nothing where the driver
+// cannot name it: open_device() then reports the same failure). The registration is never
+// removed here: the context outlives main() (the driver tears it down at exit, the tool flushes
+// its report), so the entry must too; registered_yielding_pids() drops it once no process of it
+// runs.
+std::optional<std::string> register_as_yielding(int ordinal) {
   auto id = worker::gpu_turn_id(ordinal);
-  if (!id) return std::nullopt;   // open_device() reports the same failure
+  if (!id) return std::nullopt;
   new YieldingRegistration(*id);  // kept to the end of the process, see above
   set_yielding_worker(true);
-  return std::optional<YieldingTurn>(std::in_place, *id);
-}
-
-// The context's teardown at exit is GPU work too: it happens within a turn, which the kernel
-// releases when the process ends (the flock's file descriptor closes).
-void end_within_a_turn(int ordinal) {
-  if (auto id = worker::gpu_turn_id(ordinal)) new YieldingTurn(*id);
+  return *id;
 }
 
 int main(int argc, char** argv) {
@@ -300,8 +295,10 @@ int main(int argc, char** argv) {
   worker::exit_when_stdin_closes(args.yield_to_timing ? kTimingTurnMaxWaitSeconds : 0.5);
   // A yielding worker registers before its context exists and opens the GPU within a turn: a
   // context that appears while another worker times would be "another process" to its checks.
-  std::optional<YieldingTurn> opening =
-      args.yield_to_timing ? register_as_yielding(args.ordinal) : std::optional<YieldingTurn>();
+  std::optional<std::string> yielding_id;
+  if (args.yield_to_timing) yielding_id = register_as_yielding(args.ordinal);
+  std::optional<YieldingTurn> opening;
+  if (yielding_id) opening.emplace(*yielding_id);
   worker::Device* gpu = open_device(args);
   if (!gpu) return kExitNoGpu;
   auto support = worker::SupportKernels::load(*gpu, gpu->info().arch());
@@ -313,6 +310,8 @@ int main(int argc, char** argv) {
   Worker w{*gpu, *support, worker::GpuQuietCheck(*gpu, *support),
            worker::InputPool(input_pool_bytes(*gpu)), worker::BaselineHistory()};
   int exit_code = serve(w);
-  if (args.yield_to_timing) end_within_a_turn(args.ordinal);
+  // The context's teardown at exit is GPU work too: it happens within a turn, which the kernel
+  // releases when the process ends (the flock's file descriptor closes).
+  if (yielding_id) new YieldingTurn(*yielding_id);
   return exit_code;
 }
