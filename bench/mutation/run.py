@@ -220,40 +220,48 @@ class Sink:
                                                    record["wall_ms"], item["site"][:60]))
 
 
+def drain(items, threads, deadline, work):
+    """Feeds `items`, in order, to `threads` threads at once: each runs work(index, next_item),
+    where next_item() gives the next item, or None once the queue is empty or the deadline has
+    passed. Returns how many items were taken and how many were left."""
+    queue = list(reversed(items))
+    lock = threading.Lock()
+
+    def next_item():
+        with lock:
+            if not queue or time.monotonic() > deadline:
+                return None
+            return queue.pop()
+
+    pool = [threading.Thread(target=work, args=(i, next_item)) for i in range(max(1, threads))]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return len(items) - len(queue), len(queue)
+
+
 def judge_all(args, tasks, pending, sink, cache, deadline, workers, options):
     """Judges `pending` with `workers` worker processes at once (a thread feeds each from one
     queue); returns how many were judged before the deadline."""
-    queue = list(reversed(pending))
-    lock = threading.Lock()
-    judged = [0]
 
-    def feed(index):
+    def feed(index, next_item):
         worker = benchlib.Worker(args.worker, cache_dir=cache, log_path=benchlib.output_file(
             args.out_dir, "mutation-worker%s.log" % ("" if workers == 1 else index)))
         if index == 0:
             log("worker up in %.2f s on %s; %d to judge with %d worker(s)" % (
                 worker.start_seconds, worker.info.get("name"), len(pending), workers))
-        while time.monotonic() <= deadline:
-            with lock:
-                if not queue:
-                    break
-                item = queue.pop()
+        while (item := next_item()) is not None:
             record = judge(worker, tasks[item["task"]], item, options=options)
             if workers > 1:
                 record["shared"] = True  # judged beside other workers (see run_worker)
             sink.put(item, record)
-            with lock:
-                judged[0] += 1
         worker.close()
 
-    threads = [threading.Thread(target=feed, args=(i,)) for i in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if queue:
-        log("--max-seconds spent: %d left unjudged (rerun to resume)" % len(queue))
-    return judged[0]
+    judged, left = drain(pending, workers, deadline, feed)
+    if left:
+        log("--max-seconds spent: %d left unjudged (rerun to resume)" % left)
+    return judged
 
 
 def run_worker(args, tasks, items, done, cache, results_path, deadline):
@@ -303,29 +311,16 @@ def sanitize_survivors(args, kopt, tasks, items, done, cache, results_path, dead
     log("sanitizer: %d verified items (originals and survivors), %d at once..." % (
         len(todo), args.sanitize_jobs))
     sink = Sink(results_path, done)
-    queue = list(reversed(todo))
-    lock = threading.Lock()
-    ran = [0]
 
-    def feed():
-        while True:
-            with lock:
-                if not queue or time.monotonic() > deadline:
-                    return
-                item = queue.pop()
+    def feed(index, next_item):
+        while (item := next_item()) is not None:
             sink.put(item, sanitize_one(kopt, tasks, item, done, cache))
-            with lock:
-                ran[0] += 1
 
-    threads = [threading.Thread(target=feed) for _ in range(max(1, args.sanitize_jobs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if queue:
-        log("sanitizer: --max-seconds spent, %d left (rerun to resume)" % len(queue))
+    ran, left = drain(todo, args.sanitize_jobs, deadline, feed)
+    if left:
+        log("sanitizer: --max-seconds spent, %d left (rerun to resume)" % left)
     sink.file.close()
-    return ran[0]
+    return ran
 
 
 def sanitize_one(kopt, tasks, item, done, cache):
