@@ -87,12 +87,11 @@ std::string gpu_turn_key(const std::string& gpu_id) {
 }
 
 TurnLock TurnLock::wait(const std::string& name, int operation) {
-  int fd = open_lock_file(name);
-  if (fd >= 0) {
-    while (::flock(fd, operation) != 0 && errno == EINTR) {
-    }
+  TurnLock lock(open_lock_file(name));
+  while (lock.held() && ::flock(lock.fd_, operation) != 0) {
+    if (errno != EINTR) lock.release();  // an open file is no lock: held() must not say so
   }
-  return TurnLock(fd);
+  return lock;
 }
 
 TurnLock TurnLock::exclusive_by(const std::string& name, Clock::time_point deadline) {
