@@ -8,8 +8,10 @@ item is a run folder or a mutation-results.jsonl of a partial run (--survivors-o
 later verdict replaces an earlier one for the same mutant (read_done keeps the last), so the
 merge is the gate as the latest runs judged it, where they judged. OUT_DIR's mutation.json says
 so: its device, date and commit are those of the first run, and `merged_from` lists every
-source with its own device, date and commit. It is an account of separate runs, not one run at
-one commit: the README says which it quotes.
+source with its own device, date and commit. Runs at different commits are an account of separate
+runs, not one run at one commit: the README says which it quotes. Where every source names the
+same commit (`one_commit`: shards of one run, split by --tasks across GPUs or calls), the costs
+add up and the summary says so.
 """
 import json
 import pathlib
@@ -40,6 +42,17 @@ def source_info(path):
     return results, info
 
 
+def shard_costs(items):
+    """The summed `cost` of the run folders among `items` (shards of one run at one commit)."""
+    total = {}
+    for item in items:
+        summary = pathlib.Path(item) / "mutation.json"
+        if summary.exists():
+            for key, value in json.loads(summary.read_text()).get("cost", {}).items():
+                total[key] = round(total.get(key, 0) + value, 1)
+    return total
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -63,12 +76,17 @@ def main():
                    stdout=subprocess.DEVNULL)
     summary = json.loads((out / "mutation.json").read_text())
     summary["merged_from"] = merged_from
+    commits = {m.get("commit") for m in merged_from}
+    summary["one_commit"] = len(commits) == 1 and None not in commits
+    if summary["one_commit"]:  # shards of one run: their costs add up
+        summary["cost"] = shard_costs(sys.argv[2:])
     summary["score_definition"] = (summary.get("score_definition", "") +
                                    " Merged: each mutant's latest verdict among merged_from.")
     (out / "mutation.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     md = (out / "mutation.md").read_text().splitlines()
-    note = ["", "Merged from (a later verdict replaces an earlier one; not one run at one commit):",
-            ""] + ["- %s: %s, %s, commit %s" % (m["path"], m.get("device"), m.get("date"),
+    how = ("shards of one run, all at commit %s" % next(iter(commits)) if summary["one_commit"]
+           else "a later verdict replaces an earlier one; not one run at one commit")
+    note = ["", "Merged from (%s):" % how, ""] + ["- %s: %s, %s, commit %s" % (m["path"], m.get("device"), m.get("date"),
                                                  m.get("commit")) for m in merged_from]
     (out / "mutation.md").write_text("\n".join(md[:3] + note + md[3:]) + "\n")
     print("%s: %.4f (%d killed, %d survived)" % (out, summary["mutation_score"], summary["killed"],

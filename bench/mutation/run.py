@@ -292,14 +292,24 @@ def run_worker(args, tasks, items, done, cache, results_path, deadline):
     return judged
 
 
-def sanitize_survivors(args, kopt, tasks, items, done, cache, results_path, deadline):
+def sanitize_order(item, equivalent):
+    """Sort key of sanitize_survivors: scored survivors, then originals, then equivalents."""
+    if item["operator"] == "original":
+        return 1
+    return 2 if item["id"] in equivalent else 0
+
+
+def sanitize_survivors(args, kopt, tasks, items, done, cache, results_path, deadline,
+                       equivalent):
     """The daemon sanitizes every new best before it counts (memcheck, racecheck, synccheck,
     initcheck: sandbox/sanitizer_runner.h); the worker's request does not. So every item that
     verification passed (the originals and the survivors, never a killed mutant: the cost stays
     with the few that pass) is sanitized as `kopt eval TASK FILE --sanitize --no-time` does, after
     the worker is gone. A finding kills the mutant (verdict `sanitizer`, `killed_by: sanitizer`);
-    on an original it is a false reject. Survivors go first (they are what the score needs; a
-    pass takes ~30 s, mostly racecheck), then the originals; `--sanitize-jobs` passes run at once
+    on an original it is a false reject. Survivors that equivalent.json does not list go first
+    (they are what the score needs; a pass takes ~30-130 s, mostly racecheck), then the originals
+    (a finding there is a false reject), then the listed equivalents (their verdict changes no
+    score, so a deadline cuts them first); `--sanitize-jobs` passes run at once
     (the tools' verdicts do not depend on sharing the GPU, only their time does). Each outcome
     is appended to the results, so a rerun sanitizes only the rest; none starts once the
     deadline has passed."""
@@ -307,7 +317,7 @@ def sanitize_survivors(args, kopt, tasks, items, done, cache, results_path, dead
             "sanitizer" not in done[i["id"]]]
     if not todo:
         return 0
-    todo.sort(key=lambda i: i["operator"] == "original")  # mutants first, then the originals
+    todo.sort(key=lambda i: sanitize_order(i, equivalent))
     log("sanitizer: %d verified items (originals and survivors), %d at once..." % (
         len(todo), args.sanitize_jobs))
     sink = Sink(results_path, done)
@@ -453,7 +463,7 @@ def main():
     sanitize_began = time.perf_counter()
     if not args.compile_only and not args.no_sanitize and not args.no_gate:
         sanitize_survivors(args, kopt, tasks, items, done, cache, results_path,
-                           deadline + args.sanitize_seconds)
+                           deadline + args.sanitize_seconds, equivalent)
     sanitize_s = time.perf_counter() - sanitize_began
     summary = summarize(args, tasks, originals, mutants, compiled, done, equivalent,
                         {"compile_gate_s": round(gate_s, 1), "judge_s": round(stream_s, 1),

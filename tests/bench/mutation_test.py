@@ -208,6 +208,14 @@ fi
 '''
 
 
+def test_sanitize_order_puts_scored_survivors_first():
+    import run as harness  # noqa: E402
+    items = [{"id": "e", "operator": "drop_sync"}, {"id": "o", "operator": "original"},
+             {"id": "s", "operator": "bound_cap"}]
+    ordered = sorted(items, key=lambda i: harness.sanitize_order(i, {"e": "a reason"}))
+    assert [i["id"] for i in ordered] == ["s", "o", "e"], ordered
+
+
 def test_survivors_of_selects_an_earlier_runs_survivors():
     run = [sys.executable, str(ROOT / "bench" / "mutation" / "run.py")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -321,6 +329,17 @@ def check_merge(tmp, out, whole):
     assert survivor in {s["id"] for s in summary["survivors"]}
     assert [m["path"] for m in summary["merged_from"]] == [str(out), str(later)]
     assert "Merged from" in (merged / "mutation.md").read_text()
+    assert summary["one_commit"] is False, "the later run names no commit"
+    # Two shards at one commit (here the same run twice): said so, their costs added.
+    shards = tmp / "shards"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "mutation" / "merge.py"),
+                           str(shards), str(out), str(out)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((shards / "mutation.json").read_text())
+    assert summary["one_commit"] is True
+    assert summary["cost"]["judged_this_run"] == 2 * whole["cost"]["judged_this_run"]
+    assert "shards of one run" in (shards / "mutation.md").read_text()
 
 
 def main():

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Jobs one after another on each GPU, the GPUs side by side: JOBS (GPU 0), JOBS1 (GPU 1), ...,
 # each "mut:TASKS|ARGS" or "ctest:REGEX" or "daemon:SECONDS:LANE" separated by ';'; results in one
-# archive; "ctestx:REGEX" runs the gpu label but REGEX. Used by session 8.
+# archive; "ctestx:REGEX" runs the gpu label but REGEX; a carried .dev/resume/mutN resumes
+# mutation job N. Used by session 8.
 set -u
 here=$PWD; out=${OUT:-/tmp/out}; pack=.dev/final; mkdir -p "$out" /work
 [ -e /work/main ] || ln -s "$here" /work/main
@@ -18,6 +19,8 @@ run_lane() {  # GPU, its jobs
     n=$((n + 1)); kind=${job%%:*}; rest=${job#*:}; t0=$(date +%s)
     case $kind in
       mut) tasks=${rest%%|*}; args=${rest#*|}; m=/tmp/mut$n; mkdir -p $m "$out/mut$n"
+           # an earlier call's partial shard (carried as .dev/resume/mutN) resumes where it stopped
+           [ -d .dev/resume/mut$n ] && cp .dev/resume/mut$n/* $m/
            timeout ${MUTATION_LIMIT:-400} bash bench/run.sh mutation $m --worker build/bin/kopt-sandbox --tasks "$tasks" $args > "$out/mut$n/log.txt" 2>&1
            cp $m/mutation-results.jsonl $m/mutation.json $m/mutation.md $m/mutation-compile.json "$out/mut$n/" 2>/dev/null
            grep -m3 -iE "score|false" $m/mutation.md ;;
