@@ -20,10 +20,13 @@
 #include <vector>
 
 #include "common/files.h"
+#include "common/subprocess.h"
 #include "config/config.h"
 #include "sandbox/evaluator_pool.h"
 #include "sandbox/gpu_turn.h"
 #include "src/orchestrator/daemon.h"
+#include "src/orchestrator/progress.h"
+#include "tests/orchestrator/orchestrator_test_support.h"
 #include "tests/support/temp_dir.h"
 
 namespace kopt {
@@ -173,6 +176,42 @@ TEST(WorkersPerGpuSetting, TheFlagIsOneToEight) {
     EXPECT_FALSE(parse_flags({"--workers-per-gpu", bad}, code).has_value()) << bad;
     EXPECT_EQ(code, 2) << bad;
   }
+}
+
+// The daemon as a process (the fake evaluator for the GPU): k workers per GPU are k job slots
+// per GPU, and the log says so.
+TEST(WorkersPerGpuSetting, TheDaemonSaysItAndKeepsTheirSlotsBusy) {
+  TempDir dir;
+  kopt::testing::isolate_environment(dir.path());
+  kopt::testing::copy_task("axpy", dir / "tasks");
+  auto out = run_command({KOPT_TEST_DAEMON, "--db", (dir / "memory.db").string(), "--no-display",
+                          "--tasks", (dir / "tasks").string(), "--workers-per-gpu", "3"},
+                         "", std::chrono::seconds(120));
+  ASSERT_TRUE(out.ok()) << out.error();
+  EXPECT_EQ(out->exit_code, 0) << out->stderr_text;
+  EXPECT_NE(out->stderr_text.find("3 workers per GPU on 1 GPU(s)"), std::string::npos)
+      << out->stderr_text;
+  // Tuner-only: 2 x slots + 1, the slots being GPUs x workers per GPU.
+  EXPECT_NE(out->stderr_text.find("up to 7 jobs at once"), std::string::npos) << out->stderr_text;
+}
+
+// The live table and `kopt status`: the GPUs' busy share, said how it is counted with co-workers.
+TEST(WorkersPerGpuSetting, TheBusyShareSaysHowItIsCounted) {
+  orchestrator::RunProgress p;
+  p.gpu_busy_fraction = 0.9;
+  p.workers_per_gpu = 2;
+  auto again = orchestrator::RunProgress::from_json(p.to_json());
+  EXPECT_EQ(again.workers_per_gpu, 2);
+  std::string text;
+  for (const auto& line : orchestrator::render_progress(again, 200)) text += line + "\n";
+  EXPECT_NE(text.find("GPU busy 90.0% since the first evaluation (2 workers per GPU, busy while "
+                      "any evaluates)"),
+            std::string::npos)
+      << text;
+  p.workers_per_gpu = 1;
+  text.clear();
+  for (const auto& line : orchestrator::render_progress(p, 200)) text += line + "\n";
+  EXPECT_EQ(text.find("workers per GPU"), std::string::npos) << text;
 }
 
 // Which steps run in a unit, by the worker's role: a co-worker never holds a unit around a timed
