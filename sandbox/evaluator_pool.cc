@@ -20,6 +20,7 @@ EvaluatorPool::EvaluatorPool(std::vector<std::unique_ptr<Evaluator>> members,
     throw std::invalid_argument("an evaluator pool needs one GPU index (>= 0) per member");
   int gpus = *std::max_element(gpu_of_member_.begin(), gpu_of_member_.end()) + 1;
   gpu_active_.assign(size_t(gpus), 0);
+  gpu_leased_.assign(size_t(gpus), 0);
   gpu_since_.resize(size_t(gpus));
   // Reversed so that the first member is taken first when all are idle.
   for (size_t i = members_.size(); i-- > 0;) free_.push_back(i);
@@ -39,14 +40,22 @@ std::unique_ptr<EvaluatorPool> EvaluatorPool::for_devices(const SandboxOptions& 
 EvaluatorPool::Lease::Lease(EvaluatorPool& pool) : pool_(pool) {
   std::unique_lock lock(pool_.mutex_);
   pool_.freed_.wait(lock, [&] { return !pool_.free_.empty(); });
-  index_ = pool_.free_.back();
-  pool_.free_.pop_back();
+  // The free member on the GPU with the fewest members leased (two jobs on two GPUs with two
+  // workers each take one worker of each GPU); among equals the one freed last (a warm worker).
+  auto leased_on = [&](size_t member) { return pool_.gpu_leased_[pool_.gpu_of_member_[member]]; };
+  auto pick = pool_.free_.end() - 1;
+  for (auto it = pool_.free_.begin(); it != pool_.free_.end(); ++it)
+    if (leased_on(*it) < leased_on(*pick)) pick = it;
+  index_ = *pick;
+  pool_.free_.erase(pick);
+  ++pool_.gpu_leased_[pool_.gpu_of_member_[index_]];
 }
 
 EvaluatorPool::Lease::~Lease() {
   {
     std::lock_guard lock(pool_.mutex_);
     pool_.free_.push_back(index_);
+    --pool_.gpu_leased_[pool_.gpu_of_member_[index_]];
   }
   pool_.freed_.notify_one();
 }

@@ -87,7 +87,8 @@ class EvaluatorPool final : public Evaluator {
   std::vector<int> gpu_of_member_;
   std::mutex mutex_;
   std::condition_variable freed_;
-  std::vector<size_t> free_;  // indices of idle members
+  std::vector<size_t> free_;     // indices of idle members
+  std::vector<int> gpu_leased_;  // per GPU: members leased now (under mutex_)
   using Clock = std::chrono::steady_clock;
   mutable std::mutex usage_mutex_;
   std::optional<Clock::time_point> first_start_;

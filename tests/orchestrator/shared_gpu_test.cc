@@ -134,6 +134,38 @@ TEST(SharedGpuPool, MembersRunAtOnceAndTheGpusBusyShareCountsAnyWorker) {
   EXPECT_LE(u.idle_fraction(), u.member_idle_fraction());
 }
 
+// Fewer jobs than members: each goes to the GPU with the fewest of its workers busy, so two jobs
+// on two GPUs of two workers each never share one GPU while the other idles.
+TEST(SharedGpuPool, AJobGoesToTheLeastBusyGpu) {
+  PoolWorkers workers = pool_workers(fake_gpus({0, 1}), 2);
+  std::vector<std::unique_ptr<Evaluator>> members;
+  for (SandboxOptions& o : workers.members) {
+    o.environment.push_back("KOPT_FAKE_EVAL_MS=200");
+    members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
+  }
+  EvaluatorPool pool(std::move(members), workers.gpu_of_member);
+  EvalRequest request;
+  request.task_json = "{}";
+  request.reference = {"// reference", "reference.cu", {}};
+  request.candidate = {"// fine", "fine.cu", {}};
+  request.options.max_wall_seconds = 5;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::thread> threads;
+    std::mutex mutex;
+    std::multiset<int> devices;
+    for (int i = 0; i < 2; ++i) {
+      threads.emplace_back([&] {
+        auto result = pool.evaluate(request);
+        ASSERT_TRUE(result.ok()) << result.error();
+        std::lock_guard lock(mutex);
+        devices.insert(result->device.value("ordinal", -1));
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(devices, (std::multiset<int>{0, 1})) << "round " << round;
+  }
+}
+
 std::string config_error(const std::string& daemon) {
   auto config = parse_config(R"({"format": 1, "daemon": )" + daemon + "}", "/etc/kopt/k.json");
   return config ? "" : config.error();
