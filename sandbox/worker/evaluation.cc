@@ -263,12 +263,14 @@ class Evaluation {
 
   Step verify_step(const VerifyStep& step) {
     // The kept sets made during this evaluation may have taken the memory the plan counted on.
-    // Another worker on this GPU may be in its own wide round: wait for its end first (within
-    // this shape's unit: a timer waits for both).
-    std::optional<YieldingTurn> unit = step_unit(GpuUse::kCompute, gpu_id());
+    // Another worker on this GPU may be in its own wide round: wait for its end first, before
+    // this shape's unit: a unit held while waiting would make a timer wait for two wide rounds
+    // back to back (past its patience, kTimingTurnMaxWaitSeconds). The wide-round lock is never
+    // asked for within a unit, so a unit's holder never waits on it.
     std::optional<WideRoundTurn> turn;
+    if (step.phase == "wide") turn.emplace(gpu_id());
+    std::optional<YieldingTurn> unit = step_unit(GpuUse::kCompute, gpu_id());
     if (step.phase == "wide") {
-      turn.emplace(gpu_id());
       if (auto skip = wide_round_skipped(task_, free_device_bytes(device_))) {
         plan_.notes.push_back(*skip);
         plan_.wide = false;
