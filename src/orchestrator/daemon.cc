@@ -343,12 +343,23 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
   return all;
 }
 
+int64_t workers_per_gpu_for(const DaemonConfig& daemon, std::optional<int64_t> flag,
+                            std::string* note) {
+  int64_t k = flag.value_or(daemon.workers_per_gpu.value_or(kDefaultWorkersPerGpu));
+  if (k > 1 && !daemon.worker_command.empty()) {
+    if (note)
+      *note = "daemon.worker_command: one worker per GPU (workers_per_gpu " + std::to_string(k) +
+              " is for local workers)";
+    return 1;
+  }
+  return k;
+}
+
 PoolWorkers pool_workers(const std::vector<SandboxOptions>& per_gpu, int64_t workers_per_gpu) {
   PoolWorkers pool;
   for (size_t gpu = 0; gpu < per_gpu.size(); ++gpu) {
     const SandboxOptions& one = per_gpu[gpu];
-    // Through a template (srun, ssh) each worker is a job of its own: one per GPU.
-    int64_t k = one.command_prefix.empty() ? workers_per_gpu : 1;
+    int64_t k = workers_per_gpu;
     for (int64_t i = 1; i <= k; ++i) {
       SandboxOptions o = one;
       if (k > 1) {
@@ -416,6 +427,7 @@ class Daemon {
   std::vector<SandboxOptions> sandboxes_;     // checked early, built once the run has an id
   std::vector<SandboxOptions> lane_workers_;  // the sanitizer lane's: one per GPU
   int64_t workers_per_gpu_ = kDefaultWorkersPerGpu;  // timing workers sharing each GPU
+  std::string workers_note_;  // why a template's workers stay one per GPU, for the log
   int64_t run_id_ = 0;
   std::shared_ptr<LiveDisplay> display_;
 };
@@ -558,8 +570,8 @@ StepEnd Daemon::prepare_llm() {
 }
 
 StepEnd Daemon::prepare_evaluator() {
-  workers_per_gpu_ = invocation_.workers_per_gpu.value_or(
-      config_->daemon.workers_per_gpu.value_or(kDefaultWorkersPerGpu));
+  workers_per_gpu_ =
+      workers_per_gpu_for(config_->daemon, invocation_.workers_per_gpu, &workers_note_);
   if (hooks_.make_evaluator) {
     auto made = hooks_.make_evaluator(*config_, gpus_);
     if (!made) return refuse(ExitCode::kBadInput, made.error());
@@ -637,13 +649,7 @@ void Daemon::build_workers() {
     lane_workers_.push_back(std::move(o));
     name_srun_job(sandboxes_[i].command_prefix, run_id_, gpus_[i]);
   }
-  if (workers_per_gpu_ > 1 && !config_->daemon.worker_command.empty()) {
-    spdlog::warn(
-        "daemon.worker_command: one worker per GPU (workers_per_gpu {} is for local "
-        "workers)",
-        workers_per_gpu_);
-    workers_per_gpu_ = 1;
-  }
+  if (!workers_note_.empty()) spdlog::warn("{}", workers_note_);
   PoolWorkers workers = pool_workers(sandboxes_, workers_per_gpu_);
   std::vector<std::unique_ptr<Evaluator>> members;
   for (SandboxOptions& o : workers.members)

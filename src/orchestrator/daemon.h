@@ -75,8 +75,13 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
 inline constexpr int64_t kDefaultWorkersPerGpu = 1;
 inline constexpr int64_t kMaxWorkersPerGpu = 8;
 
-// The pool's members: `workers_per_gpu` copies of each GPU's worker options (local workers only:
-// a worker_command template's stay one per GPU), each told to share its GPU in turns
+// Timing workers per GPU: --workers-per-gpu, else daemon.workers_per_gpu, else the default; 1
+// with a worker_command template (srun, ssh: each worker a job of its own), `note` then says why.
+int64_t workers_per_gpu_for(const DaemonConfig& daemon, std::optional<int64_t> flag,
+                            std::string* note = nullptr);
+
+// The pool's members: `workers_per_gpu` copies of each GPU's worker options, each told (when more
+// than one) to share its GPU in turns
 // (kopt-sandbox --share-gpu, KOPT_WORKERS_PER_GPU=k to split the kept inputs) and labelled
 // "GPU 1 worker 2/4"; `gpu_of_member` says which GPU (its index in `per_gpu`) each runs on.
 struct PoolWorkers {

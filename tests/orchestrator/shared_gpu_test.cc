@@ -74,13 +74,22 @@ TEST(SharedGpuPool, KWorkersPerGpuEachToldToShareAndNamed) {
   EXPECT_EQ(alone.members[1].label, "GPU 3");
 }
 
-// Through a template (srun, ssh) each worker is a job of its own: one per GPU whatever k says.
+// Through a template (srun, ssh) each worker is a job of its own: one per GPU whatever k says;
+// otherwise the flag wins over the key, the key over the default.
 TEST(SharedGpuPool, TemplateWorkersStayOnePerGpu) {
-  DaemonConfig slurm;
-  slurm.worker_command = {"srun", "--gres=gpu:1", "{worker}"};
+  DaemonConfig local;
+  EXPECT_EQ(orchestrator::workers_per_gpu_for(local, std::nullopt), 1);
+  local.workers_per_gpu = 4;
+  EXPECT_EQ(orchestrator::workers_per_gpu_for(local, std::nullopt), 4);
+  EXPECT_EQ(orchestrator::workers_per_gpu_for(local, 2), 2);
+  DaemonConfig slurm = local;
+  slurm.worker_command = {"{worker}", "--device", "{gpu}"};
+  std::string note;
+  EXPECT_EQ(orchestrator::workers_per_gpu_for(slurm, 3, &note), 1);
+  EXPECT_NE(note.find("one worker per GPU"), std::string::npos) << note;
   auto options = orchestrator::sandbox_options_for(slurm, "kopt-sandbox", {0, 1});
   ASSERT_TRUE(options.ok()) << options.error();
-  PoolWorkers pool = pool_workers(*options, 4);
+  PoolWorkers pool = pool_workers(*options, orchestrator::workers_per_gpu_for(slurm, 3));
   ASSERT_EQ(pool.members.size(), 2u);
   EXPECT_FALSE(has(pool.members[0].extra_args, "--share-gpu"));
 }
