@@ -690,6 +690,12 @@ OrchestratorDeps Daemon::orchestrator_deps() {
     // like an evaluation; =concurrent runs it beside without yielding, for measuring what that
     // costs (timing then finds the GPU busy).
     SanitizerLaneMode mode = sanitizer_lane_mode(std::getenv("KOPT_SANITIZER_LANE"));
+    if (mode == SanitizerLaneMode::kHold && workers_per_gpu_ > 1) {
+      // Holding one co-worker does not hold its GPU: the others would time beside the tools.
+      spdlog::warn("KOPT_SANITIZER_LANE=hold with {} workers per GPU: the lane yields instead",
+                   workers_per_gpu_);
+      mode = SanitizerLaneMode::kYield;
+    }
     std::vector<SandboxOptions> lane_workers = lane_worker_options(lane_workers_, mode);
     Evaluator* pool = evaluator_.get();
     deps.sanitize = [lane_workers, mode, pool](const EvalRequest& request, int lane) {
