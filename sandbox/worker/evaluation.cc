@@ -170,6 +170,7 @@ class Evaluation {
       // The sanitizer lane's worker and co-workers of a shared GPU compute in units between
       // timing turns: each step is one (verification: each shape, verify_step).
       std::optional<YieldingTurn> unit = step_unit(use, gpu_id());
+      if (unit) add_phase("turns.unit_wait", unit->waited_ms());
       auto next = (this->*step)();
       unit.reset();
       add_phase(name, ms_since(step_started));
@@ -267,9 +268,20 @@ class Evaluation {
     // this shape's unit: a unit held while waiting would make a timer wait for two wide rounds
     // back to back (past its patience, kTimingTurnMaxWaitSeconds). The wide-round lock is never
     // asked for within a unit, so a unit's holder never waits on it.
+    auto step_started = Clock::now();
     std::optional<WideRoundTurn> turn;
     if (step.phase == "wide") turn.emplace(gpu_id());
     std::optional<YieldingTurn> unit = step_unit(GpuUse::kCompute, gpu_id());
+    if (unit) add_phase("turns.unit_wait", unit->waited_ms());
+    // The round past 2^31 elements, waits included: what a one-shot cache would save (issue 35).
+    struct WideTime {
+      Evaluation* self;
+      bool wide;
+      Clock::time_point started;
+      ~WideTime() {
+        if (wide) self->add_phase("verify.wide", ms_since(started));
+      }
+    } wide_time{this, step.phase == "wide", step_started};
     if (step.phase == "wide") {
       if (auto skip = wide_round_skipped(task_, free_device_bytes(device_))) {
         plan_.notes.push_back(*skip);
