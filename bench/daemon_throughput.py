@@ -2,7 +2,7 @@
 """Evaluations per GPU-hour through `kopt run` itself, end to end, on the whole suite (issue 35).
 
     bench/run.sh daemon_throughput OUT_DIR [--seconds 90] [--modes tuner,llm] [--gpus 1,all]
-                                           [--tasks DIR] [--bin build/bin]
+                                           [--workers-per-gpu 1,2,4] [--tasks DIR] [--bin build/bin]
 
 For each mode and GPU count, one fresh `kopt run` on every task of --tasks (default tasks/) for
 a fixed wall time: `tuner` is `--tuner-only`; `llm` points the agents at `fake-llm-server
@@ -11,10 +11,14 @@ variant of the task's own baseline.cu: a replay folder of every task's baseline 
 it), so the GPU, not the model, is the bottleneck. The sanitizer runs as it does overnight (its
 own lane). Evaluation counts come from the run's database (every judged candidate once: the
 "sanitizing" row of a provisional best is not counted, its final verdict is); the GPU's idle
-share from the daemon's own line ("GPU workers idle X% ..."); the sanitizer passes from its
-"sanitizer lane: N passes" line. Writes daemon_throughput.json (one row per mode and GPU count:
-mode, gpus, evaluations, seconds, evaluations_per_gpu_hour, gpu_idle_fraction, scaling against
-the 1-GPU row of the same mode, sanitizer_runs; plus device, date, commit) and a markdown table.
+share from the daemon's own line ("GPU workers idle X% ...": a GPU is idle while none of its
+workers evaluates; with k workers per GPU each worker's own idle share follows as "each idle
+Y%"); the sanitizer passes from its "sanitizer lane: N passes" line. --workers-per-gpu K (a
+list: one run per value) goes to the daemon's config as daemon.workers_per_gpu: K timing workers
+share each GPU in turns. Writes daemon_throughput.json (one row per mode, GPU count and workers
+per GPU: mode, gpus, workers_per_gpu, evaluations, seconds, evaluations_per_gpu_hour,
+gpu_idle_fraction, worker_idle_fraction, scaling against the 1-GPU row of the same mode and
+workers per GPU, sanitizer_runs; plus device, date, commit) and a markdown table.
 Goals: >= 8,000 evaluations per GPU-hour on one H100, idle <= 10%, scaling >= 0.9 x GPUs.
 """
 import argparse
@@ -33,6 +37,7 @@ from benchlib import log
 
 IDLE_LINE = re.compile(r"GPU workers idle ([0-9.]+)% of the ([0-9.]+) s between the first and "
                        r"the last evaluation \(([0-9]+) evaluations on ([0-9]+) GPU")
+WORKER_IDLE = re.compile(r"[0-9]+ workers per GPU, each idle ([0-9.]+)%")
 LANE_LINE = re.compile(r"sanitizer lane: ([0-9]+) passes, ([0-9]+) not finished")
 
 
@@ -136,10 +141,10 @@ def keep_run_log(home, out, tag):
     return phases
 
 
-def one_run(args, mode, gpus, tasks, out):
+def one_run(args, mode, gpus, workers, tasks, out):
     out.mkdir(parents=True, exist_ok=True)
     home = benchlib.fresh_dir("kopt-throughput-")
-    tag = "%s-%dgpu" % (mode, gpus)
+    tag = "%s-%dgpu" % (mode, gpus) + ("" if workers == 1 else "-%dworkers" % workers)
     env = dict(os.environ, KOPT_HOME=str(home / "home"), KOPT_CACHE_DIR=str(home / "cache"))
     for var in ("KOPT_CONFIG", "KOPT_DB", "KOPT_PROMPTS"):
         env.pop(var, None)
@@ -164,6 +169,7 @@ def one_run(args, mode, gpus, tasks, out):
             if "listening" in (out / ("fake-llm-server-%s.log" % tag)).read_text():
                 break
             time.sleep(0.1)
+    config["daemon"]["workers_per_gpu"] = workers
     config_path = home / "config.json"
     config_path.write_text(json.dumps(config, indent=2))
     db = home / "memory.db"
@@ -188,12 +194,17 @@ def one_run(args, mode, gpus, tasks, out):
     (out / ("kopt-run-%s.txt" % tag)).write_text(run.stdout)
     (out / ("kopt-run-%s.log" % tag)).write_text(run.stderr)
     idle = IDLE_LINE.search(run.stdout)
+    worker_idle = WORKER_IDLE.search(run.stdout)
     lane = LANE_LINE.search(run.stdout)
     evaluations, by_verdict = count_evaluations(db)
-    row = {"mode": mode, "gpus": gpus, "evaluations": evaluations, "seconds": round(wall, 1),
+    row = {"mode": mode, "gpus": gpus, "workers_per_gpu": workers, "evaluations": evaluations,
+           "seconds": round(wall, 1),
            "budget_seconds": args.seconds, "exit_code": run.returncode,
            "evaluations_per_gpu_hour": round(evaluations / wall * 3600 / gpus, 1),
            "gpu_idle_fraction": round(float(idle.group(1)) / 100, 4) if idle else None,
+           # Each worker's idle share (only with several per GPU): how often one waited for work.
+           "worker_idle_fraction": round(float(worker_idle.group(1)) / 100, 4) if worker_idle
+           else (round(float(idle.group(1)) / 100, 4) if idle else None),
            "busy_span_seconds": float(idle.group(2)) if idle else None,
            "sanitizer_runs": int(lane.group(1)) if lane else 0,
            "sanitizer_unfinished": int(lane.group(2)) if lane else 0,
@@ -219,7 +230,8 @@ def step_table(rows):
         steps = (r.get("phases_ms") or {}).get("steps") or {}
         if not steps:
             continue
-        out += ["", "Steps of an evaluation, %s on %d GPU(s) (ms):" % (r["mode"], r["gpus"]), "",
+        out += ["", "Steps of an evaluation, %s on %d GPU(s), %d worker(s) per GPU (ms):" % (
+                    r["mode"], r["gpus"], r.get("workers_per_gpu", 1)), "",
                 benchlib.markdown_table(
                     ["step", "evaluations", "median", "total"],
                     [[name, v["count"], "%.1f" % v["median"], "%.0f" % v["total"]]
@@ -233,6 +245,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=90)
     parser.add_argument("--modes", default="tuner,llm")
     parser.add_argument("--gpus", default="1,all", help="GPU counts; 'all': every visible GPU")
+    parser.add_argument("--workers-per-gpu", default="1",
+                        help="timing workers per GPU (daemon.workers_per_gpu); a list runs each")
     parser.add_argument("--tasks", default=str(benchlib.TASKS))
     parser.add_argument("--bin", default=str(benchlib.ROOT / "build" / "bin"))
     parser.add_argument("--worker", default=None, help="(accepted for bench/run.sh)")
@@ -248,12 +262,17 @@ def main():
         if n <= available and n not in counts:
             counts.append(n)
     environment = benchlib.gpu_environment()
+    workers_per_gpu = [int(k) for k in args.workers_per_gpu.split(",")]
+    if any(k < 1 or k > 8 for k in workers_per_gpu):
+        parser.error("--workers-per-gpu: each value must be 1 to 8")
     rows = []
     for mode in args.modes.split(","):
-        for gpus in counts:
-            rows.append(one_run(args, mode, gpus, tasks, out))
+        for workers in workers_per_gpu:
+            for gpus in counts:
+                rows.append(one_run(args, mode, gpus, workers, tasks, out))
     for row in rows:
-        one = next(r for r in rows if r["mode"] == row["mode"] and r["gpus"] == 1)
+        one = next(r for r in rows if r["mode"] == row["mode"] and r["gpus"] == 1 and
+                   r["workers_per_gpu"] == row["workers_per_gpu"])
         rate = lambda r: r["evaluations"] / r["seconds"]
         row["scaling"] = round(rate(row) / rate(one), 3) if rate(one) > 0 else None
     gpus_env = environment.get("gpus")
@@ -261,7 +280,7 @@ def main():
     results = {"benchmark": "daemon_throughput", "device": device, "date": environment["date"],
                "commit": environment["commit"], "environment": environment,
                "tasks": [t.name for t in tasks], "rows": rows}
-    table = [[r["mode"], r["gpus"], r["evaluations"], "%.0f" % r["seconds"],
+    table = [[r["mode"], r["gpus"], r["workers_per_gpu"], r["evaluations"], "%.0f" % r["seconds"],
               "%.0f" % r["evaluations_per_gpu_hour"],
               benchlib.fmt(r.get("after_baselines_per_gpu_hour"), 0),
               benchlib.fmt(100 * r["gpu_idle_fraction"], 1, "%") if r["gpu_idle_fraction"]
@@ -273,7 +292,8 @@ def main():
         "# `kopt run` throughput on the whole suite (%d tasks), %s" % (len(tasks), device), "",
         "%s, commit %s, %.0f s per run." % (environment["date"], environment["commit"],
                                             args.seconds), "",
-        benchlib.markdown_table(["mode", "GPUs", "evaluations", "s", "per GPU-hour",
+        benchlib.markdown_table(["mode", "GPUs", "workers per GPU", "evaluations", "s",
+                                 "per GPU-hour",
                                  "after the baselines", "GPU idle",
                                  "scaling", "sanitizer passes", "sanitizer share"], table)] +
         step_table(rows))

@@ -104,8 +104,10 @@ struct DaemonConfig {
   std::vector<int> gpus;                    // empty: every visible GPU
   std::vector<std::string> worker_command;  // template with {worker} and {gpu}; empty: run locally
   std::string worker;                       // the kopt-sandbox binary; "": the one beside kopt
-  std::filesystem::path prompts_dir;        // "": $KOPT_PROMPTS, ./prompts, the source tree's
-  std::optional<int64_t> max_in_flight;     // concurrent jobs; unset: 2 x GPUs + 2 with an LLM
+  // Local timing workers sharing each GPU in turns (sandbox/gpu_turn.h); unset: 1. At most 8.
+  std::optional<int64_t> workers_per_gpu;
+  std::filesystem::path prompts_dir;     // "": $KOPT_PROMPTS, ./prompts, the source tree's
+  std::optional<int64_t> max_in_flight;  // concurrent jobs; unset: 2 x GPUs + 2 with an LLM
   bool keep_prompts = true;  // store every prompt and answer (scrubbed, capped) in the memory
   std::optional<int64_t> llm_concurrency;  // model jobs at once; unset: shared with GPU jobs
   std::optional<double> drain_s;           // after SIGINT/SIGTERM, how long work may finish

@@ -318,7 +318,14 @@ Status SandboxEvaluator::spawn_worker() {
   // descriptor but its pipes, and dumps no core.
   Subprocess::Options spawn;
   spawn.stderr_mode = Subprocess::StderrMode::kCapture;
-  spawn.environment = worker_environment();
+  std::vector<std::string> environment = worker_environment();
+  for (const std::string& entry : options_.environment) {
+    // Ours win over the daemon's own value of the same name.
+    std::string name = entry.substr(0, entry.find('=') + 1);
+    std::erase_if(environment, [&](const std::string& e) { return e.starts_with(name); });
+    environment.push_back(entry);
+  }
+  spawn.environment = std::move(environment);
   spawn.limits = worker_limits();
   auto child = Subprocess::start(launch_command(), spawn);
   if (!child) return make_error("cannot start the sandbox worker: " + child.error());

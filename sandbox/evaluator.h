@@ -47,7 +47,9 @@ struct SandboxOptions {
   std::vector<std::string> command_prefix;  // e.g. {"srun", "--gres=gpu:1"} or {"ssh", "gpu7"}
   int device = 0;                           // passed as --device N; negative: not passed
   std::vector<std::string> extra_args;      // appended to the worker's arguments
-  std::string label;                        // "GPU 1", for status lines; empty: the command
+  // "NAME=value" entries added to the worker's allow-listed environment (KOPT_WORKERS_PER_GPU).
+  std::vector<std::string> environment;
+  std::string label;  // "GPU 1", for status lines; empty: the command
   // Runs the command prefix and ends it when this process dies, even by SIGKILL (kopt-leash):
   // a launcher waiting in a queue reads no stdin, so nothing else would end its pending job.
   // Used only with a command_prefix; empty: the prefix runs directly.

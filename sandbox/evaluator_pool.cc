@@ -1,5 +1,6 @@
 #include "sandbox/evaluator_pool.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -7,9 +8,20 @@
 
 namespace kopt {
 
-EvaluatorPool::EvaluatorPool(std::vector<std::unique_ptr<Evaluator>> members)
-    : members_(std::move(members)) {
+EvaluatorPool::EvaluatorPool(std::vector<std::unique_ptr<Evaluator>> members,
+                             std::vector<int> gpu_of_member)
+    : members_(std::move(members)), gpu_of_member_(std::move(gpu_of_member)) {
   if (members_.empty()) throw std::invalid_argument("an evaluator pool needs a member");
+  if (gpu_of_member_.empty()) {
+    for (size_t i = 0; i < members_.size(); ++i) gpu_of_member_.push_back(int(i));
+  }
+  if (gpu_of_member_.size() != members_.size() ||
+      *std::min_element(gpu_of_member_.begin(), gpu_of_member_.end()) < 0)
+    throw std::invalid_argument("an evaluator pool needs one GPU index (>= 0) per member");
+  int gpus = *std::max_element(gpu_of_member_.begin(), gpu_of_member_.end()) + 1;
+  gpu_active_.assign(size_t(gpus), 0);
+  gpu_leased_.assign(size_t(gpus), 0);
+  gpu_since_.resize(size_t(gpus));
   // Reversed so that the first member is taken first when all are idle.
   for (size_t i = members_.size(); i-- > 0;) free_.push_back(i);
 }
@@ -28,14 +40,22 @@ std::unique_ptr<EvaluatorPool> EvaluatorPool::for_devices(const SandboxOptions& 
 EvaluatorPool::Lease::Lease(EvaluatorPool& pool) : pool_(pool) {
   std::unique_lock lock(pool_.mutex_);
   pool_.freed_.wait(lock, [&] { return !pool_.free_.empty(); });
-  index_ = pool_.free_.back();
-  pool_.free_.pop_back();
+  // The free member on the GPU with the fewest members leased (two jobs on two GPUs with two
+  // workers each take one worker of each GPU); among equals the one freed last (a warm worker).
+  auto leased_on = [&](size_t member) { return pool_.gpu_leased_[pool_.gpu_of_member_[member]]; };
+  auto pick = pool_.free_.end() - 1;
+  for (auto it = pool_.free_.begin(); it != pool_.free_.end(); ++it)
+    if (leased_on(*it) < leased_on(*pick)) pick = it;
+  index_ = *pick;
+  pool_.free_.erase(pick);
+  ++pool_.gpu_leased_[pool_.gpu_of_member_[index_]];
 }
 
 EvaluatorPool::Lease::~Lease() {
   {
     std::lock_guard lock(pool_.mutex_);
     pool_.free_.push_back(index_);
+    --pool_.gpu_leased_[pool_.gpu_of_member_[index_]];
   }
   pool_.freed_.notify_one();
 }
@@ -45,25 +65,34 @@ SanitizerOutcome EvaluatorPool::sanitize(const EvalRequest& request) {
   return lease.member().sanitize(request);
 }
 
+void EvaluatorPool::account_start(size_t member, Clock::time_point started) {
+  std::lock_guard lock(usage_mutex_);
+  if (!first_start_) first_start_ = started;
+  size_t gpu = size_t(gpu_of_member_[member]);
+  if (gpu_active_[gpu]++ == 0) gpu_since_[gpu] = started;
+}
+
+void EvaluatorPool::account_end(size_t member, Clock::time_point started, Clock::time_point ended) {
+  std::lock_guard lock(usage_mutex_);
+  busy_seconds_ += std::chrono::duration<double>(ended - started).count();
+  last_end_ = std::max(last_end_, ended);
+  ++evaluations_;
+  size_t gpu = size_t(gpu_of_member_[member]);
+  if (--gpu_active_[gpu] == 0)
+    gpu_busy_seconds_ += std::chrono::duration<double>(ended - gpu_since_[gpu]).count();
+}
+
 Result<EvalResult> EvaluatorPool::evaluate(const EvalRequest& request) {
   auto asked = Clock::now();
   Lease lease(*this);
   auto started = Clock::now();
-  {
-    std::lock_guard lock(usage_mutex_);
-    if (!first_start_) first_start_ = started;
-  }
+  account_start(lease.index(), started);
   struct Account {
     EvaluatorPool* pool;
+    size_t member;
     Clock::time_point started;
-    ~Account() {
-      auto ended = Clock::now();
-      std::lock_guard lock(pool->usage_mutex_);
-      pool->busy_seconds_ += std::chrono::duration<double>(ended - started).count();
-      pool->last_end_ = std::max(pool->last_end_, ended);
-      ++pool->evaluations_;
-    }
-  } account{this, started};
+    ~Account() { pool->account_end(member, started, Clock::now()); }
+  } account{this, lease.index(), started};
   auto result = lease.member().evaluate(request);
   // How long this request waited for a free GPU: the queue, apart from the GPU's own work.
   if (result)
@@ -76,16 +105,28 @@ EvaluatorPool::Utilization EvaluatorPool::utilization() const {
   std::lock_guard lock(usage_mutex_);
   Utilization u;
   u.members = int(members_.size());
+  u.gpus = int(gpu_active_.size());
   u.evaluations = evaluations_;
   u.busy_seconds = busy_seconds_;
+  u.gpu_busy_seconds = gpu_busy_seconds_;
   if (first_start_ && evaluations_ > 0)
     u.span_seconds = std::chrono::duration<double>(last_end_ - *first_start_).count();
   return u;
 }
 
 std::string EvaluatorPool::name() const {
+  // Co-workers of one GPU share a command: "2 x kopt-sandbox --device 0 --share-gpu".
+  std::vector<std::pair<std::string, int>> runs;
+  for (const auto& m : members_) {
+    std::string name = m->name();
+    if (!runs.empty() && runs.back().first == name)
+      ++runs.back().second;
+    else
+      runs.emplace_back(std::move(name), 1);
+  }
   std::vector<std::string> names;
-  for (const auto& m : members_) names.push_back(m->name());
+  for (const auto& [name, count] : runs)
+    names.push_back(count == 1 ? name : std::to_string(count) + " x " + name);
   return "pool of " + std::to_string(members_.size()) + ": " + join(names, "; ");
 }
 

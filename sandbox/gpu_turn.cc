@@ -25,6 +25,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_yielding{false};
+std::atomic<bool> g_co_worker{false};
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -159,11 +160,13 @@ YieldingTurn::YieldingTurn(const std::string& gpu_id) {
   waited_ms_ = ms_since(asked);
 }
 
-YieldingRegistration::YieldingRegistration(const std::string& gpu_id) {
+YieldingRegistration::YieldingRegistration(const std::string& gpu_id, bool with_parent) {
   fs::path dir = gpu_turn_directory();
   if (dir.empty()) return;
   std::string text;
-  for (unsigned pid : {unsigned(::getpid()), unsigned(::getppid())}) {
+  std::vector<unsigned> pids = {unsigned(::getpid())};
+  if (with_parent) pids.push_back(unsigned(::getppid()));
+  for (unsigned pid : pids) {
     if (auto started = start_time(pid))
       text += std::to_string(pid) + " " + std::to_string(*started) + "\n";
   }
@@ -178,6 +181,15 @@ YieldingRegistration::~YieldingRegistration() {
 
 void set_yielding_worker(bool yielding) { g_yielding = yielding; }
 bool yielding_worker() { return g_yielding; }
+void set_co_worker(bool co_worker) { g_co_worker = co_worker; }
+bool co_worker() { return g_co_worker; }
+
+std::optional<YieldingTurn> step_unit(GpuUse use, const std::string& gpu_id) {
+  std::optional<YieldingTurn> unit;
+  if (use == GpuUse::kPerShape || use == GpuUse::kHost) return unit;
+  if (yielding_worker() || (co_worker() && use == GpuUse::kCompute)) unit.emplace(gpu_id);
+  return unit;
+}
 
 std::vector<unsigned> registered_yielding_pids(const std::string& gpu_id) {
   std::vector<unsigned> pids;

@@ -7,6 +7,11 @@
 //   around each unit of its GPU work (a step of its evaluation, one shape's rounds), and starts
 //   none while a timing turn is held or asked for.
 // So verification overlaps the sanitizer, and timing waits at most for the lane's current unit.
+// Several timing workers on one GPU (daemon.workers_per_gpu, kopt-sandbox --share-gpu) are
+// co-workers: each computes in YieldingTurns like the lane's worker, except that it times and
+// profiles in its own TimingTurn, never while holding a unit (flock locks belong to open files, so
+// a unit held would block its own turn). So k verifications overlap and no timing overlaps another
+// worker's kernels.
 // Two flock(2) files per GPU do it: a gate (timing takes it exclusively first, so a waiting timer
 // keeps new shared units from starting; no writer starves) and the turn itself. A yielding worker
 // also registers its pid and its parent's (the compute-sanitizer process) for the GPU, so the
@@ -19,6 +24,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,10 +90,12 @@ class YieldingTurn {
   double waited_ms_ = 0;
 };
 
-// This process (and its parent) registered as a yielding worker of the GPU until destroyed.
+// This process (and its parent, unless `with_parent` is false) registered as a yielding worker of
+// the GPU until destroyed. The lane's parent is compute-sanitizer, whose context is the tool's;
+// a co-worker's parent is the daemon (or whatever started it), which is nobody's business here.
 class YieldingRegistration {
  public:
-  explicit YieldingRegistration(const std::string& gpu_id);
+  explicit YieldingRegistration(const std::string& gpu_id, bool with_parent = true);
   ~YieldingRegistration();
   YieldingRegistration(const YieldingRegistration&) = delete;
   YieldingRegistration& operator=(const YieldingRegistration&) = delete;
@@ -99,6 +107,24 @@ class YieldingRegistration {
 // Whether this process yields to timing (kopt-sandbox --yield-to-timing sets it at start).
 void set_yielding_worker(bool yielding);
 bool yielding_worker();
+// Whether this process shares its GPU with other timing workers (kopt-sandbox --share-gpu).
+void set_co_worker(bool co_worker);
+bool co_worker();
+
+// What a step of an evaluation does on the GPU, for the turn it runs in.
+enum class GpuUse {
+  kHost,      // no GPU work: never in a unit (a unit waits while another worker times)
+  kCompute,   // verification, input generation, module loads: in a unit where units are taken
+  kPerShape,  // takes a unit per shape itself: none around the whole step
+  kTimed,     // times or profiles: takes the TimingTurn inside unless this is the lane's worker
+};
+// The shared unit a step of kind `use` runs in for this process: the lane's worker takes one
+// around every step but kPerShape and kHost (its timing is never reported, so it takes no
+// TimingTurn); a co-worker around kCompute steps only (a unit around kTimed would block its own
+// TimingTurn); a lone timing worker none, nor anyone around kHost. Empty optional: no unit.
+std::optional<YieldingTurn> step_unit(GpuUse use, const std::string& gpu_id);
+// Whether this process times in the GPU's TimingTurn: every worker but the lane's.
+inline bool takes_timing_turn() { return !yielding_worker(); }
 
 // The pids of the GPU's live yielding workers and their parents: each registered entry whose
 // process still runs with the start time it registered (a reused pid is not one).

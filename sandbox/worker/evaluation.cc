@@ -148,23 +148,29 @@ class Evaluation {
     // Each step's wall time goes to result.phases under its name (what the daemon's phase log and
     // bench/daemon_throughput.py show): a few clock reads per evaluation.
     using StepFn = Step (Evaluation::*)();
-    static constexpr std::pair<const char*, StepFn> kSteps[] = {
-        {"kernels", &Evaluation::build_kernels},
-        {"verify", &Evaluation::verify},
-        {"timed_plan", &Evaluation::resolve_timed_plan},
-        {"peaks", &Evaluation::bound_by_speed_of_light},
-        {"untimed", &Evaluation::finish_untimed},
-        {"baseline_build", &Evaluation::build_baseline},
-        {"time", &Evaluation::time_candidate},
-        {"accept", &Evaluation::accept_timing},
-        {"reverify", &Evaluation::reject_implausible},
-        {"profile", &Evaluation::profile_new_best}};
-    for (const auto& [name, step] : kSteps) {
+    struct NamedStep {
+      const char* name;
+      StepFn step;
+      GpuUse use;  // the turn it runs in (sandbox/gpu_turn.h: step_unit)
+    };
+    // "untimed" may profile (a timing turn); "reverify" verifies again (compute).
+    static constexpr NamedStep kSteps[] = {
+        {"kernels", &Evaluation::build_kernels, GpuUse::kCompute},
+        {"verify", &Evaluation::verify, GpuUse::kPerShape},
+        {"timed_plan", &Evaluation::resolve_timed_plan, GpuUse::kHost},
+        {"peaks", &Evaluation::bound_by_speed_of_light, GpuUse::kCompute},
+        {"untimed", &Evaluation::finish_untimed, GpuUse::kTimed},
+        {"baseline_build", &Evaluation::build_baseline, GpuUse::kCompute},
+        {"time", &Evaluation::time_candidate, GpuUse::kTimed},
+        {"accept", &Evaluation::accept_timing, GpuUse::kHost},
+        {"reverify", &Evaluation::reject_implausible, GpuUse::kCompute},
+        {"profile", &Evaluation::profile_new_best, GpuUse::kTimed}};
+    for (const auto& [name, step, use] : kSteps) {
       auto step_started = Clock::now();
-      // The sanitizer lane's worker computes in units between timing turns: each step is one
-      // (verification: each shape, verify_step).
-      std::optional<YieldingTurn> unit;
-      if (yielding_worker() && step != &Evaluation::verify) unit.emplace(gpu_id());
+      // The sanitizer lane's worker and co-workers of a shared GPU compute in units between
+      // timing turns: each step is one (verification: each shape, verify_step).
+      std::optional<YieldingTurn> unit = step_unit(use, gpu_id());
+      if (unit) add_phase("turns.unit_wait", unit->waited_ms());
       auto next = (this->*step)();
       unit.reset();
       add_phase(name, ms_since(step_started));
@@ -184,7 +190,7 @@ class Evaluation {
   // The GPU's timing turn (sandbox/gpu_turn.h), its wait said under `phase`. A yielding worker
   // takes none: it holds a unit's shared turn itself, and its numbers are never reported.
   void take_timing_turn(std::optional<TimingTurn>& turn, const char* phase) {
-    if (yielding_worker()) return;
+    if (!takes_timing_turn()) return;
     turn.emplace(gpu_id());
     add_phase(phase, turn->waited_ms());
   }
@@ -258,12 +264,25 @@ class Evaluation {
 
   Step verify_step(const VerifyStep& step) {
     // The kept sets made during this evaluation may have taken the memory the plan counted on.
-    // Another worker on this GPU may be in its own wide round: wait for its end first.
-    std::optional<YieldingTurn> unit;
-    if (yielding_worker()) unit.emplace(gpu_id());
+    // Another worker on this GPU may be in its own wide round: wait for its end first, before
+    // this shape's unit: a unit held while waiting would make a timer wait for two wide rounds
+    // back to back (past its patience, kTimingTurnMaxWaitSeconds). The wide-round lock is never
+    // asked for within a unit, so a unit's holder never waits on it.
+    auto step_started = Clock::now();
     std::optional<WideRoundTurn> turn;
+    if (step.phase == "wide") turn.emplace(gpu_id());
+    std::optional<YieldingTurn> unit = step_unit(GpuUse::kCompute, gpu_id());
+    if (unit) add_phase("turns.unit_wait", unit->waited_ms());
+    // The round past 2^31 elements, waits included: what a one-shot cache would save (issue 35).
+    struct WideTime {
+      Evaluation* self;
+      bool wide;
+      Clock::time_point started;
+      ~WideTime() {
+        if (wide) self->add_phase("verify.wide", ms_since(started));
+      }
+    } wide_time{this, step.phase == "wide", step_started};
     if (step.phase == "wide") {
-      turn.emplace(gpu_id());
       if (auto skip = wide_round_skipped(task_, free_device_bytes(device_))) {
         plan_.notes.push_back(*skip);
         plan_.wide = false;

@@ -53,7 +53,7 @@ json reply(const json& request, bool ok) {
 int usage() {
   std::fprintf(stderr,
                "usage: kopt-sandbox [--device N] [--output-log PATH] [--under-profiler] "
-               "[--yield-to-timing]\n"
+               "[--yield-to-timing] [--share-gpu]\n"
                "Speaks the kopt sandbox protocol v%d on stdin/stdout; started by kopt itself.\n"
                "Whatever kernels print goes to the output log (default: %s), capped at %zu "
                "bytes;\n--output-log '' discards it.\n",
@@ -80,6 +80,9 @@ struct Arguments {
   // The sanitizer lane's worker: computes only between the GPU's timing turns and registers as
   // kopt's own for the timing worker's quiet-GPU checks (sandbox/gpu_turn.h).
   bool yield_to_timing = false;
+  // One of several timing workers on this GPU (daemon.workers_per_gpu): computes in shared units,
+  // times in the GPU's timing turn, and registers as kopt's own for the others' checks.
+  bool share_gpu = false;
 };
 
 // The exit code where the arguments end the process (--help, a bad flag), else nothing.
@@ -91,6 +94,8 @@ std::optional<int> parse_arguments(int argc, char** argv, Arguments& args) {
       args.under_profiler = true;
     } else if (!std::strcmp(argv[i], "--yield-to-timing")) {
       args.yield_to_timing = true;
+    } else if (!std::strcmp(argv[i], "--share-gpu")) {
+      args.share_gpu = true;
     } else if (!std::strcmp(argv[i], "--output-log") && i + 1 < argc) {
       args.output_log = argv[++i];
     } else if (!std::strcmp(argv[i], "--help")) {
@@ -268,18 +273,28 @@ int serve(Worker& w) {
 
 }  // namespace
 
-// Registers this process (and its parent, compute-sanitizer) as a yielding worker of GPU
-// `ordinal` for the rest of its life and returns the GPU's turn name (nothing where the driver
-// cannot name it: open_device() then reports the same failure). The registration is never
-// removed here: the context outlives main() (the driver tears it down at exit, the tool flushes
-// its report), so the entry must too; registered_yielding_pids() drops it once no process of it
-// runs.
-std::optional<std::string> register_as_yielding(int ordinal) {
+// Registers this process as a yielding worker of GPU `ordinal` for the rest of its life (the
+// lane's with its parent, compute-sanitizer; a co-worker alone) and returns the GPU's turn name
+// (nothing where the driver cannot name it: open_device() then reports the same failure). The
+// registration is never removed here: the context outlives main() (the driver tears it down at
+// exit, the tool flushes its report), so the entry must too; registered_yielding_pids() drops it
+// once no process of it runs.
+std::optional<std::string> register_as_yielding(int ordinal, const Arguments& args) {
   auto id = worker::gpu_turn_id(ordinal);
   if (!id) return std::nullopt;
-  new YieldingRegistration(*id);  // kept to the end of the process, see above
-  set_yielding_worker(true);
+  new YieldingRegistration(*id, args.yield_to_timing);  // kept to the end of the process
+  set_yielding_worker(args.yield_to_timing);
+  set_co_worker(args.share_gpu);
   return *id;
+}
+
+// A co-worker measures the GPU's peaks (once per GPU model; then they are read from the cache)
+// in the timing turn: measured beside another worker's kernels they would be low, and every
+// later speed-of-light bound with them.
+void measure_peaks_alone(worker::Device& gpu, worker::SupportKernels& support,
+                         const std::string& turn_id) {
+  TimingTurn turn(turn_id);
+  (void)worker::device_peaks(gpu, support);  // a failure is the evaluation's to report
 }
 
 int main(int argc, char** argv) {
@@ -292,11 +307,13 @@ int main(int argc, char** argv) {
   send(make_hello());
   // Before anything slow: a daemon that dies while this worker starts must not leave it behind.
   // A yielding worker may wait for a timing turn to end before it leaves (end_within_a_turn).
-  worker::exit_when_stdin_closes(args.yield_to_timing ? kTimingTurnMaxWaitSeconds : 0.5);
-  // A yielding worker registers before its context exists and opens the GPU within a turn: a
-  // context that appears while another worker times would be "another process" to its checks.
+  bool shares = args.yield_to_timing || args.share_gpu;
+  worker::exit_when_stdin_closes(shares ? kTimingTurnMaxWaitSeconds : 0.5);
+  // A yielding worker (or co-worker) registers before its context exists and opens the GPU within
+  // a turn: a context that appears while another worker times would be "another process" to its
+  // checks.
   std::optional<std::string> yielding_id;
-  if (args.yield_to_timing) yielding_id = register_as_yielding(args.ordinal);
+  if (shares) yielding_id = register_as_yielding(args.ordinal, args);
   std::optional<YieldingTurn> opening;
   if (yielding_id) opening.emplace(*yielding_id);
   worker::Device* gpu = open_device(args);
@@ -307,6 +324,8 @@ int main(int argc, char** argv) {
     return kExitNoGpu;
   }
   opening.reset();
+  if (yielding_id && args.share_gpu && !args.yield_to_timing)
+    measure_peaks_alone(*gpu, *support, *yielding_id);
   Worker w{*gpu, *support, worker::GpuQuietCheck(*gpu, *support),
            worker::InputPool(input_pool_bytes(*gpu)), worker::BaselineHistory()};
   int exit_code = serve(w);

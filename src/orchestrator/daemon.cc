@@ -128,7 +128,11 @@ cxxopts::Options run_options_parser(const std::string& program) {
       "was measured on this GPU model, else %SOL), sol_score or sol_percent",
       cxxopts::value<std::string>())(
       "gpus", "GPU indices, e.g. 0,1 (default: the config's, else every visible GPU)",
-      cxxopts::value<std::string>())("config", "config file", cxxopts::value<std::string>())(
+      cxxopts::value<std::string>())(
+      "workers-per-gpu",
+      "timing workers sharing each GPU in turns (default: the config's daemon.workers_per_gpu, "
+      "else 1)",
+      cxxopts::value<int64_t>())("config", "config file", cxxopts::value<std::string>())(
       "db", "memory database (default: the config's)", cxxopts::value<std::string>())(
       "resume", "continue the last run of this database")(
       "tuner-only", "use the built-in tuner even when an LLM is configured")(
@@ -173,6 +177,7 @@ DaemonInvocation invocation_from(const cxxopts::ParseResult& args) {
     inv.candidates_per_task = args["candidates-per-task"].as<int64_t>();
   }
   if (args.count("gpus")) inv.gpus = parse_gpu_list(args["gpus"].as<std::string>());
+  if (args.count("workers-per-gpu")) inv.workers_per_gpu = args["workers-per-gpu"].as<int64_t>();
   if (args.count("score")) {
     std::string name = args["score"].as<std::string>();
     inv.score = parse_score_basis(name);
@@ -208,6 +213,12 @@ void check_invocation(const DaemonInvocation& inv) {
     if (auto fine = require_number_above(flag, *value, 0, inclusive); !fine) {
       throw cxxopts::exceptions::exception(fine.error());
     }
+  }
+  if (inv.workers_per_gpu &&
+      (*inv.workers_per_gpu < 1 || *inv.workers_per_gpu > kMaxWorkersPerGpu)) {
+    throw cxxopts::exceptions::exception("--workers-per-gpu: must be 1 to " +
+                                         std::to_string(kMaxWorkersPerGpu) + " (got " +
+                                         std::to_string(*inv.workers_per_gpu) + ")");
   }
   if (inv.candidates_per_task && *inv.candidates_per_task <= 0) {
     throw cxxopts::exceptions::exception("--candidates-per-task: must be at least 1 (got " +
@@ -332,6 +343,37 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
   return all;
 }
 
+int64_t workers_per_gpu_for(const DaemonConfig& daemon, std::optional<int64_t> flag,
+                            std::string* note) {
+  int64_t k = flag.value_or(daemon.workers_per_gpu.value_or(kDefaultWorkersPerGpu));
+  if (k > 1 && !daemon.worker_command.empty()) {
+    if (note)
+      *note = "daemon.worker_command: one worker per GPU (workers_per_gpu " + std::to_string(k) +
+              " is for local workers)";
+    return 1;
+  }
+  return k;
+}
+
+PoolWorkers pool_workers(const std::vector<SandboxOptions>& per_gpu, int64_t workers_per_gpu) {
+  PoolWorkers pool;
+  for (size_t gpu = 0; gpu < per_gpu.size(); ++gpu) {
+    const SandboxOptions& one = per_gpu[gpu];
+    int64_t k = workers_per_gpu;
+    for (int64_t i = 1; i <= k; ++i) {
+      SandboxOptions o = one;
+      if (k > 1) {
+        o.extra_args.push_back("--share-gpu");
+        o.environment.push_back("KOPT_WORKERS_PER_GPU=" + std::to_string(k));
+        o.label += " worker " + std::to_string(i) + "/" + std::to_string(k);
+      }
+      pool.members.push_back(std::move(o));
+      pool.gpu_of_member.push_back(int(gpu));
+    }
+  }
+  return pool;
+}
+
 namespace {
 
 // What a step returns: nullopt to go on, else the code the daemon exits with.
@@ -384,6 +426,8 @@ class Daemon {
   EvaluatorPool* workers_ = nullptr;          // the real workers, for their utilization at the end
   std::vector<SandboxOptions> sandboxes_;     // checked early, built once the run has an id
   std::vector<SandboxOptions> lane_workers_;  // the sanitizer lane's: one per GPU
+  int64_t workers_per_gpu_ = kDefaultWorkersPerGpu;  // timing workers sharing each GPU
+  std::string workers_note_;  // why a template's workers stay one per GPU, for the log
   int64_t run_id_ = 0;
   std::shared_ptr<LiveDisplay> display_;
 };
@@ -526,6 +570,8 @@ StepEnd Daemon::prepare_llm() {
 }
 
 StepEnd Daemon::prepare_evaluator() {
+  workers_per_gpu_ =
+      workers_per_gpu_for(config_->daemon, invocation_.workers_per_gpu, &workers_note_);
   if (hooks_.make_evaluator) {
     auto made = hooks_.make_evaluator(*config_, gpus_);
     if (!made) return refuse(ExitCode::kBadInput, made.error());
@@ -594,21 +640,21 @@ void Daemon::log_settings() const {
                options_.search.sol_threshold_percent);
 }
 
-// One kopt-sandbox worker per GPU in a pool, and the sanitizer lane's copy of each.
+// workers_per_gpu kopt-sandbox workers per GPU in a pool, and one sanitizer lane worker per GPU.
 void Daemon::build_workers() {
   if (evaluator_) return;
   for (size_t i = 0; i < sandboxes_.size(); ++i) {
     SandboxOptions o = sandboxes_[i];
     o.label = "sanitizer on GPU " + std::to_string(gpus_[i]);
     lane_workers_.push_back(std::move(o));
+    name_srun_job(sandboxes_[i].command_prefix, run_id_, gpus_[i]);
   }
+  if (!workers_note_.empty()) spdlog::warn("{}", workers_note_);
+  PoolWorkers workers = pool_workers(sandboxes_, workers_per_gpu_);
   std::vector<std::unique_ptr<Evaluator>> members;
-  for (size_t i = 0; i < sandboxes_.size(); ++i) {
-    SandboxOptions& o = sandboxes_[i];
-    name_srun_job(o.command_prefix, run_id_, gpus_[i]);
+  for (SandboxOptions& o : workers.members)
     members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
-  }
-  auto pool = std::make_unique<EvaluatorPool>(std::move(members));
+  auto pool = std::make_unique<EvaluatorPool>(std::move(members), std::move(workers.gpu_of_member));
   workers_ = pool.get();
   evaluator_ = std::move(pool);
 }
@@ -617,7 +663,13 @@ OrchestratorDeps Daemon::orchestrator_deps() {
   OrchestratorDeps deps;
   deps.recorder = &*recorder_;
   deps.evaluator = evaluator_.get();
-  deps.evaluator_slots = static_cast<int>(gpus_.size());
+  deps.evaluator_slots = static_cast<int>(gpus_.size() * size_t(workers_per_gpu_));
+  deps.workers_per_gpu = static_cast<int>(workers_per_gpu_);
+  spdlog::info("{} worker{} per GPU on {} GPU(s){}", workers_per_gpu_,
+               workers_per_gpu_ == 1 ? "" : "s", gpus_.size(),
+               workers_per_gpu_ == 1 ? ""
+                                     : ": verification overlaps, timing takes turns (each "
+                                       "worker's timing has the GPU alone)");
   deps.llm = llm_.get();
   deps.prompts = prompts_ ? &*prompts_ : nullptr;
   if (config_->llm) {
@@ -638,6 +690,12 @@ OrchestratorDeps Daemon::orchestrator_deps() {
     // like an evaluation; =concurrent runs it beside without yielding, for measuring what that
     // costs (timing then finds the GPU busy).
     SanitizerLaneMode mode = sanitizer_lane_mode(std::getenv("KOPT_SANITIZER_LANE"));
+    if (mode == SanitizerLaneMode::kHold && workers_per_gpu_ > 1) {
+      // Holding one co-worker does not hold its GPU: the others would time beside the tools.
+      spdlog::warn("KOPT_SANITIZER_LANE=hold with {} workers per GPU: the lane yields instead",
+                   workers_per_gpu_);
+      mode = SanitizerLaneMode::kYield;
+    }
     std::vector<SandboxOptions> lane_workers = lane_worker_options(lane_workers_, mode);
     Evaluator* pool = evaluator_.get();
     deps.sanitize = [lane_workers, mode, pool](const EvalRequest& request, int lane) {
@@ -665,10 +723,14 @@ void Daemon::print_summary(const RunOutcome& outcome) const {
   if (workers_) {
     auto u = workers_->utilization();
     if (u.evaluations > 0) {
+      // A GPU is idle while none of its workers evaluates (bench/daemon_throughput.py reads it).
       std::string line = fmt::format(
           "GPU workers idle {:.1f}% of the {:.0f} s between the first and the last evaluation "
           "({} evaluations on {} GPU(s))",
-          100 * u.idle_fraction(), u.span_seconds, u.evaluations, u.members);
+          100 * u.idle_fraction(), u.span_seconds, u.evaluations, u.gpus);
+      if (workers_per_gpu_ > 1)
+        line += fmt::format("; {} workers per GPU, each idle {:.1f}%", workers_per_gpu_,
+                            100 * u.member_idle_fraction());
       spdlog::info("{}", line);
       std::printf("%s\n", line.c_str());
     }

@@ -29,7 +29,8 @@ struct DaemonInvocation {
   std::optional<double> max_usd_per_task;
   std::optional<double> max_usd_per_hour;
   std::optional<std::vector<int>> gpus;
-  std::optional<ScoreBasis> score;  // --score: what task weights and stopping read
+  std::optional<int64_t> workers_per_gpu;  // --workers-per-gpu: wins over daemon.workers_per_gpu
+  std::optional<ScoreBasis> score;         // --score: what task weights and stopping read
   std::optional<std::filesystem::path> config;
   std::optional<std::filesystem::path> db;
   bool resume = false;
@@ -68,6 +69,26 @@ ExitCode run_daemon(const DaemonInvocation& invocation, const DaemonHooks& hooks
 Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daemon,
                                                         const std::string& worker,
                                                         const std::vector<int>& gpus);
+
+// Without --workers-per-gpu or daemon.workers_per_gpu: one timing worker per GPU. (The lead
+// measures k = 1, 2, 4 with bench/run.sh daemon_throughput --workers-per-gpu K before raising it.)
+inline constexpr int64_t kDefaultWorkersPerGpu = 1;
+inline constexpr int64_t kMaxWorkersPerGpu = 8;
+
+// Timing workers per GPU: --workers-per-gpu, else daemon.workers_per_gpu, else the default; 1
+// with a worker_command template (srun, ssh: each worker a job of its own), `note` then says why.
+int64_t workers_per_gpu_for(const DaemonConfig& daemon, std::optional<int64_t> flag,
+                            std::string* note = nullptr);
+
+// The pool's members: `workers_per_gpu` copies of each GPU's worker options, each told (when more
+// than one) to share its GPU in turns
+// (kopt-sandbox --share-gpu, KOPT_WORKERS_PER_GPU=k to split the kept inputs) and labelled
+// "GPU 1 worker 2/4"; `gpu_of_member` says which GPU (its index in `per_gpu`) each runs on.
+struct PoolWorkers {
+  std::vector<SandboxOptions> members;
+  std::vector<int> gpu_of_member;
+};
+PoolWorkers pool_workers(const std::vector<SandboxOptions>& per_gpu, int64_t workers_per_gpu);
 
 // The kopt-sandbox binary: the configured one, else the one beside the running executable,
 // else "kopt-sandbox" (searched in PATH).

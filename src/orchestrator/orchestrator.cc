@@ -309,7 +309,8 @@ RunProgress Orchestrator::progress() const {
   p.stop_reason = stop_reason_;
   p.mode = deps_.llm ? "llm" : "tuner";
   p.gpu = gpu_ ? gpu_->model : "";
-  p.gpus = deps_.evaluator_slots;
+  p.workers_per_gpu = std::max(1, deps_.workers_per_gpu);
+  p.gpus = std::max(1, deps_.evaluator_slots / p.workers_per_gpu);
   p.elapsed_seconds = elapsed_seconds();
   if (options_.budgets.hours) {
     p.time_left_seconds = std::max(0.0, *options_.budgets.hours * 3600 - p.elapsed_seconds);

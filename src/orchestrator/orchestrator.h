@@ -59,7 +59,8 @@ namespace kopt::orchestrator {
 struct OrchestratorDeps {
   RunRecorder* recorder = nullptr;                 // required
   Evaluator* evaluator = nullptr;                  // required
-  int evaluator_slots = 1;                         // GPUs behind the evaluator
+  int evaluator_slots = 1;                         // workers behind the evaluator
+  int workers_per_gpu = 1;                         // of them sharing each GPU
   LlmClient* llm = nullptr;                        // null: the built-in tuner only
   const agents::PromptLibrary* prompts = nullptr;  // required with an LLM
   std::string coder_model;                         // recorded as the origin of coder kernels

@@ -40,6 +40,7 @@ json RunProgress::to_json() const {
             {"mode", mode},
             {"gpu", gpu},
             {"gpus", gpus},
+            {"workers_per_gpu", workers_per_gpu},
             {"elapsed_seconds", elapsed_seconds},
             {"time_left_seconds", time_left_seconds ? json(*time_left_seconds) : json(nullptr)},
             {"max_usd", max_usd ? json(*max_usd) : json(nullptr)},
@@ -65,6 +66,7 @@ RunProgress RunProgress::from_json(const json& j) {
   p.mode = j.value("mode", "");
   p.gpu = j.value("gpu", "");
   p.gpus = j.value("gpus", 0);
+  p.workers_per_gpu = j.value("workers_per_gpu", 1);
   p.elapsed_seconds = j.value("elapsed_seconds", 0.0);
   if (j.contains("time_left_seconds") && j["time_left_seconds"].is_number()) {
     p.time_left_seconds = j["time_left_seconds"].get<double>();
@@ -202,6 +204,9 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
         p.gpu_busy_fraction
             ? fmt::format("GPU busy {:.1f}% since the first evaluation", 100 * *p.gpu_busy_fraction)
             : std::string("GPU busy share unknown");
+    // With co-workers a GPU is busy while any of them evaluates.
+    if (p.workers_per_gpu > 1)
+      busy += fmt::format(" ({} workers per GPU, busy while any evaluates)", p.workers_per_gpu);
     lines.push_back(fit(fmt::format("{}; sanitizer: {} passes, {} waiting", busy, p.sanitizer_runs,
                                     p.sanitizer_pending),
                         width));

@@ -41,6 +41,7 @@ struct RunProgress {
   std::string mode;         // "llm" or "tuner"
   std::string gpu;          // the GPU model, once known
   int gpus = 0;
+  int workers_per_gpu = 1;     // timing workers sharing each GPU in turns
   double elapsed_seconds = 0;  // over every resume
   std::optional<double> time_left_seconds;
   std::optional<double> max_usd;
@@ -50,8 +51,9 @@ struct RunProgress {
   std::string alarm;  // the spend-rate alarm while it holds LLM work back
   // GPU workers waiting to start, e.g. in Slurm's queue (Evaluator::waiting()).
   std::vector<std::string> waiting_workers;
-  // The GPU workers' busy share since the first evaluation (EvaluatorPool::utilization), when
-  // the evaluator says; the sanitizer lane's passes done and those queued or running.
+  // The GPUs' busy share since the first evaluation (EvaluatorPool::utilization: a GPU is busy
+  // while any of its workers evaluates), when the evaluator says; the sanitizer lane's passes
+  // done and those queued or running.
   std::optional<double> gpu_busy_fraction;
   int64_t sanitizer_runs = 0;
   int64_t sanitizer_pending = 0;
