@@ -27,8 +27,8 @@ run_lane() {  # GPU, its jobs
       ctest|ctestx) sel=-R; [ $kind = ctestx ] && sel=-E
            (cd build && timeout ${CTEST_LIMIT:-300} ctest -L gpu $sel "$rest" -j1 --timeout 280 --output-on-failure > "$out/ctest$n.txt" 2>&1)
            grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|beside a yielding|called busy" "$out/ctest$n.txt" | tail -12 ;;
-      daemon) secs=${rest%%:*}; lane=${rest#*:}
-           KOPT_SANITIZER_LANE=$lane timeout $((2 * secs + 120)) bash bench/run.sh daemon_throughput "$out/daemon$n" --seconds $secs --gpus 1 --modes tuner > "$out/daemon$n.txt" 2>&1
+      daemon) IFS=: read -r secs lane k modes <<< "$rest"  # SECONDS:LANE[:WORKERS_PER_GPU[:MODES]]
+           KOPT_SANITIZER_LANE=$lane timeout $((2 * secs + 120)) bash bench/run.sh daemon_throughput "$out/daemon$n" --seconds $secs --gpus 1 --modes ${modes:-tuner} --workers-per-gpu ${k:-1} > "$out/daemon$n.txt" 2>&1
            grep "|" "$out/daemon$n/daemon_throughput.md" 2>/dev/null | head -4 ;;
     esac
     echo "GPU $gpu job $n ($kind) took $(( $(date +%s) - t0 )) s"
