@@ -263,8 +263,8 @@ Result<RunTotals> MemoryStore::run_totals(int64_t run_id) {
   auto row = statement->step();
   if (!row) return make_error(row.error());
   RunTotals totals;
-  sql::read_columns(*statement, totals.calls, totals.failed_calls, totals.prompt_tokens,
-                    totals.completion_tokens, totals.cost_usd);
+  sql::read_columns(*statement, totals.calls, totals.failed_calls, totals.input_tokens,
+                    totals.output_tokens, totals.cost_usd);
   return totals;
 }
 
