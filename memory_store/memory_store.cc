@@ -146,9 +146,7 @@ Result<int64_t> MemoryStore::add_kernel(const KernelRecord& kernel) {
     if (auto s = statement->run(); !s) return make_error("kernel: " + s.error());
     id = db_.last_insert_rowid();
   }
-  if (auto s = index_kernel(db_, id); !s) return make_error(s.error());
-  if (auto s = transaction->commit(); !s) return make_error(s.error());
-  return id;
+  return index_and_commit(db_, *transaction, id, index_kernel);
 }
 
 Result<std::optional<KernelRecord>> MemoryStore::kernel(int64_t id) {
