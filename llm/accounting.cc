@@ -5,11 +5,7 @@
 namespace kopt {
 
 void LlmTotals::add_call(LlmStatus status, int64_t input, int64_t output, double cost) {
-  ++calls;
-  failed_calls += status != LlmStatus::kOk;
-  input_tokens += input;
-  output_tokens += output;
-  cost_usd += cost;
+  CallTotals::add_call(status != LlmStatus::kOk, input, output, cost);
   truncated += status == LlmStatus::kTruncated;
   refused += status == LlmStatus::kRefused;
   tool_calls += status == LlmStatus::kToolCall;
@@ -17,11 +13,7 @@ void LlmTotals::add_call(LlmStatus status, int64_t input, int64_t output, double
 }
 
 void LlmTotals::add(const LlmTotals& other) {
-  calls += other.calls;
-  failed_calls += other.failed_calls;
-  input_tokens += other.input_tokens;
-  output_tokens += other.output_tokens;
-  cost_usd += other.cost_usd;
+  CallTotals::add(other);
   truncated += other.truncated;
   refused += other.refused;
   tool_calls += other.tool_calls;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/call_totals.h"
 #include "config/config.h"
 #include "llm/llm_types.h"
 
@@ -38,12 +39,7 @@ class LlmCallSink {
   virtual void record(const LlmCallRecord& call) = 0;
 };
 
-struct LlmTotals {
-  int64_t calls = 0;
-  int64_t failed_calls = 0;
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
-  double cost_usd = 0;
+struct LlmTotals : CallTotals {
   // How the model misbehaved, one count per call: what a stall detector needs besides kernels.
   int64_t truncated = 0;  // cut at the token limit
   int64_t refused = 0;

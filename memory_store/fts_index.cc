@@ -46,4 +46,11 @@ Status index_kernel(sql::Database& db, int64_t kernel_id) {
   return insert->run();
 }
 
+Result<int64_t> index_and_commit(sql::Database& db, sql::Transaction& transaction, int64_t id,
+                                 Status (*index)(sql::Database& db, int64_t id)) {
+  if (auto s = index(db, id); !s) return make_error(s.error());
+  if (auto s = transaction.commit(); !s) return make_error(s.error());
+  return id;
+}
+
 }  // namespace kopt::memory

@@ -146,9 +146,7 @@ Result<int64_t> MemoryStore::add_kernel(const KernelRecord& kernel) {
     if (auto s = statement->run(); !s) return make_error("kernel: " + s.error());
     id = db_.last_insert_rowid();
   }
-  if (auto s = index_kernel(db_, id); !s) return make_error(s.error());
-  if (auto s = transaction->commit(); !s) return make_error(s.error());
-  return id;
+  return index_and_commit(db_, *transaction, id, index_kernel);
 }
 
 Result<std::optional<KernelRecord>> MemoryStore::kernel(int64_t id) {
@@ -263,8 +261,8 @@ Result<RunTotals> MemoryStore::run_totals(int64_t run_id) {
   auto row = statement->step();
   if (!row) return make_error(row.error());
   RunTotals totals;
-  sql::read_columns(*statement, totals.calls, totals.failed_calls, totals.prompt_tokens,
-                    totals.completion_tokens, totals.cost_usd);
+  sql::read_columns(*statement, totals.calls, totals.failed_calls, totals.input_tokens,
+                    totals.output_tokens, totals.cost_usd);
   return totals;
 }
 

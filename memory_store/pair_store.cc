@@ -133,9 +133,7 @@ Result<int64_t> MemoryStore::add_pair(const PairRecord& pair) {
     if (!inserted) return make_error(inserted.error());
     id = *inserted;
   }
-  if (auto s = index_pair(db_, id); !s) return make_error(s.error());
-  if (auto s = transaction->commit(); !s) return make_error(s.error());
-  return id;
+  return index_and_commit(db_, *transaction, id, index_pair);
 }
 
 Result<std::optional<PairRecord>> MemoryStore::pair(int64_t id) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/call_totals.h"
 #include "common/origin.h"
 #include "common/run_status.h"
 #include "common/verdict.h"
@@ -132,13 +133,7 @@ struct LlmCallRecord {
 inline constexpr const char* kLlmCallOk = "ok";
 
 // Sums over a run's LLM calls.
-struct RunTotals {
-  int64_t calls = 0;
-  int64_t failed_calls = 0;
-  int64_t prompt_tokens = 0;
-  int64_t completion_tokens = 0;
-  double cost_usd = 0;
-};
+using RunTotals = CallTotals;
 
 // The stored names of a verdict, an origin and a run status (columns evaluations.verdict,
 // kernels.origin_agent, runs.status), parsed by every reader of those columns. The daemon writes

@@ -86,20 +86,6 @@ Result<Device*> Device::open(int ordinal) {
   return &device;
 }
 
-DeviceMemory& DeviceMemory::operator=(DeviceMemory&& o) noexcept {
-  if (this != &o) {
-    if (ptr_ && driver_) driver_->cuMemFree(ptr_);
-    driver_ = o.driver_;
-    ptr_ = std::exchange(o.ptr_, 0);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
-}
-
-DeviceMemory::~DeviceMemory() {
-  if (ptr_ && driver_ && !Device::abandoned()) driver_->cuMemFree(ptr_);
-}
-
 Result<DeviceMemory> allocate(Device& device, size_t bytes) {
   CUdeviceptr ptr = 0;
   CudaFailure failure;
@@ -156,19 +142,6 @@ Result<std::vector<float>> time_with_events(Device& device, CUstream stream, int
     times.push_back(ms);
   }
   return times;
-}
-
-Module& Module::operator=(Module&& o) noexcept {
-  if (this != &o) {
-    if (module_ && driver_) driver_->cuModuleUnload(module_);
-    driver_ = o.driver_;
-    module_ = std::exchange(o.module_, nullptr);
-  }
-  return *this;
-}
-
-Module::~Module() {
-  if (module_ && driver_ && !Device::abandoned()) driver_->cuModuleUnload(module_);
 }
 
 }  // namespace kopt::worker

@@ -85,64 +85,69 @@ struct MemoryInfo {
 };
 MemoryInfo memory_info(Device& device);
 
+// A driver handle and its one owner, which frees it on destruction or when given another.
+// `Kind` says which: its handle type, the call that frees it (a Kind whose handle is left alone
+// once the context was abandoned says so in its `destroy`) and, for handles of the worker's
+// context made by `create`, the driver call that creates one (named in the error).
+template <typename Kind>
+class DriverOwned {
+ public:
+  using Handle = typename Kind::Handle;
+  DriverOwned() = default;
+  DriverOwned(const CudaDriver* driver, Handle handle) : driver_(driver), handle_(handle) {}
+  static Result<DriverOwned> create(Device& device) {
+    Handle handle{};
+    CudaFailure failure;
+    if (!device.check(Kind::create(device.driver(), &handle), Kind::kCreateCall, &failure))
+      return make_error(failure.message);
+    return DriverOwned(&device.driver(), handle);
+  }
+  DriverOwned(DriverOwned&& o) noexcept { *this = std::move(o); }
+  DriverOwned& operator=(DriverOwned&& o) noexcept {
+    if (this != &o) {
+      release();
+      driver_ = o.driver_;
+      handle_ = std::exchange(o.handle_, Handle{});
+    }
+    return *this;
+  }
+  DriverOwned(const DriverOwned&) = delete;
+  DriverOwned& operator=(const DriverOwned&) = delete;
+  ~DriverOwned() { release(); }
+  Handle get() const { return handle_; }
+
+ private:
+  void release() {
+    if (handle_ && driver_) Kind::destroy(*driver_, handle_);
+  }
+  const CudaDriver* driver_ = nullptr;
+  Handle handle_{};
+};
+
+// Device memory and loaded modules are left alone once the context was abandoned
+// (Device::abandon: a kernel that will not stop), on destruction and on move alike.
+struct MemoryKind {
+  using Handle = CUdeviceptr;
+  static void destroy(const CudaDriver& d, CUdeviceptr p) {
+    if (!Device::abandoned()) d.cuMemFree(p);
+  }
+};
+
 // Device memory, freed on destruction.
 class DeviceMemory {
  public:
   DeviceMemory() = default;
   DeviceMemory(const CudaDriver* driver, CUdeviceptr ptr, size_t bytes)
-      : driver_(driver), ptr_(ptr), bytes_(bytes) {}
-  DeviceMemory(DeviceMemory&& o) noexcept { *this = std::move(o); }
-  DeviceMemory& operator=(DeviceMemory&& o) noexcept;
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-  ~DeviceMemory();
-  CUdeviceptr ptr() const { return ptr_; }
+      : memory_(driver, ptr), bytes_(bytes) {}
+  CUdeviceptr ptr() const { return memory_.get(); }
   size_t bytes() const { return bytes_; }
 
  private:
-  const CudaDriver* driver_ = nullptr;
-  CUdeviceptr ptr_ = 0;
+  DriverOwned<MemoryKind> memory_;
   size_t bytes_ = 0;
 };
 
 Result<DeviceMemory> allocate(Device& device, size_t bytes);
-
-// A handle of the worker's context, created checked and destroyed with its owner. `Kind` says
-// which: its handle type, the driver call that creates one (named in the error) and the one that
-// destroys it.
-template <typename Kind>
-class ContextHandle {
- public:
-  using Handle = typename Kind::Handle;
-  static Result<ContextHandle> create(Device& device) {
-    Handle handle = nullptr;
-    CudaFailure failure;
-    if (!device.check(Kind::create(device.driver(), &handle), Kind::kCreateCall, &failure))
-      return make_error(failure.message);
-    return ContextHandle(&device.driver(), handle);
-  }
-  ContextHandle(ContextHandle&& o) noexcept { *this = std::move(o); }
-  ContextHandle& operator=(ContextHandle&& o) noexcept {
-    if (this != &o) {
-      release();
-      driver_ = o.driver_;
-      handle_ = std::exchange(o.handle_, nullptr);
-    }
-    return *this;
-  }
-  ContextHandle(const ContextHandle&) = delete;
-  ContextHandle& operator=(const ContextHandle&) = delete;
-  ~ContextHandle() { release(); }
-  Handle get() const { return handle_; }
-
- private:
-  ContextHandle(const CudaDriver* driver, Handle handle) : driver_(driver), handle_(handle) {}
-  void release() {
-    if (handle_ && driver_) Kind::destroy(*driver_, handle_);
-  }
-  const CudaDriver* driver_ = nullptr;
-  Handle handle_ = nullptr;
-};
 
 struct StreamKind {
   using Handle = CUstream;
@@ -167,9 +172,9 @@ struct EventKind {
 };
 
 // A stream of the worker's context.
-using Stream = ContextHandle<StreamKind>;
+using Stream = DriverOwned<StreamKind>;
 // A CUDA event (not destroyed once the context was abandoned).
-using Event = ContextHandle<EventKind>;
+using Event = DriverOwned<EventKind>;
 
 // Copies between the host and the device in the worker's stream order, then waits for the stream
 // (the host buffer may be local): the launches before the copy need no syncs of their own.
@@ -181,21 +186,14 @@ Status copy_to_device(Device& device, CUdeviceptr to, const void* host, size_t b
 Result<std::vector<float>> time_with_events(Device& device, CUstream stream, int reps,
                                             const std::function<Status(int rep)>& launch);
 
-// A loaded CUBIN, unloaded on destruction.
-class Module {
- public:
-  Module() = default;
-  Module(const CudaDriver* driver, CUmodule module) : driver_(driver), module_(module) {}
-  Module(Module&& o) noexcept { *this = std::move(o); }
-  Module& operator=(Module&& o) noexcept;
-  Module(const Module&) = delete;
-  Module& operator=(const Module&) = delete;
-  ~Module();
-  CUmodule get() const { return module_; }
-
- private:
-  const CudaDriver* driver_ = nullptr;
-  CUmodule module_ = nullptr;
+struct ModuleKind {
+  using Handle = CUmodule;
+  static void destroy(const CudaDriver& d, CUmodule m) {
+    if (!Device::abandoned()) d.cuModuleUnload(m);
+  }
 };
+
+// A loaded CUBIN, unloaded on destruction.
+using Module = DriverOwned<ModuleKind>;
 
 }  // namespace kopt::worker

@@ -354,7 +354,7 @@ Status Orchestrator::open_run(std::optional<int64_t> resume_run_id,
     auto totals = recorder.run_totals();
     if (totals) {
       cost_before_ = totals->cost_usd;
-      tokens_before_ = totals->prompt_tokens + totals->completion_tokens;
+      tokens_before_ = totals->input_tokens + totals->output_tokens;
     }
     // The status row keeps the run's active time across resumes: the wall-time budget is for
     // work done, not for the hours the machine sat idle in between.

@@ -99,9 +99,8 @@ std::string header(const ReportData& data) {
   out += card(best > 0 ? format_speedup(best) + " " + best_task : "-", "largest speedup");
   out += card(std::to_string(data.wins.size()), "wins");
   out += card("$" + fixed(data.llm_totals.cost_usd, 2), "LLM cost");
-  out +=
-      card(short_number(double(data.llm_totals.prompt_tokens + data.llm_totals.completion_tokens)),
-           "LLM tokens");
+  out += card(short_number(double(data.llm_totals.input_tokens + data.llm_totals.output_tokens)),
+              "LLM tokens");
   out += "</div></header>";
   return out;
 }
@@ -219,8 +218,8 @@ std::string llm_section(const ReportData& data) {
     out += fmt::format(
         "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td class=\"n\">${:.2f}</td></tr>",
-        html_text(model.empty() ? "(none)" : model), t.calls, t.failed_calls, t.prompt_tokens,
-        t.completion_tokens, t.cost_usd);
+        html_text(model.empty() ? "(none)" : model), t.calls, t.failed_calls, t.input_tokens,
+        t.output_tokens, t.cost_usd);
   }
   return out + "</table></section>";
 }

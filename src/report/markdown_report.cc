@@ -62,8 +62,8 @@ std::string render_markdown(const ReportData& data) {
       "- LLM: {} calls ({} failed), {} prompt + {} completion tokens, **${:.2f}**\n\n",
       data.evaluations, data.tasks.size(), data.verified, improved, data.tasks.size(),
       format_speedup(geomean_best_speedup(data)), data.wins.size(), data.llm_totals.calls,
-      data.llm_totals.failed_calls, data.llm_totals.prompt_tokens,
-      data.llm_totals.completion_tokens, data.llm_totals.cost_usd);
+      data.llm_totals.failed_calls, data.llm_totals.input_tokens, data.llm_totals.output_tokens,
+      data.llm_totals.cost_usd);
   if (auto per_s = tokens_per_sol_score_gained(data)) {
     out += fmt::format("- LLM tokens per unit of S gained: **{:.0f}**\n\n", *per_s);
   }

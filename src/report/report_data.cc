@@ -160,15 +160,12 @@ void summarize_llm(const std::vector<memory::LlmCallRecord>& calls, double origi
   memory::RunTotals& total = data.llm_totals;
   for (const auto& call : calls) {
     for (memory::RunTotals* sum : {&total, &by_model[call.model]}) {
-      ++sum->calls;
-      if (call.status != memory::kLlmCallOk) ++sum->failed_calls;
-      sum->prompt_tokens += call.prompt_tokens;
-      sum->completion_tokens += call.completion_tokens;
-      sum->cost_usd += call.cost_usd;
+      sum->add_call(call.status != memory::kLlmCallOk, call.prompt_tokens, call.completion_tokens,
+                    call.cost_usd);
     }
     double h = hours_after(origin, call.created_at);
-    data.prompt_tokens.push_back({h, double(total.prompt_tokens)});
-    data.completion_tokens.push_back({h, double(total.completion_tokens)});
+    data.prompt_tokens.push_back({h, double(total.input_tokens)});
+    data.completion_tokens.push_back({h, double(total.output_tokens)});
     data.cost_usd.push_back({h, total.cost_usd});
   }
   if (!calls.empty()) {
@@ -309,8 +306,7 @@ std::optional<double> tokens_per_sol_score_gained(const ReportData& data) {
   double gained = 0;
   for (const auto& t : data.tasks) gained += sol_score_gained(t);
   if (gained <= 0) return std::nullopt;
-  return static_cast<double>(data.llm_totals.prompt_tokens + data.llm_totals.completion_tokens) /
-         gained;
+  return static_cast<double>(data.llm_totals.input_tokens + data.llm_totals.output_tokens) / gained;
 }
 
 double geomean_best_speedup(const ReportData& data) {

@@ -122,8 +122,8 @@ TEST(StoreTest, RunsAndLlmCallTotals) {
   ASSERT_TRUE(totals.ok());
   EXPECT_EQ(totals->calls, 3);
   EXPECT_EQ(totals->failed_calls, 1);
-  EXPECT_EQ(totals->prompt_tokens, 3000);
-  EXPECT_EQ(totals->completion_tokens, 600);
+  EXPECT_EQ(totals->input_tokens, 3000);
+  EXPECT_EQ(totals->output_tokens, 600);
   EXPECT_NEAR(totals->cost_usd, 0.03, 1e-12);
   auto latest = store.latest_run();
   ASSERT_TRUE(latest.ok() && *latest);

@@ -109,8 +109,8 @@ TEST_F(ReportDataTest, LlmTokensAndCostAccumulateOverTime) {
   ReportData data = load(night_.night_run);
   EXPECT_EQ(data.llm_totals.calls, 5);
   EXPECT_EQ(data.llm_totals.failed_calls, 1);
-  EXPECT_EQ(data.llm_totals.prompt_tokens, 66000);
-  EXPECT_EQ(data.llm_totals.completion_tokens, 7500);
+  EXPECT_EQ(data.llm_totals.input_tokens, 66000);
+  EXPECT_EQ(data.llm_totals.output_tokens, 7500);
   EXPECT_NEAR(data.llm_totals.cost_usd, 0.85, 1e-9);
   ASSERT_EQ(data.cost_usd.size(), 6u);  // a zero at the start, then one point per call
   EXPECT_EQ(data.cost_usd.front(), TimePoint(0, 0));
@@ -187,8 +187,8 @@ TEST(TokensPerSGained, CountsPromptAndCompletionTokensOverTheSGained) {
   ASSERT_TRUE(task.standing.score.has_value()) << task.standing.score_note;
   EXPECT_NEAR(sol_score_gained(task), 1.0 / 3, 1e-9);
   data.tasks.push_back(task);
-  data.llm_totals.prompt_tokens = 2500;
-  data.llm_totals.completion_tokens = 500;
+  data.llm_totals.input_tokens = 2500;
+  data.llm_totals.output_tokens = 500;
   ASSERT_TRUE(tokens_per_sol_score_gained(data).has_value());
   EXPECT_NEAR(*tokens_per_sol_score_gained(data), 9000, 1e-6);
   // Against a production baseline at 80 us: S from 0.375 (the baseline) to 0.75 (the best).
