@@ -931,7 +931,7 @@ TEST(GateInputsKernels, EachParsesAgainstItsTaskAndNamesAMechanism) {
     EXPECT_TRUE(file.ok()) << file.error();
     ++files;
   }
-  EXPECT_EQ(files, 20);
+  EXPECT_EQ(files, 22);
 }
 
 }  // namespace
