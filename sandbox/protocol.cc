@@ -164,6 +164,7 @@ constexpr std::tuple kOptionFields{
     Field{"hang_factor", &EvalOptions::hang_factor},
     Field{"hang_floor_seconds", &EvalOptions::hang_floor_seconds},
     Field{"check_gpu_quiet", &EvalOptions::check_gpu_quiet},
+    Field{"exact_allocations", &EvalOptions::exact_allocations},
     Field{"probe_tolerance", &EvalOptions::probe_tolerance},
     Field{"large_shape_rounds", &EvalOptions::large_shape_rounds},
     Field{"large_shape_bytes", &EvalOptions::large_shape_bytes},

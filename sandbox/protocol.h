@@ -59,6 +59,9 @@ struct EvalOptions {
   // held down, and the worker's probe kernel must run within probe_tolerance of its best known
   // time on this GPU; otherwise the verdict is gpu_busy and no number is reported.
   bool check_gpu_quiet = true;
+  // Under compute-sanitizer (sandbox/sanitizer_runner.cc sets it): every buffer is its own
+  // allocation of exactly its payload, no guard zones, so memcheck sees any access past it.
+  bool exact_allocations = false;
   double probe_tolerance = 0.10;
   // Shapes whose inputs and outputs together exceed large_shape_bytes get large_shape_rounds
   // rounds (at most `rounds`): every small shape has had the full rounds by then, and these

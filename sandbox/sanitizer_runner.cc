@@ -121,6 +121,7 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
     o.check_holdout = false;  // they are among the shapes now
     o.reuse_inputs = false;
     o.check_gpu_quiet = false;
+    o.exact_allocations = true;  // memcheck checks accesses against each allocation's size
     o.profile.clear();
     o.verify_budget_seconds = verify_budget_seconds;
     allow_slow_runs_under_a_tool(o);
@@ -144,6 +145,7 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
   o.stress = false;
   o.reuse_inputs = false;
   o.check_gpu_quiet = false;
+  o.exact_allocations = true;  // memcheck checks accesses against each allocation's size
   o.profile.clear();
   return reduced;
 }

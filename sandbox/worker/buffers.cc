@@ -1,5 +1,6 @@
 #include "sandbox/worker/buffers.h"
 
+#include <algorithm>
 #include <random>
 
 #include "sandbox/worker/memory_patterns.h"
@@ -33,15 +34,29 @@ Status paint_on_host(Device& device, CUdeviceptr base, size_t bytes, uint64_t se
 
 void set_guard_painter(GuardPainter p) { painter() = std::move(p); }
 
+namespace {
+bool& exact_flag() {
+  static bool exact = false;
+  return exact;
+}
+}  // namespace
+
+void set_exact_allocations(bool exact) { exact_flag() = exact; }
+bool exact_allocations() { return exact_flag(); }
+
 Result<GuardedBuffer> GuardedBuffer::create(Device& device, DType dtype, int64_t elements) {
   size_t payload = size_t(elements) * dtype_size(dtype);
-  auto memory = allocate(device, guarded_allocation_bytes(payload));
+  bool exact = exact_allocations();
+  // An empty buffer still needs an address: one element's bytes.
+  size_t bytes = exact ? std::max(payload, dtype_size(dtype)) : guarded_allocation_bytes(payload);
+  auto memory = allocate(device, bytes);
   if (!memory) return make_error(memory.error());
   GuardedBuffer b;
   b.device_ = &device;
   b.memory_ = std::move(*memory);
   b.dtype_ = dtype;
   b.elements_ = elements;
+  b.head_bytes_ = exact ? 0 : kGuardBytes;
   if (auto s = b.arm_guards(); !s) return make_error(s.error());
   return b;
 }
@@ -62,8 +77,8 @@ Status GuardedBuffer::arm_guards() {
 }
 
 GuardZones GuardedBuffer::guard_zones() const {
-  size_t tail_start = kGuardBytes + size_t(elements_) * dtype_size(dtype_);
-  return {memory_.ptr(), kGuardBytes, tail_start, memory_.bytes(), seed_};
+  size_t tail_start = head_bytes_ + size_t(elements_) * dtype_size(dtype_);
+  return {memory_.ptr(), head_bytes_, tail_start, memory_.bytes(), seed_};
 }
 
 std::string describe_guard_damage(uint64_t head_distance, uint64_t tail_offset) {

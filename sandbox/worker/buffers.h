@@ -54,10 +54,21 @@ std::string describe_guard_damage(uint64_t head_distance, uint64_t tail_offset);
 using GuardPainter = std::function<Status(CUdeviceptr base, size_t bytes, uint64_t seed)>;
 void set_guard_painter(GuardPainter painter);
 
+// Under compute-sanitizer (EvalOptions::exact_allocations): buffers created from here on are each
+// their own allocation of exactly the payload's bytes, with no zones. memcheck checks accesses
+// against each allocation's requested size, so a read or write past a buffer's end that the zones
+// of one allocation would absorb (a vectorised over-read adds the zone's bytes and nothing
+// checks reads) is its finding; the zones' integrity checks are skipped there, memcheck takes
+// their role. cuMemAlloc's bases are 256-byte aligned, as the payload behind a zone was.
+void set_exact_allocations(bool exact);
+bool exact_allocations();
+
 class GuardedBuffer {
  public:
   static Result<GuardedBuffer> create(Device& device, DType dtype, int64_t elements);
-  BufferRef ref() const { return {memory_.ptr() + kGuardBytes, dtype_, elements_}; }
+  BufferRef ref() const { return {memory_.ptr() + head_bytes_, dtype_, elements_}; }
+  // False for an exact allocation (set_exact_allocations): nothing to scan.
+  bool has_guards() const { return head_bytes_ != 0; }
   // Re-arms both guard zones with a new random seed (the payload is overwritten too).
   Status arm_guards();
   // Device addresses of the two zones, for a scan of many buffers on the GPU at once.
@@ -71,6 +82,7 @@ class GuardedBuffer {
   DType dtype_ = DType::kF32;
   int64_t elements_ = 0;
   uint64_t seed_ = 0;
+  size_t head_bytes_ = kGuardBytes;  // 0: an exact allocation
 };
 
 // Named buffers a launch plan binds to (inputs, outputs, scratch).

@@ -239,6 +239,7 @@ class Evaluation {
   // Verification: the sweep, the stress rounds, then the holdout shapes.
   Step verify() {
     verify_started_ = Clock::now();
+    set_exact_allocations(options_.exact_allocations);
     verifier_.emplace(device_, support_, task_, *reference_.kernel, *candidate_.kernel, options_);
     // Kept input sets belong to one task and one reference: both are in the key. A reproduction
     // (an explicit seed) gets inputs from its seed alone.

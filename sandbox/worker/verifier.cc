@@ -26,13 +26,23 @@ std::string format_number(double v) {
 
 Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
                                                 const std::vector<const GuardedBuffer*>& buffers) {
+  // An exact allocation (under compute-sanitizer) has no zones: memcheck checks its ends, and the
+  // scan kernel would itself read past an exact allocation's end.
   std::vector<GuardZones> regions;
-  for (const auto* b : buffers) regions.push_back(b->guard_zones());
+  for (const auto* b : buffers)
+    if (b->has_guards()) regions.push_back(b->guard_zones());
   auto scanned = support.scan_guards(regions);
   if (!scanned) return make_error(scanned.error());
   std::vector<std::string> out;
-  for (const auto& d : *scanned)
+  size_t next = 0;
+  for (const auto* b : buffers) {
+    if (!b->has_guards()) {
+      out.emplace_back();
+      continue;
+    }
+    const auto& d = (*scanned)[next++];
     out.push_back(describe_guard_damage(d.head_distance, d.tail_offset));
+  }
   return out;
 }
 

@@ -232,6 +232,24 @@ void add_threshold_spikes(const TaskSpec& task, const EvalOptions& options, uint
   }
 }
 
+// A cap that drops a small share of a reduction (fused_moe's softmax sum or its expert loop over
+// the first 16 of top_k = 17 experts) passes at the threshold shape on random inputs: the dropped
+// term is the smallest one, within rtol. The task's own trap rounds make every term count (every
+// token's logits equal: each expert weighs 1 / top_k, so the 17th is 6% of the output), so they
+// run at the first threshold shape too (the crossing of a size a literal bounds by name comes
+// first), unclamped: clamping to the round's own shapes would undo the crossing. One shape, not
+// kThresholdSpikeShapes: a task has up to 12 stress rounds with their mirrors. Off with the
+// stress rounds.
+void add_threshold_stress(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
+                          const std::vector<ShapeBinding>& shapes, VerifyPlan& plan) {
+  if (!options.stress || shapes.empty()) return;
+  for (size_t r = 0; r < task.stress.size(); ++r) {
+    plan.steps.push_back({"threshold", shapes.front(), 1, seed + 15485863 * (r + 1) + 7927,
+                          &task.stress[r], nullptr, false});
+    ++plan.threshold_shapes;
+  }
+}
+
 void add_thresholds(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
                     const PlanInputs& inputs, VerifyPlan& plan) {
   if (!options.thresholds || !inputs.candidate) return;
@@ -247,6 +265,7 @@ void add_thresholds(const TaskSpec& task, const EvalOptions& options, uint64_t s
     ++plan.threshold_shapes;
   }
   add_threshold_spikes(task, options, seed, shapes, plan);
+  add_threshold_stress(task, options, seed, shapes, plan);
 }
 
 void add_wide(const TaskSpec& task, const EvalOptions& options, uint64_t seed,

@@ -27,6 +27,7 @@ EvalRequest full_request() {
   request.options.max_wall_seconds = 30;
   request.options.suspicious_speedup = 8;
   request.options.reuse_inputs = false;
+  request.options.exact_allocations = true;
   request.options.pool_sets = 6;
   request.options.stress = false;
   request.options.min_samples_long = 4;
@@ -79,6 +80,7 @@ TEST(Protocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(out->options.max_noise, 0.01);
   EXPECT_EQ(out->options.max_gpu_seconds, 1.5);
   EXPECT_FALSE(out->options.reuse_inputs);
+  EXPECT_TRUE(out->options.exact_allocations);
   EXPECT_EQ(out->options.pool_sets, 6);
   EXPECT_EQ(out->options.min_samples_long, 4);
   EXPECT_EQ(out->options.long_sample_ms, 25);

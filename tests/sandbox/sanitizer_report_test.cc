@@ -181,6 +181,7 @@ TEST(SanitizerRequest, KeepsTheSmallSweepShapesAndOnlyVerifiesOnce) {
   EXPECT_FALSE(reduced->options.check_holdout);
   EXPECT_FALSE(reduced->options.stress);
   EXPECT_FALSE(reduced->options.reuse_inputs);
+  EXPECT_TRUE(reduced->options.exact_allocations);
   EXPECT_TRUE(reduced->options.profile.empty());
   // Even a limit below every shape keeps the first one.
   auto tiny = sanitizer_request(transpose_request(), 1);
@@ -208,6 +209,9 @@ TEST(SanitizerRequest, RunsEveryShapeClassTimedAndHoldoutFirstWithinATimeBudget)
   EXPECT_EQ(reduced->options.rounds, 1);
   EXPECT_FALSE(reduced->options.time);
   EXPECT_FALSE(reduced->options.reuse_inputs);
+  // Every buffer its own exact allocation: memcheck sees an access past any buffer's end.
+  EXPECT_TRUE(reduced->options.exact_allocations);
+  EXPECT_FALSE(transpose_request().options.exact_allocations);
   EXPECT_FALSE(reduced->baseline.has_value());
   EXPECT_DOUBLE_EQ(reduced->options.verify_budget_seconds, 30);
   // The runner's default is this mode.
