@@ -25,7 +25,7 @@ run_lane() {  # GPU, its jobs
            cp $m/mutation-results.jsonl $m/mutation.json $m/mutation.md $m/mutation-compile.json "$out/mut$n/" 2>/dev/null
            grep -m3 -iE "score|false" $m/mutation.md ;;
       ctest|ctestx) sel=-R; [ $kind = ctestx ] && sel=-E
-           (cd build && timeout ${CTEST_LIMIT:-300} ctest -L gpu $sel "$rest" -j1 --timeout 280 --output-on-failure > "$out/ctest$n.txt" 2>&1)
+           (cd build && timeout ${CTEST_LIMIT:-300} ctest -L gpu $sel "$rest" -j${CTEST_J:-1} --timeout 300 --output-on-failure > "$out/ctest$n.txt" 2>&1)
            grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|beside a yielding|called busy" "$out/ctest$n.txt" | tail -12 ;;
       daemon) IFS=: read -r secs lane k modes <<< "$rest"  # SECONDS:LANE[:WORKERS_PER_GPU[:MODES]]
            KOPT_SANITIZER_LANE=$lane timeout $((2 * secs + 120)) bash bench/run.sh daemon_throughput "$out/daemon$n" --seconds $secs --gpus 1 --modes ${modes:-tuner} --workers-per-gpu ${k:-1} > "$out/daemon$n.txt" 2>&1
