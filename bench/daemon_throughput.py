@@ -271,10 +271,11 @@ def main():
             for gpus in counts:
                 rows.append(one_run(args, mode, gpus, workers, tasks, out))
     for row in rows:
-        one = next(r for r in rows if r["mode"] == row["mode"] and r["gpus"] == 1 and
-                   r["workers_per_gpu"] == row["workers_per_gpu"])
+        # Against the 1-GPU row of the same mode and K; none without one (--gpus 2 alone).
+        one = next((r for r in rows if r["mode"] == row["mode"] and r["gpus"] == 1 and
+                    r["workers_per_gpu"] == row["workers_per_gpu"]), None)
         rate = lambda r: r["evaluations"] / r["seconds"]
-        row["scaling"] = round(rate(row) / rate(one), 3) if rate(one) > 0 else None
+        row["scaling"] = round(rate(row) / rate(one), 3) if one and rate(one) > 0 else None
     gpus_env = environment.get("gpus")
     device = gpus_env[0]["name"] if isinstance(gpus_env, list) and gpus_env else "unknown"
     results = {"benchmark": "daemon_throughput", "device": device, "date": environment["date"],

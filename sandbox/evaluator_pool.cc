@@ -109,6 +109,12 @@ EvaluatorPool::Utilization EvaluatorPool::utilization() const {
   u.evaluations = evaluations_;
   u.busy_seconds = busy_seconds_;
   u.gpu_busy_seconds = gpu_busy_seconds_;
+  // A GPU whose workers overlap without a gap is still in its first busy stretch: counted up to
+  // the last end, as the span is (else K co-workers kept busy read as a GPU idle 100%).
+  for (size_t gpu = 0; gpu < gpu_active_.size(); ++gpu) {
+    if (gpu_active_[gpu] > 0 && last_end_ > gpu_since_[gpu])
+      u.gpu_busy_seconds += std::chrono::duration<double>(last_end_ - gpu_since_[gpu]).count();
+  }
   if (first_start_ && evaluations_ > 0)
     u.span_seconds = std::chrono::duration<double>(last_end_ - *first_start_).count();
   return u;

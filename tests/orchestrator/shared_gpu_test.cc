@@ -143,6 +143,32 @@ TEST(SharedGpuPool, MembersRunAtOnceAndTheGpusBusyShareCountsAnyWorker) {
   EXPECT_LE(u.idle_fraction(), u.member_idle_fraction());
 }
 
+// Co-workers that overlap without a gap: the GPU's busy stretch is still open when the busy
+// share is read, and counts up to the last evaluation's end (it read as 100% idle before).
+TEST(SharedGpuPool, AnOpenBusyStretchCountsUpToTheLastEnd) {
+  PoolWorkers workers = pool_workers(fake_gpus({0}), 2);
+  std::vector<std::unique_ptr<Evaluator>> members;
+  for (SandboxOptions& o : workers.members) {
+    o.environment.push_back("KOPT_FAKE_EVAL_MS=300");
+    members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
+  }
+  EvaluatorPool pool(std::move(members), workers.gpu_of_member);
+  EvalRequest request;
+  request.task_json = "{}";
+  request.reference = {"// reference", "reference.cu", {}};
+  request.candidate = {"// fine", "fine.cu", {}};
+  request.options.max_wall_seconds = 5;
+  std::thread first([&] { ASSERT_TRUE(pool.evaluate(request).ok()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::thread second([&] { ASSERT_TRUE(pool.evaluate(request).ok()); });
+  first.join();  // the second still runs: the GPU has not been idle since the first began
+  auto u = pool.utilization();
+  second.join();
+  ASSERT_EQ(u.evaluations, 1);
+  EXPECT_GE(u.gpu_busy_seconds, 0.25) << "the open stretch was not counted";
+  EXPECT_LT(u.idle_fraction(), 0.2);
+}
+
 // Fewer jobs than members: each goes to the GPU with the fewest of its workers busy, so two jobs
 // on two GPUs of two workers each never share one GPU while the other idles.
 TEST(SharedGpuPool, AJobGoesToTheLeastBusyGpu) {
