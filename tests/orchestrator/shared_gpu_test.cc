@@ -94,28 +94,39 @@ TEST(SharedGpuPool, TemplateWorkersStayOnePerGpu) {
   EXPECT_FALSE(has(pool.members[0].extra_args, "--share-gpu"));
 }
 
+// A pool of fake worker processes (tests/support's fake kopt-sandbox) that each take `ms` per
+// evaluation (KOPT_FAKE_EVAL_MS), and a request they judge ok.
+EvaluatorPool fake_worker_pool(PoolWorkers workers, int ms) {
+  std::vector<std::unique_ptr<Evaluator>> members;
+  for (SandboxOptions& o : workers.members) {
+    o.environment.push_back("KOPT_FAKE_EVAL_MS=" + std::to_string(ms));
+    members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
+  }
+  return EvaluatorPool(std::move(members), workers.gpu_of_member);
+}
+
+EvalRequest fine_request() {
+  EvalRequest request;
+  request.task_json = "{}";
+  request.reference = {"// reference", "reference.cu", {}};
+  request.candidate = {"// fine", "fine.cu", {}};
+  request.options.max_wall_seconds = 5;
+  return request;
+}
+
 // Real worker processes: four members on two GPUs evaluate at once, each its own process, the
 // environment entries reach them (KOPT_FAKE_EVAL_MS makes the fake worker take 300 ms), and
 // the busy share counts a GPU busy while any of its workers evaluates.
 TEST(SharedGpuPool, MembersRunAtOnceAndTheGpusBusyShareCountsAnyWorker) {
   PoolWorkers workers = pool_workers(fake_gpus({0, 1}), 2);
-  std::vector<std::unique_ptr<Evaluator>> members;
-  for (SandboxOptions& o : workers.members) {
-    o.environment.push_back("KOPT_FAKE_EVAL_MS=300");
-    members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
-  }
-  EvaluatorPool pool(std::move(members), workers.gpu_of_member);
+  EvaluatorPool pool = fake_worker_pool(std::move(workers), 300);
   EXPECT_EQ(pool.size(), 4u);
   std::string name = pool.name();
   EXPECT_NE(name.find("pool of 4: 2 x "), std::string::npos) << name;
   EXPECT_NE(name.find("--device 0 --share-gpu; 2 x "), std::string::npos) << name;
   EXPECT_NE(name.find("--device 1 --share-gpu"), std::string::npos) << name;
 
-  EvalRequest request;
-  request.task_json = "{}";
-  request.reference = {"// reference", "reference.cu", {}};
-  request.candidate = {"// fine", "fine.cu", {}};
-  request.options.max_wall_seconds = 5;
+  EvalRequest request = fine_request();
   std::vector<std::thread> threads;
   std::mutex mutex;
   std::set<int64_t> pids;
@@ -147,17 +158,8 @@ TEST(SharedGpuPool, MembersRunAtOnceAndTheGpusBusyShareCountsAnyWorker) {
 // share is read, and counts up to the last evaluation's end (it read as 100% idle before).
 TEST(SharedGpuPool, AnOpenBusyStretchCountsUpToTheLastEnd) {
   PoolWorkers workers = pool_workers(fake_gpus({0}), 2);
-  std::vector<std::unique_ptr<Evaluator>> members;
-  for (SandboxOptions& o : workers.members) {
-    o.environment.push_back("KOPT_FAKE_EVAL_MS=300");
-    members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
-  }
-  EvaluatorPool pool(std::move(members), workers.gpu_of_member);
-  EvalRequest request;
-  request.task_json = "{}";
-  request.reference = {"// reference", "reference.cu", {}};
-  request.candidate = {"// fine", "fine.cu", {}};
-  request.options.max_wall_seconds = 5;
+  EvaluatorPool pool = fake_worker_pool(std::move(workers), 300);
+  EvalRequest request = fine_request();
   std::thread first([&] { ASSERT_TRUE(pool.evaluate(request).ok()); });
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   std::thread second([&] { ASSERT_TRUE(pool.evaluate(request).ok()); });
@@ -173,17 +175,8 @@ TEST(SharedGpuPool, AnOpenBusyStretchCountsUpToTheLastEnd) {
 // on two GPUs of two workers each never share one GPU while the other idles.
 TEST(SharedGpuPool, AJobGoesToTheLeastBusyGpu) {
   PoolWorkers workers = pool_workers(fake_gpus({0, 1}), 2);
-  std::vector<std::unique_ptr<Evaluator>> members;
-  for (SandboxOptions& o : workers.members) {
-    o.environment.push_back("KOPT_FAKE_EVAL_MS=200");
-    members.push_back(std::make_unique<SandboxEvaluator>(std::move(o)));
-  }
-  EvaluatorPool pool(std::move(members), workers.gpu_of_member);
-  EvalRequest request;
-  request.task_json = "{}";
-  request.reference = {"// reference", "reference.cu", {}};
-  request.candidate = {"// fine", "fine.cu", {}};
-  request.options.max_wall_seconds = 5;
+  EvaluatorPool pool = fake_worker_pool(std::move(workers), 200);
+  EvalRequest request = fine_request();
   for (int round = 0; round < 3; ++round) {
     std::vector<std::thread> threads;
     std::mutex mutex;
