@@ -101,6 +101,21 @@ void allow_slow_runs_under_a_tool(EvalOptions& o) {
   o.hang_floor_seconds = std::max(o.hang_floor_seconds, o.verify_budget_seconds);
 }
 
+// What every request under a tool asks, in both modes: one round of verification, no baseline,
+// no timing, holdouts, kept inputs, quiet-GPU check or profile, and every buffer its own exact
+// allocation (memcheck checks accesses against each allocation's size).
+void one_untimed_run_under_a_tool(EvalRequest& reduced) {
+  EvalOptions& o = reduced.options;
+  reduced.baseline.reset();
+  o.rounds = 1;
+  o.time = false;
+  o.check_holdout = false;
+  o.reuse_inputs = false;
+  o.check_gpu_quiet = false;
+  o.exact_allocations = true;
+  o.profile.clear();
+}
+
 }  // namespace
 
 Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_shape_bytes,
@@ -115,14 +130,7 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
     raw["shapes"] = every_shape_class(raw);
     raw["holdout"] = json::array();
     reduced.task_json = raw.dump();
-    reduced.baseline.reset();
-    o.rounds = 1;
-    o.time = false;
-    o.check_holdout = false;  // they are among the shapes now
-    o.reuse_inputs = false;
-    o.check_gpu_quiet = false;
-    o.exact_allocations = true;  // memcheck checks accesses against each allocation's size
-    o.profile.clear();
+    one_untimed_run_under_a_tool(reduced);  // the holdouts are among the shapes now
     o.verify_budget_seconds = verify_budget_seconds;
     allow_slow_runs_under_a_tool(o);
     return reduced;
@@ -138,15 +146,8 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
     raw["shapes"] = kept;
     reduced.task_json = raw.dump();
   }
-  reduced.baseline.reset();
-  o.rounds = 1;
-  o.time = false;
-  o.check_holdout = false;
+  one_untimed_run_under_a_tool(reduced);
   o.stress = false;
-  o.reuse_inputs = false;
-  o.check_gpu_quiet = false;
-  o.exact_allocations = true;  // memcheck checks accesses against each allocation's size
-  o.profile.clear();
   return reduced;
 }
 
