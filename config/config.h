@@ -92,6 +92,12 @@ struct LlmConfig {
 
 // The daemon's settings (`kopt run`). To add a key: a member here, one line in
 // daemon_config.cc, and (if worth showing) one in describe.cc.
+// daemon.workers_per_gpu and --workers-per-gpu: one timing worker per GPU unless asked (more
+// did not pay on an H200, docs/gpu-runs/2026-11-28-h200-session8/), at most 8 (each worker is a
+// CUDA context).
+inline constexpr int64_t kDefaultWorkersPerGpu = 1;
+inline constexpr int64_t kMaxWorkersPerGpu = 8;
+
 struct DaemonConfig {
   struct Budgets {
     std::optional<double> hours;                 // wall time of a run
@@ -104,7 +110,8 @@ struct DaemonConfig {
   std::vector<int> gpus;                    // empty: every visible GPU
   std::vector<std::string> worker_command;  // template with {worker} and {gpu}; empty: run locally
   std::string worker;                       // the kopt-sandbox binary; "": the one beside kopt
-  // Local timing workers sharing each GPU in turns (sandbox/gpu_turn.h); unset: 1. At most 8.
+  // Local timing workers sharing each GPU in turns (sandbox/gpu_turn.h); unset:
+  // kDefaultWorkersPerGpu, at most kMaxWorkersPerGpu.
   std::optional<int64_t> workers_per_gpu;
   std::filesystem::path prompts_dir;     // "": $KOPT_PROMPTS, ./prompts, the source tree's
   std::optional<int64_t> max_in_flight;  // concurrent jobs; unset: 2 x GPUs + 2 with an LLM

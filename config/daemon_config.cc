@@ -58,8 +58,10 @@ DaemonConfig read_daemon_section(JsonReader& reader, const json* section) {
   check_worker_template(reader, r.path_of("worker_command"), d.worker_command);
   r.string("worker", d.worker);
   r.integer("workers_per_gpu", d.workers_per_gpu, Bound::kPositive);
-  if (d.workers_per_gpu && *d.workers_per_gpu > 8)
-    reader.error(r.path_of("workers_per_gpu"), "must be at most 8 (each worker is a CUDA context)");
+  if (d.workers_per_gpu && *d.workers_per_gpu > kMaxWorkersPerGpu)
+    reader.error(r.path_of("workers_per_gpu"), "must be at most " +
+                                                   std::to_string(kMaxWorkersPerGpu) +
+                                                   " (each worker is a CUDA context)");
   std::string prompts;
   r.string("prompts_dir", prompts);
   d.prompts_dir = prompts;

@@ -70,11 +70,6 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
                                                         const std::string& worker,
                                                         const std::vector<int>& gpus);
 
-// Without --workers-per-gpu or daemon.workers_per_gpu: one timing worker per GPU. (The lead
-// measures k = 1, 2, 4 with bench/run.sh daemon_throughput --workers-per-gpu K before raising it.)
-inline constexpr int64_t kDefaultWorkersPerGpu = 1;
-inline constexpr int64_t kMaxWorkersPerGpu = 8;
-
 // Timing workers per GPU: --workers-per-gpu, else daemon.workers_per_gpu, else the default; 1
 // with a worker_command template (srun, ssh: each worker a job of its own), `note` then says why.
 int64_t workers_per_gpu_for(const DaemonConfig& daemon, std::optional<int64_t> flag,
