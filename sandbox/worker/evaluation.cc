@@ -320,7 +320,10 @@ class Evaluation {
   // A co-run step's occupier (co_runner.h), made at the first such step; none for other steps.
   // The round past 2^31 elements frees it first: its traffic buffer is twice the L2.
   Result<std::optional<CoRun>> co_run_for(const VerifyStep& step) {
-    if (step.phase == "wide") co_runner_.reset();
+    if (step.phase == "wide" && co_runner_) {
+      corun_runs_ += co_runner_->runs();
+      co_runner_.reset();
+    }
     if (step.corun_share <= 0) return std::optional<CoRun>();
     if (!co_runner_) {
       auto runner = CoRunner::create(device_, support_);
@@ -462,7 +465,8 @@ class Evaluation {
         "verified on " + std::to_string(task_.shapes.size()) + " shapes" +
         (options_.check_holdout ? " + " + std::to_string(task_.holdout.size()) + " holdout" : "");
     result_.detail += " (" + rounds_text(shapes_by_rounds_) + ")" + budget_note();
-    result_.detail += coverage_text(task_, options_, plan_, co_runner_ ? co_runner_->runs() : 0);
+    result_.detail +=
+        coverage_text(task_, options_, plan_, corun_runs_ + (co_runner_ ? co_runner_->runs() : 0));
     if (timed_.baseline_from_history)
       result_.detail += "; baseline: " + std::to_string(timed_.fresh_baseline_samples) +
                         " fresh samples agreed with earlier ones";
@@ -535,6 +539,7 @@ class Evaluation {
   Clock::time_point verify_started_, time_started_;
   std::optional<Verifier> verifier_;
   std::optional<CoRunner> co_runner_;  // declared after the verifier, freed before it
+  int corun_runs_ = 0;                 // runs of co-runners already freed
   std::string pool_key_;
   VerifyPlan plan_;
   std::map<int, int> shapes_by_rounds_;  // for the detail line
