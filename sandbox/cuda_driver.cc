@@ -89,6 +89,7 @@ Result<CudaDriver> load_once() {
   KOPT_RESOLVE_V2(cuStreamDestroy);
   KOPT_RESOLVE(cuStreamSynchronize);
   KOPT_RESOLVE(cuStreamQuery);
+  KOPT_RESOLVE(cuStreamWaitEvent);
   KOPT_RESOLVE(cuDeviceGetPCIBusId);
   KOPT_RESOLVE(cuEventCreate);
   KOPT_RESOLVE_V2(cuEventDestroy);

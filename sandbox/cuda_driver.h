@@ -50,6 +50,7 @@ struct CudaDriver {
   KOPT_CUDA_FN(cuStreamDestroy);
   KOPT_CUDA_FN(cuStreamSynchronize);
   KOPT_CUDA_FN(cuStreamQuery);
+  KOPT_CUDA_FN(cuStreamWaitEvent);
   KOPT_CUDA_FN(cuDeviceGetPCIBusId);
   KOPT_CUDA_FN(cuEventCreate);
   KOPT_CUDA_FN(cuEventDestroy);

@@ -181,6 +181,7 @@ constexpr std::tuple kOptionFields{
     Field{"families", &EvalOptions::families},
     Field{"wide", &EvalOptions::wide},
     Field{"vary_constants", &EvalOptions::vary_constants},
+    Field{"corun", &EvalOptions::corun},
     Field{"profile", &EvalOptions::profile},
     Field{"profile_below_us", &EvalOptions::profile_below_us},
     Field{"verify_budget_seconds", &EvalOptions::verify_budget_seconds},

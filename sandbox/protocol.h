@@ -98,6 +98,11 @@ struct EvalOptions {
   bool families = true;
   bool wide = true;
   bool vary_constants = true;
+  // Extra rounds beside a co-running kernel that holds a share of the SMs and loads and stores
+  // through DRAM (sandbox/worker/co_runner.h), for kernels whose source shows communication
+  // between blocks (sandbox/inter_block_scan.h): a race between blocks shows where blocks run in
+  // another order. Off only to measure their cost or to show what they catch.
+  bool corun = true;
   // Hardware counters of a verified candidate at the timed shape, outside the timed samples
   // (sandbox/worker/profile_pass.h): "" none; "cupti" kopt's own pass through CUPTI's range
   // profiler; "bracket" one run between cuProfilerStart/Stop for an outside profiler (ncu

@@ -3,7 +3,8 @@
 
     bench/run.sh mutation OUT_DIR [--worker build/bin/kopt-sandbox] [--max-seconds 420]
                                   [--tasks a,b] [--operators a,b] [--per-operator 5]
-                                  [--limit N] [--jobs N] [--workers N] [--compile-only] [--list]
+                                  [--limit N] [--ids a,b] [--jobs N] [--workers N]
+                                  [--compile-only] [--list]
 
 1. Every known-good kernel (each task's baseline.cu in tasks/ and tasks_realworld/, and the
    `// expect: ok` twins in tests/sandbox/** of a suite task) is mutated by the operators of
@@ -75,6 +76,14 @@ def plan_items(args):
         mutants = [m for m in mutants if m["id"] in wanted_ids]
         used = {m["source"] for m in mutants}
         originals = [o for o in originals if o["source"] in used]
+    if args.ids:
+        # Judge only the named mutants, beside every original of --tasks (no false reject): one
+        # defence against one survivor, e.g. the co-run rounds against 3d036cf4dcfb.
+        wanted_ids = {i for i in args.ids.split(",") if i}
+        mutants = [m for m in mutants if m["id"] in wanted_ids]
+        missing = wanted_ids - {m["id"] for m in mutants}
+        if missing:
+            sys.exit("no such mutant(s) among --tasks/--operators: " + ", ".join(sorted(missing)))
     random.Random(args.seed).shuffle(mutants)
     if args.limit:
         mutants = mutants[:args.limit]
@@ -373,6 +382,8 @@ def main():
     parser.add_argument("--survivors-of", default="",
                         help="a mutation.json: judge only its survivors (those equivalent.json "
                              "does not list now) and the originals they come from")
+    parser.add_argument("--ids", default="",
+                        help="comma-separated mutant ids: judge only these (and the originals)")
     parser.add_argument("--workers", type=int, default=1,
                         help="worker processes judging at once on the GPU (1: the exact request "
                              "alone; more: see run_worker)")

@@ -12,6 +12,7 @@
 #include "sandbox/compiler.h"
 #include "sandbox/gpu_turn.h"
 #include "sandbox/kernel_file.h"
+#include "sandbox/worker/co_runner.h"
 #include "sandbox/worker/gpu_quiet_check.h"
 #include "sandbox/worker/plan_launcher.h"
 #include "sandbox/worker/profile_pass.h"
@@ -78,8 +79,8 @@ PlanInputs plan_inputs(Device& device, const LoadedKernel& candidate,
 
 // "+ 3 stress rounds + 9 input families + 4 drawn shapes + 8 threshold shapes": what the
 // verification covered besides the sweep and the holdout.
-std::string coverage_text(const TaskSpec& task, const EvalOptions& options,
-                          const VerifyPlan& plan) {
+std::string coverage_text(const TaskSpec& task, const EvalOptions& options, const VerifyPlan& plan,
+                          int corun_runs) {
   std::string text;
   if (options.stress && !task.stress.empty())
     text += " + " + std::to_string(task.stress.size()) + " stress rounds";
@@ -89,6 +90,12 @@ std::string coverage_text(const TaskSpec& task, const EvalOptions& options,
     text += " + " + std::to_string(task.draws.count) + " drawn shapes";
   if (plan.threshold_shapes > 0)
     text += " + " + std::to_string(plan.threshold_shapes) + " shapes at the kernel's thresholds";
+  if (plan.corun_rounds > 0)
+    text +=
+        " + " + std::to_string(plan.corun_rounds) + " co-run rounds (" +
+        std::to_string(corun_runs) +
+        " runs beside a kernel holding a share of the SMs; inter-block signs: " + plan.corun_signs +
+        ")";
   if (plan.wide) text += " + the round past 2^31 elements";
   for (const auto& note : plan.notes) text += "; " + note;
   return text;
@@ -290,19 +297,53 @@ class Evaluation {
         return Next::kGoOn;
       }
     }
-    if (step.phase != "stress") ++shapes_by_rounds_[step.rounds];
+    if (step.phase != "stress" && step.corun_share == 0) ++shapes_by_rounds_[step.rounds];
     verifier_->use_pool(step.pooled ? pool_ : nullptr, pool_key_);
     verifier_->use_task_variant(step.variant);
+    auto co_run = co_run_for(step);
+    if (!co_run) return make_error(co_run.error());
+    verifier_->use_co_run(*co_run);
     auto outcome =
         verifier_->verify_shape(step.sizes, step.rounds, step.seed, step.phase, step.stress);
+    verifier_->use_co_run(std::nullopt);
+    if (*co_run) add_phase("verify.corun", ms_since(step_started));
     if (!outcome) return make_error(outcome.error());
     if (outcome->verdict == Verdict::kOk) return Next::kGoOn;
     result_.verdict = outcome->verdict;
-    result_.detail = outcome->detail;
+    result_.detail = outcome->detail + co_run_note(step);
     result_.mismatch = outcome->mismatch;
     result_.verify_ms = ms_since(verify_started_);
     result_.verify_phases = verifier_->phases().to_json();
     return Next::kEnd;
+  }
+
+  // A co-run step's occupier (co_runner.h), made at the first such step; none for other steps.
+  // The round past 2^31 elements frees it first: its traffic buffer is twice the L2.
+  Result<std::optional<CoRun>> co_run_for(const VerifyStep& step) {
+    if (step.phase == "wide" && co_runner_) {
+      corun_runs_ += co_runner_->runs();
+      co_runner_.reset();
+    }
+    if (step.corun_share <= 0) return std::optional<CoRun>();
+    if (!co_runner_) {
+      auto runner = CoRunner::create(device_, support_);
+      if (!runner) return make_error(runner.error());
+      co_runner_.emplace(std::move(*runner));
+    }
+    return std::optional<CoRun>(
+        CoRun{&*co_runner_, step.corun_share, step.seed ^ 0x6c8e9cf570932bd5ULL});
+  }
+
+  // What a failed co-run round tells the coder: the race, not the inputs.
+  std::string co_run_note(const VerifyStep& step) const {
+    if (step.corun_share <= 0) return "";
+    int sms = device_.info().sm_count;
+    return "; under a co-running kernel that held " +
+           std::to_string(held_sms(step.corun_share, sms)) + " of " + std::to_string(sms) +
+           " SMs and loaded and stored through DRAM, so the kernel's blocks ran on other SMs in "
+           "another order: the result depends on how blocks are scheduled, a race between blocks "
+           "(a flag stored or read without __threadfence, data read before the block that writes "
+           "it has published it)";
   }
 
   // The candidate's plan and resources at the timed shape.
@@ -424,7 +465,8 @@ class Evaluation {
         "verified on " + std::to_string(task_.shapes.size()) + " shapes" +
         (options_.check_holdout ? " + " + std::to_string(task_.holdout.size()) + " holdout" : "");
     result_.detail += " (" + rounds_text(shapes_by_rounds_) + ")" + budget_note();
-    result_.detail += coverage_text(task_, options_, plan_);
+    result_.detail +=
+        coverage_text(task_, options_, plan_, corun_runs_ + (co_runner_ ? co_runner_->runs() : 0));
     if (timed_.baseline_from_history)
       result_.detail += "; baseline: " + std::to_string(timed_.fresh_baseline_samples) +
                         " fresh samples agreed with earlier ones";
@@ -496,6 +538,8 @@ class Evaluation {
 
   Clock::time_point verify_started_, time_started_;
   std::optional<Verifier> verifier_;
+  std::optional<CoRunner> co_runner_;  // declared after the verifier, freed before it
+  int corun_runs_ = 0;                 // runs of co-runners already freed
   std::string pool_key_;
   VerifyPlan plan_;
   std::map<int, int> shapes_by_rounds_;  // for the detail line

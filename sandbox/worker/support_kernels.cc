@@ -41,6 +41,9 @@ std::vector<std::string> SupportKernels::kernel_names() {
                                     "clock_probe",
                                     "fma_peak",
                                     "copy_peak",
+                                    "corun_occupy",
+                                    "corun_gate",
+                                    "corun_release",
                                     "guard_scan",
                                     "guard_fill",
                                     "xor_mask<unsigned char>",
@@ -139,6 +142,12 @@ Status SupportKernels::launch(const std::string& name, unsigned grid, unsigned b
        !device_->check(d.cuStreamSynchronize(device_->stream()), "cuStreamSynchronize", &failure)))
     return make_error(failure.message);
   return ok_status();
+}
+
+Result<CUfunction> SupportKernels::function(const std::string& name) const {
+  auto it = functions_.find(name);
+  if (it == functions_.end()) return make_error("no support kernel " + name);
+  return it->second;
 }
 
 Status SupportKernels::read_back(void* host, CUdeviceptr from, size_t bytes) {

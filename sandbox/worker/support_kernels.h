@@ -84,6 +84,8 @@ class SupportKernels {
   Result<std::vector<GuardDamage>> scan_guards(const std::vector<GuardZones>& regions);
   // Reads element `index` as double (unmasked first when `masked`).
   Result<double> read_element(CUdeviceptr data, DType dtype, int64_t index, bool masked = false);
+  // One of kernel_names() for a caller that launches it on a stream of its own (co_runner.h).
+  Result<CUfunction> function(const std::string& name) const;
 
  private:
   // Launches on the worker's stream; `sync` waits for it (kernels whose results are read back

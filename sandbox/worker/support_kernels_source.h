@@ -365,6 +365,62 @@ __global__ void copy_peak(const uint4* in, uint4* out, u64 n) {
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
     out[i] = in[i];
 }
+
+// The co-running kernel (co_runner.h). control[0]: the release flag, control[1]: occupier blocks
+// started. Time is read from %globaltimer (nanoseconds), which does not follow the SM's clock.
+__device__ __forceinline__ u64 global_ns() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// One block per SM (the launch asks for more than half an SM's shared memory) that loads and
+// stores through `buf` (twice the L2, so the traffic reaches DRAM and delays the candidate's own
+// stores) from a seeded offset, until the release flag is set or `budget_ns` passed: it can never
+// outlive its budget, whatever the candidate does. `words` exceeds the grid's threads.
+__global__ void corun_occupy(unsigned* buf, u64 words, unsigned* control, u64 budget_ns, u64 seed) {
+  extern __shared__ unsigned held[];
+  __shared__ int stop;
+  const u64 began = global_ns();
+  if (threadIdx.x == 0) {
+    atomicAdd(&control[1], 1u);
+    stop = 0;
+  }
+  const u64 h = mix64(seed ^ ((u64)blockIdx.x * 0x9e3779b97f4a7c15ULL));
+  const u64 stride = (u64)gridDim.x * blockDim.x;
+  u64 at = (h % words + (u64)blockIdx.x * blockDim.x + threadIdx.x) % words;
+  unsigned acc = (unsigned)h;
+  __syncthreads();
+  while (true) {
+    for (int k = 0; k < 32; ++k) {
+      unsigned v = buf[at];
+      buf[at] = v * 1664525u + acc;
+      acc += v;
+      at += stride;
+      if (at >= words) at -= words;
+    }
+    held[threadIdx.x] = acc;
+    if (threadIdx.x == 0)
+      stop = *(volatile unsigned*)&control[0] != 0u || global_ns() - began > budget_ns;
+    __syncthreads();
+    if (stop) break;
+    __syncthreads();
+  }
+}
+
+// On the candidate's stream before its plan: waits until every occupier block runs (or
+// `budget_ns` passed), so the candidate's blocks land on the SMs the occupier left.
+__global__ void corun_gate(const unsigned* control, unsigned blocks, u64 budget_ns) {
+  const u64 began = global_ns();
+  while (*(const volatile unsigned*)&control[1] < blocks && global_ns() - began < budget_ns) {
+  }
+}
+
+// On the candidate's stream after its plan: the occupier may stop.
+__global__ void corun_release(unsigned* control) {
+  *(volatile unsigned*)&control[0] = 1u;
+  __threadfence_system();
+}
 )CUDA";
 
 }  // namespace kopt::worker

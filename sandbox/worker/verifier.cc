@@ -100,7 +100,7 @@ std::string describe_stress_failure(const TaskSpec& task, const StressRound& str
 }
 
 bool shape_is_hidden(const std::string& phase) {
-  return phase == "holdout" || phase == "drawn" || phase == "threshold";
+  return phase == "holdout" || phase == "drawn" || phase == "threshold" || phase == "corun_drawn";
 }
 
 std::string describe_hidden_mismatch(const Mismatch& m, Verdict verdict) {
@@ -169,10 +169,9 @@ Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBin
   return ok_status();
 }
 
-std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
-                                    const ResolvedPlan& plan, const BufferMap& buffers,
-                                    const TaskSpec& task, CUstream stream, const RunLimit& limit,
-                                    double* elapsed_seconds) {
+std::optional<PlanFailure> launch_plan(Device& device, const LoadedKernel& kernel,
+                                       const ResolvedPlan& plan, const BufferMap& buffers,
+                                       const TaskSpec& task, CUstream stream) {
   CudaFailure failure;
   // Scratch the plan did not ask to be zeroed holds NaN bytes on every other run and a random
   // far-from-zero byte on the others (memory_patterns.h): reading it before writing fails, and
@@ -187,7 +186,14 @@ std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
                       "cuMemsetD8Async(scratch)", &failure))
       return PlanFailure{Verdict::kCrash, failure.message, failure.sticky};
   }
-  if (auto f = kernel.launch(plan, buffers, task, stream)) return f;
+  return kernel.launch(plan, buffers, task, stream);
+}
+
+std::optional<PlanFailure> run_plan(Device& device, const LoadedKernel& kernel,
+                                    const ResolvedPlan& plan, const BufferMap& buffers,
+                                    const TaskSpec& task, CUstream stream, const RunLimit& limit,
+                                    double* elapsed_seconds) {
+  if (auto f = launch_plan(device, kernel, plan, buffers, task, stream)) return f;
   return wait_for_stream(device, stream, limit, kernel.file().origin, elapsed_seconds);
 }
 
@@ -257,6 +263,7 @@ class ShapeVerification {
         pool_(v.pool_),
         pool_key_(v.pool_key_),
         candidate_seconds_(v.candidate_seconds_),
+        co_run_(v.co_run_),
         // The step's variant of the task (drawn constants, an input family's tolerance).
         task_(v.step_task_ ? *v.step_task_ : v.task_),
         sizes_(sizes),
@@ -376,16 +383,32 @@ class ShapeVerification {
     if (!poisoned) return make_error(poisoned.error());
     phases_.checks_ms += lap();
     double seconds = 0;
-    auto failure = run_plan(device_, candidate_, *candidate_plan_, cand_buffers, task_,
-                            device_.stream(), limit, &seconds);
+    auto failure = run_once(cand_buffers, limit, &seconds);
+    if (!failure) return make_error(failure.error());
     phases_.candidate_ms += lap();
+    // A run slowed by a co-runner says nothing about the candidate's own time.
     double& slowest = candidate_seconds_[sizes_];
-    slowest = std::max(slowest, seconds);
-    if (failure) return fail({failure->verdict, failure->detail, std::nullopt}, round);
+    if (!co_run_) slowest = std::max(slowest, seconds);
+    if (*failure) return fail({(*failure)->verdict, (*failure)->detail, std::nullopt}, round);
     auto end = check_run(round, run, set);
     if (!end || *end) return end;
     phases_.checks_ms += lap();
     return go_on();
+  }
+
+  // The candidate's plan once, alone or beside the step's co-runner.
+  Result<std::optional<PlanFailure>> run_once(const BufferMap& buffers, const RunLimit& limit,
+                                              double* seconds) {
+    if (!co_run_)
+      return run_plan(device_, candidate_, *candidate_plan_, buffers, task_, device_.stream(),
+                      limit, seconds);
+    return co_run_->runner->run(
+        co_run_->share, co_run_->seed, device_.stream(), limit, candidate_.file().origin,
+        [&] {
+          return launch_plan(device_, candidate_, *candidate_plan_, buffers, task_,
+                             device_.stream());
+        },
+        seconds);
   }
 
   Step check_run(int round, int run, const InputSet& set) {
@@ -455,6 +478,7 @@ class ShapeVerification {
   InputPool* pool_;
   const std::string& pool_key_;
   std::map<ShapeBinding, double>& candidate_seconds_;
+  const std::optional<CoRun> co_run_;
   const TaskSpec& task_;
   const ShapeBinding& sizes_;
   const int rounds_;

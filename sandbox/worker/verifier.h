@@ -13,6 +13,7 @@
 #include "sandbox/protocol.h"
 #include "sandbox/task_spec.h"
 #include "sandbox/worker/buffers.h"
+#include "sandbox/worker/co_runner.h"
 #include "sandbox/worker/input_pool.h"
 #include "sandbox/worker/launch_deadline.h"
 #include "sandbox/worker/plan_launcher.h"
@@ -50,12 +51,18 @@ Result<std::vector<std::string>> damaged_guards(SupportKernels& support,
 
 // Whether a phase's shapes are kept from the model ("holdout", "drawn"): their verdicts name no
 // size, and a mismatch is told by its values alone (describe_hidden_mismatch).
-bool shape_is_hidden(const std::string& phase);  // also "threshold" (sandbox/source_thresholds.h)
+// Also "threshold" (sandbox/source_thresholds.h) and "corun_drawn" (verify_plan.h).
+bool shape_is_hidden(const std::string& phase);
 std::string describe_hidden_mismatch(const Mismatch& m, Verdict verdict);
 
 // Fills every input of the task for one round, with `stress`'s overrides where given.
 Status fill_inputs(SupportKernels& support, const TaskSpec& task, const ShapeBinding& sizes,
                    const BufferMap& inputs, uint64_t seed, const StressRound* stress = nullptr);
+
+// Queues a resolved plan on `stream` (its scratch zeroed or poisoned first) without waiting.
+std::optional<PlanFailure> launch_plan(Device& device, const LoadedKernel& kernel,
+                                       const ResolvedPlan& plan, const BufferMap& buffers,
+                                       const TaskSpec& task, CUstream stream);
 
 // Runs a resolved plan to completion on `stream`; zeroes or poisons its scratch first. A run still
 // going at `limit` is a timeout (and the context is abandoned). `elapsed_seconds` gets the wall
@@ -102,6 +109,9 @@ class Verifier {
   // The next verify_shape calls judge against `variant` (the task with drawn constants or an
   // input family's tolerance; it must outlive them), nullptr: the task itself.
   void use_task_variant(const TaskSpec* variant) { step_task_ = variant; }
+  // The next verify_shape calls run the candidate beside `co_run`'s occupier (co_runner.h);
+  // nullopt: alone.
+  void use_co_run(std::optional<CoRun> co_run) { co_run_ = co_run; }
   // Errors mean the task or the worker is broken; the candidate's faults are verdicts. With
   // `stress`, the inputs get its overrides (kept sets of their own) and a failure names it.
   Result<CheckOutcome> verify_shape(const ShapeBinding& sizes, int rounds, uint64_t seed,
@@ -123,6 +133,7 @@ class Verifier {
   std::string pool_key_;
   std::map<ShapeBinding, double> candidate_seconds_;
   const TaskSpec* step_task_ = nullptr;
+  std::optional<CoRun> co_run_;
 };
 
 }  // namespace kopt::worker

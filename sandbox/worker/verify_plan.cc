@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "sandbox/input_families.h"
+#include "sandbox/inter_block_scan.h"
 #include "sandbox/source_thresholds.h"
 #include "sandbox/stress_bounds.h"
 #include "sandbox/worker/evaluation.h"
@@ -283,6 +284,52 @@ void add_wide(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
   plan.wide = true;
 }
 
+// The largest drawn or threshold shape already planned within `cap` bytes, with its variant:
+// where a co-run round reaches sizes the timed shape does not (more blocks, a partial tile).
+const VerifyStep* larger_co_run_shape(const TaskSpec& task, const VerifyPlan& plan, int64_t cap) {
+  const VerifyStep* best = nullptr;
+  int64_t best_bytes = -1;
+  for (const auto& step : plan.steps) {
+    if ((step.phase != "drawn" && step.phase != "threshold") || step.stress) continue;
+    auto bytes = task.tensor_bytes(step.sizes);
+    if (bytes && *bytes <= cap && *bytes > best_bytes) {
+      best = &step;
+      best_bytes = *bytes;
+    }
+  }
+  return best;
+}
+
+// Co-run rounds (co_runner.h) for a candidate whose source shows communication between blocks
+// (inter_block_scan.h): one round beside each of kCoRunShares at the timed shape (on kept input
+// sets, as the sweep's), and one at the largest drawn or threshold shape within the timed
+// shape's bytes (or large_shape_bytes, if more). Their cost is bounded: four rounds, eight runs
+// of the candidate and at most one reference run and input fill at a shape no larger than the
+// timed one; the occupier ends when the candidate does.
+void add_co_runs(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
+                 const PlanInputs& inputs, VerifyPlan& plan) {
+  if (!options.corun || !inputs.candidate) return;
+  auto signs = inter_block_signs(inputs.candidate->source);
+  if (signs.empty()) return;
+  plan.corun_signs = describe_inter_block_signs(signs);
+  ShapeBinding timed = task.bind({});
+  size_t k = 0;
+  for (double share : kCoRunShares) {
+    plan.steps.push_back({"corun", timed, 1, seed + 7919 * (++k) + 3021413});
+    plan.steps.back().corun_share = share;
+    ++plan.corun_rounds;
+  }
+  auto timed_bytes = task.tensor_bytes(timed);
+  int64_t cap = std::max(timed_bytes ? *timed_bytes : 0, options.large_shape_bytes);
+  if (const VerifyStep* larger = larger_co_run_shape(task, plan, cap)) {
+    VerifyStep step{"corun_drawn", larger->sizes,   1,    seed + 3021451,
+                    nullptr,       larger->variant, false};
+    step.corun_share = kCoRunShares[mix(seed ^ 0xc0) % std::size(kCoRunShares)];
+    plan.steps.push_back(step);
+    ++plan.corun_rounds;
+  }
+}
+
 }  // namespace
 
 std::map<std::string, double> draw_constants(const TaskSpec& task, uint64_t seed) {
@@ -344,6 +391,7 @@ Result<VerifyPlan> plan_verification(const TaskSpec& task, const EvalOptions& op
     }
   }
   add_thresholds(task, options, seed, inputs, plan);
+  add_co_runs(task, options, seed, inputs, plan);
   if (options.check_holdout)
     if (auto s = add_fixed(task, options, seed, "holdout", task.holdout, 104729, plan); !s)
       return make_error(s.error());

@@ -1,7 +1,8 @@
 // What an evaluation verifies, in order: the sweep, the stress rounds (at their shapes, the small
 // sweep shapes and a drawn shape each), the input families (sandbox/input_families.h), the drawn
 // shapes, the shapes at the candidate's own thresholds (sandbox/source_thresholds.h), the
-// holdouts, and the round past 2^31 elements where the GPU holds it. A plan, not a loop: no GPU,
+// co-run rounds for a kernel that communicates between blocks, the holdouts, and the round past
+// 2^31 elements where the GPU holds it. A plan, not a loop: no GPU,
 // so tests check what a task and a kernel get (tasks/README.md, "Verification rounds").
 #pragma once
 
@@ -28,6 +29,7 @@ struct VerifyStep {
   const StressRound* stress = nullptr;
   const TaskSpec* variant = nullptr;  // drawn constants or a family's tolerance; null: the task
   bool pooled = true;                 // may draw kept input sets (sandbox/worker/input_pool.h)
+  double corun_share = 0;  // > 0: beside an occupier of this share of the SMs (co_runner.h)
 };
 
 struct VerifyPlan {
@@ -36,6 +38,8 @@ struct VerifyPlan {
   std::deque<TaskSpec> variants;   // the task variants the steps point to
   std::vector<std::string> notes;  // what was left out and why ("the round past 2^31 ...")
   int family_rounds = 0, threshold_shapes = 0, drawn_stress = 0;
+  int corun_rounds = 0;     // steps beside a co-running kernel (add_co_runs in verify_plan.cc)
+  std::string corun_signs;  // why: the candidate's signs of inter-block communication
   bool wide = false;
 };
 
@@ -49,6 +53,10 @@ struct PlanInputs {
   // comes (after its turn: WideRoundTurn); 0: the plan decides by free_bytes.
   int64_t total_bytes = 0;
 };
+
+// The shares of the SMs a co-running occupier holds in the co-run rounds at the timed shape, one
+// round each; the larger shape gets one of them, rotating with the seed.
+inline constexpr double kCoRunShares[] = {0.25, 0.5, 0.75};
 
 // Families that also run at the timed shape and the smallest holdout, per evaluation (rotating
 // with the seed): the big shapes cost most, so a few each time, all of them over evaluations.

@@ -139,6 +139,36 @@ TEST(AdversarialBlameOnGpu, AnInnocentCandidateAfterACorruptingOneIsNotBlamed) {
   }
 }
 
+// Races between blocks (issue 32, class 7): a chained scan whose source communicates between
+// blocks is verified beside a co-running kernel too (sandbox/worker/co_runner.h), and the verdict
+// says how many runs that took; with the option off there are none. The racy sibling,
+// scan_publishes_flag_first.cu, is judged by AdversarialOnGpu above (its race may show in a plain
+// round as well: its verdict alone is asserted).
+TEST(AdversarialCoRunOnGpu, TheCoRunRoundsRanAndTheVerdictSaysSo) {
+  if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
+  auto twin = read_adversarial_kernel(std::filesystem::path(KOPT_ADVERSARIAL_DIR) /
+                                      "scan_publishes_flag_first_twin.cu");
+  ASSERT_TRUE(twin.ok()) << twin.error();
+  SandboxEvaluator evaluator(looping_worker_options());
+  auto device = evaluator.start();
+  ASSERT_TRUE(device.ok()) << device.error();
+  EvalRequest request = request_for(*twin);
+  request.options.max_wall_seconds = 30;
+  auto on = evaluator.evaluate(request);
+  ASSERT_TRUE(on.ok()) << on.error();
+  std::printf("co-run on:  %s: %s\n", verdict_name(on->verdict).c_str(), on->detail.c_str());
+  EXPECT_EQ(on->verdict, Verdict::kOk) << on->detail;
+  EXPECT_NE(on->detail.find(" + 4 co-run rounds (8 runs beside a kernel holding"),
+            std::string::npos)
+      << on->detail;
+  EXPECT_NE(on->detail.find("__threadfence (line"), std::string::npos) << on->detail;
+  request.options.corun = false;
+  auto off = evaluator.evaluate(request);
+  ASSERT_TRUE(off.ok()) << off.error();
+  EXPECT_EQ(off->verdict, Verdict::kOk) << off->detail;
+  EXPECT_EQ(off->detail.find("co-run"), std::string::npos) << off->detail;
+}
+
 // No false invalid_plan from the parameter check (cuFuncGetParamInfo): every task's reference
 // and baseline declare exactly the parameters their plans pass, so each task's baseline verifies.
 TEST(AdversarialBaselinesOnGpu, EveryTasksBaselineAndReferenceMatchTheirPlans) {
