@@ -136,8 +136,8 @@ void keep(std::map<int64_t, SourceThreshold>& found, int64_t value, int priority
       it->second.bounds.push_back(b);
 }
 
-// The source's literals: bound-like ones at 3; a #define's value at 2, or 3 where its name is
-// used like a bound; the rest at 1.
+// The source's literals: bound-like ones at 3; a #define's (or a constexpr's) value at 2, or 3
+// where its name is used like a bound; the rest at 1.
 void scan_source(const std::string& source, std::map<int64_t, SourceThreshold>& found) {
   auto tokens = tokenize_cuda(source, "candidate");
   if (!tokens) return;  // the compile gate reports it; no thresholds from unreadable text
@@ -149,6 +149,17 @@ void scan_source(const std::string& source, std::map<int64_t, SourceThreshold>& 
         !tk[i + 3].starts_line && tk[i + 3].kind == CudaToken::Kind::kNumber) {
       int64_t v = integer_value(tk[i + 3].text);
       if (v >= 0) defines[tk[i + 2].text] = v;
+    }
+    // `constexpr int kMaxSlots = 16;` names a limit as a #define does: its uses in a bound
+    // (`min(top_k, kMaxSlots)`) name the size it caps.
+    if (tk[i].text == "constexpr") {
+      size_t j = i + 1;
+      while (j + 2 < tk.size() && j < i + 6 && tk[j + 1].text != "=") ++j;
+      if (j + 2 < tk.size() && tk[j].kind == CudaToken::Kind::kIdentifier &&
+          tk[j + 1].text == "=" && tk[j + 2].kind == CudaToken::Kind::kNumber) {
+        int64_t v = integer_value(tk[j + 2].text);
+        if (v >= 0) defines[tk[j].text] = v;
+      }
     }
   }
   for (size_t i = 0; i < tk.size(); ++i) {
@@ -334,8 +345,12 @@ std::vector<SourceThreshold> source_thresholds(const KernelFile& kernel,
 
 std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
                                            const std::vector<SourceThreshold>& thresholds,
-                                           uint64_t seed, const ThresholdShapeLimits& limits) {
+                                           uint64_t seed, const ThresholdShapeLimits& limits,
+                                           size_t* named) {
   std::vector<ShapeBinding> out;
+  size_t named_here = 0;
+  if (!named) named = &named_here;
+  *named = 0;
   if (task.draws.ranges.empty() || limits.max_shapes < 1) return out;
   ShapeBinding base = task.bind({});
   if (auto drawn = draw_shapes(task, seed); drawn && !drawn->empty()) base = drawn->front();
@@ -376,12 +391,14 @@ std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
       auto range = task.draws.ranges.find(name);
       if (range == task.draws.ranges.end()) {
         try_computed(name, t.value);
+        *named = out.size();
         if (int(out.size()) >= limits.max_shapes) return out;
         continue;
       }
       for (int64_t v : values_around(t.value, range->second.multiple, true)) {
         if (v < range->second.min || v > reach_max(range->second)) continue;
         try_value(name, v, true);
+        *named = out.size();
         if (int(out.size()) >= limits.max_shapes) return out;
       }
     }

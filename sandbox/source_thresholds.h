@@ -9,6 +9,7 @@
 // worker plans these rounds for every candidate (sandbox/worker/verify_plan.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,9 +52,12 @@ struct ThresholdShapeLimits {
 // size (rounded to the size's multiple), shrinks the other drawn sizes toward their minimum
 // until the shape fits, and keeps the task's constraints. The crossing values of the thresholds
 // that bound a size by name (SourceThreshold::bounds) come first, for that size; then the crossing
-// values (t+1, 2t+1) of every threshold, then the values at and below it.
+// values (t+1, 2t+1) of every threshold, then the values at and below it. `named`, where given,
+// receives how many of the shapes lead with those named crossings (the plan's stress rounds run
+// at each of them).
 std::vector<ShapeBinding> threshold_shapes(const TaskSpec& task,
                                            const std::vector<SourceThreshold>& thresholds,
-                                           uint64_t seed, const ThresholdShapeLimits& limits = {});
+                                           uint64_t seed, const ThresholdShapeLimits& limits = {},
+                                           size_t* named = nullptr);
 
 }  // namespace kopt

@@ -28,7 +28,8 @@ struct RowPattern {
     kOutlierRows,      // a share of rows get `value` at a few positions past their first 32
     kOutlierChannels,  // a few columns (channels) hold +-`value` in every row
     kSpikeRows,        // a share of rows hold `value` at exactly one position each
-    kTailSpikes        // a share of rows hold `value` at their last position (threshold shapes)
+    kTailSpikes,       // a share of rows hold `value` at their last position (threshold shapes)
+    kLastElement       // the tensor's last element alone holds `value` (threshold shapes)
   };
   Kind kind = Kind::kScaleRows;
   double value = 0;

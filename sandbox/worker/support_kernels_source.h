@@ -153,6 +153,9 @@ __global__ void plant_maxima(T* out, u64 n, u64 seed, u64 row, u64 spacing, doub
 // that over evaluations every slot comes (a one-row shape still gets the last column sometimes).
 // 4: chosen rows hold value at their last position only: past any cap on the row's length (the
 // shapes at a kernel's thresholds use it, sandbox/worker/verify_plan.cc).
+// 5: the tensor's last element alone holds value, whatever the rows: past a cap on a flat index
+// (`i < min(n, CAP)`), where one spike per row would make the element past the cap a share of
+// the output below rtol.
 __device__ u64 spike_column(u64 r, u64 row, u64 rows, u64 seed) {
   u64 powers = 0;  // k = 1..powers with 2^k + 1 < row
   while (powers < 62 && (u64(1) << (powers + 1)) + 1 < row) ++powers;
@@ -172,6 +175,10 @@ __global__ void plant_rows(T* out, u64 n, u64 seed, u64 row, int kind, double va
   u64 forced_channel = mix64(seed ^ 0x510e527fade682d1ULL) % row;
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
     u64 r = i / row, c = i % row;
+    if (kind == 5) {
+      if (i == n - 1) out[i] = from_double<T>(value);
+      continue;
+    }
     if (kind == 2) {
       u64 h = mix64(seed ^ 0x9b05688c2b3e6c1fULL ^ (c * 0xd1b54a32d192ed03ULL));
       if (c == forced_channel || unit(h) <= share) out[i] = from_double<T>((h & 1) ? -value : value);
