@@ -17,8 +17,10 @@ namespace kopt {
 // per-worker secret, parameters checked against the plan, drawn shapes and mirrored stress rounds,
 // compute-sanitizer on each new best. 3: shapes at the kernel's own thresholds, drawn shapes for
 // every task, input families by role, constants drawn from their ranges, the round past 2^31
-// elements (issue 32).
-inline constexpr int kVerifierVersion = 3;
+// elements (issue 32). 4: exact allocations under compute-sanitizer, the task's stress rounds at
+// each crossing a literal names, the last-element spike, co-run rounds for kernels that
+// communicate between blocks (issue 32, 2026-11-28).
+inline constexpr int kVerifierVersion = 4;
 
 // sha256 over the task's canonical task.json (parsed and re-serialized: key order and white space
 // do not count) and its reference.cu's bytes: everything a verdict depends on besides the kernel
