@@ -39,6 +39,8 @@ IDLE_LINE = re.compile(r"GPU workers idle ([0-9.]+)% of the ([0-9.]+) s between 
                        r"the last evaluation \(([0-9]+) evaluations on ([0-9]+) GPU")
 WORKER_IDLE = re.compile(r"[0-9]+ workers per GPU, each idle ([0-9.]+)%")
 LANE_LINE = re.compile(r"sanitizer lane: ([0-9]+) passes, ([0-9]+) not finished")
+# A gpu_busy verdict the evaluator waits out (sandbox/evaluator.cc): each pause is GPU time lost.
+BUSY_PAUSE = re.compile(r"timing on this GPU pauses for ([0-9.]+) s")
 
 
 def free_port():
@@ -197,6 +199,7 @@ def one_run(args, mode, gpus, workers, tasks, out):
     worker_idle = WORKER_IDLE.search(run.stdout)
     lane = LANE_LINE.search(run.stdout)
     evaluations, by_verdict = count_evaluations(db)
+    pauses = [float(p) for p in BUSY_PAUSE.findall(run.stderr + run.stdout)]
     row = {"mode": mode, "gpus": gpus, "workers_per_gpu": workers, "evaluations": evaluations,
            "seconds": round(wall, 1),
            "budget_seconds": args.seconds, "exit_code": run.returncode,
@@ -206,6 +209,8 @@ def one_run(args, mode, gpus, workers, tasks, out):
            "worker_idle_fraction": round(float(worker_idle.group(1)) / 100, 4) if worker_idle
            else (round(float(idle.group(1)) / 100, 4) if idle else None),
            "busy_span_seconds": float(idle.group(2)) if idle else None,
+           "busy_pauses": len(pauses),
+           "busy_pause_seconds": round(sum(pauses), 1),
            "sanitizer_runs": int(lane.group(1)) if lane else 0,
            "sanitizer_unfinished": int(lane.group(2)) if lane else 0,
            "verdicts": by_verdict,

@@ -115,11 +115,17 @@ Result<json> SandboxEvaluator::start() {
   return start_locked();
 }
 
+double busy_pause_seconds(const SandboxOptions& options, int retry) {
+  if (retry < options.busy_quick_retries) return options.busy_quick_pause_seconds;
+  int doublings = std::min(retry - std::max(options.busy_quick_retries, 0), 16);
+  return std::min(options.busy_first_pause_seconds * double(1 << doublings), 120.0);
+}
+
 Result<EvalResult> SandboxEvaluator::evaluate(const EvalRequest& request) {
   std::unique_lock lock(mutex_);
   auto give_up = after_seconds(options_.busy_retry_seconds);
-  double pause = options_.busy_first_pause_seconds;
-  while (true) {
+  for (int retry = 0;; ++retry) {
+    double pause = busy_pause_seconds(options_, retry);
     auto result = evaluate_locked(request);
     if (!result || result->verdict != Verdict::kGpuBusy) return result;
     bool cancelled = false;
@@ -138,7 +144,6 @@ Result<EvalResult> SandboxEvaluator::evaluate(const EvalRequest& request) {
       std::unique_lock pause_lock(pause_mutex_);
       pause_cancelled_.wait_for(pause_lock, millis(pause), [this] { return pauses_cancelled_; });
     }
-    pause = std::min(pause * 2, 120.0);
   }
 }
 

@@ -67,14 +67,22 @@ struct SandboxOptions {
   // exit before it is killed.
   double exit_grace_seconds = 5;
   // A gpu_busy verdict (another process computes on the GPU, or its clocks are held down) is
-  // retried for up to this long, with pauses of 5 s doubling to 2 min in between, before it is
-  // returned. 0: returned at once (kopt eval, which says so and exits non-zero).
+  // retried for up to this long before it is returned (busy_pause_seconds says the pauses).
+  // 0: returned at once (kopt eval, which says so and exits non-zero).
   double busy_retry_seconds = 0;
+  // The first retries come after a short fixed pause: one slow check (a host hiccup, another
+  // process's short kernel) should cost a candidate a second, not a minute of an idle GPU.
+  int busy_quick_retries = 2;
+  double busy_quick_pause_seconds = 1;
+  // Then pauses of this long, doubling to 2 min, for a GPU that stays busy.
   double busy_first_pause_seconds = 5;
   // The longest reply line read from a worker. A longer one is a broken protocol: the worker is
   // killed and the candidate gets a crash verdict; the daemon never buffers more than this.
   size_t max_reply_bytes = 16u << 20;
 };
+
+// The pause before retry `retry` (0: the first) of a gpu_busy verdict.
+double busy_pause_seconds(const SandboxOptions& options, int retry);
 
 // The worker's command line: prefix, worker, --device N, extra arguments.
 std::vector<std::string> sandbox_command(const SandboxOptions& options);

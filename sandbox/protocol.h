@@ -57,7 +57,7 @@ struct EvalOptions {
   double hang_floor_seconds = 0.5;
   // Before and after timing: no other process may hold compute on the GPU, its clocks may not be
   // held down, and the worker's probe kernel must run within probe_tolerance of its best known
-  // time on this GPU; otherwise the verdict is gpu_busy and no number is reported.
+  // length in SM cycles on this GPU; otherwise the verdict is gpu_busy and no number is reported.
   bool check_gpu_quiet = true;
   // Under compute-sanitizer (sandbox/sanitizer_runner.cc sets it): every buffer is its own
   // allocation of exactly its payload, no guard zones, so memcheck sees any access past it.

@@ -14,29 +14,27 @@ namespace kopt::worker {
 namespace {
 
 // About 0.3 ms of FMAs on an H100: long enough that launch jitter is noise, short enough that a
-// check costs a few milliseconds.
+// check costs a few milliseconds. Each launch waits for the GPU alone (time_fma syncs between
+// them), so another context's time slice delays nearly every one (probe_reading.h).
 constexpr int kProbeIterations = 4096;
 constexpr int kProbeReps = 9;
 
+// v3: the best in SM cycles measured inside the probe (v2 held microseconds scaled by NVML's
+// clock samples, too low after a cold start).
 std::filesystem::path best_probe_path(const DeviceInfo& info) {
-  std::string key = info.name + "_fma4096_at_max_clock_v2";
+  std::string key = info.name + "_fma4096_sm_kilocycles_v3";
   for (char& c : key)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return cache_directory() / "probe" / (key + ".json");
 }
 
-double read_best_probe_us(const std::filesystem::path& path) {
+double read_best_probe_kilocycles(const std::filesystem::path& path) {
   auto text = read_file(path);
   if (!text) return 0;
   auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object() || !j.contains("best_median_us") || !j["best_median_us"].is_number()) return 0;
-  return j["best_median_us"].get<double>();
-}
-
-std::string us_text(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f us", us);
-  return buf;
+  if (!j.is_object() || !j.contains("best_kilocycles") || !j["best_kilocycles"].is_number())
+    return 0;
+  return j["best_kilocycles"].get<double>();
 }
 
 // What NVML says: other processes and held-down clocks become problems, the rest facts. Returns
@@ -76,32 +74,15 @@ bool note_activity(const GpuActivity& activity, const std::string& gpu_id, Quiet
 
 }  // namespace
 
-Result<double> GpuQuietCheck::probe_median_us() {
-  auto times = support_.time_fma(kProbeIterations, kProbeReps + 1);
+Result<ProbeReading> GpuQuietCheck::probe(int reps, QuietVerdict& verdict) {
+  auto times = support_.time_fma(kProbeIterations, reps + 1);
   if (!times) return make_error("the busy-GPU probe failed: " + times.error());
-  std::vector<double> timed(times->begin() + 1, times->end());  // the first one warms up
-  std::nth_element(timed.begin(), timed.begin() + timed.size() / 2, timed.end());
-  return timed[timed.size() / 2] * 1e3;
-}
-
-double GpuQuietCheck::sm_clock_mhz() {
-  auto now = gpu_activity(device_.info().pci_bus_id);
-  return now && now->max_sm_clock_mhz > 0 ? now->sm_clock_mhz : 0;
-}
-
-// The probe is compared at the maximum SM clock: a GPU that lowers its clock under its power
-// cap runs it slower but is not shared (and interleaved timing cancels the clock in the
-// speedup), while time-slicing with another context stretches it at an unchanged clock.
-// `max_clock_mhz` 0: unknown, the probe's time as measured.
-Result<double> GpuQuietCheck::probe_at_max_clock(unsigned max_clock_mhz, QuietVerdict& verdict) {
-  double before = sm_clock_mhz();
-  auto us = probe_median_us();
-  if (!us) return make_error(us.error());
-  double after = sm_clock_mhz();
-  verdict.facts["probe_us"] = *us;
-  if (before <= 0 || after <= 0 || max_clock_mhz == 0) return *us;
-  verdict.facts["probe_sm_clock_mhz"] = (before + after) / 2;
-  return *us * (before + after) / 2 / max_clock_mhz;
+  auto reading = read_probe(*times);
+  if (!reading) return make_error(reading.error());
+  verdict.facts["probe_us"] = reading->us;
+  verdict.facts["probe_sm_clock_mhz"] = reading->sm_mhz;
+  verdict.facts["probe_kilocycles"] = reading->kilocycles;
+  return reading;
 }
 
 Result<QuietVerdict> GpuQuietCheck::check(double probe_tolerance) {
@@ -115,31 +96,27 @@ Result<QuietVerdict> GpuQuietCheck::check(double probe_tolerance) {
   else
     verdict.facts["nvml"] = activity.error();
 
-  unsigned max_clock_mhz = activity ? activity->max_sm_clock_mhz : 0;
   auto path = best_probe_path(device_.info());
-  double best = read_best_probe_us(path);
-  auto probe = probe_at_max_clock(max_clock_mhz, verdict);
+  double best = read_best_probe_kilocycles(path);
+  auto probe = this->probe(kProbeReps, verdict);
   if (!probe) return make_error(probe.error());
-  // A slow first probe may be clocks ramping up after idle: one more try, the faster counts.
-  if (best > 0 && *probe > best * (1 + probe_tolerance)) {
-    auto again = probe_at_max_clock(max_clock_mhz, verdict);
+  auto over = probe_over_best(*probe, best, probe_tolerance);
+  // A slow probe may be a hiccup of the host between launches: busy only if a second, twice as
+  // long one is slow too (the faster counts). A co-tenant's time slices delay both.
+  if (over) {
+    auto again = this->probe(2 * kProbeReps, verdict);
     if (!again) return make_error(again.error());
-    probe = std::min(*probe, *again);
+    if (again->kilocycles < probe->kilocycles) probe = again;
+    over = probe_over_best(*probe, best, probe_tolerance);
   }
-  verdict.facts["probe_us_at_max_clock"] = *probe;
-  verdict.facts["best_probe_us"] = best;
-  if (best > 0 && *probe > best * (1 + probe_tolerance)) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf,
-                  "the probe kernel took %s (at the maximum SM clock), %.0f%% over its best %s on "
-                  "this GPU",
-                  us_text(*probe).c_str(), 100 * (*probe / best - 1), us_text(best).c_str());
-    problems.push_back(buf);
-  }
+  verdict.facts["best_probe_kilocycles"] = best;
+  if (over) problems.push_back(*over);
   // Only a quiet GPU teaches the cache what "quiet" looks like.
-  if (problems.empty() && !others_present && (best == 0 || *probe < best))
+  if (problems.empty() && !others_present && (best == 0 || probe->kilocycles < best))
     (void)write_file_atomic(
-        path, nlohmann::json{{"best_median_us", *probe}, {"gpu", device_.info().name}}.dump(2));
+        path,
+        nlohmann::json{{"best_kilocycles", probe->kilocycles}, {"gpu", device_.info().name}}.dump(
+            2));
   if (!problems.empty()) {
     verdict.quiet = false;
     for (const auto& p : problems) verdict.reason += (verdict.reason.empty() ? "" : "; ") + p;

@@ -2,7 +2,8 @@
 // while its clocks are held down, is wrong by up to several times and must never become a recorded
 // win. Checked before and after timing: no other process holds compute on the GPU (NVML), no
 // hardware or thermal slowdown is active, and a fixed compute-bound probe kernel runs within a
-// tolerance of its best known time on this GPU model (cached on disk like the DRAM peak). The probe
+// tolerance of its best known length in SM cycles on this GPU model (cached on disk like the DRAM
+// peak; probe_reading.h says why cycles). The probe
 // catches what NVML cannot see (another container's processes, MIG neighbours, an NVML-less
 // machine).
 #pragma once
@@ -12,6 +13,7 @@
 
 #include "common/result.h"
 #include "sandbox/worker/device.h"
+#include "sandbox/worker/probe_reading.h"
 #include "sandbox/worker/support_kernels.h"
 
 namespace kopt::worker {
@@ -19,7 +21,7 @@ namespace kopt::worker {
 struct QuietVerdict {
   bool quiet = true;
   std::string reason;    // why not, one line naming processes, clocks or probe times
-  nlohmann::json facts;  // probe_us, best_probe_us, other_processes, clocks, nvml
+  nlohmann::json facts;  // probe_us, probe_kilocycles, best_probe_kilocycles, processes, clocks
 };
 
 class GpuQuietCheck {
@@ -30,9 +32,8 @@ class GpuQuietCheck {
   Result<QuietVerdict> check(double probe_tolerance);
 
  private:
-  Result<double> probe_median_us();
-  double sm_clock_mhz();  // 0 where NVML cannot say
-  Result<double> probe_at_max_clock(unsigned max_clock_mhz, QuietVerdict& verdict);
+  // `reps` timed launches of the probe (after one that warms up), their reading noted in facts.
+  Result<ProbeReading> probe(int reps, QuietVerdict& verdict);
   Device& device_;
   SupportKernels& support_;
 };

@@ -99,7 +99,7 @@ Result<SupportKernels> SupportKernels::load(Device& device, const std::string& a
   auto guards = allocate(device, kMaxGuardScan * 2 * sizeof(uint64_t));
   if (!guards) return make_error(guards.error());
   k.guard_results_ = std::move(*guards);
-  auto probe = allocate(device, sizeof(double));
+  auto probe = allocate(device, 4 * sizeof(uint64_t));  // clock_probe's or fma_peak's results
   if (!probe) return make_error(probe.error());
   k.probe_ = std::move(*probe);
   std::random_device random;  // /dev/urandom
@@ -372,7 +372,9 @@ Result<double> SupportKernels::measure_fp32_flops() {
   const int iterations = 4096;
   auto times = time_fma(iterations, 4);
   if (!times) return make_error(times.error());
-  double best_ms = *std::min_element(times->begin() + 1, times->end());  // rep 0 warms up
+  double best_ms = 1e30;
+  for (size_t rep = 1; rep < times->size(); ++rep)  // rep 0 warms up
+    best_ms = std::min(best_ms, (*times)[rep].ms);
   double blocks = double(device_->info().sm_count) * 8, threads = 256;
   double flops = 2.0 * 8 * iterations * blocks * threads;
   return flops / (best_ms * 1e-3);
@@ -402,23 +404,37 @@ Result<double> SupportKernels::measure_copy_bandwidth(CUdeviceptr from, CUdevice
   return 2.0 * double(n * 16) / (best_ms * 1e-3);
 }
 
-Result<std::vector<double>> SupportKernels::time_fma(int iterations, int reps) {
+Result<std::vector<FmaRep>> SupportKernels::time_fma(int iterations, int reps) {
   const CudaDriver& d = device_->driver();
   CUdeviceptr out = probe_.ptr();
+  CUdeviceptr clocks = probe_.ptr() + sizeof(uint64_t);  // cycles, nanoseconds (fma_peak)
   float seed = 1.0f;
-  void* args[] = {&out, &iterations, &seed};
+  void* args[] = {&out, &iterations, &seed, &clocks};
   unsigned blocks = unsigned(device_->info().sm_count) * 8, threads = 256;
   auto it = functions_.find("fma_peak");
-  auto times = time_with_events(*device_, device_->stream(), reps, [&](int) -> Status {
-    CudaFailure failure;
-    if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, threads, 1, 1, 0,
-                                         device_->stream(), args, nullptr),
-                        "cuLaunchKernel(fma_peak)", &failure))
-      return make_error(failure.message);
-    return ok_status();
-  });
-  if (!times) return make_error(times.error());
-  return std::vector<double>(times->begin(), times->end());
+  uint64_t last[2] = {0, 0};
+  if (auto s = read_back(last, clocks, sizeof last); !s) return make_error(s.error());
+  std::vector<FmaRep> timed;
+  for (int rep = 0; rep < reps; ++rep) {
+    // One launch per event pair, then its clock sums read back: a read between the events would
+    // be timed with the kernel.
+    auto times = time_with_events(*device_, device_->stream(), 1, [&](int) -> Status {
+      CudaFailure failure;
+      if (!device_->check(d.cuLaunchKernel(it->second, blocks, 1, 1, threads, 1, 1, 0,
+                                           device_->stream(), args, nullptr),
+                          "cuLaunchKernel(fma_peak)", &failure))
+        return make_error(failure.message);
+      return ok_status();
+    });
+    if (!times) return make_error(times.error());
+    uint64_t now[2] = {0, 0};
+    if (auto s = read_back(now, clocks, sizeof now); !s) return make_error(s.error());
+    uint64_t cycles = now[0] - last[0], ns = now[1] - last[1];
+    timed.push_back(
+        {.ms = double(times->front()), .sm_mhz = ns > 0 ? 1e3 * double(cycles) / double(ns) : 0});
+    std::copy(now, now + 2, last);
+  }
+  return timed;
 }
 
 Result<double> SupportKernels::read_element(CUdeviceptr data, DType dtype, int64_t index,

@@ -15,6 +15,7 @@
 #include "sandbox/worker/buffers.h"
 #include "sandbox/worker/device.h"
 #include "sandbox/worker/keyed_mask.h"
+#include "sandbox/worker/probe_reading.h"
 
 namespace kopt::worker {
 
@@ -77,9 +78,9 @@ class SupportKernels {
   // Bytes read plus written per second by a 16-byte-vectorized copy of `bytes` bytes.
   Result<double> measure_copy_bandwidth(CUdeviceptr from, CUdeviceptr to, size_t bytes);
   // Times `reps` launches of the FMA kernel (8 blocks of 256 threads per SM, `iterations` long),
-  // one by one, in milliseconds: the busy-GPU probe. Compute-bound on purpose: its time does not
-  // drift with the DRAM's state after heavy traffic, yet any other context's work delays it.
-  Result<std::vector<double>> time_fma(int iterations, int reps);
+  // one by one: the busy-GPU probe. Compute-bound on purpose: its time does not drift with the
+  // DRAM's state after heavy traffic, yet any other context's work delays it.
+  Result<std::vector<FmaRep>> time_fma(int iterations, int reps);
   // Scans the guard zones of many buffers on the GPU with one read-back for all of them.
   Result<std::vector<GuardDamage>> scan_guards(const std::vector<GuardZones>& regions);
   // Reads element `index` as double (unmasked first when `masked`).

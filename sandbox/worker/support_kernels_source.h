@@ -354,8 +354,13 @@ __global__ void clock_probe(double* mhz) {
 }
 
 
-// FP32 FMA throughput probe: 8 independent chains per thread keep the pipes full.
-__global__ void fma_peak(float* out, int iterations, float seed) {
+// FP32 FMA throughput probe: 8 independent chains per thread keep the pipes full. Each block adds
+// the SM cycles (clock64) and nanoseconds (%globaltimer) it ran to clocks[0] and clocks[1]: the SM
+// clock during the probe itself, which NVML read before and after misses while clocks ramp.
+__global__ void fma_peak(float* out, int iterations, float seed, u64* clocks) {
+  u64 t0, t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  long long c0 = clock64();
   float a[8];
   for (int j = 0; j < 8; ++j) a[j] = seed + j + threadIdx.x;
   for (int i = 0; i < iterations; ++i) {
@@ -365,6 +370,13 @@ __global__ void fma_peak(float* out, int iterations, float seed) {
   float sum = 0.0f;
   for (int j = 0; j < 8; ++j) sum += a[j];
   if (sum == 12345.678f) out[0] = sum;  // keeps the loop alive, never true in practice
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    long long c1 = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+    atomicAdd(&clocks[0], (u64)(c1 - c0));
+    atomicAdd(&clocks[1], t1 - t0);
+  }
 }
 
 // Vectorized copy for the DRAM-bandwidth peak: 16-byte loads and stores, grid-stride.

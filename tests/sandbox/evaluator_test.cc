@@ -354,13 +354,42 @@ TEST(SandboxEvaluator, ConcurrentCallersAreServedOneAfterAnother) {
 TEST(SandboxEvaluator, BusyGpuIsWaitedForAndOnlyTheQuietAnswerReturned) {
   SandboxOptions options = fake_options();
   options.busy_retry_seconds = 30;
+  options.busy_quick_pause_seconds = 0.05;
   options.busy_first_pause_seconds = 0.05;
   SandboxEvaluator evaluator(options);
-  auto result = evaluator.evaluate(request_for("BUSY 2"));
+  auto result = evaluator.evaluate(request_for("BUSY 3"));
   ASSERT_TRUE(result.ok()) << result.error();
   EXPECT_EQ(result->verdict, Verdict::kOk) << result->detail;
-  EXPECT_EQ(result->device["requests"], 4);  // ping, two busy answers, the quiet one
+  EXPECT_EQ(result->device["requests"], 5);  // ping, three busy answers, the quiet one
   EXPECT_EQ(evaluator.workers_started(), 1);
+}
+
+// Session 8 (H200): single slow checks on a warm GPU cost pauses of 5, 10, 20 and 40 s, 80 s of a
+// 123 s run. The first retries now come after a short fixed pause; only a GPU that stays busy
+// gets the doubling ones.
+TEST(SandboxEvaluator, BusyPausesAreShortAtFirstThenDouble) {
+  SandboxOptions options;  // the defaults the daemon uses
+  std::vector<double> pauses;
+  for (int retry = 0; retry < 9; ++retry) pauses.push_back(busy_pause_seconds(options, retry));
+  EXPECT_EQ(pauses, (std::vector<double>{1, 1, 5, 10, 20, 40, 80, 120, 120}));
+  options.busy_quick_retries = 0;
+  EXPECT_EQ(busy_pause_seconds(options, 0), 5);
+  EXPECT_EQ(busy_pause_seconds(options, 1000), 120);
+}
+
+TEST(SandboxEvaluator, OneBusyVerdictIsRetriedAfterTheQuickPause) {
+  SandboxOptions options = fake_options();
+  options.busy_retry_seconds = 900;  // as the daemon sets it
+  options.busy_quick_pause_seconds = 0.2;
+  options.busy_first_pause_seconds = 60;
+  SandboxEvaluator evaluator(options);
+  auto begin = Clock::now();
+  auto result = evaluator.evaluate(request_for("BUSY 1"));
+  ASSERT_TRUE(result.ok()) << result.error();
+  EXPECT_EQ(result->verdict, Verdict::kOk) << result->detail;
+  double seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  EXPECT_GE(seconds, 0.2);
+  EXPECT_LT(seconds, 20.0);  // not the 60 s pause
 }
 
 TEST(SandboxEvaluator, BusyGpuPastTheRetryWindowIsReturnedAsGpuBusy) {
