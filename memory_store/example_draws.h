@@ -13,24 +13,10 @@
 #include <vector>
 
 #include "common/result.h"
+#include "memory_store/records.h"
 #include "memory_store/sqlite_database.h"
 
 namespace kopt::memory {
-
-struct ExampleDrawRecord {
-  int64_t id = 0;
-  std::optional<int64_t> run_id;
-  std::string task;
-  std::string agent;  // "planner", "coder"
-  std::optional<int64_t> parent_kernel_id;
-  int64_t pair_id = 0;            // the pair the slot showed
-  double propensity = 0;          // the probability of that draw (1 / candidates when uniform)
-  int64_t candidates = 0;         // how many pairs the draw chose among
-  int64_t slot = 0;               // its position among the prompt's examples (0: first)
-  std::vector<int64_t> shown;     // every pair the prompt showed, the drawn one included
-  std::vector<int64_t> plan_ids;  // the plans the prompt led to (plans table)
-  std::string created_at;
-};
 
 Result<int64_t> add_example_draw(sql::Database& db, const ExampleDrawRecord& draw);
 // The plans a prompt led to, known only once the planner answered (plans table ids).

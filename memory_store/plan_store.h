@@ -10,38 +10,10 @@
 #include <vector>
 
 #include "common/result.h"
+#include "memory_store/records.h"
 #include "memory_store/sqlite_database.h"
 
 namespace kopt::memory {
-
-struct PlanRecord {
-  int64_t id = 0;
-  std::optional<int64_t> run_id;
-  std::string task;
-  std::optional<int64_t> parent_kernel_id;
-  std::string title;
-  std::string detail;
-  std::string technique;                  // techniques.h labels, space-separated; "" when none
-  std::string outcome = "queued";         // "queued", "verified 1.21x its parent", "incorrect: ..."
-  std::vector<int64_t> child_kernel_ids;  // every kernel judged for it
-  std::string created_at;
-};
-
-struct TranscriptRecord {
-  int64_t id = 0;
-  std::optional<int64_t> run_id;
-  std::string agent;
-  std::string task;
-  std::string template_file;
-  std::string system;
-  std::string prompt;
-  std::string answer;
-  std::string status;
-  bool cut = false;  // a text was longer than kMaxTranscriptChars and was shortened
-  std::string created_at;
-  int64_t prompt_chars = 0;  // as stored (list_transcripts() leaves the texts out)
-  int64_t answer_chars = 0;
-};
 
 // Each of system, prompt and answer is kept up to this many characters (start and end).
 inline constexpr size_t kMaxTranscriptChars = 100000;

@@ -144,4 +144,51 @@ Verdict stored_verdict(const std::string& name);
 Origin stored_origin(const std::string& name);
 RunStatus stored_run_status(const std::string& name);
 
+// A plan the model proposed and what became of it (plan_store.h).
+struct PlanRecord {
+  int64_t id = 0;
+  std::optional<int64_t> run_id;
+  std::string task;
+  std::optional<int64_t> parent_kernel_id;
+  std::string title;
+  std::string detail;
+  std::string technique;                  // techniques.h labels, space-separated; "" when none
+  std::string outcome = "queued";         // "queued", "verified 1.21x its parent", "incorrect: ..."
+  std::vector<int64_t> child_kernel_ids;  // every kernel judged for it
+  std::string created_at;
+};
+
+// A prompt and its answer, kept for `kopt memory transcripts` (plan_store.h).
+struct TranscriptRecord {
+  int64_t id = 0;
+  std::optional<int64_t> run_id;
+  std::string agent;
+  std::string task;
+  std::string template_file;
+  std::string system;
+  std::string prompt;
+  std::string answer;
+  std::string status;
+  bool cut = false;  // a text was longer than kMaxTranscriptChars and was shortened
+  std::string created_at;
+  int64_t prompt_chars = 0;  // as stored (list_transcripts() leaves the texts out)
+  int64_t answer_chars = 0;
+};
+
+// The randomised example slot of one prompt (example_draws.h).
+struct ExampleDrawRecord {
+  int64_t id = 0;
+  std::optional<int64_t> run_id;
+  std::string task;
+  std::string agent;  // "planner", "coder"
+  std::optional<int64_t> parent_kernel_id;
+  int64_t pair_id = 0;            // the pair the slot showed
+  double propensity = 0;          // the probability of that draw (1 / candidates when uniform)
+  int64_t candidates = 0;         // how many pairs the draw chose among
+  int64_t slot = 0;               // its position among the prompt's examples (0: first)
+  std::vector<int64_t> shown;     // every pair the prompt showed, the drawn one included
+  std::vector<int64_t> plan_ids;  // the plans the prompt led to (plans table)
+  std::string created_at;
+};
+
 }  // namespace kopt::memory

@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "sandbox/expr.h"
 #include "sandbox/init_spec.h"
+#include "sandbox/named_members.h"
 #include "sandbox/task_spec.h"
 
 namespace kopt {
@@ -170,8 +171,7 @@ DrawSpec read_draw_spec(JsonReader& reader, const json& root,
   spec.max_bytes = reader.integer_field(*node, path, "max_bytes", false).value_or(spec.max_bytes);
   if (spec.max_bytes < 1) reader.error(path + ".max_bytes", "must be positive");
 
-  std::vector<std::string> size_names;
-  for (const auto& [n, v] : sizes) size_names.push_back(n);
+  std::vector<std::string> size_names = names_of(sizes);
   std::set<std::string> symbols(size_names.begin(), size_names.end());
   if (const json* vars =
           reader.typed_field(*node, path, "variables", json::value_t::object, false)) {
@@ -189,24 +189,20 @@ DrawSpec read_draw_spec(JsonReader& reader, const json& root,
   }
   const json* drawn = reader.typed_field(*node, path, "sizes", json::value_t::object, true);
   if (drawn && drawn->empty()) reader.error(path + ".sizes", "draw at least one size");
-  if (drawn) {
-    for (const auto& [name, value] : drawn->items()) {
-      std::string spath = path + ".sizes." + name;
-      if (!sizes.count(name)) {
-        reader.error(spath, "not a size of this task" + did_you_mean(name, size_names));
-      } else if (value.is_object()) {
-        spec.ranges[name] = read_range(reader, value, spath);
-      } else if (value.is_number_integer() && value.get<int64_t>() >= 1) {
-        spec.computed[name] = std::to_string(value.get<int64_t>());
-      } else if (value.is_string()) {
-        spec.computed[name] = value.get<std::string>();
-      } else {
-        reader.error(spath,
-                     "expected a range {\"min\", \"max\"}, a positive integer or an "
-                     "expression string");
-      }
+  auto read_drawn = [&](const std::string& name, const json& value, const std::string& spath) {
+    if (value.is_object()) {
+      spec.ranges[name] = read_range(reader, value, spath);
+    } else if (value.is_number_integer() && value.get<int64_t>() >= 1) {
+      spec.computed[name] = std::to_string(value.get<int64_t>());
+    } else if (value.is_string()) {
+      spec.computed[name] = value.get<std::string>();
+    } else {
+      reader.error(spath,
+                   "expected a range {\"min\", \"max\"}, a positive integer or an "
+                   "expression string");
     }
-  }
+  };
+  if (drawn) each_named_member(reader, *drawn, path + ".sizes", size_names, "a size", read_drawn);
   // Computed sizes are evaluated after every range is drawn, so they may use ranged sizes and
   // variables, never one another (their order would matter).
   std::set<std::string> computable = symbols;

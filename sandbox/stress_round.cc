@@ -1,6 +1,7 @@
 #include "sandbox/stress_round.h"
 
 #include "common/strings.h"
+#include "sandbox/named_members.h"
 #include "sandbox/task_spec.h"
 
 namespace kopt {
@@ -18,6 +19,31 @@ std::string derived_name(const std::map<std::string, InitSpec>& overrides) {
   for (const auto& [input, init] : overrides)
     name += (name.empty() ? "" : ", ") + input + " " + describe_init(init);
   return name;
+}
+
+// A stress round's "inputs": init objects for some of the task's inputs, by input name.
+std::map<std::string, InitSpec> read_input_overrides(JsonReader& reader, const json& overrides,
+                                                     const std::string& path,
+                                                     const std::vector<TensorSpec>& inputs,
+                                                     const std::set<std::string>& symbols,
+                                                     int format) {
+  std::vector<std::string> names;
+  for (const auto& t : inputs) names.push_back(t.name);
+  std::map<std::string, InitSpec> overridden;
+  auto read = [&](const std::string& name, const json& init, const std::string& ipath) {
+    if (!init.is_object()) {
+      reader.error(ipath, "expected an init object ({\"dist\": ...})");
+      return;
+    }
+    auto input = std::find_if(inputs.begin(), inputs.end(),
+                              [&](const TensorSpec& t) { return t.name == name; });
+    InitSpec& spec = overridden[name] =
+        read_init_object(reader, init, ipath, input->dtype, symbols);
+    if (format < 3 && spec.needs_format_3())
+      reader.error(ipath, "sorted and repeated_max need \"format\": 3");
+  };
+  each_named_member(reader, overrides, path, names, "an input", read);
+  return overridden;
 }
 
 }  // namespace
@@ -57,27 +83,12 @@ std::vector<ShapeBinding> read_shape_list(JsonReader& reader, const json& root,
   std::vector<ShapeBinding> shapes;
   const json* list = reader.typed_field(root, path, key, json::value_t::array, required);
   if (!list) return shapes;
-  std::vector<std::string> names;
-  for (const auto& [n, v] : sizes) names.push_back(n);
-  for (size_t i = 0; i < list->size(); ++i) {
-    std::string item_path = path + "." + key + "[" + std::to_string(i) + "]";
-    const json& item = (*list)[i];
-    if (!item.is_object()) {
-      reader.error(item_path, "expected an object of size overrides");
-      continue;
-    }
-    ShapeBinding binding;
-    for (const auto& [name, value] : item.items()) {
-      if (!sizes.count(name)) {
-        reader.error(item_path + "." + name, "not a size of this task" + did_you_mean(name, names));
-      } else if (!value.is_number_integer() || value.get<int64_t>() < 1) {
-        reader.error(item_path + "." + name, "expected a positive integer");
-      } else {
-        binding[name] = value.get<int64_t>();
-      }
-    }
-    shapes.push_back(std::move(binding));
-  }
+  reader.each_object(
+      *list, path + "." + key,
+      [&](const json& item, const std::string& item_path) {
+        shapes.push_back(read_size_overrides(reader, item, item_path, sizes));
+      },
+      "expected an object of size overrides");
   return shapes;
 }
 
@@ -91,8 +102,6 @@ std::vector<StressRound> read_stress_rounds(JsonReader& reader, const json& root
   if (format < 2) reader.error("$.stress", "stress rounds need \"format\": 2");
   std::set<std::string> symbols;
   for (const auto& [n, v] : sizes) symbols.insert(n);
-  std::vector<std::string> input_names;
-  for (const auto& t : inputs) input_names.push_back(t.name);
   std::set<std::string> seen;
   for (size_t i = 0; i < list->size(); ++i) {
     std::string path = "$.stress[" + std::to_string(i) + "]";
@@ -106,22 +115,8 @@ std::vector<StressRound> read_stress_rounds(JsonReader& reader, const json& root
     if (const json* overrides =
             reader.typed_field(item, path, "inputs", json::value_t::object, true)) {
       if (overrides->empty()) reader.error(path + ".inputs", "override at least one input");
-      for (const auto& [name, init] : overrides->items()) {
-        std::string ipath = path + ".inputs." + name;
-        auto input = std::find_if(inputs.begin(), inputs.end(),
-                                  [&](const TensorSpec& t) { return t.name == name; });
-        if (input == inputs.end()) {
-          reader.error(ipath, "not an input of this task" + did_you_mean(name, input_names));
-          continue;
-        }
-        if (!init.is_object()) {
-          reader.error(ipath, "expected an init object ({\"dist\": ...})");
-          continue;
-        }
-        round.inputs[name] = read_init_object(reader, init, ipath, input->dtype, symbols);
-        if (format < 3 && round.inputs[name].needs_format_3())
-          reader.error(ipath, "sorted and repeated_max need \"format\": 3");
-      }
+      round.inputs =
+          read_input_overrides(reader, *overrides, path + ".inputs", inputs, symbols, format);
     }
     round.shapes = read_shape_list(reader, item, path, "shapes", sizes, false);
     if (item.contains("shapes") && round.shapes.empty() && item.at("shapes").is_array())

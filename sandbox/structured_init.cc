@@ -67,37 +67,44 @@ void read_pages(JsonReader& reader, const json& node, const std::string& path,
   }
 }
 
-void read_stale(JsonReader& reader, const json& node, const std::string& path,
+// An optional object of a structured init ("stale", "routing"), read from its path `at`.
+using PartReader = void (*)(JsonReader& reader, const json& part, const std::string& at,
+                            const std::set<std::string>& symbols, DType dtype, InitSpec& init);
+
+void read_stale(JsonReader& reader, const json& stale, const std::string& at,
                 const std::set<std::string>& symbols, DType dtype, InitSpec& init) {
-  const json* stale = reader.typed_field(node, path, "stale", json::value_t::object, false);
-  if (!stale) return;
-  std::string at = path + ".stale";
-  reader.check_keys(*stale, at, kStaleKeys);
   StaleSlots& s = init.structured.stale;
-  s.table = read_input_name(reader, *stale, at, "table");
-  s.lengths = read_input_name(reader, *stale, at, "lengths");
-  read_expr(reader, *stale, at, "page", s.page, symbols, true);
-  read_expr(reader, *stale, at, "slot", s.slot, symbols, true);
+  s.table = read_input_name(reader, stale, at, "table");
+  s.lengths = read_input_name(reader, stale, at, "lengths");
+  read_expr(reader, stale, at, "page", s.page, symbols, true);
+  read_expr(reader, stale, at, "slot", s.slot, symbols, true);
   if (s.table.empty()) s.table = "?";  // keeps empty() false so the other checks still run
   if (!dtype_is_float(dtype)) reader.error(at, "only float inputs can hold NaN");
 }
 
-void read_routing(JsonReader& reader, const json& node, const std::string& path,
+void read_routing(JsonReader& reader, const json& routing, const std::string& at,
                   const std::set<std::string>& symbols, DType dtype, InitSpec& init) {
-  const json* routing = reader.typed_field(node, path, "routing", json::value_t::object, false);
-  if (!routing) return;
-  std::string at = path + ".routing";
-  reader.check_keys(*routing, at, kRoutingKeys);
   RoutingSkew& r = init.structured.routing;
-  read_expr(reader, *routing, at, "experts", r.experts, symbols, true);
+  read_expr(reader, routing, at, "experts", r.experts, symbols, true);
   r.hot = "0";
   r.cold = "0";
-  read_expr(reader, *routing, at, "hot", r.hot, symbols, false);
-  read_expr(reader, *routing, at, "cold", r.cold, symbols, false);
+  read_expr(reader, routing, at, "hot", r.hot, symbols, false);
+  read_expr(reader, routing, at, "cold", r.cold, symbols, false);
   if (r.experts.empty()) r.experts = "1";
   if (dtype != DType::kF32) reader.error(at, "routing logits must be f32");
   if (!init.sorted.empty() || !init.repeat.empty() || !init.repeated_max.empty())
     reader.error(at, "routing excludes sorted, repeat and repeated_max");
+}
+
+// The part `key` of `node` when present: its keys checked against `keys`, then `parse`.
+void read_part(JsonReader& reader, const json& node, const std::string& path, const char* key,
+               const std::vector<std::string>& keys, PartReader parse,
+               const std::set<std::string>& symbols, DType dtype, InitSpec& init) {
+  const json* part = reader.typed_field(node, path, key, json::value_t::object, false);
+  if (!part) return;
+  std::string at = path + "." + key;
+  reader.check_keys(*part, at, keys);
+  parse(reader, *part, at, symbols, dtype, init);
 }
 
 // Index `of` of the input named `name`, or -1.
@@ -202,8 +209,8 @@ void read_structured_init(JsonReader& reader, const json& node, const std::strin
                                                                                    "\"permutation\""
                                                                                  : ""));
   }
-  read_stale(reader, node, path, symbols, dtype, init);
-  read_routing(reader, node, path, symbols, dtype, init);
+  read_part(reader, node, path, "stale", kStaleKeys, read_stale, symbols, dtype, init);
+  read_part(reader, node, path, "routing", kRoutingKeys, read_routing, symbols, dtype, init);
 }
 
 std::string describe_structured(const InitSpec& init) {

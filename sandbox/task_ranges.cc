@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/strings.h"
+#include "sandbox/named_members.h"
 #include "sandbox/task_spec.h"
 
 namespace kopt {
@@ -22,31 +23,25 @@ std::map<std::string, ConstantRange> read_constant_ranges(
   std::map<std::string, ConstantRange> ranges;
   const json* node = reader.typed_field(root, "$", "constant_ranges", json::value_t::object, false);
   if (!node) return ranges;
-  std::vector<std::string> names;
-  for (const auto& [n, v] : constants) names.push_back(n);
-  for (const auto& [name, value] : node->items()) {
-    std::string path = "$.constant_ranges." + name;
-    auto it = constants.find(name);
-    if (it == constants.end()) {
-      reader.error(path, "not a constant of this task" + did_you_mean(name, names));
-      continue;
-    }
+  auto read = [&](const std::string& name, const json& value, const std::string& path) {
     if (!value.is_object()) {
       reader.error(path, "expected {\"min\": ..., \"max\": ...}");
-      continue;
+      return;
     }
+    double constant = constants.at(name);
     reader.check_keys(value, path, kRangeKeys);
     ConstantRange r;
-    r.min = reader.number_field(value, path, "min", true).value_or(it->second);
-    r.max = reader.number_field(value, path, "max", true).value_or(it->second);
+    r.min = reader.number_field(value, path, "min", true).value_or(constant);
+    r.max = reader.number_field(value, path, "max", true).value_or(constant);
     r.log = reader.bool_field(value, path, "log", false).value_or(false);
     if (!(r.min < r.max)) reader.error(path + ".max", "must be above min");
-    if (it->second < r.min || it->second > r.max)
-      reader.error(
-          path, "the constant's value " + std::to_string(it->second) + " lies outside its range");
+    if (constant < r.min || constant > r.max)
+      reader.error(path,
+                   "the constant's value " + std::to_string(constant) + " lies outside its range");
     if (r.log && !(r.min > 0)) reader.error(path + ".log", "a log range needs min > 0");
     ranges[name] = r;
-  }
+  };
+  each_named_member(reader, *node, "$.constant_ranges", names_of(constants), "a constant", read);
   return ranges;
 }
 
@@ -69,20 +64,8 @@ std::optional<WideRound> read_wide_round(JsonReader& reader, const json& root,
   const std::string path = "$.wide_round";
   reader.check_keys(*node, path, kWideKeys);
   WideRound wide;
-  if (const json* shape = reader.typed_field(*node, path, "shape", json::value_t::object, true)) {
-    std::vector<std::string> names;
-    for (const auto& [n, v] : task.sizes) names.push_back(n);
-    for (const auto& [name, value] : shape->items()) {
-      std::string spath = path + ".shape." + name;
-      if (!task.sizes.count(name)) {
-        reader.error(spath, "not a size of this task" + did_you_mean(name, names));
-      } else if (!value.is_number_integer() || value.get<int64_t>() < 1) {
-        reader.error(spath, "expected a positive integer");
-      } else {
-        wide.shape[name] = value.get<int64_t>();
-      }
-    }
-  }
+  if (const json* shape = reader.typed_field(*node, path, "shape", json::value_t::object, true))
+    wide.shape = read_size_overrides(reader, *shape, path + ".shape", task.sizes);
   wide.why = reader.string_field(*node, path, "why", true).value_or("");
   if (node->contains("why") && trim(wide.why).empty())
     reader.error(path + ".why", "say which real use reaches this size");

@@ -39,10 +39,21 @@ Result<int64_t> eval(const std::string& text, const ShapeBinding& sizes, const s
   return *v;
 }
 
-Result<BufferRef> named_input(const BufferMap& inputs, const std::string& name) {
+// The integers of input `name`, which the inputs' order fills before the one that reads it.
+Result<std::vector<int64_t>> named_integers(Device& device, const BufferMap& inputs,
+                                            const std::string& name) {
   auto it = inputs.find(name);
   if (it == inputs.end()) return make_error("input '" + name + "' is not filled yet");
-  return it->second;
+  return read_integers(device, it->second);
+}
+
+// The first of `results` that failed, as a Status (ok when all hold): a step that needs several
+// values checks them at once, reporting the first missing one.
+template <typename... Results>
+Status all_hold(const Results&... results) {
+  Status status = ok_status();
+  ((status && !results ? void(status = make_error(results.error())) : void()), ...);
+  return status;
 }
 
 // Each edge value inside low..high-1 at a random position of its own, in at most half the
@@ -51,7 +62,7 @@ Status plant_edges(Device& device, const InitSpec& init, const ShapeBinding& siz
                    const BufferRef& target, std::mt19937_64& rng) {
   auto low = eval(init.int_low, sizes, "low");
   auto high = eval(init.int_high, sizes, "high");
-  if (!low || !high) return make_error(!low ? low.error() : high.error());
+  if (auto held = all_hold(low, high); !held) return held;
   std::vector<int64_t> values;
   for (const auto& e : init.structured.edges) {
     auto v = eval(e, sizes, "edge");
@@ -84,7 +95,7 @@ Status fill_permutation(Device& device, const TaskSpec& task, const ShapeBinding
   auto row = input.shape.empty() ? Result<int64_t>(target.elements)
                                  : eval(input.shape.back(), sizes, "the row length");
   auto divide = eval(init.structured.divide, sizes, "divide");
-  if (!row || !divide) return make_error(!row ? row.error() : divide.error());
+  if (auto held = all_hold(row, divide); !held) return held;
   if (*row < 1 || *divide < 1) return make_error("permutation: empty rows or divide < 1");
   (void)task;
   std::vector<int64_t> values(size_t(target.elements));
@@ -106,14 +117,8 @@ Status fill_pages(Device& device, const ShapeBinding& sizes, const BufferMap& in
   auto page = eval(s.page, sizes, "page");
   auto pool = eval(s.pool, sizes, "pool");
   auto width = eval(input.shape.back(), sizes, "the table's width");
-  auto lengths_buffer = named_input(inputs, s.lengths);
-  if (!page || !pool || !width || !lengths_buffer)
-    return make_error(!page    ? page.error()
-                      : !pool  ? pool.error()
-                      : !width ? width.error()
-                               : lengths_buffer.error());
-  auto lengths = read_integers(device, *lengths_buffer);
-  if (!lengths) return make_error(lengths.error());
+  auto lengths = named_integers(device, inputs, s.lengths);
+  if (auto held = all_hold(page, pool, width, lengths); !held) return held;
   int64_t rows = target.elements / std::max<int64_t>(1, *width);
   if (int64_t(lengths->size()) != rows)
     return make_error("pages: " + std::to_string(rows) + " rows but " +
@@ -159,16 +164,9 @@ Status plant_stale(Device& device, const ShapeBinding& sizes, const BufferMap& i
   const StaleSlots& s = init.structured.stale;
   auto page = eval(s.page, sizes, "stale.page");
   auto slot = eval(s.slot, sizes, "stale.slot");
-  auto table_buffer = named_input(inputs, s.table);
-  auto lengths_buffer = named_input(inputs, s.lengths);
-  if (!page || !slot || !table_buffer || !lengths_buffer)
-    return make_error(!page           ? page.error()
-                      : !slot         ? slot.error()
-                      : !table_buffer ? table_buffer.error()
-                                      : lengths_buffer.error());
-  auto table = read_integers(device, *table_buffer);
-  auto lengths = read_integers(device, *lengths_buffer);
-  if (!table || !lengths) return make_error(!table ? table.error() : lengths.error());
+  auto table = named_integers(device, inputs, s.table);
+  auto lengths = named_integers(device, inputs, s.lengths);
+  if (auto held = all_hold(page, slot, table, lengths); !held) return held;
   int64_t slots = target.elements / *slot;
   int64_t pages = slots / *page;
   int64_t rows = int64_t(lengths->size());
@@ -209,8 +207,7 @@ Status plant_routing(Device& device, const ShapeBinding& sizes, const InitSpec& 
   auto experts = eval(r.experts, sizes, "routing.experts");
   auto hot = eval(r.hot, sizes, "routing.hot");
   auto cold = eval(r.cold, sizes, "routing.cold");
-  if (!experts || !hot || !cold)
-    return make_error(!experts ? experts.error() : !hot ? hot.error() : cold.error());
+  if (auto held = all_hold(experts, hot, cold); !held) return held;
   if (*hot + *cold > *experts || *experts < 1) return make_error("routing: hot + cold > experts");
   if (*hot + *cold == 0) return ok_status();
   std::vector<float> values(size_t(target.elements));

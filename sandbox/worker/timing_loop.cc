@@ -30,7 +30,7 @@ using Step = Result<std::optional<TimedOutcome>>;
 std::optional<TimedOutcome> go_on() { return std::nullopt; }
 std::optional<TimedOutcome> verdict(Verdict v, std::string detail,
                                     std::optional<Mismatch> mismatch = std::nullopt) {
-  return TimedOutcome{v, std::move(detail), std::move(mismatch), {}, std::nullopt};
+  return TimedOutcome{{v, std::move(detail), std::move(mismatch)}};
 }
 
 // One rotation slot: a kept (or own) input set, the candidate's copies of its inputs with its

@@ -25,10 +25,8 @@
 
 namespace kopt::worker {
 
-struct TimedOutcome {
-  Verdict verdict = Verdict::kOk;
-  std::string detail;
-  std::optional<Mismatch> mismatch;
+// The checks' outcome of every timed sample (a verdict ends the loop early), with the timings.
+struct TimedOutcome : CheckOutcome {
   TimingSummary candidate;
   std::optional<TimingSummary> baseline;
   int fresh_baseline_samples = 0;      // baseline samples taken in this evaluation

@@ -343,18 +343,6 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
   return all;
 }
 
-int64_t workers_per_gpu_for(const DaemonConfig& daemon, std::optional<int64_t> flag,
-                            std::string* note) {
-  int64_t k = flag.value_or(daemon.workers_per_gpu.value_or(kDefaultWorkersPerGpu));
-  if (k > 1 && !daemon.worker_command.empty()) {
-    if (note)
-      *note = "daemon.worker_command: one worker per GPU (workers_per_gpu " + std::to_string(k) +
-              " is for local workers)";
-    return 1;
-  }
-  return k;
-}
-
 PoolWorkers pool_workers(const std::vector<SandboxOptions>& per_gpu, int64_t workers_per_gpu) {
   PoolWorkers pool;
   for (size_t gpu = 0; gpu < per_gpu.size(); ++gpu) {
@@ -491,6 +479,7 @@ StepEnd Daemon::resolve_settings() {
                      .max_usd_per_task = invocation_.max_usd_per_task,
                      .max_usd_per_hour = invocation_.max_usd_per_hour,
                      .score = invocation_.score,
+                     .workers_per_gpu = invocation_.workers_per_gpu,
                      .task_dirs = {}};
   // A new run's folders from --tasks (the default root without any); a resumed one's are saved.
   if (!resume_id_ || !invocation_.tasks.empty()) {
@@ -502,6 +491,8 @@ StepEnd Daemon::resolve_settings() {
       resolve_run_settings(config_->daemon, flags, saved ? &*saved : nullptr);
   options_ = std::move(resolved.options);
   origins_ = std::move(resolved.origins);
+  workers_per_gpu_ = resolved.workers_per_gpu;
+  workers_note_ = std::move(resolved.workers_note);
   return std::nullopt;
 }
 
@@ -570,8 +561,6 @@ StepEnd Daemon::prepare_llm() {
 }
 
 StepEnd Daemon::prepare_evaluator() {
-  workers_per_gpu_ =
-      workers_per_gpu_for(config_->daemon, invocation_.workers_per_gpu, &workers_note_);
   if (hooks_.make_evaluator) {
     auto made = hooks_.make_evaluator(*config_, gpus_);
     if (!made) return refuse(ExitCode::kBadInput, made.error());

@@ -70,11 +70,6 @@ Result<std::vector<SandboxOptions>> sandbox_options_for(const DaemonConfig& daem
                                                         const std::string& worker,
                                                         const std::vector<int>& gpus);
 
-// Timing workers per GPU: --workers-per-gpu, else daemon.workers_per_gpu, else the default; 1
-// with a worker_command template (srun, ssh: each worker a job of its own), `note` then says why.
-int64_t workers_per_gpu_for(const DaemonConfig& daemon, std::optional<int64_t> flag,
-                            std::string* note = nullptr);
-
 // The pool's members: `workers_per_gpu` copies of each GPU's worker options, each told (when more
 // than one) to share its GPU in turns
 // (kopt-sandbox --share-gpu, KOPT_WORKERS_PER_GPU=k to split the kept inputs) and labelled

@@ -11,23 +11,13 @@ namespace kopt::orchestrator {
 
 using nlohmann::json;
 
+// A task's row of the progress file holds its fields under their own names; a reader takes the
+// fields it finds and keeps the defaults of the rest (files of older formats lack some).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TaskProgress, name, state, note, best_speedup,
+                                                best_sol_percent, best_us, candidates, failures,
+                                                repeats, llm_calls, in_flight, tokens, cost_usd)
+
 json RunProgress::to_json() const {
-  json tasks_json = json::array();
-  for (const TaskProgress& t : tasks) {
-    tasks_json.push_back({{"name", t.name},
-                          {"state", t.state},
-                          {"note", t.note},
-                          {"best_speedup", t.best_speedup},
-                          {"best_sol_percent", t.best_sol_percent},
-                          {"best_us", t.best_us},
-                          {"candidates", t.candidates},
-                          {"failures", t.failures},
-                          {"repeats", t.repeats},
-                          {"llm_calls", t.llm_calls},
-                          {"in_flight", t.in_flight},
-                          {"tokens", t.tokens},
-                          {"cost_usd", t.cost_usd}});
-  }
   json refused_json = json::array();
   for (const RefusedTask& r : refused)
     refused_json.push_back({{"dir", r.dir}, {"reason", r.reason}});
@@ -52,7 +42,7 @@ json RunProgress::to_json() const {
             {"gpu_busy_fraction", gpu_busy_fraction ? json(*gpu_busy_fraction) : json(nullptr)},
             {"sanitizer_runs", sanitizer_runs},
             {"sanitizer_pending", sanitizer_pending},
-            {"tasks", std::move(tasks_json)},
+            {"tasks", tasks},
             {"refused", std::move(refused_json)}};
   return j;
 }
@@ -86,23 +76,7 @@ RunProgress RunProgress::from_json(const json& j) {
   p.sanitizer_runs = j.value("sanitizer_runs", int64_t{0});
   p.sanitizer_pending = j.value("sanitizer_pending", int64_t{0});
   if (j.contains("tasks") && j["tasks"].is_array()) {
-    for (const json& t : j["tasks"]) {
-      TaskProgress task;
-      task.name = t.value("name", "");
-      task.state = t.value("state", "");
-      task.note = t.value("note", "");
-      task.best_speedup = t.value("best_speedup", 0.0);
-      task.best_sol_percent = t.value("best_sol_percent", 0.0);
-      task.best_us = t.value("best_us", 0.0);
-      task.candidates = t.value("candidates", int64_t{0});
-      task.failures = t.value("failures", int64_t{0});
-      task.repeats = t.value("repeats", int64_t{0});
-      task.llm_calls = t.value("llm_calls", int64_t{0});
-      task.in_flight = t.value("in_flight", int64_t{0});
-      task.tokens = t.value("tokens", int64_t{0});
-      task.cost_usd = t.value("cost_usd", 0.0);
-      p.tasks.push_back(std::move(task));
-    }
+    for (const json& t : j["tasks"]) p.tasks.push_back(t.get<TaskProgress>());
   }
   if (j.contains("refused") && j["refused"].is_array()) {
     for (const json& r : j["refused"]) {

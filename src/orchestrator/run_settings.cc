@@ -144,6 +144,30 @@ void resolve_score(const DaemonConfig& config, const SettingFlags& flags, Search
   origins.push_back(std::move(origin));
 }
 
+// Workers per GPU: the flag, else the config, else the default; one through a worker template.
+void resolve_workers_per_gpu(const DaemonConfig& config, const SettingFlags& flags,
+                             ResolvedSettings& resolved) {
+  SettingOrigin origin{"workers_per_gpu", "", SettingSource::kDefault, ""};
+  int64_t k = kDefaultWorkersPerGpu;
+  if (flags.workers_per_gpu) {
+    k = *flags.workers_per_gpu;
+    origin.source = SettingSource::kFlag;
+    origin.flag = "--workers-per-gpu";
+  } else if (config.workers_per_gpu) {
+    k = *config.workers_per_gpu;
+    origin.source = SettingSource::kConfig;
+  }
+  if (k > 1 && !config.worker_command.empty()) {
+    resolved.workers_note = "daemon.worker_command: one worker per GPU (workers_per_gpu " +
+                            std::to_string(k) + " is for local workers)";
+    k = 1;
+    origin = {"workers_per_gpu", "", SettingSource::kConfig, ""};
+  }
+  resolved.workers_per_gpu = k;
+  origin.value = std::to_string(k);
+  resolved.origins.push_back(std::move(origin));
+}
+
 // A resumed run goes on with its saved task folders, plus the flags' new ones; a new run takes
 // the flags' folders as they are.
 std::vector<std::filesystem::path> resolve_task_dirs(const SettingFlags& flags, const json* saved) {
@@ -169,6 +193,7 @@ ResolvedSettings resolve_run_settings(const DaemonConfig& config, const SettingF
   std::vector<SettingOrigin>& origins = resolved.origins;
   resolve_budgets(config.budgets, flags, saved, options.budgets, origins);
   resolve_score(config, flags, options.search, origins);
+  resolve_workers_per_gpu(config, flags, resolved);
   ConfigReader from_config(origins);
   read_search(config.search, options.search, from_config);
   from_config.set("llm_concurrency", options.llm_concurrency, config.llm_concurrency);

@@ -29,6 +29,7 @@ struct SettingFlags {
   std::optional<double> max_usd_per_task;
   std::optional<double> max_usd_per_hour;
   std::optional<ScoreBasis> score;
+  std::optional<int64_t> workers_per_gpu;        // --workers-per-gpu
   std::vector<std::filesystem::path> task_dirs;  // --tasks, already resolved to task folders
 };
 
@@ -47,7 +48,12 @@ struct SettingOrigin {
 
 struct ResolvedSettings {
   RunOptions options;
-  std::vector<SettingOrigin> origins;  // the budgets, the score and every value the config set
+  // Timing workers sharing each GPU: one per GPU through daemon.worker_command (each worker a
+  // job of its own, srun or ssh), whatever the flag or the key asks.
+  int64_t workers_per_gpu = kDefaultWorkersPerGpu;
+  std::string workers_note;  // why a template's workers stay one per GPU ("" otherwise)
+  // The budgets, the score, workers_per_gpu and every value the config set.
+  std::vector<SettingOrigin> origins;
 };
 
 // Resolves the run's options. `saved` is the saved run's "options" object when resuming (its

@@ -172,5 +172,40 @@ TEST(RunSettings, AResumedRunAddsNewTaskFoldersToItsSavedOnes) {
   EXPECT_EQ(bare.options.task_dirs, flags.task_dirs);
 }
 
+// Workers per GPU are resolved here too (not in the daemon), so start-up says where they came
+// from; a saved run never sets them (they are this machine's, not the run's).
+TEST(RunSettings, WorkersPerGpuComeFromTheFlagTheConfigOrTheDefault) {
+  ResolvedSettings d = resolve_run_settings(DaemonConfig{}, SettingFlags{}, nullptr);
+  EXPECT_EQ(d.workers_per_gpu, 1);
+  EXPECT_EQ(origin_of(d, "workers_per_gpu").describe(), "workers_per_gpu 1 (default)");
+  DaemonConfig config;
+  config.workers_per_gpu = 2;
+  json saved = saved_run(json::object());
+  ResolvedSettings c = resolve_run_settings(config, SettingFlags{}, &saved);
+  EXPECT_EQ(c.workers_per_gpu, 2);
+  EXPECT_EQ(origin_of(c, "workers_per_gpu").describe(), "workers_per_gpu 2 (from the config file)");
+  SettingFlags flags;
+  flags.workers_per_gpu = 3;
+  ResolvedSettings f = resolve_run_settings(config, flags, nullptr);
+  EXPECT_EQ(f.workers_per_gpu, 3);
+  EXPECT_EQ(origin_of(f, "workers_per_gpu").describe(),
+            "workers_per_gpu 3 (from --workers-per-gpu)");
+  EXPECT_EQ(f.workers_note, "");
+}
+
+// A worker template (srun, ssh) runs each worker as a job of its own: one per GPU, which the
+// config's worker_command decides, with a note that says why the flag's 3 was not taken.
+TEST(RunSettings, AWorkerTemplateKeepsOneWorkerPerGpu) {
+  DaemonConfig config;
+  config.worker_command = {"{worker}", "--device", "{gpu}"};
+  SettingFlags flags;
+  flags.workers_per_gpu = 3;
+  ResolvedSettings r = resolve_run_settings(config, flags, nullptr);
+  EXPECT_EQ(r.workers_per_gpu, 1);
+  EXPECT_EQ(origin_of(r, "workers_per_gpu").describe(), "workers_per_gpu 1 (from the config file)");
+  EXPECT_EQ(r.workers_note,
+            "daemon.worker_command: one worker per GPU (workers_per_gpu 3 is for local workers)");
+}
+
 }  // namespace
 }  // namespace kopt::orchestrator

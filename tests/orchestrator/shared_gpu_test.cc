@@ -26,6 +26,7 @@
 #include "sandbox/gpu_turn.h"
 #include "src/orchestrator/daemon.h"
 #include "src/orchestrator/progress.h"
+#include "src/orchestrator/run_settings.h"
 #include "tests/orchestrator/orchestrator_test_support.h"
 #include "tests/support/temp_dir.h"
 
@@ -75,21 +76,26 @@ TEST(SharedGpuPool, KWorkersPerGpuEachToldToShareAndNamed) {
 }
 
 // Through a template (srun, ssh) each worker is a job of its own: one per GPU whatever k says;
-// otherwise the flag wins over the key, the key over the default.
+// otherwise the flag wins over the key, the key over the default (the settings resolver).
 TEST(SharedGpuPool, TemplateWorkersStayOnePerGpu) {
+  auto resolve = [](const DaemonConfig& daemon, std::optional<int64_t> flag) {
+    return orchestrator::resolve_run_settings(daemon, {.workers_per_gpu = flag}, nullptr);
+  };
   DaemonConfig local;
-  EXPECT_EQ(orchestrator::workers_per_gpu_for(local, std::nullopt), 1);
+  EXPECT_EQ(resolve(local, std::nullopt).workers_per_gpu, 1);
   local.workers_per_gpu = 4;
-  EXPECT_EQ(orchestrator::workers_per_gpu_for(local, std::nullopt), 4);
-  EXPECT_EQ(orchestrator::workers_per_gpu_for(local, 2), 2);
+  EXPECT_EQ(resolve(local, std::nullopt).workers_per_gpu, 4);
+  EXPECT_EQ(resolve(local, 2).workers_per_gpu, 2);
+  EXPECT_EQ(resolve(local, 2).workers_note, "");
   DaemonConfig slurm = local;
   slurm.worker_command = {"{worker}", "--device", "{gpu}"};
-  std::string note;
-  EXPECT_EQ(orchestrator::workers_per_gpu_for(slurm, 3, &note), 1);
-  EXPECT_NE(note.find("one worker per GPU"), std::string::npos) << note;
+  auto clamped = resolve(slurm, 3);
+  EXPECT_EQ(clamped.workers_per_gpu, 1);
+  EXPECT_NE(clamped.workers_note.find("one worker per GPU"), std::string::npos)
+      << clamped.workers_note;
   auto options = orchestrator::sandbox_options_for(slurm, "kopt-sandbox", {0, 1});
   ASSERT_TRUE(options.ok()) << options.error();
-  PoolWorkers pool = pool_workers(*options, orchestrator::workers_per_gpu_for(slurm, 3));
+  PoolWorkers pool = pool_workers(*options, clamped.workers_per_gpu);
   ASSERT_EQ(pool.members.size(), 2u);
   EXPECT_FALSE(has(pool.members[0].extra_args, "--share-gpu"));
 }
