@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -147,8 +148,9 @@ TEST(ThresholdRounds, StressRoundsRunAtTheCrossingOfEachNamedSize) {
 // (the vectorised twin's two bounds): at n = 2^30 + 1 they drop one element. The tail spikes put
 // one spike in every row of 4096 (262145 of them; the dropped element holds none, being column 0
 // of its row) under atol * F^2 = 1e4. The round with a spike at the last element alone, where the
-// capped kernel loses it whole: 1e10 / n = 9.3 of an output of about 11.3, judged with atol and
-// max_error times F = 1e5 (0.1 and 100), not F^2.
+// capped kernel loses it whole, judged with atol times F = 1e5, not F^2, and no absolute cap on one
+// element's error (on the H200 the baseline's correct fp32 sum there was 2.0000168e9 against
+// 2.0000169e9: 130 off, over max_error * F = 100; rtol judges it).
 TEST(ThresholdRounds, ACappedFlatIndexMeetsASpikeAtTheLastElement) {
   TaskSpec task = task_at("tasks/mse_loss");
   struct Case {
@@ -172,7 +174,7 @@ TEST(ThresholdRounds, ACappedFlatIndexMeetsASpikeAtTheLastElement) {
         EXPECT_DOUBLE_EQ(p.value, 1e5);
         ASSERT_NE(s.variant, nullptr);
         EXPECT_DOUBLE_EQ(s.variant->tolerance.atol, task.tolerance.atol * 1e5);
-        EXPECT_DOUBLE_EQ(s.variant->tolerance.max_error, task.tolerance.max_error * 1e5);
+        EXPECT_EQ(s.variant->tolerance.max_error, std::numeric_limits<double>::infinity());
         EXPECT_DOUBLE_EQ(s.variant->tolerance.rtol, task.tolerance.rtol);
         EXPECT_FALSE(s.pooled);
         if (s.sizes.at("n") == (int64_t(1) << 30) + 1) ++last;
