@@ -91,8 +91,10 @@ TEST_F(SanitizerLaneTest, TheLaneNeverBlocksAnEvaluation) {
   ASSERT_GE(with_lane.sanitized(), 1);
   EXPECT_GE(with_lane.evaluations_during_sanitize(), 1)
       << "no evaluation ran while the sanitizer did";
-  // Every new best that passed is stored 'ok' after its 'sanitizing' row.
-  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'sanitizing'"),
+  // Every new best that passed is stored 'ok' after its 'sanitizing' row. On a loaded machine
+  // the run may end while a later provisional best still waits for its pass: it stays
+  // 'sanitizing' (logged "... were not sanitized before the end"), so rows >= passes.
+  EXPECT_GE(count("SELECT count(*) FROM evaluations WHERE verdict = 'sanitizing'"),
             with_lane.sanitized());
 
   FakeEvaluator inline_pass(slow);
