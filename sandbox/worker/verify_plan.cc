@@ -32,14 +32,19 @@ std::string gib(int64_t bytes) {
   return buf;
 }
 
+// `variant` owned by the plan (its steps point at it).
+const TaskSpec* keep_variant(VerifyPlan& plan, TaskSpec variant) {
+  plan.variants.push_back(std::move(variant));
+  return &plan.variants.back();
+}
+
 // The task with its constants drawn, owned by the plan; the task itself where none has a range.
 const TaskSpec* constants_variant(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
                                   VerifyPlan& plan) {
   if (!options.vary_constants || task.constant_ranges.empty()) return nullptr;
   TaskSpec variant = task;
   variant.constants = draw_constants(task, seed);
-  plan.variants.push_back(std::move(variant));
-  return &plan.variants.back();
+  return keep_variant(plan, std::move(variant));
 }
 
 Status add_fixed(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
@@ -114,8 +119,7 @@ const TaskSpec* scaled_variant(const TaskSpec& task, double scale, VerifyPlan& p
   TaskSpec scaled = task;
   scaled.tolerance.atol *= scale;
   scaled.tolerance.max_error *= scale;
-  plan.variants.push_back(std::move(scaled));
-  return &plan.variants.back();
+  return keep_variant(plan, std::move(scaled));
 }
 
 // The tolerance of family `f` at `sizes`: its own scale, and for constant rows the square root
@@ -172,9 +176,9 @@ void add_families(const TaskSpec& task, const EvalOptions& options, uint64_t see
       const TaskSpec* scaled = family_variant(task, families[i], small, plan);
       TaskSpec drawn = scaled ? *scaled : task;
       drawn.constants = draw_constants(task, seed ^ (0x5bd1e995ULL * (i + 1)));
-      plan.variants.push_back(std::move(drawn));
+      const TaskSpec* variant = keep_variant(plan, std::move(drawn));
       plan.steps.push_back({"stress", small, 1, seed + 2750159 * (i + 1) + 17,
-                            &plan.rounds[first + i], &plan.variants.back(), false});
+                            &plan.rounds[first + i], variant, false});
       ++plan.family_rounds;
     }
   }
@@ -234,30 +238,24 @@ void add_threshold_spikes(const TaskSpec& task, const EvalOptions& options, uint
   }
 }
 
+// The last-spike round's tolerance: atol times F, the spike's factor over the input's scale, not
+// the family's F^2 (1e10: atol 1e4 would pass any answer); and no absolute cap on one element's
+// error, because that element's output can be the spike squared (mse_loss on the H200: 2e9, where
+// a correct fp32 sum was 130 off, over max_error 1e-3 * F = 100: a false reject). atol + rtol *
+// |ref| still judges every element, and a capped kernel's error there is most of the output.
+const TaskSpec* last_spike_variant(const TaskSpec& task, double scale, VerifyPlan& plan) {
+  TaskSpec scaled = task;
+  scaled.tolerance.atol *= std::max(scale, 1.0);
+  scaled.tolerance.max_error = std::numeric_limits<double>::infinity();
+  return keep_variant(plan, std::move(scaled));
+}
+
 // A cap on a flat index (mse_loss's `i < min(n, 2^30)`) drops only the elements past it: one at
 // the crossing n = 2^30 + 1. The tail spikes above sit at every row's last column (rows of 4096
 // for a 1-D input), not at the element past the cap, and the element they would put there is one
 // spike among 262145 (4e-6 of the output, below rtol). So the first kThresholdSpikeShapes
 // threshold shapes run once more with one spike alone, at the tensor's last element
-// (RowPattern::kLastElement) of the input the tail spikes go to: a capped kernel loses it whole
-// (9.3 of mse_loss's 11.3). Its tolerance's absolute parts grow by F, the spike's factor over the
-// input's scale, not by the family's F^2: a single spike reaches F^2 only in outputs that are
-// that large themselves, where rtol judges (mse_loss's 11.3), and F^2 (1e10: atol 1e4) would pass
-// any answer. Outputs linear in the spike (an elementwise op's last element, a GEMM's last row)
-// round within atol * F.
-// The last-spike round's tolerance: atol grows by F (above), and the absolute cap on any one
-// element's error is lifted, because that element's output can be the spike squared (mse_loss:
-// 2e9, where a correct fp32 sum is 130 off, over max_error 1e-3 * F = 100: a false reject on
-// the H200). atol + rtol * |ref| still judges every element, and a capped kernel's error there
-// is most of the output.
-const TaskSpec* last_spike_variant(const TaskSpec& task, double scale, VerifyPlan& plan) {
-  TaskSpec scaled = task;
-  scaled.tolerance.atol *= std::max(scale, 1.0);
-  scaled.tolerance.max_error = std::numeric_limits<double>::infinity();
-  plan.variants.push_back(std::move(scaled));
-  return &plan.variants.back();
-}
-
+// (RowPattern::kLastElement) of the input the tail spikes go to: a capped kernel loses it whole.
 void add_threshold_last_spike(const TaskSpec& task, const EvalOptions& options, uint64_t seed,
                               const std::vector<ShapeBinding>& shapes, VerifyPlan& plan) {
   if (!options.families || shapes.empty()) return;
