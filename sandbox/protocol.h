@@ -101,8 +101,11 @@ struct EvalOptions {
   // Extra rounds beside a co-running kernel that holds a share of the SMs and loads and stores
   // through DRAM (sandbox/worker/co_runner.h), for kernels whose source shows communication
   // between blocks (sandbox/inter_block_scan.h): a race between blocks shows where blocks run in
-  // another order. Off only to measure their cost or to show what they catch.
-  bool corun = true;
+  // another order. Off by default: on 4 x H200 (bench/results/h200x4-2026-11-28-mutation-session9)
+  // they killed no mutant the other rounds missed, the removed acquire fence 3d036cf4dcfb
+  // included, while costing 4 rounds for every kernel with a global atomic. By the gate's rule
+  // (bench/README.md) that is not a defence; `"corun": true` in a request's options runs them.
+  bool corun = false;
   // Hardware counters of a verified candidate at the timed shape, outside the timed samples
   // (sandbox/worker/profile_pass.h): "" none; "cupti" kopt's own pass through CUPTI's range
   // profiler; "bracket" one run between cuProfilerStart/Stop for an outside profiler (ncu

@@ -141,7 +141,7 @@ TEST(AdversarialBlameOnGpu, AnInnocentCandidateAfterACorruptingOneIsNotBlamed) {
 
 // Races between blocks (issue 32, class 7): a chained scan whose source communicates between
 // blocks is verified beside a co-running kernel too (sandbox/worker/co_runner.h), and the verdict
-// says how many runs that took; with the option off there are none. The racy sibling,
+// says how many runs that took; with the option off (the default) there are none. The racy sibling,
 // scan_publishes_flag_first.cu, is judged by AdversarialOnGpu above (its race may show in a plain
 // round as well: its verdict alone is asserted).
 TEST(AdversarialCoRunOnGpu, TheCoRunRoundsRanAndTheVerdictSaysSo) {
@@ -154,6 +154,7 @@ TEST(AdversarialCoRunOnGpu, TheCoRunRoundsRanAndTheVerdictSaysSo) {
   ASSERT_TRUE(device.ok()) << device.error();
   EvalRequest request = request_for(*twin);
   request.options.max_wall_seconds = 30;
+  request.options.corun = true;
   auto on = evaluator.evaluate(request);
   ASSERT_TRUE(on.ok()) << on.error();
   std::printf("co-run on:  %s: %s\n", verdict_name(on->verdict).c_str(), on->detail.c_str());

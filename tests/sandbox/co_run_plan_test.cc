@@ -132,6 +132,13 @@ PrefixSumPlan prefix_sum_with(const std::string& kernel_file) {
   return p;
 }
 
+// Co-run rounds are off by default (protocol.h says why); these tests turn them on.
+EvalOptions corun_on() {
+  EvalOptions options;
+  options.corun = true;
+  return options;
+}
+
 Result<worker::VerifyPlan> plan_for(const PrefixSumPlan& p, const EvalOptions& options,
                                     uint64_t seed) {
   worker::PlanInputs inputs;
@@ -145,7 +152,7 @@ TEST(CoRunPlan, ACommunicatingKernelGetsFourRoundsAtTheTimedAndALargerShape) {
   const ShapeBinding timed = p.task.bind({});
   const int64_t timed_bytes = *p.task.tensor_bytes(timed);
   for (uint64_t seed : {1, 2, 3, 4}) {
-    auto plan = plan_for(p, EvalOptions{}, seed);
+    auto plan = plan_for(p, corun_on(), seed);
     ASSERT_TRUE(plan.ok()) << plan.error();
     EXPECT_EQ(plan->corun_rounds, 4);
     EXPECT_NE(plan->corun_signs.find("__threadfence (line"), std::string::npos)
@@ -189,7 +196,7 @@ TEST(CoRunPlan, ACommunicatingKernelGetsFourRoundsAtTheTimedAndALargerShape) {
 
 TEST(CoRunPlan, TheLargerShapeIsTheLargestDrawnOrThresholdShapeWithinTheCap) {
   auto p = prefix_sum_with("tests/sandbox/adversarial/scan_publishes_flag_first.cu");
-  auto plan = plan_for(p, EvalOptions{}, 7);
+  auto plan = plan_for(p, corun_on(), 7);
   ASSERT_TRUE(plan.ok()) << plan.error();
   int64_t largest = 0, chosen = -1;
   const int64_t cap = *p.task.tensor_bytes(p.task.bind({}));
@@ -202,19 +209,17 @@ TEST(CoRunPlan, TheLargerShapeIsTheLargestDrawnOrThresholdShapeWithinTheCap) {
   EXPECT_EQ(chosen, largest);
 }
 
-TEST(CoRunPlan, NoRoundsWithoutSignsOrWhenOff) {
+TEST(CoRunPlan, NoRoundsWithoutSignsOrByDefault) {
   auto quiet = prefix_sum_with("tasks/prefix_sum/baseline.cu");
   ASSERT_TRUE(inter_block_signs(quiet.kernel.source).empty())
       << describe_inter_block_signs(inter_block_signs(quiet.kernel.source));
-  auto plan = plan_for(quiet, EvalOptions{}, 3);
+  auto plan = plan_for(quiet, corun_on(), 3);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_EQ(plan->corun_rounds, 0);
   EXPECT_TRUE(plan->corun_signs.empty());
 
   auto racy = prefix_sum_with("tests/sandbox/adversarial/scan_publishes_flag_first.cu");
-  EvalOptions off;
-  off.corun = false;
-  auto none = plan_for(racy, off, 3);
+  auto none = plan_for(racy, EvalOptions{}, 3);
   ASSERT_TRUE(none.ok()) << none.error();
   EXPECT_EQ(none->corun_rounds, 0);
   for (const auto& s : none->steps) EXPECT_EQ(s.corun_share, 0) << s.phase;
