@@ -95,9 +95,12 @@ TEST(SharedGpuWorkersOnGpu, BothOkAndTimedWithinNoiseOfALoneWorker) {
   EXPECT_EQ(not_ok[0] + not_ok[1], 0) << "a co-worker's evaluation was not ok (busy?)";
   for (const auto& times : shared) {
     ASSERT_FALSE(times.empty());
-    // Noise: a lone worker's median of medians varies by a few percent between runs.
-    EXPECT_NEAR(median(times) / alone_us, 1.0, 0.08)
-        << "a co-worker's time is off a lone worker's: timing overlapped the other's kernels";
+    // Timing that overlapped the other worker's kernels shares the SMs and DRAM with them, so it
+    // can only come out slower. Faster is no overlap: on 4 x H200 (sessions 9 and 10) both
+    // co-workers timed softmax 8.0-8.1% below a lone worker, twice, the GPU kept busy by two
+    // workers against one that leaves it idle between evaluations. Noise: a few percent.
+    EXPECT_LT(median(times) / alone_us, 1.08)
+        << "a co-worker's time is over a lone worker's: timing overlapped the other's kernels";
   }
 }
 
