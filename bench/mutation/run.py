@@ -77,13 +77,18 @@ def plan_items(args):
         used = {m["source"] for m in mutants}
         originals = [o for o in originals if o["source"] in used]
     if args.ids:
-        # Judge only the named mutants, beside every original of --tasks (no false reject): one
-        # defence against one survivor, e.g. the co-run rounds against 3d036cf4dcfb.
+        # Judge only the named mutants: one defence against one survivor, e.g. the co-run rounds
+        # against 3d036cf4dcfb. Beside them every original of --tasks (no false reject there);
+        # without --tasks only the originals they come from, as --survivors-of does (judging all
+        # 62 originals first spent a whole 335 s call on 4 GPUs before one mutant, session 10).
         wanted_ids = {i for i in args.ids.split(",") if i}
         mutants = [m for m in mutants if m["id"] in wanted_ids]
         missing = wanted_ids - {m["id"] for m in mutants}
         if missing:
             sys.exit("no such mutant(s) among --tasks/--operators: " + ", ".join(sorted(missing)))
+        if not wanted:
+            used = {m["source"] for m in mutants}
+            originals = [o for o in originals if o["source"] in used]
     random.Random(args.seed).shuffle(mutants)
     if args.limit:
         mutants = mutants[:args.limit]

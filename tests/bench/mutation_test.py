@@ -241,6 +241,28 @@ def test_survivors_of_selects_an_earlier_runs_survivors():
         assert set(chosen) == expected, (chosen, kept, gone)
 
 
+def test_ids_without_tasks_judge_only_the_originals_they_come_from():
+    run = [sys.executable, str(ROOT / "bench" / "mutation" / "run.py")]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        listed = subprocess.run(run + [str(tmp / "a"), "--list", "--tasks", "softmax,axpy"],
+                                capture_output=True, text=True, timeout=120)
+        assert listed.returncode == 0, listed.stderr[-2000:]
+        first = listed.stdout.splitlines()[0].split()[0]
+        alone = subprocess.run(run + [str(tmp / "b"), "--list", "--ids", first],
+                               capture_output=True, text=True, timeout=120)
+        assert alone.returncode == 0, alone.stderr[-2000:]
+        assert alone.stdout.splitlines()[-1].startswith("1 mutants of 1 sources"), alone.stdout
+        tasks = subprocess.run(run + [str(tmp / "c"), "--list", "--ids", first,
+                                      "--tasks", "softmax,axpy"],
+                               capture_output=True, text=True, timeout=120)
+        assert tasks.returncode == 0, tasks.stderr[-2000:]
+        sources_of_tasks = int(listed.stdout.splitlines()[-1].split()[3])
+        assert sources_of_tasks > 1
+        assert tasks.stdout.splitlines()[-1].startswith(
+            "1 mutants of %d sources" % sources_of_tasks), tasks.stdout
+
+
 def test_harness_end_to_end():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
