@@ -216,14 +216,19 @@ def test_sanitize_order_puts_scored_survivors_first():
     assert [i["id"] for i in ordered] == ["s", "o", "e"], ordered
 
 
+def list_mutants(out, *options):
+    """`run.py OUT --list OPTIONS`: its lines, the last one the count of mutants and sources."""
+    listed = subprocess.run([sys.executable, str(ROOT / "bench" / "mutation" / "run.py"),
+                             str(out), "--list", *options],
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    return listed.stdout.splitlines()
+
+
 def test_survivors_of_selects_an_earlier_runs_survivors():
-    run = [sys.executable, str(ROOT / "bench" / "mutation" / "run.py")]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        listed = subprocess.run(run + [str(tmp / "a"), "--list", "--tasks", "softmax,axpy"],
-                                capture_output=True, text=True, timeout=120)
-        assert listed.returncode == 0, listed.stderr[-2000:]
-        ids = [line.split()[0] for line in listed.stdout.splitlines()[:-1]]
+        ids = [line.split()[0] for line in list_mutants(tmp / "a", "--tasks", "softmax,axpy")[:-1]]
         equivalent = sources.load_equivalent(ROOT / "bench" / "mutation" / "equivalent.json")
         kept = [i for i in ids if i not in equivalent][:3]
         gone = [i for i in ids if i in equivalent][:1]
@@ -232,35 +237,24 @@ def test_survivors_of_selects_an_earlier_runs_survivors():
         earlier.write_text(json.dumps({"survivors": [
             {"id": i, "equivalent": None} for i in kept + gone] + [
             {"id": ids[-1], "equivalent": "an old reason"}]}))
-        again = subprocess.run(run + [str(tmp / "b"), "--list", "--survivors-of", str(earlier)],
-                               capture_output=True, text=True, timeout=120)
-        assert again.returncode == 0, again.stderr[-2000:]
-        chosen = [line.split()[0] for line in again.stdout.splitlines()[:-1]]
+        again = list_mutants(tmp / "b", "--survivors-of", str(earlier))
+        chosen = [line.split()[0] for line in again[:-1]]
         # The survivors not equivalent then or now, nothing else.
         expected = set(kept) - ({ids[-1]} if ids[-1] in kept else set())
         assert set(chosen) == expected, (chosen, kept, gone)
 
 
 def test_ids_without_tasks_judge_only_the_originals_they_come_from():
-    run = [sys.executable, str(ROOT / "bench" / "mutation" / "run.py")]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        listed = subprocess.run(run + [str(tmp / "a"), "--list", "--tasks", "softmax,axpy"],
-                                capture_output=True, text=True, timeout=120)
-        assert listed.returncode == 0, listed.stderr[-2000:]
-        first = listed.stdout.splitlines()[0].split()[0]
-        alone = subprocess.run(run + [str(tmp / "b"), "--list", "--ids", first],
-                               capture_output=True, text=True, timeout=120)
-        assert alone.returncode == 0, alone.stderr[-2000:]
-        assert alone.stdout.splitlines()[-1].startswith("1 mutants of 1 sources"), alone.stdout
-        tasks = subprocess.run(run + [str(tmp / "c"), "--list", "--ids", first,
-                                      "--tasks", "softmax,axpy"],
-                               capture_output=True, text=True, timeout=120)
-        assert tasks.returncode == 0, tasks.stderr[-2000:]
-        sources_of_tasks = int(listed.stdout.splitlines()[-1].split()[3])
+        listed = list_mutants(tmp / "a", "--tasks", "softmax,axpy")
+        first = listed[0].split()[0]
+        alone = list_mutants(tmp / "b", "--ids", first)
+        assert alone[-1].startswith("1 mutants of 1 sources"), alone
+        sources_of_tasks = int(listed[-1].split()[3])
         assert sources_of_tasks > 1
-        assert tasks.stdout.splitlines()[-1].startswith(
-            "1 mutants of %d sources" % sources_of_tasks), tasks.stdout
+        with_tasks = list_mutants(tmp / "c", "--ids", first, "--tasks", "softmax,axpy")
+        assert with_tasks[-1].startswith("1 mutants of %d sources" % sources_of_tasks), with_tasks
 
 
 def test_harness_end_to_end():
