@@ -2,9 +2,10 @@
 // volatile accesses, __threadfence, cuda::atomic, acquire/release PTX, cache-bypassing loads and
 // stores, a cooperative groups grid. Such a kernel can be wrong under the CUDA memory model (a
 // split-K "last block combines" without its fence, a chained scan whose flag is stored before its
-// data) yet right on every run of an idle GPU, and no tool detects races in global memory: the
-// verification plan gives it rounds beside a co-running kernel instead
-// (sandbox/worker/co_runner.h), which changes where and when its blocks run. A heuristic on tokens,
+// data) yet right on every run of an idle GPU, and no tool detects races in global memory: with
+// the option `corun` the verification plan gives it rounds beside a co-running kernel instead
+// (sandbox/worker/co_runner.h), which changes where and when its blocks run (off by default: on
+// an H200 they killed no mutant the other rounds missed, protocol.h). A heuristic on tokens,
 // not a proof: a kernel that hides its communication is judged like any other, and a false sign
 // costs a few rounds.
 #pragma once

@@ -19,7 +19,8 @@ namespace kopt {
 // every task, input families by role, constants drawn from their ranges, the round past 2^31
 // elements (issue 32). 4: exact allocations under compute-sanitizer, the task's stress rounds at
 // each crossing a literal names, the last-element spike, co-run rounds for kernels that
-// communicate between blocks (issue 32, 2026-11-28).
+// communicate between blocks (issue 32, 2026-11-28; off by default since: they killed no mutant,
+// and fewer rounds than a kernel was judged with asks for no new judgement).
 inline constexpr int kVerifierVersion = 4;
 
 // sha256 over the task's canonical task.json (parsed and re-serialized: key order and white space
