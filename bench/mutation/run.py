@@ -48,6 +48,12 @@ EQUIVALENT = HERE / "equivalent.json"
 RESULTS = "mutation-results.jsonl"
 
 
+def originals_of(mutants, originals):
+    """The originals the mutants come from (judged beside them: no false reject there)."""
+    used = {m["source"] for m in mutants}
+    return [o for o in originals if o["source"] in used]
+
+
 def plan_items(args):
     """The originals and the mutants, in the order they are judged: originals first, then the
     mutants shuffled with a fixed seed, so a run cut short still covers every task and operator."""
@@ -74,8 +80,7 @@ def plan_items(args):
         wanted_ids = {s["id"] for s in earlier.get("survivors", [])
                       if not s.get("equivalent") and s["id"] not in equivalent}
         mutants = [m for m in mutants if m["id"] in wanted_ids]
-        used = {m["source"] for m in mutants}
-        originals = [o for o in originals if o["source"] in used]
+        originals = originals_of(mutants, originals)
     if args.ids:
         # Judge only the named mutants: one defence against one survivor, e.g. the co-run rounds
         # against 3d036cf4dcfb. Beside them every original of --tasks (no false reject there);
@@ -87,8 +92,7 @@ def plan_items(args):
         if missing:
             sys.exit("no such mutant(s) among --tasks/--operators: " + ", ".join(sorted(missing)))
         if not wanted:
-            used = {m["source"] for m in mutants}
-            originals = [o for o in originals if o["source"] in used]
+            originals = originals_of(mutants, originals)
     random.Random(args.seed).shuffle(mutants)
     if args.limit:
         mutants = mutants[:args.limit]
