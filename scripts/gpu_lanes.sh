@@ -2,7 +2,8 @@
 # Jobs one after another on each GPU, the GPUs side by side: JOBS (GPU 0), JOBS1 (GPU 1), ...,
 # each "mut:TASKS|ARGS" or "ctest:REGEX" or "daemon:SECONDS:LANE" or "tput:SECONDS" (throughput --gate) separated by ';'; results in one
 # archive; "ctestx:REGEX" runs the gpu label but REGEX; a carried .dev/resume/mutN resumes
-# mutation job N. Used by sessions 8, 9 and 10 (JOBS2, JOBS3 for GPUs 2 and 3). Session 10:
+# mutation job N. Sessions 8 and 9 kept a copy each in docs/gpu-runs/; from session 10 on this one
+# serves every call (run from the repository root; JOBS2, JOBS3 for GPUs 2 and 3). Session 10:
 # "ctesth:K|REGEX" runs every second test of the gpu label but REGEX, starting at test number K
 # (ctest -I K,,2), so one label splits over two GPUs.
 set -u
