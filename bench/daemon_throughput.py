@@ -16,7 +16,9 @@ workers evaluates; with k workers per GPU each worker's own idle share follows a
 Y%"); the sanitizer passes from its "sanitizer lane: N passes" line. --workers-per-gpu K (a
 list: one run per value) goes to the daemon's config as daemon.workers_per_gpu: K timing workers
 share each GPU in turns. Writes daemon_throughput.json (one row per mode, GPU count and workers
-per GPU: mode, gpus, workers_per_gpu, evaluations, seconds, evaluations_per_gpu_hour,
+per GPU: mode, gpus, workers_per_gpu, evaluations, screened (verdict `screened`: timed, not
+faster than the best, the rest of the gate not run; --screen off gives every candidate the
+whole gate), whole_gate_per_gpu_hour, seconds, evaluations_per_gpu_hour,
 gpu_idle_fraction, worker_idle_fraction, scaling against the 1-GPU row of the same mode and
 workers per GPU, sanitizer_runs; plus device, date, commit) and a markdown table.
 Goals: >= 8,000 evaluations per GPU-hour on one H100, idle <= 10%, scaling >= 0.9 x GPUs.
@@ -172,6 +174,8 @@ def one_run(args, mode, gpus, workers, tasks, out):
                 break
             time.sleep(0.1)
     config["daemon"]["workers_per_gpu"] = workers
+    # --screen off: every candidate gets the whole gate before timing (daemon.search.screen).
+    config["daemon"]["search"]["screen"] = args.screen == "on"
     config_path = home / "config.json"
     config_path.write_text(json.dumps(config, indent=2))
     db = home / "memory.db"
@@ -214,6 +218,12 @@ def one_run(args, mode, gpus, workers, tasks, out):
            "sanitizer_runs": int(lane.group(1)) if lane else 0,
            "sanitizer_unfinished": int(lane.group(2)) if lane else 0,
            "verdicts": by_verdict,
+           # Screened: verified at the declared shapes and timed, not faster than the best, so
+           # the rest of the gate never ran; the others had the whole gate (or failed in it).
+           "screen": args.screen,
+           "screened": by_verdict.get("screened", 0),
+           "whole_gate_per_gpu_hour": round((evaluations - by_verdict.get("screened", 0)) / wall *
+                                            3600 / gpus, 1),
            "after_baselines_per_gpu_hour": rate_after_baselines(db, len(tasks), gpus)}
     row["phases_ms"] = keep_run_log(home, out, tag)
     if row["phases_ms"]:
@@ -252,6 +262,9 @@ def main():
     parser.add_argument("--gpus", default="1,all", help="GPU counts; 'all': every visible GPU")
     parser.add_argument("--workers-per-gpu", default="1",
                         help="timing workers per GPU (daemon.workers_per_gpu); a list runs each")
+    parser.add_argument("--screen", choices=("on", "off"), default="on",
+                        help="screening (daemon.search.screen): off gives every candidate the "
+                             "whole gate")
     parser.add_argument("--tasks", default=str(benchlib.TASKS))
     parser.add_argument("--bin", default=str(benchlib.ROOT / "build" / "bin"))
     parser.add_argument("--worker", default=None, help="(accepted for bench/run.sh)")
@@ -286,7 +299,8 @@ def main():
     results = {"benchmark": "daemon_throughput", "device": device, "date": environment["date"],
                "commit": environment["commit"], "environment": environment,
                "tasks": [t.name for t in tasks], "rows": rows}
-    table = [[r["mode"], r["gpus"], r["workers_per_gpu"], r["evaluations"], "%.0f" % r["seconds"],
+    table = [[r["mode"], r["gpus"], r["workers_per_gpu"], r["evaluations"], r["screened"],
+              "%.0f" % r["seconds"],
               "%.0f" % r["evaluations_per_gpu_hour"],
               benchlib.fmt(r.get("after_baselines_per_gpu_hour"), 0),
               benchlib.fmt(100 * r["gpu_idle_fraction"], 1, "%") if r["gpu_idle_fraction"]
@@ -298,7 +312,7 @@ def main():
         "# `kopt run` throughput on the whole suite (%d tasks), %s" % (len(tasks), device), "",
         "%s, commit %s, %.0f s per run." % (environment["date"], environment["commit"],
                                             args.seconds), "",
-        benchlib.markdown_table(["mode", "GPUs", "workers per GPU", "evaluations", "s",
+        benchlib.markdown_table(["mode", "GPUs", "workers per GPU", "evaluations", "screened", "s",
                                  "per GPU-hour",
                                  "after the baselines", "GPU idle",
                                  "scaling", "sanitizer passes", "sanitizer share"], table)] +

@@ -4,11 +4,11 @@
 
 namespace kopt {
 namespace {
-constexpr EnumNames<Verdict, 14> kNames = {{"ok", "compile_error", "invalid_plan", "launch_error",
+constexpr EnumNames<Verdict, 15> kNames = {{"ok", "compile_error", "invalid_plan", "launch_error",
                                             "incorrect", "nondeterministic", "out_of_bounds",
                                             "modified_input", "timeout", "crash", "suspicious",
-                                            "gpu_busy", "sanitizer", "sanitizing"}};
-static_assert(names_each_enumerator(kNames, Verdict::kSanitizing));
+                                            "gpu_busy", "sanitizer", "sanitizing", "screened"}};
+static_assert(names_each_enumerator(kNames, Verdict::kScreened));
 }  // namespace
 
 std::string verdict_name(Verdict verdict) { return enum_name(kNames, verdict, "unknown"); }

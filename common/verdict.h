@@ -24,6 +24,9 @@ enum class Verdict {
                       // uninitialized read (checked on each new best and before an export)
   kSanitizing,        // stored by the daemon for a provisional best while its sanitizer pass
                       // runs; never a worker's answer, never imported
+  kScreened,  // EvalOptions::full_gate_below_us: verified at the task's declared shapes, timed,
+              // and not faster than the task's best beyond the noise, so the rest of the gate did
+              // not run; its times are honest, it is never a win and never exported
 };
 
 std::string verdict_name(Verdict verdict);

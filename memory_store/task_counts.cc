@@ -11,7 +11,7 @@ Result<std::map<std::string, TaskCounts>> task_counts(sql::Database& db,
   // A baseline is the task's own kernel: origin "baseline" with no parent (a tuned variant of
   // it has the baseline as parent and is a candidate).
   auto counts = db.cached(
-      "SELECT t.name, count(*), sum(e.verdict = 'ok'), sum(e.verdict <> 'ok')"
+      "SELECT t.name, count(*), sum(e.verdict = 'ok'), sum(e.verdict NOT IN ('ok', 'screened'))"
       " FROM evaluations e JOIN tasks t ON t.id = e.task_id JOIN kernels k ON k.id = e.kernel_id"
       " WHERE (?1 IS NULL OR e.run_id = ?1)"
       " AND NOT (k.origin_agent = 'baseline' AND k.parent_id IS NULL)"

@@ -18,7 +18,7 @@ namespace kopt::memory {
 struct TaskCounts {
   int64_t candidates = 0;                // evaluations, the baseline's own left out
   int64_t verified = 0;                  // of those, verdict ok
-  int64_t rejected = 0;                  // of those, any other verdict
+  int64_t rejected = 0;  // of those, any verdict but ok and screened (timed, slower: no failure)
   std::optional<EvaluationRecord> best;  // the baseline's evaluation counts here (1.0x)
 };
 

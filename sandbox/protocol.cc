@@ -184,6 +184,7 @@ constexpr std::tuple kOptionFields{
     Field{"corun", &EvalOptions::corun},
     Field{"profile", &EvalOptions::profile},
     Field{"profile_below_us", &EvalOptions::profile_below_us},
+    Field{"full_gate_below_us", &EvalOptions::full_gate_below_us},
     Field{"verify_budget_seconds", &EvalOptions::verify_budget_seconds},
 };
 
@@ -208,6 +209,8 @@ void read_option_fields(JsonReader& r, const json& o, const std::string& path,
 void check_option_ranges(JsonReader& r, const std::string& path, const EvalOptions& options) {
   if (!(options.verify_budget_seconds >= 0))
     r.error(path + ".verify_budget_seconds", "must not be negative");
+  if (!(options.full_gate_below_us >= 0) || !std::isfinite(options.full_gate_below_us))
+    r.error(path + ".full_gate_below_us", "must be a finite number, not negative");
   if (options.profile != "" && options.profile != "cupti" && options.profile != "bracket")
     r.error(path + ".profile", "expected \"\", \"cupti\" or \"bracket\"");
   if (options.pool_sets < 1) r.error(path + ".pool_sets", "must be at least 1");

@@ -5,7 +5,8 @@
 # mutation job N. Sessions 8 and 9 kept a copy each in docs/gpu-runs/; from session 10 on this one
 # serves every call (run from the repository root; JOBS2, JOBS3 for GPUs 2 and 3). Session 10:
 # "ctesth:K|REGEX" runs every second test of the gpu label but REGEX, starting at test number K
-# (ctest -I K,,2), so one label splits over two GPUs.
+# (ctest -I K,,2), so one label splits over two GPUs. Session 11: daemon jobs take a fifth field,
+# SCREEN (on|off: daemon.search.screen).
 set -u
 here=$PWD; out=${OUT:-/tmp/out}; pack=.dev/final; mkdir -p "$out" /work
 [ -e /work/main ] || ln -s "$here" /work/main
@@ -31,8 +32,8 @@ run_lane() {  # GPU, its jobs
            [ $kind = ctesth ] && sel=(-E "${rest#*|}" -I "${rest%%|*},,2")
            (cd build && timeout ${CTEST_LIMIT:-300} ctest -L gpu "${sel[@]}" -j${CTEST_J:-1} --timeout 300 --output-on-failure > "$out/ctest$n.txt" 2>&1)
            grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|beside a yielding|called busy" "$out/ctest$n.txt" | tail -12 ;;
-      daemon) IFS=: read -r secs lane k modes <<< "$rest"  # SECONDS:LANE[:WORKERS_PER_GPU[:MODES]]
-           KOPT_SANITIZER_LANE=$lane timeout $((2 * secs + 120)) bash bench/run.sh daemon_throughput "$out/daemon$n" --seconds $secs --gpus 1 --modes ${modes:-tuner} --workers-per-gpu ${k:-1} > "$out/daemon$n.txt" 2>&1
+      daemon) IFS=: read -r secs lane k modes screen <<< "$rest"  # SECONDS:LANE[:WORKERS_PER_GPU[:MODES[:SCREEN]]]
+           KOPT_SANITIZER_LANE=$lane timeout $((2 * secs + 120)) bash bench/run.sh daemon_throughput "$out/daemon$n" --seconds $secs --gpus 1 --modes ${modes:-tuner} --workers-per-gpu ${k:-1} --screen ${screen:-on} > "$out/daemon$n.txt" 2>&1
            grep "|" "$out/daemon$n/daemon_throughput.md" 2>/dev/null | head -4 ;;
       tput) timeout $((rest + 150)) bash bench/run.sh throughput "$out/tput$n" --worker build/bin/kopt-sandbox --gate --budget-s $rest > "$out/tput$n.txt" 2>&1
            tail -4 "$out/tput$n.txt" ;;

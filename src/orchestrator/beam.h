@@ -29,6 +29,11 @@ struct VerifiedKernel {
   double sol_percent = 0;
   std::optional<KernelResources> resources;
   std::optional<KernelProfile> profile;  // hardware counters, when it was profiled
+  // Verdict `screened`: verified at the task's declared shapes and timed, not faster than the
+  // best beyond the noise, so the rest of the gate never ran. It may seed children from the beam
+  // and rank tuner configurations; it never becomes the task's best nor the faster side of a
+  // pair (its stored verdict is not 'ok': never a win, never exported).
+  bool screened = false;
 };
 
 // Similarity of two kernel sources, 0..1: the Jaccard index of their multisets of code tokens

@@ -39,6 +39,11 @@ EvalRequest evaluation_request(const CandidateInput& input) {
   // and a tie's counters are those of the best it ties with. Counters decide no verdict.
   request.options.profile_below_us =
       profile_below_us(input.best_us, input.best_noise, input.sanitize_above);
+  // The same bar for the rest of the gate: every kernel that may become the task's best (and so
+  // be sanitized, profiled, stored as a win and exported) gets all of it; the baseline (no best
+  // yet) too. A stale bar (jobs in flight) is only ever higher: more kernels get the whole gate.
+  if (input.screen && input.gpu)
+    request.options.full_gate_below_us = request.options.profile_below_us;
   return request;
 }
 
@@ -227,9 +232,12 @@ std::optional<VerifiedKernel> verified_kernel_of(const CandidateInput& input,
                                                  const CandidateOutcome& outcome,
                                                  const EvalResult& result,
                                                  const memory::EvaluationRecord& evaluation) {
-  if (result.verdict != Verdict::kOk || evaluation.median_us <= 0 || outcome.kernel_id <= 0)
+  bool screened = result.verdict == Verdict::kScreened;
+  if ((result.verdict != Verdict::kOk && !screened) || evaluation.median_us <= 0 ||
+      outcome.kernel_id <= 0)
     return std::nullopt;
   VerifiedKernel k;
+  k.screened = screened;
   k.kernel_id = outcome.kernel_id;
   k.parent_id = input.parent_id;
   k.source = input.source;

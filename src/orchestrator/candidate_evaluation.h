@@ -36,6 +36,8 @@ struct CandidateInput {
   // A would-be new best is sanitized only when it beats best_us by more than this ratio and by
   // three times the two medians' combined noise: a noise-level gain is not worth the tools' 30 s.
   double sanitize_above = 1.01;
+  // Screening (SearchSettings::screen): the rest of the gate only below profile_below_us().
+  bool screen = false;
 };
 
 struct CandidateOutcome {

@@ -9,6 +9,11 @@ namespace kopt::orchestrator {
 
 std::string describe_result(const CandidateOutcome& outcome) {
   if (!outcome.judged) return "no verdict: " + first_line_clipped(outcome.error);
+  if (outcome.verified && outcome.verified->screened) {
+    return fmt::format("screened {:.3f}x ({:.2f} us, {:.1f}% SOL; not faster than the best)",
+                       outcome.verified->speedup, outcome.verified->median_us,
+                       outcome.verified->sol_percent);
+  }
   if (outcome.verified) {
     return fmt::format("ok {:.3f}x ({:.2f} us, {:.1f}% SOL)", outcome.verified->speedup,
                        outcome.verified->median_us, outcome.verified->sol_percent);

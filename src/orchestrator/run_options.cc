@@ -32,6 +32,7 @@ json RunOptions::to_json() const {
             {"max_repairs", s.max_repairs},
             {"memory_examples", s.memory_examples},
             {"random_example_slot", s.random_example_slot},
+            {"screen", s.screen},
             {"technique_cards", s.technique_cards},
             {"sol_threshold_percent", s.sol_threshold_percent},
             {"score", score_basis_name(s.score)},

@@ -44,6 +44,11 @@ struct SearchSettings {
   int plateau_candidates = 400;         // backstop: candidates (tuner ones too) without a 1% gain
   int plateau_plans = 12;               // model plans in a row without a 1% gain end a task
   double min_improvement = 1.01;        // what counts as an improvement of the task's best
+  // Screening (EvalOptions::full_gate_below_us): a candidate is verified at its task's declared
+  // shapes and timed, and only one that may beat the task's best beyond the noise gets the rest
+  // of the gate; the others are stored as `screened` (never a win, never exported). Off: every
+  // candidate gets the whole gate before timing.
+  bool screen = true;
   int tuner_max_configs = 24;           // tunable configurations tried per kernel
   double positive_pair_speedup = 1.04;  // pairs kept as examples (AccelOpt's threshold)
   double negative_pair_speedup = 1.15;  // slowdowns kept as warnings (1/1.15x and worse)

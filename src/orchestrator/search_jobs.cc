@@ -37,6 +37,7 @@ CandidateInput Orchestrator::candidate_input(const TaskState& task, std::string 
   input.best_us = task.best_us();
   input.best_noise = task.best_noise();
   input.sanitize_above = options_.search.min_improvement;
+  input.screen = options_.search.screen;
   return input;
 }
 
@@ -63,6 +64,9 @@ agents::WorkContext Orchestrator::work_context(const TaskState& task,
 void Orchestrator::record_pair(TaskState& task, const VerifiedKernel& parent,
                                const VerifiedKernel& kernel, const std::string& mechanical_lesson) {
   if (parent.kernel_id == kernel.kernel_id || kernel.kernel_id == 0) return;
+  // A pair's faster side is a lesson shown to later prompts: it passed the whole gate.
+  bool kernel_faster = parent.median_us > kernel.median_us;
+  if (kernel_faster ? kernel.screened : parent.screened) return;
   {
     // Not stored as a pair (a win) while its kernel waits for the sanitizer, nor ever after a
     // finding (sanitizer_jobs.cc).

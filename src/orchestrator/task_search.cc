@@ -248,6 +248,11 @@ PhaseChange TaskSearch::on_result(const CandidateOutcome& outcome, bool tune_new
     ++failures_;
     return {};
   }
+  // A screened kernel never had the whole gate: a seed for the beam, never the task's best.
+  if (k.screened) {
+    beam_.offer(k);
+    return {};
+  }
   if (k.speedup > best_speedup_ * limits_.search.min_improvement) since_improvement_ = 0;
   if (k.speedup > best_speedup_) {
     best_speedup_ = k.speedup;

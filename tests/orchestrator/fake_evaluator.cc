@@ -190,8 +190,30 @@ Result<EvalResult> FakeEvaluator::evaluate(const EvalRequest& request) {
   result.sol_us = scripted_number(request.candidate.source, "sol_us", 50.0);
   result.sol_percent = 100.0 * result.sol_us / median;
   result.resources = KernelResources{24, 0, 0, 0, 1.0};
+  if (screen(request, median, result)) return result;
   add_profile(request, result);
   return result;
+}
+
+// As the worker's finish_gate(): under a screen, a kernel not below the bar keeps its times and
+// ends `screened`; one below it gets the rest of the gate, where a scripted gate_verdict fires.
+bool FakeEvaluator::screen(const EvalRequest& request, double median, EvalResult& result) {
+  const EvalOptions& options = request.options;
+  if (options.full_gate_below_us > 0 && median >= options.full_gate_below_us) {
+    result.verdict = Verdict::kScreened;
+    result.detail = "screened (scripted)";
+    ++screened_;
+    return true;
+  }
+  std::string verdict = script_value(request.candidate.source, "gate_verdict");
+  if (verdict.empty()) return false;
+  auto parsed = parse_verdict(verdict);
+  result.verdict = parsed ? *parsed : Verdict::kCrash;
+  result.detail = "scripted verdict " + verdict + " in the rest of the gate";
+  result.candidate_time.reset();
+  result.baseline_time.reset();
+  result.speedup = 0;
+  return true;
 }
 
 SanitizerOutcome FakeEvaluator::sanitize(const EvalRequest& request) {

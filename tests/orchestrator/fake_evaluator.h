@@ -8,6 +8,11 @@
 //   // test-evaluator: profile_note=profiling unavailable: ERR_NVGPUCTRPERM
 //                                          (the rest of the line) answered instead of a profile
 //   // test-evaluator: sanitizer=racecheck a finding of that tool when it is sanitized
+//   // test-evaluator: gate_verdict=incorrect  the verdict of the rest of the gate: only a kernel
+//                                          that gets it (no screen, or below full_gate_below_us)
+//
+// Screening as the worker does it (EvalOptions::full_gate_below_us): a verified candidate whose
+// time is not below the bar ends `screened` with its times; screened() counts them.
 //
 // sanitize() takes Options::sanitize_delay (the tools' 30 s, scaled down) and counts its calls;
 // while one runs, evaluate() notes how many evaluations started (evaluations_during_sanitize),
@@ -62,6 +67,7 @@ class FakeEvaluator final : public Evaluator {
   std::vector<std::string> sanitized_sources() const;
 
   int evaluations() const { return evaluations_.load(); }
+  int screened() const { return screened_.load(); }
   // The most evaluations that ran at once.
   int max_concurrent() const { return max_concurrent_.load(); }
   // Origins of the candidates evaluated, in order ("candidate.cu" ...) with their tunables.
@@ -70,7 +76,10 @@ class FakeEvaluator final : public Evaluator {
  private:
   Options options_;
   std::optional<CompileCache> cache_;
+  bool screen(const EvalRequest& request, double median, EvalResult& result);
+
   std::atomic<int> evaluations_{0};
+  std::atomic<int> screened_{0};
   std::atomic<int> running_{0};
   std::atomic<int> max_concurrent_{0};
   mutable std::mutex mutex_;

@@ -224,6 +224,23 @@ TEST(TaskSearch, AnImprovementResetsThePlateauAndEntersTheBeam) {
   EXPECT_EQ(s.beam().best()->kernel_id, 2);
 }
 
+// A screened kernel (verified at the declared shapes and timed, the rest of the gate never run)
+// seeds the beam but never becomes the task's best, even when its median ties the best's.
+TEST(TaskSearch, AScreenedKernelSeedsTheBeamButIsNeverTheBest) {
+  TaskSearch s = make_search(/*llm=*/true);
+  s.on_result(verified(1, 1.0, "a"));
+  CandidateOutcome tie = verified(2, 1.004, "completely different tokens here");
+  tie.verified->screened = true;
+  s.on_result(tie);
+  EXPECT_DOUBLE_EQ(s.best_speedup(), 1.0);
+  EXPECT_DOUBLE_EQ(s.best_us(), 10);
+  EXPECT_EQ(s.failures(), 0) << "a screened kernel is no failure";
+  EXPECT_TRUE(s.beam().contains(2));
+  CandidateOutcome full = verified(3, 1.004, "yet another body of quite other tokens");
+  s.on_result(full);
+  EXPECT_DOUBLE_EQ(s.best_speedup(), 1.004) << "the same time with the whole gate does count";
+}
+
 TEST(TaskSearch, TheEvaluatorFailingInARowFailsTheTask) {
   TaskSearch s = make_search(/*llm=*/true);
   CandidateOutcome error;

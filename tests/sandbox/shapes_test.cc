@@ -89,6 +89,50 @@ TEST_P(ShapesOnGpu, PlantedBugCaughtAndTwinAccepted) {
       << "the planted bug shows on the fixed sweep already: " << cover->detail;
 }
 
+// Screening (EvalOptions::full_gate_below_us, issue 35) in the real worker: a planted bug that
+// passes the declared shapes is timed, then caught by the rest of the gate when its median is
+// below the bar; above it, it ends `screened` with its times and the held steps counted. Its
+// twin: `ok` below the bar, `screened` above it. The mutation harness shows every other defence.
+TEST(ScreeningOnGpu, BelowTheBarTheWholeGateAboveItScreened) {
+  if (std::string why = missing_gpu(); !why.empty()) GTEST_SKIP() << why;
+  SandboxEvaluator evaluator(worker_options());
+  ASSERT_TRUE(evaluator.start().ok());
+  for (const char* name : {"softmax_drops_tail_at_2_mod_4", "softmax_keeps_every_tail"}) {
+    auto kernel = read_adversarial_kernel(std::filesystem::path(KOPT_SHAPES_DIR) /
+                                          (std::string(name) + ".cu"));
+    ASSERT_TRUE(kernel.ok()) << kernel.error();
+    bool planted = kernel->expected != std::vector<Verdict>{Verdict::kOk};
+    EvalRequest r = request(*kernel, true);
+    r.options.time = true;
+    r.options.check_gpu_quiet = false;
+    r.options.full_gate_below_us = 1e9;  // any median: the whole gate, after timing
+    auto gated = evaluator.evaluate(r);
+    ASSERT_TRUE(gated.ok()) << gated.error();
+    std::printf("screening %-32s below the bar -> %s: %s\n", name,
+                verdict_name(gated->verdict).c_str(), gated->detail.substr(0, 200).c_str());
+    if (planted) {
+      EXPECT_NE(std::find(kernel->expected.begin(), kernel->expected.end(), gated->verdict),
+                kernel->expected.end())
+          << verdict_name(gated->verdict) << ": " << gated->detail;
+      EXPECT_FALSE(gated->candidate_time) << "a rejected kernel reports no time";
+    } else {
+      EXPECT_EQ(gated->verdict, Verdict::kOk) << gated->detail;
+    }
+    r.options.full_gate_below_us = 1e-3;  // no median is below: screened
+    auto screened = evaluator.evaluate(r);
+    ASSERT_TRUE(screened.ok()) << screened.error();
+    std::printf("screening %-32s above the bar -> %s: %s\n", name,
+                verdict_name(screened->verdict).c_str(), screened->detail.substr(0, 300).c_str());
+    EXPECT_EQ(screened->verdict, Verdict::kScreened) << screened->detail;
+    ASSERT_TRUE(screened->candidate_time);
+    EXPECT_GT(screened->candidate_time->median_us, 0);
+    EXPECT_NE(screened->detail.find("steps of the gate"), std::string::npos) << screened->detail;
+    if (!planted) {
+      EXPECT_LT(screened->verify_ms, gated->verify_ms) << "the screen skipped nothing";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, ShapesOnGpu,
                          ::testing::ValuesIn(kernel_names_in(KOPT_SHAPES_DIR)),
                          [](const ::testing::TestParamInfo<std::string>& file) {
