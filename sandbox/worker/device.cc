@@ -86,6 +86,16 @@ Result<Device*> Device::open(int ordinal) {
   return &device;
 }
 
+bool Device::release_context() {
+  if (abandoned() || !context_) return false;
+  (void)driver_->cuCtxSynchronize();
+  (void)driver_->cuDevicePrimaryCtxRelease(device_);  // the last reference: the context is reset
+  context_ = nullptr;
+  context_lost_ = true;
+  abandoned_flag() = true;
+  return true;
+}
+
 Result<DeviceMemory> allocate(Device& device, size_t bytes) {
   CUdeviceptr ptr = 0;
   CudaFailure failure;

@@ -65,6 +65,11 @@ class Device {
     abandoned_flag() = true;
   }
   static bool abandoned() { return abandoned_flag(); }
+  // Gives the primary context back now instead of at exit (its teardown is GPU work a yielding
+  // worker brackets with a unit, worker_main.cc); owners left alive skip their driver calls from
+  // here on, as after abandon(). False where the context was abandoned: a kernel that will not
+  // stop would hold the call forever, and the driver tears it down at exit.
+  bool release_context();
 
  private:
   const CudaDriver* driver_ = nullptr;

@@ -326,11 +326,19 @@ int main(int argc, char** argv) {
   opening.reset();
   if (yielding_id && args.share_gpu && !args.yield_to_timing)
     measure_peaks_alone(*gpu, *support, *yielding_id);
-  Worker w{*gpu, *support, worker::GpuQuietCheck(*gpu, *support),
-           worker::InputPool(input_pool_bytes(*gpu)), worker::BaselineHistory()};
-  int exit_code = serve(w);
-  // The context's teardown at exit is GPU work too: it happens within a turn, which the kernel
-  // releases when the process ends (the flock's file descriptor closes).
-  if (yielding_id) new YieldingTurn(*yielding_id);
+  std::optional<YieldingTurn> closing;
+  int exit_code = 0;
+  {
+    Worker w{*gpu, *support, worker::GpuQuietCheck(*gpu, *support),
+             worker::InputPool(input_pool_bytes(*gpu)), worker::BaselineHistory()};
+    exit_code = serve(w);
+    // Freeing the kept sets and the context's teardown are GPU work too: within a unit.
+    if (yielding_id) closing.emplace(*yielding_id);
+  }
+  // The unit ends with the context, not with the process: under compute-sanitizer the tool's own
+  // end (its report) took ~12 s after the last GPU work, and a timer waited for all of it (issue
+  // 35, docs/gpu-runs/2026-11-28-h200-session11). An abandoned context is torn down by the driver
+  // at exit: the unit is then held until the process ends (the flock's descriptor closes).
+  if (closing && !gpu->release_context()) new YieldingTurn(std::move(*closing));
   return exit_code;
 }
