@@ -326,19 +326,22 @@ int main(int argc, char** argv) {
   opening.reset();
   if (yielding_id && args.share_gpu && !args.yield_to_timing)
     measure_peaks_alone(*gpu, *support, *yielding_id);
-  std::optional<YieldingTurn> closing;
   int exit_code = 0;
   {
+    // The kept sets are freed within a unit (GPU work), before the unit is released.
+    std::optional<YieldingTurn> freeing;
     Worker w{*gpu, *support, worker::GpuQuietCheck(*gpu, *support),
              worker::InputPool(input_pool_bytes(*gpu)), worker::BaselineHistory()};
     exit_code = serve(w);
-    // Freeing the kept sets and the context's teardown are GPU work too: within a unit.
-    if (yielding_id) closing.emplace(*yielding_id);
+    if (yielding_id) freeing.emplace(*yielding_id);
   }
-  // The unit ends with the context, not with the process: under compute-sanitizer the tool's own
-  // end (its report) took ~12 s after the last GPU work, and a timer waited for all of it (issue
-  // 35, docs/gpu-runs/2026-11-28-h200-session11). An abandoned context is torn down by the driver
-  // at exit: the unit is then held until the process ends (the flock's descriptor closes).
-  if (closing && !gpu->release_context()) new YieldingTurn(std::move(*closing));
+  if (!yielding_id) return exit_code;
+  // The lane's context is released outside any unit: under compute-sanitizer its teardown is the
+  // tool's own end of run, ~12 s after the last GPU work of each tool, and timing waited for all
+  // of it (issue 35; docs/gpu-runs/2026-11-28-h200-session11). SanitizerYieldsOnGpu holds every
+  // median timed beside a whole pass to the lone one's. A co-worker's ordinary teardown, and an
+  // abandoned context (a kernel that will not stop), are the driver's at exit, within a unit held
+  // until the process ends (the flock's descriptor closes).
+  if (!args.yield_to_timing || !gpu->release_context()) new YieldingTurn(*yielding_id);
   return exit_code;
 }
