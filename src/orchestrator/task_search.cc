@@ -248,9 +248,10 @@ PhaseChange TaskSearch::on_result(const CandidateOutcome& outcome, bool tune_new
     ++failures_;
     return {};
   }
-  // A screened kernel never had the whole gate: a seed for the beam, never the task's best.
+  // A screened kernel never had the whole gate: a seed for the beam (a model's new kernel is
+  // tuned from there: its defaults may be what made it slow), never the task's best.
   if (k.screened) {
-    beam_.offer(k);
+    if (beam_.offer(k) && tune_new_kernels && k.origin != Origin::kTuner) add_tune_target(k);
     return {};
   }
   if (k.speedup > best_speedup_ * limits_.search.min_improvement) since_improvement_ = 0;
@@ -373,8 +374,8 @@ void TaskSearch::add_tune_target(const VerifiedKernel& kernel) {
       }
     }
   }
-  spdlog::info("[{}] tuning kernel {}: {} of {} configurations ({}) judged before, up to {} more",
-               spec_.name, kernel.kernel_id, target.judged, describe_space(target.sweep),
+  spdlog::info("[{}] tuning kernel {}: {} of {} ({}) judged before, up to {} more", spec_.name,
+               kernel.kernel_id, target.judged, describe_space(target.sweep),
                join(tunable_names(target.sweep), ", "),
                std::max(0, limits_.search.tuner_max_configs - target.judged));
   queue_next_tune_batch(target);

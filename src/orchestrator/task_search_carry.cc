@@ -28,6 +28,9 @@ VerifiedKernel verified_from_history(const PastEvaluation& p) {
   k.noise = e.noise;
   k.baseline_us = e.baseline_us;
   k.speedup = e.speedup > 0 ? e.speedup : 1.0;
+  // A screened row stores no speedup (it is no win): its ratio to the baseline it was timed with.
+  k.screened = e.verdict == Verdict::kScreened;
+  if (k.screened && e.median_us > 0 && e.baseline_us > 0) k.speedup = e.baseline_us / e.median_us;
   k.sol_percent = e.sol_percent;
   k.sol_us = e.sol_percent / 100.0 * e.median_us;
   auto r = parse_json_bounded(e.resources_json);
@@ -51,6 +54,10 @@ TunableConfig config_from_json(const std::string& text) {
 }
 
 bool is_ok(const PastEvaluation& p) { return p.evaluation.verdict == Verdict::kOk; }
+// Timed honestly, the rest of the gate not run (sandbox/worker/evaluation.cc, finish_gate).
+bool is_screened(const PastEvaluation& p) {
+  return p.evaluation.verdict == Verdict::kScreened && p.evaluation.median_us > 0;
+}
 
 std::string stored_verdict(const PastEvaluation& p) {
   const memory::EvaluationRecord& e = p.evaluation;
@@ -59,6 +66,11 @@ std::string stored_verdict(const PastEvaluation& p) {
   if (detail.size() > 160) detail = detail.substr(0, 160) + "...";
   std::string verdict = verdict_name(e.verdict);
   return detail.empty() ? verdict : verdict + ": " + detail;
+}
+
+// What a judged configuration ranks by in its sweep: a screened one by its honest times too.
+double tune_speedup(const PastEvaluation& p) {
+  return is_ok(p) || is_screened(p) ? verified_from_history(p).speedup : 0.0;
 }
 
 GpuIdentity gpu_of(const PastEvaluation& p) {
@@ -80,7 +92,7 @@ std::optional<GpuIdentity> TaskSearch::restore(const std::vector<PastEvaluation>
     // sweep of their kernel once it is a tune target again (below).
     if (p.tuner && p.parent_id) {
       earlier_tunes_[*p.parent_id].emplace_back(config_from_json(p.evaluation.tunables_json),
-                                                is_ok(p) ? p.evaluation.speedup : 0.0);
+                                                tune_speedup(p));
     }
     if (p.origin_agent == Origin::kBaseline && !p.parent_id) {
       if (!is_ok(p)) continue;
@@ -96,7 +108,7 @@ std::optional<GpuIdentity> TaskSearch::restore(const std::vector<PastEvaluation>
     }
     CandidateOutcome outcome;
     outcome.judged = true;
-    if (is_ok(p)) outcome.verified = verified_from_history(p);
+    if (is_ok(p) || is_screened(p)) outcome.verified = verified_from_history(p);
     // Tune targets are rebuilt below from the restored beam, not while counting.
     on_result(outcome, /*tune_new_kernels=*/false);
   }
@@ -118,7 +130,7 @@ void TaskSearch::carry_over(const EarlierNights& earlier) {
                                                     stored_verdict(p) + " (an earlier night)"};
     if (p.tuner && p.parent_id) {
       earlier_tunes_[*p.parent_id].emplace_back(config_from_json(p.evaluation.tunables_json),
-                                                is_ok(p) ? p.evaluation.speedup : 0.0);
+                                                tune_speedup(p));
     }
     if (is_ok(p)) {
       verified.insert(p.kernel_id);

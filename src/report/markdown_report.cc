@@ -76,7 +76,7 @@ std::string render_markdown(const ReportData& data) {
   for (const auto& t : data.tasks) {
     std::vector<std::string> failures;
     for (const auto& [verdict, count] : t.verdicts) {
-      if (verdict != Verdict::kOk)
+      if (verdict != Verdict::kOk && verdict != Verdict::kScreened)
         failures.push_back(markdown_text(verdict_name(verdict)) + " " + std::to_string(count));
     }
     out += fmt::format(

@@ -94,7 +94,9 @@ TEST_F(OrchestratorTest, TheTunerAloneFindsTheBestBlockSizeAndStoresEverything) 
   EXPECT_NEAR(axpy.best_speedup, 1.1, 1e-9);  // BLOCK=512 is the fake GPU's optimum
   EXPECT_EQ(evaluator.evaluations(), 4);
 
-  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'ok'"), 4);
+  // Screened: 128 (0.92x) and 1024 (1.0x) are not faster than the best beyond the noise.
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'ok'"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'screened'"), 2);
   EXPECT_EQ(count("SELECT count(*) FROM kernels WHERE origin_tuner = 1"), 3);
   EXPECT_EQ(count("SELECT count(*) FROM llm_calls"), 0);
   EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'finished'"), 1);
@@ -538,6 +540,9 @@ TEST_F(OrchestratorTest, ANewBestsProfileReachesTheStoreAndTheNextPlannerPrompt)
   o.max_in_flight = 1;  // one job at a time: "the best so far" is the order of evaluation
   o.search.beam_width = 1;
   o.stall.backoff_initial = std::chrono::milliseconds(20);
+  // Every kernel verified 'ok' (the whole gate), so that the rows below hold the ones that were
+  // not new bests too; with screening they would be 'screened' and never profiled either.
+  o.search.screen = false;
   Orchestrator orchestrator(o, deps(evaluator, &llm));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
@@ -607,7 +612,7 @@ TEST_F(OrchestratorTest, WithoutProfilingTheRunGoesOnAndSaysSoOnce) {
   ASSERT_TRUE(outcome) << outcome.error();
   EXPECT_EQ(outcome->status, RunStatus::kFinished);
   EXPECT_NEAR(outcome->progress.tasks.at(0).best_speedup, 1.1, 1e-9);  // the tuner still won
-  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict = 'ok'"), 4);
+  EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE verdict IN ('ok', 'screened')"), 4);
   EXPECT_EQ(count("SELECT count(*) FROM evaluations WHERE profile_json != '{}'"), 0);
   // Two new bests (the baseline and BLOCK=512) each got the note; the log has it once.
   std::string text = log.text();

@@ -169,8 +169,7 @@ TEST(TaskSearch, TheTunerFactsSayWhatTheSweepFound) {
   auto facts = s.tuner_facts();
   ASSERT_EQ(facts.size(), 1u);
   SCOPED_TRACE(facts[0]);
-  EXPECT_NE(facts[0].find("kernel 1: 3 of its 4 configurations (BLOCK) judged"),
-            std::string::npos);
+  EXPECT_NE(facts[0].find("kernel 1: 3 of its 4 configurations (BLOCK) judged"), std::string::npos);
   EXPECT_NE(facts[0].find("(2 correct)"), std::string::npos);
   EXPECT_NE(facts[0].find("runs at 1.00x"), std::string::npos);
   EXPECT_NE(facts[0].find("at 1.25x"), std::string::npos);
@@ -239,6 +238,38 @@ TEST(TaskSearch, AScreenedKernelSeedsTheBeamButIsNeverTheBest) {
   CandidateOutcome full = verified(3, 1.004, "yet another body of quite other tokens");
   s.on_result(full);
   EXPECT_DOUBLE_EQ(s.best_speedup(), 1.004) << "the same time with the whole gate does count";
+}
+
+// A resumed run reads a screened row back as a screened kernel: in the beam, no failure, never
+// the best, ranked by its honest times (its stored speedup is 0: it is no win).
+PastEvaluation past(int64_t id, const std::string& source, Origin origin, Verdict verdict,
+                    double median_us, double speedup) {
+  PastEvaluation p;
+  p.kernel_id = id;
+  p.source = source;
+  p.origin_agent = origin;
+  p.evaluation.verdict = verdict;
+  p.evaluation.median_us = median_us;
+  p.evaluation.baseline_us = 10;  // the baseline's time, as each row was timed beside it
+  p.evaluation.speedup = speedup;
+  return p;
+}
+
+TEST(TaskSearch, AResumedScreenedKernelIsNeitherAFailureNorTheBest) {
+  TaskSearch s = make_search(/*llm=*/true);
+  PastEvaluation baseline = past(1, "a baseline", Origin::kBaseline, Verdict::kOk, 10, 1);
+  PastEvaluation screened =
+      past(2, "completely different tokens here", Origin::kCoder, Verdict::kScreened, 12.5, 0);
+  screened.parent_id = 1;
+  s.restore({baseline, screened});
+  EXPECT_EQ(s.failures(), 0);
+  EXPECT_DOUBLE_EQ(s.best_speedup(), 1.0);
+  ASSERT_TRUE(s.beam().contains(2));
+  for (const VerifiedKernel& k : s.beam().members()) {
+    if (k.kernel_id != 2) continue;
+    EXPECT_TRUE(k.screened);
+    EXPECT_DOUBLE_EQ(k.speedup, 0.8);
+  }
 }
 
 TEST(TaskSearch, TheEvaluatorFailingInARowFailsTheTask) {

@@ -54,6 +54,9 @@ class TwoNightsTest : public ::testing::Test {
     o.drain_seconds = 10;
     o.max_in_flight = 1;
     o.search.memory_examples = memory_examples;
+    // The nights counted here are the whole gate's (every verified kernel 'ok', its pairs
+    // stored); screening (ScreeningTest) changes which kernels are 'ok' and which pairs exist.
+    o.search.screen = false;
     o.budgets.candidates_per_task = 40;
     o.stall.backoff_initial = std::chrono::milliseconds(20);
     FakeEvaluator evaluator;

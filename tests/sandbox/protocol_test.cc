@@ -32,6 +32,7 @@ EvalRequest full_request() {
   request.options.stress = false;
   request.options.min_samples_long = 4;
   request.options.long_sample_ms = 25;
+  request.options.full_gate_below_us = 123.5;
   return request;
 }
 
@@ -87,6 +88,7 @@ TEST(Protocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(out->options.max_wall_seconds, 30);
   EXPECT_EQ(out->options.suspicious_speedup, 8);
   EXPECT_FALSE(out->options.stress);
+  EXPECT_EQ(out->options.full_gate_below_us, 123.5);
 }
 
 TEST(Protocol, RequestWithoutBaselineOrOptionsUsesDefaults) {
@@ -140,11 +142,14 @@ TEST(Protocol, RequestRejectsNonsenseOptions) {
   j["options"]["seed"] = -1;
   j["options"]["pool_sets"] = 0;
   j["options"]["long_sample_ms"] = -1;
+  j["options"]["full_gate_below_us"] = -2;
   auto out = eval_request_from_json(j);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().find("$.options.pool_sets: must be at least 1"), std::string::npos);
   EXPECT_NE(out.error().find("$.options.long_sample_ms: must be positive"), std::string::npos);
   EXPECT_NE(out.error().find("$.options.rounds: must be at least 1"), std::string::npos);
+  EXPECT_NE(out.error().find("$.options.full_gate_below_us: must be a finite number"),
+            std::string::npos);
   EXPECT_NE(out.error().find("$.options.seed: expected an unsigned integer"), std::string::npos);
   EXPECT_FALSE(eval_request_from_json(json::array()).ok());
 }
@@ -242,7 +247,8 @@ TEST(Protocol, EveryVerdictRoundTrips) {
   for (Verdict v : {Verdict::kOk, Verdict::kCompileError, Verdict::kInvalidPlan,
                     Verdict::kLaunchError, Verdict::kIncorrect, Verdict::kNondeterministic,
                     Verdict::kOutOfBounds, Verdict::kModifiedInput, Verdict::kTimeout,
-                    Verdict::kCrash, Verdict::kSuspicious, Verdict::kGpuBusy}) {
+                    Verdict::kCrash, Verdict::kSuspicious, Verdict::kGpuBusy,
+                    Verdict::kScreened}) {
     EvalResult in;
     in.verdict = v;
     auto out = eval_result_from_json(over_the_wire(to_json(in)));
