@@ -38,13 +38,17 @@ Result<std::vector<WarmKernel>> RunRecorder::warm_start_kernels(const std::strin
                                                                 int limit, double near_copy) {
   std::lock_guard lock(mutex_);
   // A kernel's best verified evaluation per kernel; the speedups of different runs are each
-  // against their own baseline timed interleaved, so they compare across runs.
+  // against their own baseline timed interleaved, so they compare across runs. A screened
+  // kernel (a beam seed of its night, timed honestly, its stored speedup 0) counts by its times:
+  // it is judged again anyway, and without it a night's other lineages would be lost.
   auto statement = store_.database().cached(
-      "SELECT k.id, k.parent_id, k.source, k.origin_agent, k.origin_tuner, max(e.speedup) AS s"
+      "SELECT k.id, k.parent_id, k.source, k.origin_agent, k.origin_tuner,"
+      " max(CASE WHEN e.verdict = 'ok' THEN e.speedup ELSE e.baseline_us / e.median_us END) AS s"
       " FROM evaluations e JOIN kernels k ON k.id = e.kernel_id JOIN tasks t ON t.id = e.task_id"
-      " WHERE t.name = ?1 AND e.gpu_model = ?2 AND e.verdict = 'ok' AND e.run_id IS NOT ?3"
-      " AND k.origin_agent != 'baseline' AND e.speedup > 1.0"
-      " GROUP BY k.id ORDER BY s DESC, k.id LIMIT 500");
+      " WHERE t.name = ?1 AND e.gpu_model = ?2 AND e.run_id IS NOT ?3"
+      " AND (e.verdict = 'ok' OR (e.verdict = 'screened' AND e.median_us > 0"
+      " AND e.baseline_us > 0)) AND k.origin_agent != 'baseline'"
+      " GROUP BY k.id HAVING s > 1.0 ORDER BY s DESC, k.id LIMIT 500");
   statement->bind_all(task, gpu_model, run_id_);
   std::vector<WarmKernel> out;
   std::set<int64_t> lineages;  // a tuner kernel's lineage is the kernel it tuned
