@@ -53,6 +53,26 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
+// "start 1.1 s, longest step verify 21.4 s, end 12.3 s": where a tool's time went, the worker's
+// start (and its evaluation's exchange) before, its exit after. A yielding lane's long units hold
+// timing up (issue 35): this says which part of a tool's run they are.
+std::string tool_timeline(double until_result_s, const EvalResult* result, double end_s) {
+  double evaluation_s = result ? result->total_ms / 1000 : 0;
+  std::string longest;
+  double longest_ms = -1;
+  if (result && result->phases.is_object()) {
+    for (const auto& [name, value] : result->phases.items()) {
+      if (name.find('.') != std::string::npos || !value.is_number()) continue;
+      if (value.get<double>() <= longest_ms) continue;
+      longest = name;
+      longest_ms = value.get<double>();
+    }
+  }
+  std::string text = "start " + seconds_text(std::max(0.0, until_result_s - evaluation_s));
+  if (longest_ms >= 0) text += ", longest step " + longest + " " + seconds_text(longest_ms / 1000);
+  return text + ", end " + seconds_text(end_s);
+}
+
 }  // namespace
 
 std::optional<std::string> find_compute_sanitizer() {
@@ -284,10 +304,12 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
     }
     SandboxOptions run = worker_under_tool(worker, sanitizer, tool, *report, options);
     std::string run_under, budget;  // run_under: the run's verdict unless ok, or its error
+    std::string timeline;
     std::optional<SanitizerFinding> wrong_under_tool;
     {
       SandboxEvaluator evaluator(run);
       auto result = evaluator.evaluate(request_for_tool(*reduced, tool));
+      auto answered = std::chrono::steady_clock::now();
       if (!result)
         run_under = "error: " + result.error();
       else if (result->verdict != Verdict::kOk)
@@ -298,6 +320,11 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
       if (result && result->detail.find(mark) != std::string::npos)
         budget = result->detail.substr(result->detail.find(mark) + mark.size());
       evaluator.shutdown();
+      auto since = [](auto from) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+      };
+      timeline = tool_timeline(since(tool_begin) - since(answered), result ? &*result : nullptr,
+                               since(answered));
     }
     auto read = read_file(*report);
     std::string text = read ? *read : "";
@@ -315,6 +342,7 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
     std::string line = tool + " " + seconds_text(seconds);
     if (!run_under.empty()) line += " (the run under it: " + run_under + ")";
     if (!budget.empty()) line += " (within its budget: " + budget + ")";
+    line += " [" + timeline + "]";
     // racecheck writes no error summary when it finds nothing; no banner at all means no report.
     if (text.find("COMPUTE-SANITIZER") == std::string::npos) line += " (no report written)";
     spent.push_back(line);

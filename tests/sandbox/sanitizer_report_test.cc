@@ -300,6 +300,10 @@ TEST_F(SanitizerRunner, CleanReportsAreNoFinding) {
   EXPECT_TRUE(outcome.ran);
   EXPECT_FALSE(outcome.finding.has_value()) << outcome.finding->describe();
   EXPECT_NE(outcome.note.find("initcheck"), std::string::npos) << outcome.note;
+  // Each tool says where its time went: the worker's start and its end (and its longest step,
+  // which the real worker names: this fake one names none).
+  for (const char* part : {" s [start ", ", end "})
+    EXPECT_NE(outcome.note.find(part), std::string::npos) << part << " in " << outcome.note;
 }
 
 TEST_F(SanitizerRunner, AFindingInAnotherKernelIsNotTheCandidates) {
