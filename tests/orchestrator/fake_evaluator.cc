@@ -109,6 +109,29 @@ std::vector<std::string> FakeEvaluator::sources() const {
   return sources_;
 }
 
+namespace {
+
+// The device object an H100's worker reports, under `gpu_name`.
+nlohmann::json fake_device(const std::string& gpu_name) {
+  return {{"name", gpu_name},
+          {"cc", "9.0"},
+          {"arch", "sm_90a"},
+          {"sms", 132},
+          {"driver", "580.0"},
+          {"ordinal", 0},
+          // As an H100's worker reports them: DRAM and FP32 measured, tensor peaks from the
+          // datasheet.
+          {"peaks",
+           {{"dram_bytes_per_s", 3.0e12},
+            {"fp32_flops", 5.1e13},
+            {"tf32_tensor_flops", 4.95e14},
+            {"bf16_tensor_flops", 9.89e14},
+            {"fp8_tensor_flops", 1.979e15},
+            {"source", "measured 2026-11-27"}}}};
+}
+
+}  // namespace
+
 Result<EvalResult> FakeEvaluator::evaluate(const EvalRequest& request) {
   int now = ++running_;
   int seen = max_concurrent_.load();
@@ -129,21 +152,7 @@ Result<EvalResult> FakeEvaluator::evaluate(const EvalRequest& request) {
   auto task = parse_task(request.task_json, "task.json");
   if (!task) return make_error("the fake evaluator cannot read the task: " + task.error());
   EvalResult result;
-  result.device = {{"name", options_.gpu_name},
-                   {"cc", "9.0"},
-                   {"arch", "sm_90a"},
-                   {"sms", 132},
-                   {"driver", "580.0"},
-                   {"ordinal", 0},
-                   // As an H100's worker reports them: DRAM and FP32 measured, tensor peaks from
-                   // the datasheet.
-                   {"peaks",
-                    {{"dram_bytes_per_s", 3.0e12},
-                     {"fp32_flops", 5.1e13},
-                     {"tf32_tensor_flops", 4.95e14},
-                     {"bf16_tensor_flops", 9.89e14},
-                     {"fp8_tensor_flops", 1.979e15},
-                     {"source", "measured 2026-11-27"}}}};
+  result.device = fake_device(options_.gpu_name);
   auto file = parse_kernel_file(request.candidate.source, request.candidate.origin, &*task);
   if (!file) {
     result.verdict = Verdict::kInvalidPlan;
