@@ -64,19 +64,19 @@ agents::WorkContext Orchestrator::work_context(const TaskState& task,
 void Orchestrator::record_pair(TaskState& task, const VerifiedKernel& parent,
                                const VerifiedKernel& kernel, const std::string& mechanical_lesson) {
   if (parent.kernel_id == kernel.kernel_id || kernel.kernel_id == 0) return;
-  // A pair's faster side is a lesson shown to later prompts: it passed the whole gate.
-  bool kernel_faster = parent.median_us > kernel.median_us;
-  if (kernel_faster ? kernel.screened : parent.screened) return;
+  // Both speedups were timed interleaved with the same baseline, so their ratio cancels drift
+  // between the two evaluations.
+  double ratio = parent.speedup > 0 && kernel.speedup > 0 ? kernel.speedup / parent.speedup
+                                                          : parent.median_us / kernel.median_us;
+  // A pair's faster side (by the ratio that makes it a win or a warning) is a lesson shown to
+  // later prompts: it passed the whole gate.
+  if (ratio > 1 ? kernel.screened : parent.screened) return;
   {
     // Not stored as a pair (a win) while its kernel waits for the sanitizer, nor ever after a
     // finding (sanitizer_jobs.cc).
     std::lock_guard lock(mutex_);
     if (hold_pair(task, parent, kernel, mechanical_lesson)) return;
   }
-  // Both speedups were timed interleaved with the same baseline, so their ratio cancels drift
-  // between the two evaluations.
-  double ratio = parent.speedup > 0 && kernel.speedup > 0 ? kernel.speedup / parent.speedup
-                                                          : parent.median_us / kernel.median_us;
   const SearchSettings& s = options_.search;
   if (!(ratio >= s.positive_pair_speedup || ratio <= 1.0 / s.negative_pair_speedup)) return;
   memory::PairRecord pair;

@@ -17,6 +17,14 @@ namespace kopt::orchestrator {
 
 namespace {
 
+// A stored kernel's speedup over its baseline: a screened row stores none (it is no win), so its
+// ratio to the baseline it was timed with.
+double history_speedup(const memory::EvaluationRecord& e) {
+  if (e.verdict == Verdict::kScreened && e.median_us > 0 && e.baseline_us > 0)
+    return e.baseline_us / e.median_us;
+  return e.speedup > 0 ? e.speedup : 1.0;
+}
+
 VerifiedKernel verified_from_history(const PastEvaluation& p) {
   VerifiedKernel k;
   k.kernel_id = p.kernel_id;
@@ -27,10 +35,8 @@ VerifiedKernel verified_from_history(const PastEvaluation& p) {
   k.median_us = e.median_us;
   k.noise = e.noise;
   k.baseline_us = e.baseline_us;
-  k.speedup = e.speedup > 0 ? e.speedup : 1.0;
-  // A screened row stores no speedup (it is no win): its ratio to the baseline it was timed with.
+  k.speedup = history_speedup(e);
   k.screened = e.verdict == Verdict::kScreened;
-  if (k.screened && e.median_us > 0 && e.baseline_us > 0) k.speedup = e.baseline_us / e.median_us;
   k.sol_percent = e.sol_percent;
   k.sol_us = e.sol_percent / 100.0 * e.median_us;
   auto r = parse_json_bounded(e.resources_json);
@@ -70,7 +76,7 @@ std::string stored_verdict(const PastEvaluation& p) {
 
 // What a judged configuration ranks by in its sweep: a screened one by its honest times too.
 double tune_speedup(const PastEvaluation& p) {
-  return is_ok(p) || is_screened(p) ? verified_from_history(p).speedup : 0.0;
+  return is_ok(p) || is_screened(p) ? history_speedup(p.evaluation) : 0.0;
 }
 
 GpuIdentity gpu_of(const PastEvaluation& p) {
