@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs one GPU benchmark and leaves its results in OUT_DIR:
 #
-#   bench/run.sh throughput|mix|fidelity|quality|baseline_agreement|multi_gpu|daemon_idle|daemon_throughput|mutation OUT_DIR [options of that benchmark]
+#   bench/run.sh throughput|mix|fidelity|quality|baseline_agreement|multi_gpu|daemon_idle|daemon_throughput|sanitizer_cost|mutation OUT_DIR [options of that benchmark]
 #
 # The benchmark's progress goes to OUT_DIR/NAME.log; its markdown table is the last thing printed.
 # Needs the prebuilt worker (build/bin/kopt-sandbox, or --worker PATH) and, except with the
@@ -18,7 +18,7 @@ shift 2
 script="$here/$bench.py"
 [ -f "$here/$bench/run.py" ] && script="$here/$bench/run.py"  # a benchmark of several files
 if [ ! -f "$script" ]; then
-  echo "bench/run.sh: no benchmark '$bench' (throughput, mix, fidelity, quality, baseline_agreement, multi_gpu, daemon_idle, daemon_throughput, mutation)" >&2
+  echo "bench/run.sh: no benchmark '$bench' (throughput, mix, fidelity, quality, baseline_agreement, multi_gpu, daemon_idle, daemon_throughput, sanitizer_cost, mutation)" >&2
   exit 2
 fi
 mkdir -p "$out"

@@ -7,8 +7,9 @@
 // fill is initialised memory to initcheck; the run-to-run change of that fill (memory_patterns.h)
 // is what catches a kernel that relies on it. The worker runs without CUPTI
 // (--under-profiler): the sanitizer and CUPTI cannot both subscribe to the driver's callbacks.
-// A finding in one of the candidate's kernels is a `sanitizer` verdict; kopt's support kernels and
-// the task's reference run under the tools too, and what they trigger is ignored.
+// A finding in one of the candidate's kernels is a `sanitizer` verdict. memcheck, racecheck and
+// synccheck check only the candidate's kernels (kopt's support kernels and the task's reference
+// run unchecked); initcheck checks them all and ignores what they trigger.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,10 @@
 #include "sandbox/sanitizer_report.h"
 
 namespace kopt {
+
+// KOPT_SANITIZER_KERNELS: "all" checks every kernel under every tool; unset or "candidate": the
+// candidate's alone where the tool allows it.
+bool sanitizer_kernels_default();
 
 struct SanitizerOptions {
   std::string sanitizer;  // compute-sanitizer's path; empty: find_compute_sanitizer()
@@ -38,6 +43,9 @@ struct SanitizerOptions {
   // Where each tool's full report is kept (TOOL-kopt-sanitizer-XXXXXX.txt), to read past the
   // first finding; empty: reports are removed.
   std::string report_dir;
+  // memcheck, racecheck and synccheck check only the candidate's kernels (candidate_kernel_filter);
+  // false, or KOPT_SANITIZER_KERNELS=all: every kernel of the worker, as before (issue 35's A/B).
+  bool candidate_kernels_only = sanitizer_kernels_default();
 };
 
 // Hang detection under a tool: a run may take this many times the trusted kernel's time (and at
@@ -62,6 +70,12 @@ EvalRequest request_for_tool(const EvalRequest& reduced, const std::string& tool
 // bounds); nothing for a timeout, a crash or any other verdict (the tool's cost, not the kernel's).
 std::optional<SanitizerFinding> wrong_outputs_under_tool(const std::string& tool,
                                                          const EvalResult& result);
+
+// compute-sanitizer's options that check only `kernels` (a plan's launches): one
+// "--kernel-name kns=IDENT" per kernel, IDENT its identifier ("ns::tile<64>" -> "tile"), which
+// every instance's mangled symbol contains; a kopt kernel whose symbol contains it too is checked
+// as well (slower, never less safe). Empty (every kernel checked) when a name is not an identifier.
+std::vector<std::string> candidate_kernel_filter(const std::vector<std::string>& kernels);
 
 // Runs the tools one after another on the GPU of `worker` (its kopt-sandbox path and device) and
 // stops at the first finding. Workers started through a launcher (srun, ssh) are not sanitized:

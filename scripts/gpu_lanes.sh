@@ -6,7 +6,8 @@
 # serves every call (run from the repository root; JOBS2, JOBS3 for GPUs 2 and 3). Session 10:
 # "ctesth:K|REGEX" runs every second test of the gpu label but REGEX, starting at test number K
 # (ctest -I K,,2), so one label splits over two GPUs. Session 11: daemon jobs take a fifth field,
-# SCREEN (on|off: daemon.search.screen).
+# SCREEN (on|off: daemon.search.screen). Session 12: "bench:NAME|ARGS" runs bench/run.sh NAME
+# (BENCH_LIMIT seconds at most).
 set -u
 here=$PWD; out=${OUT:-/tmp/out}; pack=.dev/final; mkdir -p "$out" /work
 [ -e /work/main ] || ln -s "$here" /work/main
@@ -35,6 +36,9 @@ run_lane() {  # GPU, its jobs
       daemon) IFS=: read -r secs lane k modes screen <<< "$rest"  # SECONDS:LANE[:WORKERS_PER_GPU[:MODES[:SCREEN]]]
            KOPT_SANITIZER_LANE=$lane timeout $((2 * secs + 120)) bash bench/run.sh daemon_throughput "$out/daemon$n" --seconds $secs --gpus 1 --modes ${modes:-tuner} --workers-per-gpu ${k:-1} --screen ${screen:-on} > "$out/daemon$n.txt" 2>&1
            grep "|" "$out/daemon$n/daemon_throughput.md" 2>/dev/null | head -4 ;;
+      bench) name=${rest%%|*}; args=${rest#*|}; [ "$args" = "$rest" ] && args=""
+           timeout ${BENCH_LIMIT:-500} bash bench/run.sh $name "$out/bench$n" $args > "$out/bench$n.txt" 2>&1
+           tail -12 "$out/bench$n.txt" ;;
       tput) timeout $((rest + 150)) bash bench/run.sh throughput "$out/tput$n" --worker build/bin/kopt-sandbox --gate --budget-s $rest > "$out/tput$n.txt" 2>&1
            tail -4 "$out/tput$n.txt" ;;
     esac

@@ -14,6 +14,7 @@
 
 #include "common/files.h"
 #include "common/verdict.h"
+#include "sandbox/compiler.h"
 #include "sandbox/evaluator.h"
 #include "sandbox/sanitizer_runner.h"
 #include "sandbox/task_spec.h"
@@ -243,6 +244,36 @@ TEST(SanitizerRequest, RacecheckRunsTheSmallestShapesFirstMemcheckTheTimedShape)
   }
 }
 
+// The filter must name a substring of every symbol the candidate's kernels get (the tool matches
+// mangled names): real NVRTC lowers an extern "C" kernel, a C++ one and a namespaced template.
+TEST(SanitizerKernelFilter, NamesASubstringOfEverySymbolNvrtcMakes) {
+  CompileRequest request;
+  request.source = R"(extern "C" __global__ void c_kernel(float* x) { x[0] = 1; }
+__global__ void plain(float* x, int n) { x[n] = 2; }
+namespace ns { template <int B> __global__ void tile(float* x) { x[B] = 3; } }
+template __global__ void ns::tile<64>(float*);
+template __global__ void ns::tile<128>(float*);
+)";
+  request.origin = "candidate.cu";
+  request.kernel_names = {"c_kernel", "plain", "ns::tile<64>", "ns::tile<128>"};
+  auto out = compile_kernel(request, nullptr);
+  ASSERT_TRUE(out.ok()) << out.error();
+  ASSERT_TRUE(out->ok) << out->log;
+  std::vector<std::string> filter = candidate_kernel_filter(request.kernel_names);
+  EXPECT_EQ(filter, (std::vector<std::string>{"--kernel-name", "kns=c_kernel", "--kernel-name",
+                                              "kns=plain", "--kernel-name", "kns=tile"}));
+  for (const auto& [name, symbol] : out->lowered_names) {
+    bool matched = false;
+    for (size_t i = 1; i < filter.size(); i += 2)
+      matched = matched || symbol.find(filter[i].substr(4)) != std::string::npos;
+    EXPECT_TRUE(matched) << name << " -> " << symbol;
+  }
+  EXPECT_NE(out->lowered_names.at("plain"), "plain");  // mangled: the substring is what matches
+  // A name it cannot spell as an identifier: no filter, every kernel is checked.
+  EXPECT_TRUE(candidate_kernel_filter({"plain", "bad name"}).empty());
+  EXPECT_TRUE(candidate_kernel_filter({"9lives"}).empty());
+}
+
 // The runner against a stand-in compute-sanitizer: it writes the recorded report of the tool
 // named in KOPT_FAKE_SANITIZER_FINDS and runs the stand-in worker, which answers ok.
 class SanitizerRunner : public ::testing::Test {
@@ -266,13 +297,13 @@ class SanitizerRunner : public ::testing::Test {
     SandboxOptions worker;
     worker.worker = KOPT_FAKE_WORKER;
     worker.device = 0;
-    SanitizerOptions options;
-    options.sanitizer = KOPT_FAKE_SANITIZER;
-    options.seconds_per_tool = 20;
-    return run_sanitizers(request, worker, options);
+    options_.sanitizer = KOPT_FAKE_SANITIZER;
+    options_.seconds_per_tool = 20;
+    return run_sanitizers(request, worker, options_);
   }
 
   std::filesystem::path report_;
+  SanitizerOptions options_;
 };
 
 const char* kTiledSource = R"(/* kopt:plan
@@ -313,6 +344,28 @@ TEST_F(SanitizerRunner, AFindingInAnotherKernelIsNotTheCandidates) {
     source.replace(source.find(from), std::string(from).size(), "transpose_other");
   SanitizerOutcome outcome = run(source);
   EXPECT_FALSE(outcome.finding.has_value()) << outcome.finding->describe();
+}
+
+// memcheck, racecheck and synccheck check the candidate's kernels alone (kopt's fills, checks and
+// the reference ran most of their time); initcheck checks every kernel (an unchecked fill's
+// writes would read as uninitialised); KOPT_SANITIZER_KERNELS=all checks every kernel everywhere.
+TEST_F(SanitizerRunner, ToolsOfOneKernelCheckOnlyTheCandidatesKernels) {
+  auto filters = std::filesystem::path(::testing::TempDir()) /
+                 ("filters." + std::to_string(::getpid()) + ".txt");
+  ::setenv("KOPT_FAKE_SANITIZER_FILTERS", filters.c_str(), 1);
+  for (bool only : {true, false}) {
+    std::filesystem::remove(filters);
+    options_.candidate_kernels_only = only;
+    SanitizerOutcome outcome = run(kTiledSource);
+    EXPECT_TRUE(outcome.ran) << outcome.note;
+    auto lines = read_file(filters);
+    ASSERT_TRUE(lines.ok()) << lines.error();
+    const std::string filter = only ? " kns=transpose_tiled" : "";
+    EXPECT_EQ(*lines, "memcheck:" + filter + "\nracecheck:" + filter + "\nsynccheck:" + filter +
+                          "\ninitcheck:\n");
+  }
+  ::unsetenv("KOPT_FAKE_SANITIZER_FILTERS");
+  std::filesystem::remove(filters);
 }
 
 TEST(SanitizerRunnerWithoutTool, SaysSoAndRunsNothing) {
