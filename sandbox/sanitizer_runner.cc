@@ -118,6 +118,11 @@ bool sanitizer_kernels_default() {
   return !(kernels && std::string(kernels) == "all");
 }
 
+bool sanitizer_filters_initcheck() {
+  const char* kernels = std::getenv("KOPT_SANITIZER_KERNELS");
+  return kernels && std::string(kernels) == "candidate-initcheck";
+}
+
 std::optional<std::string> find_compute_sanitizer() {
   if (const char* path = std::getenv("PATH")) {
     for (const auto& dir : split(path, ':')) {
@@ -308,7 +313,8 @@ SandboxOptions worker_under_tool(const SandboxOptions& worker, const std::string
   // the last one). The print limit bounds the report of a kernel with a million hazards.
   run.extra_args = {"--tool",        tool, "--log-file",          report,
                     "--print-limit", "10", "--report-api-errors", "no"};
-  if (options.candidate_kernels_only && checks_only_the_candidate(tool))
+  if (options.candidate_kernels_only &&
+      (checks_only_the_candidate(tool) || options.filter_initcheck))
     run.extra_args.insert(run.extra_args.end(), filter.begin(), filter.end());
   run.extra_args.insert(run.extra_args.end(),
                         {worker.worker, "--device", std::to_string(std::max(worker.device, 0)),

@@ -25,8 +25,10 @@
 namespace kopt {
 
 // KOPT_SANITIZER_KERNELS: "all" checks every kernel under every tool; unset or "candidate": the
-// candidate's alone where the tool allows it.
+// candidate's alone where the tool allows it; "candidate-initcheck" filters initcheck too (an
+// experiment for bench/sanitizer_cost.py: its false findings on correct baselines are the point).
 bool sanitizer_kernels_default();
+bool sanitizer_filters_initcheck();
 
 struct SanitizerOptions {
   std::string sanitizer;  // compute-sanitizer's path; empty: find_compute_sanitizer()
@@ -46,6 +48,7 @@ struct SanitizerOptions {
   // memcheck, racecheck and synccheck check only the candidate's kernels (candidate_kernel_filter);
   // false, or KOPT_SANITIZER_KERNELS=all: every kernel of the worker, as before (issue 35's A/B).
   bool candidate_kernels_only = sanitizer_kernels_default();
+  bool filter_initcheck = sanitizer_filters_initcheck();  // the experiment above; never by default
 };
 
 // Hang detection under a tool: a run may take this many times the trusted kernel's time (and at

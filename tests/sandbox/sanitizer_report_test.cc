@@ -353,16 +353,18 @@ TEST_F(SanitizerRunner, ToolsOfOneKernelCheckOnlyTheCandidatesKernels) {
   auto filters = std::filesystem::path(::testing::TempDir()) /
                  ("filters." + std::to_string(::getpid()) + ".txt");
   ::setenv("KOPT_FAKE_SANITIZER_FILTERS", filters.c_str(), 1);
-  for (bool only : {true, false}) {
+  // {candidate_kernels_only, filter_initcheck (bench/sanitizer_cost.py's experiment)}
+  for (auto [only, initcheck_too] : {std::pair{true, false}, {false, false}, {true, true}}) {
     std::filesystem::remove(filters);
     options_.candidate_kernels_only = only;
+    options_.filter_initcheck = initcheck_too;
     SanitizerOutcome outcome = run(kTiledSource);
     EXPECT_TRUE(outcome.ran) << outcome.note;
     auto lines = read_file(filters);
     ASSERT_TRUE(lines.ok()) << lines.error();
     const std::string filter = only ? " kns=transpose_tiled" : "";
     EXPECT_EQ(*lines, "memcheck:" + filter + "\nracecheck:" + filter + "\nsynccheck:" + filter +
-                          "\ninitcheck:\n");
+                          "\ninitcheck:" + (initcheck_too ? filter : "") + "\n");
   }
   ::unsetenv("KOPT_FAKE_SANITIZER_FILTERS");
   std::filesystem::remove(filters);
