@@ -64,6 +64,16 @@ std::string registration_prefix(const std::string& gpu_id) {
 std::mutex g_held_mutex;
 std::multiset<std::string> g_held;  // keys of the timing turns this process holds
 
+// This process's current unit: its GPU's key and the descriptor of its shared turn lock (a moved
+// YieldingTurn keeps the descriptor, so the record stays true). One at a time: a worker runs one
+// evaluation step at a time.
+struct CurrentUnit {
+  std::string key;
+  int turn_fd = -1;
+};
+std::mutex g_unit_mutex;
+CurrentUnit g_unit;
+
 }  // namespace
 
 fs::path gpu_turn_directory() {
@@ -158,6 +168,38 @@ YieldingTurn::YieldingTurn(const std::string& gpu_id) {
   if (!gate.held()) return;
   turn_ = TurnLock::wait(gpu_turn_key(gpu_id) + ".turn", LOCK_SH);
   waited_ms_ = ms_since(asked);
+  if (turn_.held()) {
+    std::lock_guard lock(g_unit_mutex);
+    g_unit = {gpu_turn_key(gpu_id), turn_.fd()};
+  }
+}
+
+YieldingTurn::~YieldingTurn() {
+  if (!turn_.held()) return;
+  std::lock_guard lock(g_unit_mutex);
+  if (g_unit.turn_fd == turn_.fd()) g_unit = {};
+}
+
+double yield_point() {
+  CurrentUnit unit;
+  {
+    std::lock_guard lock(g_unit_mutex);
+    unit = g_unit;
+  }
+  if (unit.turn_fd < 0) return 0;
+  int gate = open_lock_file(unit.key + ".gate");
+  if (gate < 0) return 0;
+  // A timer holds the gate exclusively from its ask to the end of its turn; units only pass it.
+  bool timer_waits = ::flock(gate, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(gate);
+  if (!timer_waits) return 0;
+  auto asked = Clock::now();
+  ::flock(unit.turn_fd, LOCK_UN);
+  // Back through the gate, as a new unit enters: after this timer's turn, before a later timer.
+  TurnLock through = TurnLock::wait(unit.key + ".gate", LOCK_SH);
+  while (::flock(unit.turn_fd, LOCK_SH) != 0 && errno == EINTR) {
+  }
+  return ms_since(asked);
 }
 
 YieldingRegistration::YieldingRegistration(const std::string& gpu_id, bool with_parent) {

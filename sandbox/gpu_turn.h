@@ -57,6 +57,7 @@ class TurnLock {
   TurnLock& operator=(TurnLock&& other) noexcept;
   ~TurnLock() { release(); }
   bool held() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   void release();
 
  private:
@@ -79,9 +80,12 @@ class TimingTurn {
   double waited_ms_ = 0;
 };
 
+// A unit held is this process's current unit (yield_point() lets a waiting timer in within it).
 class YieldingTurn {
  public:
   explicit YieldingTurn(const std::string& gpu_id);
+  YieldingTurn(YieldingTurn&&) = default;
+  ~YieldingTurn();
   double waited_ms() const { return waited_ms_; }
   bool held() const { return turn_.held(); }
 
@@ -89,6 +93,13 @@ class YieldingTurn {
   TurnLock turn_;
   double waited_ms_ = 0;
 };
+
+// A point within a unit where this worker's GPU work is done (its stream idle, after a run's
+// wait): if a timer waits for the turn (it holds the gate), the unit lets the turn go, waits for
+// the timer's turn to end and takes it back, so a timer waits for one run of the lane's worker,
+// not for a whole shape's rounds (issue 35: units of 10-15 s under memcheck at large shapes).
+// Returns the milliseconds it waited (0: no timer waited). A no-op outside a unit.
+double yield_point();
 
 // This process (and its parent, unless `with_parent` is false) registered as a yielding worker of
 // the GPU until destroyed. The lane's parent is compute-sanitizer, whose context is the tool's;

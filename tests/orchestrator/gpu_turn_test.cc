@@ -131,6 +131,50 @@ TEST_F(GpuTurnTest, AWaitingTimerGoesBeforeLaterUnits) {
   EXPECT_EQ(order, (std::vector<std::string>{"unit 1 ends", "timing", "unit 2"}));
 }
 
+// Within a long unit (a shape's rounds under a tool) the lane's worker reaches a yield point after
+// each run: a waiting timer times there, not after the whole unit, and no run of the lane falls
+// inside the timing; the unit goes on after it. Without a waiting timer a yield point does nothing.
+TEST_F(GpuTurnTest, AYieldPointLetsAWaitingTimerInWithinAUnit) {
+  std::mutex order_mutex;
+  std::vector<std::string> order;
+  auto note = [&](const std::string& what) {
+    std::lock_guard lock(order_mutex);
+    order.push_back(what);
+  };
+  EXPECT_EQ(yield_point(), 0) << "outside a unit";
+  std::atomic<bool> unit_started{false};
+  double yielded_ms = 0;
+  std::thread lane([&] {
+    YieldingTurn unit(kGpu);
+    ASSERT_TRUE(unit.held());
+    EXPECT_EQ(yield_point(), 0) << "no timer waits yet";
+    unit_started = true;
+    for (int run = 0; run < 12; ++run) {  // 12 runs of 50 ms: a 600 ms unit
+      note("run");
+      std::this_thread::sleep_for(50ms);
+      yielded_ms += yield_point();
+    }
+  });
+  while (!unit_started) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(60ms);
+  double waited_ms = 0;
+  {
+    TimingTurn timing(kGpu);
+    ASSERT_TRUE(timing.held());
+    waited_ms = timing.waited_ms();
+    note("timing starts");
+    std::this_thread::sleep_for(150ms);
+    note("timing ends");
+  }
+  lane.join();
+  EXPECT_LT(waited_ms, 300) << "the timer waited for the whole unit";
+  EXPECT_GE(yielded_ms, 100) << "the lane did not wait for the timing";
+  auto starts = std::find(order.begin(), order.end(), "timing starts");
+  ASSERT_NE(starts, order.end());
+  EXPECT_EQ(*(starts + 1), "timing ends") << "the lane ran while a candidate was timed";
+  EXPECT_EQ(std::count(order.begin(), order.end(), "run"), 12);
+}
+
 // Two yielding units (one lane worker per GPU; more would still only share) do not wait for each
 // other, and a turn of another GPU is another file.
 TEST_F(GpuTurnTest, UnitsShareAndGpusAreApart) {
