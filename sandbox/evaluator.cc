@@ -511,6 +511,7 @@ Result<EvalResult> SandboxEvaluator::evaluate_locked(const EvalRequest& request)
     EvalResult result;
     result.verdict = *answer->failure;
     result.detail = answer->detail;
+    result.shapes_verified = -1;  // the worker never answered (past the deadline, or it died)
     if (result.verdict == Verdict::kTimeout) {
       result.detail += " (the limit is max_wall_seconds plus " +
                        seconds_text(options_.deadline_slack_seconds) +

@@ -346,7 +346,8 @@ json to_json(const EvalResult& result) {
             {"sol_percent", number_to_json(result.sol_percent)},
             {"verify_ms", number_to_json(result.verify_ms)},
             {"time_ms", number_to_json(result.time_ms)},
-            {"total_ms", number_to_json(result.total_ms)}};
+            {"total_ms", number_to_json(result.total_ms)},
+            {"shapes_verified", result.shapes_verified}};
   if (result.mismatch) j["mismatch"] = mismatch_to_json(*result.mismatch);
   if (result.candidate_time) j["candidate_time"] = timing_to_json(*result.candidate_time);
   if (result.baseline_time) j["baseline_time"] = timing_to_json(*result.baseline_time);
@@ -370,7 +371,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
                         "resources",         "speedup",       "sol_us",         "sol_percent",
                         "verify_ms",         "time_ms",       "total_ms",       "device",
                         "gpu_check",         "verify_phases", "timing_facts",   "profile",
-                        "profile_note",      "image_sha256",  "phases"});
+                        "profile_note",      "image_sha256",  "phases",         "shapes_verified"});
   if (auto name = r.string_field(j, "$", "verdict", true)) {
     if (auto verdict = parse_verdict(*name)) {
       result.verdict = *verdict;
@@ -396,6 +397,7 @@ Result<EvalResult> eval_result_from_json(const json& j) {
   read_into(r, j, "$", "verify_ms", result.verify_ms);
   read_into(r, j, "$", "time_ms", result.time_ms);
   read_into(r, j, "$", "total_ms", result.total_ms);
+  read_into(r, j, "$", "shapes_verified", result.shapes_verified);
   if (j.contains("device")) result.device = j.at("device");
   if (j.contains("gpu_check")) result.gpu_check = j.at("gpu_check");
   if (j.contains("verify_phases")) result.verify_phases = j.at("verify_phases");

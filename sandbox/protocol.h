@@ -184,6 +184,10 @@ struct EvalResult {
   double sol_us = 0;       // speed-of-light time for the default shape
   double sol_percent = 0;  // sol_us / candidate median * 100
   double verify_ms = 0, time_ms = 0, total_ms = 0;
+  // Verification's shapes that finished every round (a failure ends the count at its shape):
+  // what tells a run under compute-sanitizer that checked nothing from one that ran out of time.
+  // -1: unknown (the supervisor's own verdict: the worker never answered or died).
+  int64_t shapes_verified = 0;
   nlohmann::json device;         // name, cc, driver, cuda, sms
   nlohmann::json gpu_check;      // the busy-GPU checks around timing (probe, processes)
   nlohmann::json verify_phases;  // where verification's time went (ms per phase, runs)

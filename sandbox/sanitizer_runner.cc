@@ -225,7 +225,15 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
 // first spent it all on one). memcheck and initcheck keep the timed shape and the holdouts
 // first: an access past the end lives at the large shapes.
 EvalRequest request_for_tool(const EvalRequest& reduced, const std::string& tool) {
-  if (tool != "racecheck" && tool != "synccheck") return reduced;
+  if (!takes_smallest_shapes_first(tool)) return reduced;
+  return smallest_shapes_first(reduced);
+}
+
+bool takes_smallest_shapes_first(const std::string& tool) {
+  return tool == "racecheck" || tool == "synccheck";
+}
+
+EvalRequest smallest_shapes_first(const EvalRequest& reduced) {
   auto task = parse_task(reduced.task_json, "task.json");
   json raw = parse_json_bounded(reduced.task_json);
   if (!task || !raw.is_object() || !raw.contains("shapes") || !raw["shapes"].is_array() ||
@@ -260,6 +268,25 @@ std::optional<SanitizerFinding> wrong_outputs_under_tool(const std::string& tool
   finding.tool = tool;
   finding.kind = "the outputs were wrong under the tool (" + verdict_name(result.verdict) +
                  "): " + clip_utf8(result.detail, 300);
+  return finding;
+}
+
+// A run under the tool that finished no shape: the candidate hung past its limit (the whole
+// verification budget at least) or crashed before one shape's rounds were done, so the tool saw
+// nothing of it. A kernel can do that on purpose (time itself, then spin or trap once it runs as
+// slowly as a checked kernel does), and the tool's slowdown must not be a way past the tool: not
+// a verdict on its code, a refusal to trust it unchecked. After a shape or more it is the tool's
+// cost (the budget ran out), as before; the reference's failure is the worker's error, not this.
+std::optional<SanitizerFinding> unchecked_under_tool(const std::string& tool,
+                                                     const EvalResult& result) {
+  if (result.verdict != Verdict::kTimeout && result.verdict != Verdict::kCrash) return std::nullopt;
+  // -1: the worker never answered (the tool's wall limit): what it finished is unknown.
+  if (result.shapes_verified != 0) return std::nullopt;
+  SanitizerFinding finding;
+  finding.tool = tool;
+  finding.kind = "no shape finished under the tool (" + verdict_name(result.verdict) +
+                 "): " + clip_utf8(result.detail, 300) +
+                 "; a kernel the tools cannot check is not trusted";
   return finding;
 }
 
@@ -329,6 +356,109 @@ SandboxOptions worker_under_tool(const SandboxOptions& worker, const std::string
 
 }  // namespace
 
+namespace {
+
+// What one tool's run came to: its part of the note, the finding in its report or in the run's
+// outputs, and whether the run finished no shape at all (unchecked_under_tool's case).
+struct ToolRun {
+  bool ran = false;  // the tool's worker started (its report file could be made)
+  std::string line;
+  std::optional<SanitizerFinding> finding;
+  std::optional<SanitizerFinding> unchecked;
+};
+
+// What every tool's run of one pass shares.
+struct PassContext {
+  const SandboxOptions& worker;
+  const SanitizerOptions& options;
+  const std::string& sanitizer;
+  const std::vector<std::string>& kernels;
+  const std::vector<std::string>& filter;
+};
+
+// The tool's report, kept in options.report_dir when there is one, then removed.
+std::string take_report(const std::string& report, const std::string& tool,
+                        const SanitizerOptions& options) {
+  auto read = read_file(report);
+  std::string text = read ? *read : "";
+  std::error_code ignored;
+  if (!options.report_dir.empty()) {
+    fs::copy_file(
+        report,
+        fs::path(options.report_dir) / (tool + "-" + fs::path(report).filename().string() + ".txt"),
+        fs::copy_options::overwrite_existing, ignored);
+  }
+  fs::remove(report, ignored);
+  return text;
+}
+
+// `request` under `tool` in a worker process of its own.
+ToolRun run_tool(const PassContext& pass, const std::string& tool, const EvalRequest& request) {
+  auto tool_begin = std::chrono::steady_clock::now();
+  ToolRun run;
+  auto report = report_path();
+  if (!report) {
+    run.line = tool + " not run (" + report.error() + ")";
+    return run;
+  }
+  run.ran = true;
+  std::string run_under, budget;  // run_under: the run's verdict unless ok, or its error
+  std::string timeline;
+  {
+    SandboxEvaluator evaluator(
+        worker_under_tool(pass.worker, pass.sanitizer, tool, *report, pass.options, pass.filter));
+    auto result = evaluator.evaluate(request);
+    auto answered = std::chrono::steady_clock::now();
+    if (!result)
+      run_under = "error: " + result.error();
+    else if (result->verdict != Verdict::kOk)
+      run_under = verdict_name(result->verdict);
+    if (result) run.finding = wrong_outputs_under_tool(tool, *result);
+    if (result) run.unchecked = unchecked_under_tool(tool, *result);
+    // "...; the verification budget of 30 s stopped it after 3 of 9 shapes" -> "3 of 9 shapes"
+    const std::string mark = "stopped it after ";
+    if (result && result->detail.find(mark) != std::string::npos)
+      budget = result->detail.substr(result->detail.find(mark) + mark.size());
+    evaluator.shutdown();
+    auto since = [](auto from) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+    };
+    timeline = tool_timeline(since(tool_begin) - since(answered), result ? &*result : nullptr,
+                             since(answered));
+  }
+  std::string text = take_report(*report, tool, pass.options);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - tool_begin).count();
+  run.line = tool + " " + seconds_text(seconds);
+  if (!run_under.empty()) run.line += " (the run under it: " + run_under + ")";
+  if (!budget.empty()) run.line += " (within its budget: " + budget + ")";
+  run.line += " [" + timeline + "]";
+  // racecheck writes no error summary when it finds nothing; no banner at all means no report.
+  if (text.find("COMPUTE-SANITIZER") == std::string::npos) run.line += " (no report written)";
+  if (auto found = first_sanitizer_finding(tool, text, pass.kernels)) run.finding = found;
+  return run;
+}
+
+// One tool on the reduced request. A run that finished no shape checked nothing: under racecheck
+// and synccheck (smallest shape first) that is a finding; memcheck and initcheck start at the
+// timed shape, where an honest kernel can run out of time under the tool, so they run once more
+// smallest shape first, and a kernel that finishes no shape then either is a finding.
+ToolRun sanitize_with(const PassContext& pass, const std::string& tool,
+                      const EvalRequest& reduced) {
+  ToolRun run = run_tool(pass, tool, request_for_tool(reduced, tool));
+  if (run.finding || !run.unchecked) return run;
+  if (!takes_smallest_shapes_first(tool)) {
+    ToolRun again = run_tool(pass, tool, smallest_shapes_first(reduced));
+    again.line = run.line + ", again smallest shape first: " + again.line;
+    run = std::move(again);
+    if (run.finding || !run.unchecked) return run;
+  }
+  run.finding = std::move(run.unchecked);
+  return run;
+}
+
+}  // namespace
+
 SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions& worker,
                                 const SanitizerOptions& options) {
   SanitizerOutcome outcome;
@@ -338,65 +468,15 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
   if (!reduced) return outcome;
   const std::vector<std::string> kernels = candidate_kernels(request);
   const std::vector<std::string> filter = candidate_kernel_filter(kernels);
+  const PassContext pass{worker, options, sanitizer, kernels, filter};
   std::vector<std::string> spent;
   auto begin = std::chrono::steady_clock::now();
   for (const auto& tool : options.tools) {
-    auto tool_begin = std::chrono::steady_clock::now();
-    auto report = report_path();
-    if (!report) {
-      spent.push_back(tool + " not run (" + report.error() + ")");
-      continue;
-    }
-    SandboxOptions run = worker_under_tool(worker, sanitizer, tool, *report, options, filter);
-    std::string run_under, budget;  // run_under: the run's verdict unless ok, or its error
-    std::string timeline;
-    std::optional<SanitizerFinding> wrong_under_tool;
-    {
-      SandboxEvaluator evaluator(run);
-      auto result = evaluator.evaluate(request_for_tool(*reduced, tool));
-      auto answered = std::chrono::steady_clock::now();
-      if (!result)
-        run_under = "error: " + result.error();
-      else if (result->verdict != Verdict::kOk)
-        run_under = verdict_name(result->verdict);
-      if (result) wrong_under_tool = wrong_outputs_under_tool(tool, *result);
-      // "...; the verification budget of 30 s stopped it after 3 of 9 shapes" -> "3 of 9 shapes"
-      const std::string mark = "stopped it after ";
-      if (result && result->detail.find(mark) != std::string::npos)
-        budget = result->detail.substr(result->detail.find(mark) + mark.size());
-      evaluator.shutdown();
-      auto since = [](auto from) {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
-      };
-      timeline = tool_timeline(since(tool_begin) - since(answered), result ? &*result : nullptr,
-                               since(answered));
-    }
-    auto read = read_file(*report);
-    std::string text = read ? *read : "";
-    std::error_code ignored;
-    if (!options.report_dir.empty()) {
-      fs::copy_file(*report,
-                    fs::path(options.report_dir) /
-                        (tool + "-" + fs::path(*report).filename().string() + ".txt"),
-                    fs::copy_options::overwrite_existing, ignored);
-    }
-    fs::remove(*report, ignored);
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - tool_begin).count();
-    outcome.ran = true;
-    std::string line = tool + " " + seconds_text(seconds);
-    if (!run_under.empty()) line += " (the run under it: " + run_under + ")";
-    if (!budget.empty()) line += " (within its budget: " + budget + ")";
-    line += " [" + timeline + "]";
-    // racecheck writes no error summary when it finds nothing; no banner at all means no report.
-    if (text.find("COMPUTE-SANITIZER") == std::string::npos) line += " (no report written)";
-    spent.push_back(line);
-    if (auto finding = first_sanitizer_finding(tool, text, kernels)) {
-      outcome.finding = std::move(finding);
-      break;
-    }
-    if (wrong_under_tool) {
-      outcome.finding = std::move(wrong_under_tool);
+    ToolRun run = sanitize_with(pass, tool, *reduced);
+    spent.push_back(run.line);
+    outcome.ran = outcome.ran || run.ran;
+    if (run.finding) {
+      outcome.finding = std::move(run.finding);
       break;
     }
   }

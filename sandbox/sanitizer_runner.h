@@ -68,9 +68,13 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
 // The reduced request as `tool` runs it: racecheck and synccheck take the shape classes smallest
 // first, memcheck and initcheck as given (the timed shape and the holdouts first).
 EvalRequest request_for_tool(const EvalRequest& reduced, const std::string& tool);
+// Whether `tool` takes the shape classes smallest first (racecheck, synccheck), and the reduced
+// request so ordered (memcheck and initcheck run it once more so when they finished no shape).
+bool takes_smallest_shapes_first(const std::string& tool);
+EvalRequest smallest_shapes_first(const EvalRequest& reduced);
 
 // A finding when the run under `tool` computed wrong outputs (incorrect, nondeterministic, out of
-// bounds); nothing for a timeout, a crash or any other verdict (the tool's cost, not the kernel's).
+// bounds); nothing for a timeout, a crash or any other verdict (unchecked_under_tool's).
 std::optional<SanitizerFinding> wrong_outputs_under_tool(const std::string& tool,
                                                          const EvalResult& result);
 
@@ -79,6 +83,14 @@ std::optional<SanitizerFinding> wrong_outputs_under_tool(const std::string& tool
 // every instance's mangled symbol contains; a kopt kernel whose symbol contains it too is checked
 // as well (slower, never less safe). Empty (every kernel checked) when a name is not an identifier.
 std::vector<std::string> candidate_kernel_filter(const std::vector<std::string>& kernels);
+
+// A finding when the run under `tool` ended in a timeout or a crash before any shape finished
+// (EvalResult::shapes_verified 0): the tool checked nothing, and a kernel that stalls or traps
+// only when it runs slowly (under a tool) must not pass for that. Nothing after a shape or more.
+// run_sanitizers counts it only once the smallest shape came first (memcheck and initcheck, which
+// start at the timed shape, run again so).
+std::optional<SanitizerFinding> unchecked_under_tool(const std::string& tool,
+                                                     const EvalResult& result);
 
 // Runs the tools one after another on the GPU of `worker` (its kopt-sandbox path and device) and
 // stops at the first finding. Workers started through a launcher (srun, ssh) are not sanitized:

@@ -276,6 +276,7 @@ class Evaluation {
       ++steps_run_;
       auto next = verify_step(step);
       if (!next || *next == Next::kEnd) return next;
+      ++result_.shapes_verified;
     }
     verifier_->use_task_variant(nullptr);
     result_.verify_ms = ms_since(verify_started_);
@@ -309,6 +310,7 @@ class Evaluation {
         if (next) result_.verify_ms = verified_ms + ms_since(gate_started);
         return next;
       }
+      ++result_.shapes_verified;
     }
     verifier_->use_task_variant(nullptr);
     result_.verify_ms = verified_ms + ms_since(gate_started);

@@ -12,6 +12,7 @@
 //   HANG                sleep forever            HANG_CHILD PATH   also fork a sleeping child,
 //   DIE                 raise SIGSEGV                              its pid written to PATH
 //   EXIT                exit 5 mid-request       FATAL             answer crash + "fatal", exit
+//   FATAL_ONCE PATH     FATAL if PATH does not exist (and creates it), else as usual
 //   GARBAGE             answer a non-JSON line   WRONG_ID          answer with another id
 //   STDERR              write to stderr, then die                  REFUSE  answer ok:false
 //   SLOW MS             answer ok after MS milliseconds
@@ -135,7 +136,14 @@ void evaluate(int64_t id, const json& body) {
     send(response(id, false, {{"error", "cannot parse the task"}}));
     return;
   }
-  if (has(source, "FATAL")) {
+  // FATAL_ONCE PATH: FATAL the first time (PATH then exists), ok from then on.
+  bool fatal = has(source, "FATAL");
+  if (has(source, "FATAL_ONCE")) {
+    std::string path = argument_of(source, "FATAL_ONCE");
+    fatal = !std::ifstream(path).good();
+    if (fatal) std::ofstream(path) << "crashed once\n";
+  }
+  if (fatal) {
     result.verdict = kopt::Verdict::kCrash;
     result.detail = "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS";
     send(response(id, true, {{"result", kopt::to_json(result)}, {"fatal", true}}));
@@ -160,14 +168,23 @@ void cublaslt(int64_t id, const json& body) {
     send(response(id, false, {{"error", "task.json has no \"cublaslt\" mapping"}}));
     return;
   }
-  json versions = {{"cublasLt", "13.1.0"}, {"path", "/fake/libcublasLt.so.13"},
-                   {"timer", "kopt-sandbox CUPTI"}};
+  json versions = {
+      {"cublasLt", "13.1.0"}, {"path", "/fake/libcublasLt.so.13"}, {"timer", "kopt-sandbox CUPTI"}};
   json rows = json::array();
-  rows.push_back({{"name", "cublaslt_heuristic"}, {"median_us", 5345.0}, {"noise", 0.001},
-                  {"samples", 12}, {"kernels", 1}, {"shape", "k=4096 m=8192 n=4096"},
-                  {"detail", "heuristic's first of 16 algorithms"}, {"library_versions", versions}});
-  rows.push_back({{"name", "cublaslt_autotuned"}, {"median_us", 5301.5}, {"noise", 0.001},
-                  {"samples", 12}, {"kernels", 2}, {"shape", "k=4096 m=8192 n=4096"},
+  rows.push_back({{"name", "cublaslt_heuristic"},
+                  {"median_us", 5345.0},
+                  {"noise", 0.001},
+                  {"samples", 12},
+                  {"kernels", 1},
+                  {"shape", "k=4096 m=8192 n=4096"},
+                  {"detail", "heuristic's first of 16 algorithms"},
+                  {"library_versions", versions}});
+  rows.push_back({{"name", "cublaslt_autotuned"},
+                  {"median_us", 5301.5},
+                  {"noise", 0.001},
+                  {"samples", 12},
+                  {"kernels", 2},
+                  {"shape", "k=4096 m=8192 n=4096"},
                   {"detail", "best of 16 heuristic algorithms (index 3)"},
                   {"library_versions", versions}});
   send(response(id, true,

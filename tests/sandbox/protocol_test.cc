@@ -53,6 +53,7 @@ EvalResult full_result() {
   result.verify_ms = 120;
   result.time_ms = 450;
   result.total_ms = 600;
+  result.shapes_verified = 7;
   result.device = {{"name", "NVIDIA H100 80GB HBM3"}, {"sms", 132}};
   return result;
 }
@@ -210,6 +211,7 @@ TEST(Protocol, ResultRoundTripsEveryFieldIncludingNaN) {
   EXPECT_EQ(out->verify_ms, 120);
   EXPECT_EQ(out->time_ms, 450);
   EXPECT_EQ(out->total_ms, 600);
+  EXPECT_EQ(out->shapes_verified, 7);
   EXPECT_EQ(out->device, in.device);
 }
 
@@ -247,8 +249,7 @@ TEST(Protocol, EveryVerdictRoundTrips) {
   for (Verdict v : {Verdict::kOk, Verdict::kCompileError, Verdict::kInvalidPlan,
                     Verdict::kLaunchError, Verdict::kIncorrect, Verdict::kNondeterministic,
                     Verdict::kOutOfBounds, Verdict::kModifiedInput, Verdict::kTimeout,
-                    Verdict::kCrash, Verdict::kSuspicious, Verdict::kGpuBusy,
-                    Verdict::kScreened}) {
+                    Verdict::kCrash, Verdict::kSuspicious, Verdict::kGpuBusy, Verdict::kScreened}) {
     EvalResult in;
     in.verdict = v;
     auto out = eval_result_from_json(over_the_wire(to_json(in)));

@@ -346,6 +346,41 @@ TEST_F(SanitizerRunner, AFindingInAnotherKernelIsNotTheCandidates) {
   EXPECT_FALSE(outcome.finding.has_value()) << outcome.finding->describe();
 }
 
+// End to end: every run crashes before any shape finished (the stand-in worker answers FATAL:
+// crash, no shape verified). memcheck starts at the timed shape, so it runs once more smallest
+// shape first; checking nothing there too, the pass stops with a finding. The twin that answers
+// ok passes (CleanReportsAreNoFinding).
+TEST_F(SanitizerRunner, ARunThatChecksNothingUnderAToolIsAFinding) {
+  SanitizerOutcome outcome = run(std::string(kTiledSource) + "// FATAL\n");
+  EXPECT_TRUE(outcome.ran) << outcome.note;
+  ASSERT_TRUE(outcome.finding.has_value()) << outcome.note;
+  EXPECT_EQ(outcome.finding->tool, "memcheck");
+  EXPECT_NE(outcome.finding->describe().find("no shape finished under the tool (crash)"),
+            std::string::npos)
+      << outcome.finding->describe();
+  EXPECT_NE(outcome.note.find("again smallest shape first: memcheck"), std::string::npos)
+      << outcome.note;
+  EXPECT_EQ(outcome.note.find("racecheck"), std::string::npos) << outcome.note;
+}
+
+// A kernel that finishes nothing at the timed shape under memcheck but finishes its shapes
+// smallest first (an honest kernel a tool slows past its limit at a large shape) is checked
+// there and passes; the note says both runs.
+TEST_F(SanitizerRunner, NoShapeAtTheTimedShapeIsRunAgainSmallestFirst) {
+  auto once =
+      std::filesystem::path(::testing::TempDir()) / ("crashed-once." + std::to_string(::getpid()));
+  std::filesystem::remove(once);
+  SanitizerOutcome outcome =
+      run(std::string(kTiledSource) + "// FATAL_ONCE " + once.string() + "\n");
+  std::filesystem::remove(once);
+  EXPECT_FALSE(outcome.finding.has_value()) << outcome.finding->describe();
+  EXPECT_NE(outcome.note.find("memcheck "), std::string::npos) << outcome.note;
+  EXPECT_NE(outcome.note.find("(the run under it: crash)"), std::string::npos) << outcome.note;
+  EXPECT_NE(outcome.note.find("again smallest shape first: memcheck"), std::string::npos)
+      << outcome.note;
+  EXPECT_NE(outcome.note.find("initcheck"), std::string::npos) << outcome.note;
+}
+
 // memcheck, racecheck and synccheck check the candidate's kernels alone (kopt's fills, checks and
 // the reference ran most of their time); initcheck checks every kernel (an unchecked fill's
 // writes would read as uninitialised); KOPT_SANITIZER_KERNELS=all checks every kernel everywhere.
@@ -410,6 +445,35 @@ TEST(SanitizerRun, WrongOutputsUnderAToolAreAFindingItsTimeoutsAreNot) {
   for (Verdict cost : {Verdict::kOk, Verdict::kTimeout, Verdict::kCrash, Verdict::kGpuBusy}) {
     result.verdict = cost;
     EXPECT_FALSE(wrong_outputs_under_tool("racecheck", result).has_value()) << verdict_name(cost);
+  }
+}
+
+// A run under a tool that hung or crashed before a single shape finished checked nothing: a
+// kernel that stalls or traps once it runs as slowly as a checked kernel must not pass. After a
+// shape or more, a timeout is the tool's budget running out, as before.
+TEST(SanitizerRun, ATimeoutOrCrashBeforeAnyShapeFinishedIsAFinding) {
+  EvalResult result;
+  result.detail = "candidate.cu was still running after its limit of 30.0 s";
+  for (Verdict stalled : {Verdict::kTimeout, Verdict::kCrash}) {
+    result.verdict = stalled;
+    result.shapes_verified = 0;
+    auto finding = unchecked_under_tool("memcheck", result);
+    ASSERT_TRUE(finding.has_value()) << verdict_name(stalled);
+    EXPECT_EQ(finding->tool, "memcheck");
+    EXPECT_NE(finding->describe().find("no shape finished under the tool"), std::string::npos)
+        << finding->describe();
+    EXPECT_NE(finding->describe().find("still running"), std::string::npos);
+    result.shapes_verified = 1;
+    EXPECT_FALSE(unchecked_under_tool("memcheck", result).has_value()) << verdict_name(stalled);
+    // The worker never answered (the tool's wall limit): what it finished is unknown, the tool's
+    // cost as before.
+    result.shapes_verified = -1;
+    EXPECT_FALSE(unchecked_under_tool("memcheck", result).has_value()) << verdict_name(stalled);
+  }
+  result.shapes_verified = 0;
+  for (Verdict other : {Verdict::kOk, Verdict::kIncorrect, Verdict::kGpuBusy}) {
+    result.verdict = other;
+    EXPECT_FALSE(unchecked_under_tool("memcheck", result).has_value()) << verdict_name(other);
   }
 }
 
