@@ -163,6 +163,7 @@ constexpr std::tuple kOptionFields{
     Field{"suspicious_speedup", &EvalOptions::suspicious_speedup},
     Field{"hang_factor", &EvalOptions::hang_factor},
     Field{"hang_floor_seconds", &EvalOptions::hang_floor_seconds},
+    Field{"hang_ceiling_seconds", &EvalOptions::hang_ceiling_seconds},
     Field{"check_gpu_quiet", &EvalOptions::check_gpu_quiet},
     Field{"exact_allocations", &EvalOptions::exact_allocations},
     Field{"probe_tolerance", &EvalOptions::probe_tolerance},
@@ -219,6 +220,8 @@ void check_option_ranges(JsonReader& r, const std::string& path, const EvalOptio
   if (options.large_shape_rounds < 1) r.error(path + ".large_shape_rounds", "must be at least 1");
   if (!(options.hang_factor >= 1)) r.error(path + ".hang_factor", "must be at least 1");
   if (!(options.hang_floor_seconds > 0)) r.error(path + ".hang_floor_seconds", "must be positive");
+  if (!(options.hang_ceiling_seconds >= 0))
+    r.error(path + ".hang_ceiling_seconds", "must be 0 (none) or positive");
   if (!(options.probe_tolerance > 0)) r.error(path + ".probe_tolerance", "must be positive");
   if (options.rounds < 1) r.error(path + ".rounds", "must be at least 1");
   if (options.min_samples < 1) r.error(path + ".min_samples", "must be at least 1");

@@ -55,6 +55,10 @@ struct EvalOptions {
   // Half a second is thousands of times what any task's trusted kernel takes at its small shapes,
   // and each hang costs the GPU the floor plus a worker restart.
   double hang_floor_seconds = 0.5;
+  // And never more than this (0: no ceiling): under compute-sanitizer the factor x a slow
+  // reference's time can pass the tool's wall limit, and a run the supervisor cuts off says
+  // nothing of what finished (sanitizer_runner.cc sets it below its wall limit).
+  double hang_ceiling_seconds = 0;
   // Before and after timing: no other process may hold compute on the GPU, its clocks may not be
   // held down, and the worker's probe kernel must run within probe_tolerance of its best known
   // length in SM cycles on this GPU; otherwise the verdict is gpu_busy and no number is reported.

@@ -113,6 +113,11 @@ std::string tool_timeline(double until_result_s, const EvalResult* result, doubl
 
 }  // namespace
 
+double hang_ceiling_under_a_tool(const SanitizerOptions& options) {
+  return std::max(options.verify_seconds_per_tool,
+                  options.seconds_per_tool - options.verify_seconds_per_tool - 10);
+}
+
 bool sanitizer_kernels_default() {
   const char* kernels = std::getenv("KOPT_SANITIZER_KERNELS");
   return !(kernels && std::string(kernels) == "all");
@@ -323,6 +328,7 @@ std::optional<EvalRequest> request_to_sanitize(const EvalRequest& request,
     return std::nullopt;
   }
   reduced->options.max_wall_seconds = options.seconds_per_tool;
+  reduced->options.hang_ceiling_seconds = hang_ceiling_under_a_tool(options);
   return std::move(*reduced);
 }
 

@@ -55,6 +55,12 @@ struct SanitizerOptions {
 // least the verification budget), not the 20x of a plain run (sanitizer_runner.cc says why).
 inline constexpr double kSanitizerHangFactor = 2000;
 
+// The longest one run of the candidate may take under a tool (EvalOptions::hang_ceiling_seconds):
+// the verification budget starts no shape after it, so a run that starts by then times out within
+// the tool's wall limit (10 s kept for the worker's start and answer), and the worker says what
+// finished (shapes_verified); a run the supervisor cut off at the wall would not.
+double hang_ceiling_under_a_tool(const SanitizerOptions& options);
+
 // compute-sanitizer from PATH, else $CUDA_HOME/bin or /usr/local/cuda/bin; nullopt if none.
 std::optional<std::string> find_compute_sanitizer();
 

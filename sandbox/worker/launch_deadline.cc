@@ -23,11 +23,17 @@ RunLimit candidate_run_limit(const EvalOptions& options, double trusted_seconds,
   RunLimit limit;
   double scaled = options.hang_factor * trusted_seconds;
   limit.seconds = std::max(options.hang_floor_seconds, scaled);
-  char buf[160];
+  bool capped = options.hang_ceiling_seconds > 0 && limit.seconds > options.hang_ceiling_seconds;
+  if (capped) limit.seconds = options.hang_ceiling_seconds;
+  char buf[200];
   std::snprintf(buf, sizeof buf, "%.1f s: %gx %s's %s, at least %.1f s", limit.seconds,
                 options.hang_factor, what.c_str(), milliseconds_text(trusted_seconds).c_str(),
                 options.hang_floor_seconds);
   limit.basis = buf;
+  if (capped) {
+    std::snprintf(buf, sizeof buf, ", at most %.1f s", options.hang_ceiling_seconds);
+    limit.basis += buf;
+  }
   return limit;
 }
 

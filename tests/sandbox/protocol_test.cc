@@ -25,6 +25,7 @@ EvalRequest full_request() {
   request.options.max_noise = 0.01;
   request.options.max_gpu_seconds = 1.5;
   request.options.max_wall_seconds = 30;
+  request.options.hang_ceiling_seconds = 80;
   request.options.suspicious_speedup = 8;
   request.options.reuse_inputs = false;
   request.options.exact_allocations = true;
@@ -87,6 +88,7 @@ TEST(Protocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(out->options.min_samples_long, 4);
   EXPECT_EQ(out->options.long_sample_ms, 25);
   EXPECT_EQ(out->options.max_wall_seconds, 30);
+  EXPECT_EQ(out->options.hang_ceiling_seconds, 80);
   EXPECT_EQ(out->options.suspicious_speedup, 8);
   EXPECT_FALSE(out->options.stress);
   EXPECT_EQ(out->options.full_gate_below_us, 123.5);

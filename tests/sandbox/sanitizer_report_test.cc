@@ -220,6 +220,12 @@ TEST(SanitizerRequest, RunsEveryShapeClassTimedAndHoldoutFirstWithinATimeBudget)
   // A run under a tool is hundreds of times slower: hang detection must not call it a timeout.
   EXPECT_GE(reduced->options.hang_factor, kSanitizerHangFactor);
   EXPECT_GE(reduced->options.hang_floor_seconds, 30);
+  // A run that starts by the end of the verification budget times out within the tool's wall
+  // limit, so the worker answers and says what finished.
+  SanitizerOptions tool;
+  double ceiling = hang_ceiling_under_a_tool(tool);
+  EXPECT_GE(ceiling, tool.verify_seconds_per_tool);
+  EXPECT_LE(tool.verify_seconds_per_tool + ceiling + 10, tool.seconds_per_tool);
 }
 
 // racecheck and synccheck run the small shapes first (their cost grows with every shared-memory
