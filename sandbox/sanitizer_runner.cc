@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +15,7 @@
 #include "common/strings.h"
 #include "common/utf8.h"
 #include "sandbox/kernel_file.h"
+#include "sandbox/name_rules.h"
 #include "sandbox/task_spec.h"
 
 namespace kopt {
@@ -63,9 +63,7 @@ std::string symbol_substring(const std::string& kernel) {
   if (auto colons = name.rfind("::"); colons != std::string::npos) name = name.substr(colons + 2);
   while (!name.empty() && name.back() == ' ') name.pop_back();
   while (!name.empty() && name.front() == ' ') name.erase(0, 1);
-  bool identifier = !name.empty() && name.size() <= 256 && !std::isdigit(uint8_t(name[0]));
-  for (char c : name) identifier = identifier && (std::isalnum(uint8_t(c)) || c == '_');
-  return identifier ? name : "";
+  return name.size() <= 256 && is_identifier_name(name) ? name : "";
 }
 
 }  // namespace
@@ -359,10 +357,6 @@ SandboxOptions worker_under_tool(const SandboxOptions& worker, const std::string
   run.exit_grace_seconds = 30;  // the tool writes its summary as the worker exits
   return run;
 }
-
-}  // namespace
-
-namespace {
 
 // What one tool's run came to: its part of the note, the finding in its report or in the run's
 // outputs, and whether the run finished no shape at all (unchecked_under_tool's case).
