@@ -103,6 +103,9 @@ PHASES = ("job", "compile_gate", "worker", "worker_compile", "verify", "time")
 # queue for a GPU), daemon.transport (the exchange beyond the worker) and worker.unnamed.
 STEPS = re.compile(r"; steps: ([^\n]*)")
 STEP = re.compile(r"([A-Za-z_.]+) (-?[0-9.]+)")
+# Before the steps, "; timing: 12 samples (baseline 30), stopped: above the bar" (log_phases): how
+# many samples the candidate's timing took and why it stopped.
+TIMING = re.compile(r"; timing: ([0-9]+) samples(?: \(baseline ([0-9]+)\))?(?:, stopped: ([a-z ]+))?")
 # The sanitizer's share: its passes and their seconds of tools (orchestrator's end line), and the
 # lane's mode (daemon.cc's start line).
 LANE_SECONDS = re.compile(r"sanitizer lane: ([0-9]+) passes \(([0-9.]+) s of tools\)")
@@ -117,12 +120,17 @@ def keep_run_log(home, out, tag):
         return None
     text = logs[-1].read_text(errors="replace")
     (out / ("kopt-run-%s.debug.log" % tag)).write_text(text)
-    samples, steps = [], {}
+    samples, steps, stops, timed_samples = [], {}, {}, []
     for line in text.splitlines():
         m = PHASE_LINE.search(line)
         if not m:
             continue
         samples.append(tuple(float(v) for v in m.groups()))
+        timing = TIMING.search(line)
+        if timing:
+            timed_samples.append(int(timing.group(1)))
+            stop = timing.group(3) or "unsaid"
+            stops[stop] = stops.get(stop, 0) + 1
         listed = STEPS.search(line)
         for name, ms in STEP.findall(listed.group(1) if listed else ""):
             steps.setdefault(name, []).append(float(ms))
@@ -137,6 +145,7 @@ def keep_run_log(home, out, tag):
     # "count" says how many evaluations reached it.
     phases["steps"] = {name: summary(values) for name, values in sorted(steps.items())}
     phases["count"] = len(samples)
+    phases["timing"] = {"stops": stops, "samples": summary(timed_samples) if timed_samples else None}
     seconds = LANE_SECONDS.search(text)
     mode = LANE_MODE.search(text)
     phases["sanitizer"] = {"passes": int(seconds.group(1)) if seconds else 0,
@@ -251,6 +260,11 @@ def step_table(rows):
                     ["step", "evaluations", "median", "total"],
                     [[name, v["count"], "%.1f" % v["median"], "%.0f" % v["total"]]
                      for name, v in sorted(steps.items(), key=lambda kv: -kv[1]["total"])])]
+        timing = (r.get("phases_ms") or {}).get("timing") or {}
+        if timing.get("samples"):
+            out += ["", "Timing: median %s samples per candidate; stopped: %s." % (
+                timing["samples"]["median"],
+                ", ".join("%s %d" % kv for kv in sorted(timing["stops"].items())))]
     return out
 
 

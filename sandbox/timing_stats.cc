@@ -77,9 +77,9 @@ StoppingParams stopping_params(const EvalOptions& options) {
   return params;
 }
 
-constexpr EnumNames<StopReason, 5> kStopReasonNames = {
-    {"not yet", "converged", "gpu time cap", "wall deadline", "sample cap"}};
-static_assert(names_each_enumerator(kStopReasonNames, StopReason::kSampleCap));
+constexpr EnumNames<StopReason, 6> kStopReasonNames = {
+    {"not yet", "converged", "gpu time cap", "wall deadline", "sample cap", "above the bar"}};
+static_assert(names_each_enumerator(kStopReasonNames, StopReason::kAboveBar));
 
 std::string stop_reason_name(StopReason reason) {
   return enum_name(kStopReasonNames, reason, "unknown");
@@ -113,7 +113,10 @@ bool StoppingCriterion::finished() {
   std::vector<double> times = unthrottled_times(samples_, params_.max_clock_drop);
   if (times.size() < required_samples()) return false;
   noise_ = relative_median_error(times);
-  if (noise_ <= params_.max_noise) {
+  if (params_.screen_bar_us > 0 &&
+      median(times) * (1 - params_.bar_standard_errors * noise_) >= params_.screen_bar_us) {
+    reason_ = StopReason::kAboveBar;
+  } else if (noise_ <= params_.max_noise) {
     reason_ = StopReason::kConverged;
   } else if (gpu_seconds_ >= params_.max_gpu_seconds) {
     reason_ = StopReason::kGpuTimeCap;

@@ -57,12 +57,18 @@ struct StoppingParams {
   // criterion still has to be met (or the GPU cap reached).
   int min_samples_long = 5;
   double long_sample_us = 10'000;
+  // Screening (0: off): stop once the median is above this bar beyond its noise, by
+  // bar_standard_errors standard errors of the median. A kernel above the bar is no new best
+  // whatever its exact median, so its further samples would buy nothing (issue 35: a screened
+  // GEMM sampled to the GPU cap spent ~1 s of a 1.8 s evaluation there).
+  double screen_bar_us = 0;
+  double bar_standard_errors = 4;
 };
 
 // The stopping parameters an evaluation request asks for.
 StoppingParams stopping_params(const EvalOptions& options);
 
-enum class StopReason { kNotYet, kConverged, kGpuTimeCap, kWallDeadline, kSampleCap };
+enum class StopReason { kNotYet, kConverged, kGpuTimeCap, kWallDeadline, kSampleCap, kAboveBar };
 std::string stop_reason_name(StopReason reason);
 
 // Decides, sample by sample, when a measurement has enough samples. The wall clock is injected

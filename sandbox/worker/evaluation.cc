@@ -478,6 +478,8 @@ class Evaluation {
       std::string key = kernel_key(request_.task_json, *request_.baseline);
       loop.use_baseline_history(baselines_, key + '\0' + describe_shape(timed_shape_));
     }
+    // Only where finish_gate() screens: a kernel it would gate whatever its median is timed fully.
+    if (screening() && !held_.empty()) loop.screen_above(options_.full_gate_below_us);
     auto timed =
         loop.run(*candidate_.kernel, baseline_ ? &*baseline_->kernel : nullptr, timed_shape_,
                  seed_ ^ 0x5bd1e995ULL, verifier_->candidate_seconds(timed_shape_));

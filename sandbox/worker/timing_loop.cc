@@ -69,6 +69,7 @@ class TimedRun {
     history_ = history;
     history_key_ = key;
   }
+  void screen_above(double bar_us) { screen_bar_us_ = bar_us; }
 
   // The plans of candidate and baseline at the timed shape.
   Step resolve_plans() {
@@ -171,14 +172,17 @@ class TimedRun {
     // of samples is long, so a 90 ms GEMM stops after the few samples its noise needs.
     batch_ = int(std::clamp(0.1 / std::max(1e-6, candidate_seconds_ + baseline_seconds_), 1.0,
                             double(kBatch)));
-    cand_stop_.emplace(stopping_params(options_));
+    StoppingParams candidate_params = stopping_params(options_);
+    candidate_params.screen_bar_us = screen_bar_us_;
+    cand_stop_.emplace(candidate_params);
     base_stop_.emplace(stopping_params(options_));
     history_judged_ = history_samples_.empty();
     return go_on();
   }
 
   // Batches of candidate and baseline samples, alternating, each sample's outputs checked, until
-  // both stopping criteria are met.
+  // both stopping criteria are met, or the candidate's says it is above the screening bar (its
+  // ratio to the baseline then rests on the baseline's samples so far).
   Step sample_until_stopped() {
     while (true) {
       const bool sample_baseline = bp_ && !base_stop_->finished();
@@ -188,7 +192,9 @@ class TimedRun {
       }
       if (auto end = record_batch(sample_baseline); !end || *end) return end;
       if (auto end = check_gpu_quiet(); !end || *end) return end;
-      if (cand_stop_->finished() && (!bp_ || base_stop_->finished())) break;
+      if (cand_stop_->finished() &&
+          (!bp_ || base_stop_->finished() || cand_stop_->reason() == StopReason::kAboveBar))
+        break;
     }
     if (CuptiKernelTimer::dropped() > 0)
       return make_error("CUPTI dropped kernel records; the measurement is incomplete");
@@ -244,7 +250,8 @@ class TimedRun {
       outcome_.fresh_baseline_samples = int(fresh_baseline_.size());
       if (history_) history_->add(history_key_, fresh_baseline_, baseline_seconds_);
     }
-    outcome_.detail = "stopped: " + stop_reason_name(cand_stop_->reason());
+    outcome_.stop = stop_reason_name(cand_stop_->reason());
+    outcome_.detail = "stopped: " + outcome_.stop;
     return outcome_;
   }
 
@@ -453,6 +460,7 @@ class TimedRun {
   std::optional<StoppingCriterion> cand_stop_, base_stop_;
   std::vector<TimingSample> history_samples_, fresh_baseline_;
   bool history_judged_ = true;
+  double screen_bar_us_ = 0;
   TimedOutcome outcome_;
 };
 
@@ -467,7 +475,8 @@ nlohmann::json TimedOutcome::facts() const {
           {"full_checks", full_checks},
           {"fresh_modules", fresh_modules},
           {"guard_checks", guard_checks},
-          {"stale_poisoned", stale_poisoned}};
+          {"stale_poisoned", stale_poisoned},
+          {"stop", stop}};
 }
 
 Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const LoadedKernel* baseline,
@@ -477,6 +486,7 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
                  candidate_seconds);
   timed.use_pool(pool_, pool_key_);
   timed.use_history(history_, history_key_);
+  timed.screen_above(screen_bar_us_);
   for (auto step : {&TimedRun::resolve_plans, &TimedRun::make_buffer_sets, &TimedRun::warm_up,
                     &TimedRun::sample_until_stopped, &TimedRun::check_long_lived_module,
                     &TimedRun::check_guards_and_inputs}) {

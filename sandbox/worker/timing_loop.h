@@ -37,6 +37,7 @@ struct TimedOutcome : CheckOutcome {
   int fresh_modules = 0;   // samples run in a module loaded afresh (it holds __device__ data)
   int guard_checks = 0;    // samples after which the candidate's guard zones were scanned
   int stale_poisoned = 0;  // samples whose outputs started as another set's answer
+  std::string stop;        // why the candidate's sampling stopped (stop_reason_name)
   nlohmann::json facts() const;
 };
 
@@ -57,6 +58,9 @@ class TimingLoop {
     history_ = history;
     history_key_ = std::move(key);
   }
+  // Screening: the candidate's sampling stops once its median is above `bar_us` beyond its noise
+  // (StoppingParams::screen_bar_us), the baseline's with it; its verdict then is `screened`.
+  void screen_above(double bar_us) { screen_bar_us_ = bar_us; }
   // `candidate_seconds`: the candidate's slowest run at this shape in verification, which loaded
   // its module and made its first launch here already (0 = unknown: the loop warms it up first).
   Result<TimedOutcome> run(const LoadedKernel& candidate, const LoadedKernel* baseline,
@@ -72,6 +76,7 @@ class TimingLoop {
   std::string pool_key_;
   BaselineHistory* history_ = nullptr;
   std::string history_key_;
+  double screen_bar_us_ = 0;
 };
 
 }  // namespace kopt::worker

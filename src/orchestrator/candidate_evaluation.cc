@@ -285,6 +285,18 @@ std::string phase_steps(const EvalResult& result) {
 
 namespace {
 
+// How the timing ended: the candidate's samples (and the baseline's) and why sampling stopped.
+std::string timing_text(const EvalResult& result) {
+  if (!result.candidate_time) return "none";
+  std::string text = std::to_string(result.candidate_time->samples) + " samples";
+  if (result.baseline_time)
+    text += " (baseline " + std::to_string(result.baseline_time->samples) + ")";
+  const auto& facts = result.timing_facts;
+  if (facts.is_object() && facts.contains("stop") && facts["stop"].is_string())
+    text += ", stopped: " + facts["stop"].get<std::string>();
+  return text;
+}
+
 // Where one evaluation's time went, in the run log (debug): what daemon_throughput reads to say
 // whether the GPU, the compile or the queue bounds a night.
 void log_phases(const CandidateInput& input, const EvalResult& result,
@@ -293,11 +305,11 @@ void log_phases(const CandidateInput& input, const EvalResult& result,
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   spdlog::debug(
       "[{}] judged {} in {:.0f} ms: compile gate {:.0f} ms, worker {:.0f} ms (compile {:.0f}{}, "
-      "verify {:.0f}, time {:.0f}); steps: {}",
+      "verify {:.0f}, time {:.0f}); timing: {}; steps: {}",
       input.task->name, verdict_name(result.verdict), ms(started, std::chrono::steady_clock::now()),
       ms(started, gated), result.total_ms, result.compile_ms,
       result.compile_cache_hit ? " cached" : "", result.verify_ms, result.time_ms,
-      phase_steps(result));
+      timing_text(result), phase_steps(result));
 }
 
 }  // namespace

@@ -127,6 +127,13 @@ TEST(ScreeningOnGpu, BelowTheBarTheWholeGateAboveItScreened) {
     ASSERT_TRUE(screened->candidate_time);
     EXPECT_GT(screened->candidate_time->median_us, 0);
     EXPECT_NE(screened->detail.find("steps of the gate"), std::string::npos) << screened->detail;
+    // Far above the bar, its sampling stopped at the minimum (StopReason::kAboveBar).
+    EXPECT_EQ(screened->timing_facts.value("stop", ""), "above the bar") << screened->timing_facts;
+    EXPECT_EQ(screened->candidate_time->samples + screened->candidate_time->discarded,
+              r.options.min_samples);
+    if (gated->candidate_time) {
+      EXPECT_NE(gated->timing_facts.value("stop", ""), "above the bar") << gated->timing_facts;
+    }
     if (!planted) {
       EXPECT_LT(screened->verify_ms, gated->verify_ms) << "the screen skipped nothing";
     }

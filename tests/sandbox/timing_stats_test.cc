@@ -221,6 +221,54 @@ TEST(StoppingCriterion, SampleCapBoundsMemory) {
   EXPECT_EQ(criterion.reason(), StopReason::kSampleCap);
 }
 
+// Screening's stop (issue 35): a candidate clearly above the bar stops at the minimum; one whose
+// median is above the bar but within its noise of it samples on, as does any with no bar.
+int samples_until_stopped(StoppingParams params, double center_us, double spread, StopReason* why) {
+  FakeClock clock;
+  StoppingCriterion criterion(params, clock.function());
+  std::mt19937 rng(11);
+  std::normal_distribution<double> dist(center_us, center_us * spread);
+  int added = 0;
+  while (!criterion.finished() && added < 100000) {
+    criterion.add({dist(rng), 1980});
+    ++added;
+  }
+  *why = criterion.reason();
+  return added;
+}
+
+TEST(StoppingCriterion, AboveTheScreeningBarStopsAtTheMinimum) {
+  StoppingParams params;
+  params.max_gpu_seconds = 10;
+  params.screen_bar_us = 100;
+  StopReason why{};
+  // 20% above the bar with 3% spread: ten samples say so beyond any doubt.
+  EXPECT_EQ(samples_until_stopped(params, 120, 0.03, &why), 10);
+  EXPECT_EQ(why, StopReason::kAboveBar);
+  EXPECT_EQ(stop_reason_name(why), "above the bar");
+  // The same kernel with no bar samples until its noise converges.
+  params.screen_bar_us = 0;
+  EXPECT_GT(samples_until_stopped(params, 120, 0.03, &why), 25);
+  EXPECT_EQ(why, StopReason::kConverged);
+  // Below the bar: never screened out, timed in full.
+  params.screen_bar_us = 150;
+  EXPECT_GT(samples_until_stopped(params, 120, 0.03, &why), 25);
+  EXPECT_EQ(why, StopReason::kConverged);
+}
+
+TEST(StoppingCriterion, AboveTheBarWithinItsNoiseSamplesOn) {
+  StoppingParams params;
+  params.max_gpu_seconds = 10;
+  params.screen_bar_us = 100;
+  StopReason why{};
+  // 1% above the bar, 3% spread: ten samples' median error (~1.2%) is no proof, so it samples on
+  // until the bar is four standard errors away or its noise converges.
+  int added = samples_until_stopped(params, 101, 0.03, &why);
+  EXPECT_GT(added, 10);
+  EXPECT_TRUE(why == StopReason::kAboveBar || why == StopReason::kConverged)
+      << stop_reason_name(why);
+}
+
 TEST(StoppingCriterion, ParamsComeFromTheRequestOptions) {
   EvalOptions options;
   options.min_samples = 25;
