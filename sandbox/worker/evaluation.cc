@@ -486,6 +486,7 @@ class Evaluation {
     result_.time_ms = ms_since(time_started_);
     add_phase("time.loop", ms_since(loop_started));
     if (!timed) return make_error(timed.error());
+    for (const auto& [step, ms] : timed->step_ms) add_phase(("time.loop." + step).c_str(), ms);
     result_.timing_facts = timed->facts();
     if (timed->verdict == Verdict::kOk) {
       auto after_started = Clock::now();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "sandbox/gpu_turn.h"
@@ -99,8 +100,10 @@ class TimedRun {
     int count = int(std::clamp<size_t>(set_bytes ? budget / set_bytes : 4, 1, 4));
 
     InputSetMaker maker(device_, support_, task_, reference_, sizes_);
+    auto started = std::chrono::steady_clock::now();
     auto drawn = draw_sets(pool_, pool_key_ + "|timing", maker, count, options_, nullptr);
     if (!drawn) return make_error(drawn.error());
+    note_since("sets.draw", started);
     sets_.resize(size_t(count));
     for (int i = 0; i < count; ++i) {
       BufferSet& set = sets_[size_t(i)];
@@ -125,6 +128,7 @@ class TimedRun {
         set.baseline = std::make_unique<CandidateBuffers>(std::move(*base));
       }
     }
+    note_since("sets.buffers", started);
     auto flush = ColdL2::create(device_);
     if (!flush) return make_error(flush.error());
     cold_l2_.emplace(std::move(*flush));
@@ -139,6 +143,7 @@ class TimedRun {
     if (!cand_id || !base_id) return make_error(!cand_id ? cand_id.error() : base_id.error());
     cand_id_ = *cand_id;
     base_id_ = *base_id;
+    note_since("sets.streams", started);
     return go_on();
   }
 
@@ -241,6 +246,14 @@ class TimedRun {
     if (intact->verdict != Verdict::kOk)
       return verdict(intact->verdict, intact->detail + " while timing");
     return go_on();
+  }
+
+  // Sub-steps' milliseconds (TimedOutcome::step_ms), each since `started`, which it moves on.
+  const std::vector<std::pair<std::string, double>>& sub_steps() const { return sub_ms_; }
+  void note_since(const char* name, std::chrono::steady_clock::time_point& started) {
+    auto now = std::chrono::steady_clock::now();
+    sub_ms_.emplace_back(name, std::chrono::duration<double, std::milli>(now - started).count());
+    started = now;
   }
 
   TimedOutcome summarize() {
@@ -461,6 +474,7 @@ class TimedRun {
   std::vector<TimingSample> history_samples_, fresh_baseline_;
   bool history_judged_ = true;
   double screen_bar_us_ = 0;
+  std::vector<std::pair<std::string, double>> sub_ms_;
   TimedOutcome outcome_;
 };
 
@@ -487,14 +501,28 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
   timed.use_pool(pool_, pool_key_);
   timed.use_history(history_, history_key_);
   timed.screen_above(screen_bar_us_);
-  for (auto step : {&TimedRun::resolve_plans, &TimedRun::make_buffer_sets, &TimedRun::warm_up,
-                    &TimedRun::sample_until_stopped, &TimedRun::check_long_lived_module,
-                    &TimedRun::check_guards_and_inputs}) {
+  using StepFn = Step (TimedRun::*)();
+  const std::pair<const char*, StepFn> steps[] = {
+      {"plans", &TimedRun::resolve_plans},
+      {"sets", &TimedRun::make_buffer_sets},
+      {"warm_up", &TimedRun::warm_up},
+      {"samples", &TimedRun::sample_until_stopped},
+      {"long_lived", &TimedRun::check_long_lived_module},
+      {"integrity", &TimedRun::check_guards_and_inputs}};
+  std::vector<std::pair<std::string, double>> step_ms;
+  for (const auto& [name, step] : steps) {
+    auto started = std::chrono::steady_clock::now();
     auto end = (timed.*step)();
+    step_ms.emplace_back(
+        name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                  .count());
     if (!end) return make_error(end.error());
     if (*end) return std::move(**end);
   }
-  return timed.summarize();
+  TimedOutcome outcome = timed.summarize();
+  outcome.step_ms = std::move(step_ms);
+  for (const auto& sub : timed.sub_steps()) outcome.step_ms.push_back(sub);
+  return outcome;
 }
 
 }  // namespace kopt::worker

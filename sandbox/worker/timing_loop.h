@@ -15,6 +15,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
 #include "sandbox/protocol.h"
@@ -38,6 +40,9 @@ struct TimedOutcome : CheckOutcome {
   int guard_checks = 0;    // samples after which the candidate's guard zones were scanned
   int stale_poisoned = 0;  // samples whose outputs started as another set's answer
   std::string stop;        // why the candidate's sampling stopped (stop_reason_name)
+  // Milliseconds of each step of the loop ("sets", "warm_up", "samples", ...): where timing's
+  // time goes besides the samples (the evaluation's phases "time.loop.<step>").
+  std::vector<std::pair<std::string, double>> step_ms;
   nlohmann::json facts() const;
 };
 
