@@ -182,6 +182,11 @@ class TimedRun {
     cand_stop_.emplace(candidate_params);
     base_stop_.emplace(stopping_params(options_));
     history_judged_ = history_samples_.empty();
+    // Screening with a baseline history: the candidate's first samples go alone, since a kernel
+    // above the bar needs no ratio of its own (it is no new best; its ratio to the baseline is
+    // then the history's, said in baseline_from_history). One that is not above the bar samples
+    // the baseline beside it from then on, as any candidate does.
+    candidate_first_ = screen_bar_us_ > 0 && bp_ && !history_samples_.empty();
     return go_on();
   }
 
@@ -190,16 +195,16 @@ class TimedRun {
   // ratio to the baseline then rests on the baseline's samples so far).
   Step sample_until_stopped() {
     while (true) {
-      const bool sample_baseline = bp_ && !base_stop_->finished();
+      const bool sample_baseline =
+          bp_ && !base_stop_->finished() &&
+          !(candidate_first_ && cand_stop_->samples().size() < cand_stop_->required_samples());
       for (int b = 0; b < batch_; ++b, ++taken_) {
         auto end = take_sample(sample_baseline);
         if (!end || *end) return end;
       }
       if (auto end = record_batch(sample_baseline); !end || *end) return end;
       if (auto end = check_gpu_quiet(); !end || *end) return end;
-      if (cand_stop_->finished() &&
-          (!bp_ || base_stop_->finished() || cand_stop_->reason() == StopReason::kAboveBar))
-        break;
+      if (cand_stop_->finished() && (!bp_ || base_stop_->finished() || above_bar())) break;
     }
     if (CuptiKernelTimer::dropped() > 0)
       return make_error("CUPTI dropped kernel records; the measurement is incomplete");
@@ -213,6 +218,9 @@ class TimedRun {
   // then replaying an old answer" fails here).
   Step check_long_lived_module() {
     if (!candidate_.keeps_state()) return go_on();
+    // A kernel above the screening bar ends `screened`: this check is part of the gate that only
+    // a kernel that may be a new best gets (one below the bar has it here, as before).
+    if (above_bar()) return go_on();
     auto plan = candidate_.resolve(task_, sizes_);
     if (auto* f = std::get_if<PlanFailure>(&plan)) return verdict(f->verdict, f->detail);
     fresh_candidate_.reset();
@@ -256,10 +264,17 @@ class TimedRun {
     started = now;
   }
 
+  bool above_bar() const { return cand_stop_ && cand_stop_->reason() == StopReason::kAboveBar; }
+
   TimedOutcome summarize() {
     outcome_.candidate = cand_stop_->summary();
     if (bp_) {
       outcome_.baseline = base_stop_->summary();
+      if (base_stop_->samples().empty()) {  // candidate_first_: above the bar at once
+        outcome_.baseline =
+            summarize_samples(history_samples_, stopping_params(options_).max_clock_drop);
+        outcome_.baseline_from_history = true;
+      }
       outcome_.fresh_baseline_samples = int(fresh_baseline_.size());
       if (history_) history_->add(history_key_, fresh_baseline_, baseline_seconds_);
     }
@@ -474,6 +489,7 @@ class TimedRun {
   std::vector<TimingSample> history_samples_, fresh_baseline_;
   bool history_judged_ = true;
   double screen_bar_us_ = 0;
+  bool candidate_first_ = false;  // the baseline waits for the candidate's first samples
   std::vector<std::pair<std::string, double>> sub_ms_;
   TimedOutcome outcome_;
 };

@@ -105,6 +105,7 @@ TEST(ScreeningOnGpu, BelowTheBarTheWholeGateAboveItScreened) {
     EvalRequest r = request(*kernel, true);
     r.options.time = true;
     r.options.check_gpu_quiet = false;
+    r.baseline = adversarial_task_file(kernel->task, "baseline.cu");
     r.options.full_gate_below_us = 1e9;  // any median: the whole gate, after timing
     auto gated = evaluator.evaluate(r);
     ASSERT_TRUE(gated.ok()) << gated.error();
@@ -131,6 +132,14 @@ TEST(ScreeningOnGpu, BelowTheBarTheWholeGateAboveItScreened) {
     EXPECT_EQ(screened->timing_facts.value("stop", ""), "above the bar") << screened->timing_facts;
     EXPECT_EQ(screened->candidate_time->samples + screened->candidate_time->discarded,
               r.options.min_samples);
+    // The gated run left a baseline history, so the screened one sampled the candidate alone
+    // and took the baseline's median from the history.
+    ASSERT_TRUE(screened->baseline_time);
+    {
+      EXPECT_TRUE(screened->timing_facts.value("baseline_from_history", false));
+      EXPECT_EQ(screened->timing_facts.value("fresh_baseline_samples", -1), 0);
+      EXPECT_GT(screened->baseline_time->median_us, 0);
+    }
     if (gated->candidate_time) {
       EXPECT_NE(gated->timing_facts.value("stop", ""), "above the bar") << gated->timing_facts;
     }

@@ -14,7 +14,7 @@ extern "C" __global__ void axpy(const float* x, const float* y, float* out, int 
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   float v = i < n ? y[i] : 0.0f;
   float carry = 0.0f;
-  for (int k = 0; k < 16; ++k) {
+  for (int k = 0; k < 8; ++k) {
     ring[threadIdx.x] = v + k;
     __syncthreads();
     carry += ring[(threadIdx.x + 1) & 255];
