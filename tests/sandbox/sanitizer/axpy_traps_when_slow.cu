@@ -1,11 +1,14 @@
 // expect: sanitizer
-// tool: any
-// Defence: a run under a tool that finishes no shape is no pass (sandbox/sanitizer_runner.cc,
-// unchecked_under_tool). Every output is right, and at full speed each block's loop of barriers
+// tool: memcheck
+// Defence: a kernel that times itself and misbehaves only when it runs slowly, as it does under a
+// tool, is still caught. Every output is right, and at full speed each block's loop of barriers
 // takes a few microseconds; a block that took over 100 us (as one does under a tool, which
-// instruments each shared-memory access) traps, so the tool would see only a crash, which was
-// once the tool's cost, and the kernel would pass every tool unchecked. Its twin,
-// axpy_times_itself.cu, is the same kernel without the trap.
+// instruments each shared-memory access) traps. The ordinary gate passes it (it is never slow
+// there); memcheck reports the trap itself, with its line (H200, 2026-11-29); were a tool to see
+// only the crash, the run's zero finished shapes would be the finding (unchecked_under_tool).
+// A kernel that spins instead of trapping is the case only that rule catches: CPU-tested with the
+// stand-in tool, not yet on a GPU. Its twin, axpy_times_itself.cu, is the same kernel without
+// the trap.
 /* kopt:plan
 {
   "launches": [{"kernel": "axpy", "grid": ["ceil_div(n, 256)"], "block": [256],
