@@ -124,7 +124,7 @@ struct DaemonConfig {
         plateau_candidates, tuner_max_configs, warm_start_kernels, plateau_plans, example_draw_seed,
         technique_cards;
     std::optional<double> sol_threshold_percent, exploration, sol_score_threshold;
-    std::optional<bool> random_example_slot, screen;
+    std::optional<bool> random_example_slot, screen, screen_time_first;
     std::string score;  // "auto", "sol_score" or "sol_percent" (common/score_basis.h); "": unset
   } search;
   // Noticing a model that stalls (src/orchestrator/stall_detector.h has the defaults).

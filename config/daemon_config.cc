@@ -82,6 +82,7 @@ DaemonConfig read_daemon_section(JsonReader& reader, const json* section) {
   search.number("exploration", d.search.exploration, Bound::kNonNegative);
   search.boolean("random_example_slot", d.search.random_example_slot);
   search.boolean("screen", d.search.screen);
+  search.boolean("screen_time_first", d.search.screen_time_first);
   search.integer("example_draw_seed", d.search.example_draw_seed, Bound::kNonNegative);
   search.integer("technique_cards", d.search.technique_cards, Bound::kNonNegative);
   search.number("sol_threshold_percent", d.search.sol_threshold_percent, Bound::kPositive);

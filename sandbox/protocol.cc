@@ -186,6 +186,7 @@ constexpr std::tuple kOptionFields{
     Field{"profile", &EvalOptions::profile},
     Field{"profile_below_us", &EvalOptions::profile_below_us},
     Field{"full_gate_below_us", &EvalOptions::full_gate_below_us},
+    Field{"screen_time_first", &EvalOptions::screen_time_first},
     Field{"verify_budget_seconds", &EvalOptions::verify_budget_seconds},
 };
 

@@ -124,6 +124,11 @@ struct EvalOptions {
   // ends with verdict `screened`: timed honestly, never a win nor exported (issue 35: the rest
   // of the gate was 0.5-1 s of every evaluation on an H200).
   double full_gate_below_us = 0;
+  // Screening timing first: the declared shapes wait with the rest of the gate, so a candidate
+  // above the bar is checked only at the timed shape (every timed sample's outputs against the
+  // reference, its guard zones and inputs) and a would-be best gets the whole gate after timing.
+  // Saves the declared shapes' runs of every screened candidate (daemon.search.screen_time_first).
+  bool screen_time_first = false;
   // Verification starts no new shape after this many seconds of it (0: no limit); the shapes left
   // out are counted in the verdict's detail. The sanitizer's runs are bounded so, by time rather
   // than by shape size (sandbox/sanitizer_runner.h).

@@ -109,6 +109,12 @@ std::string tool_timeline(double until_result_s, const EvalResult* result, doubl
   return text + ", end " + seconds_text(end_s);
 }
 
+// KOPT_SANITIZER_KERNELS as set ("" when unset): the one reader of the variable.
+std::string sanitizer_kernels_setting() {
+  const char* kernels = std::getenv("KOPT_SANITIZER_KERNELS");
+  return kernels ? kernels : "";
+}
+
 }  // namespace
 
 double hang_ceiling_under_a_tool(const SanitizerOptions& options) {
@@ -116,15 +122,9 @@ double hang_ceiling_under_a_tool(const SanitizerOptions& options) {
                   options.seconds_per_tool - options.verify_seconds_per_tool - 10);
 }
 
-bool sanitizer_kernels_default() {
-  const char* kernels = std::getenv("KOPT_SANITIZER_KERNELS");
-  return !(kernels && std::string(kernels) == "all");
-}
+bool sanitizer_kernels_default() { return sanitizer_kernels_setting() != "all"; }
 
-bool sanitizer_filters_initcheck() {
-  const char* kernels = std::getenv("KOPT_SANITIZER_KERNELS");
-  return kernels && std::string(kernels) == "candidate-initcheck";
-}
+bool sanitizer_filters_initcheck() { return sanitizer_kernels_setting() == "candidate-initcheck"; }
 
 std::optional<std::string> find_compute_sanitizer() {
   if (const char* path = std::getenv("PATH")) {

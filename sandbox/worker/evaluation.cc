@@ -268,15 +268,13 @@ class Evaluation {
     if (!plan) return make_error(plan.error());
     plan_ = std::move(*plan);
     for (const auto& step : plan_.steps) {
-      if (screening() && !screen_step(step)) {
+      if (screening() && !screen_step(step, options_)) {
         held_.push_back(&step);
         continue;
       }
       if (over_budget(options_, verify_started_)) break;
-      ++steps_run_;
-      auto next = verify_step(step);
+      auto next = counted_step(step);
       if (!next || *next == Next::kEnd) return next;
-      ++result_.shapes_verified;
     }
     verifier_->use_task_variant(nullptr);
     result_.verify_ms = ms_since(verify_started_);
@@ -284,11 +282,11 @@ class Evaluation {
     return Next::kGoOn;
   }
 
-  // Screening (EvalOptions::full_gate_below_us): before timing only the declared shapes' sweep;
-  // the rest of the gate waits for the median (finish_gate).
+  // Screening (EvalOptions::full_gate_below_us): before timing only the declared shapes' sweep,
+  // or nothing (screen_time_first); the rest of the gate waits for the median (finish_gate).
   bool screening() const { return options_.time && options_.full_gate_below_us > 0; }
-  static bool screen_step(const VerifyStep& step) {
-    return step.phase == "sweep" && step.corun_share == 0;
+  static bool screen_step(const VerifyStep& step, const EvalOptions& options) {
+    return !options.screen_time_first && step.phase == "sweep" && step.corun_share == 0;
   }
 
   // The rest of the gate, after timing, for a kernel that may beat its task's best beyond the
@@ -304,13 +302,11 @@ class Evaluation {
                                            std::chrono::duration<double, std::milli>(verified_ms));
     for (const VerifyStep* step : held_) {
       if (over_budget(options_, budget_start)) break;
-      ++steps_run_;
-      auto next = verify_step(*step);
+      auto next = counted_step(*step);
       if (!next || *next == Next::kEnd) {
         if (next) result_.verify_ms = verified_ms + ms_since(gate_started);
         return next;
       }
-      ++result_.shapes_verified;
     }
     verifier_->use_task_variant(nullptr);
     result_.verify_ms = verified_ms + ms_since(gate_started);
@@ -322,15 +318,29 @@ class Evaluation {
   Step end_screened() {
     record_times();
     result_.verdict = Verdict::kScreened;
-    result_.detail =
-        "not faster than the task's best beyond the noise: median " +
-        us_text(timed_.candidate.median_us) + " us, not below " +
-        us_text(options_.full_gate_below_us) + " us; verified on " + std::to_string(steps_run_) +
-        " declared shapes (" + rounds_text(shapes_by_rounds_) + ") before timing; the other " +
-        std::to_string(held_.size()) +
-        " steps of the gate (stress rounds, input families, drawn, threshold and holdout shapes, "
-        "the round past 2^31 elements) run only for a kernel that may be a new best";
+    const std::string checked =
+        options_.screen_time_first
+            ? "checked at the timed shape alone (every timed sample's outputs) before timing "
+              "ended; the declared shapes and the other "
+            : "verified on " + std::to_string(steps_run_) + " declared shapes (" +
+                  rounds_text(shapes_by_rounds_) + ") before timing; the other ";
+    result_.detail = "not faster than the task's best beyond the noise: median " +
+                     us_text(timed_.candidate.median_us) + " us, not below " +
+                     us_text(options_.full_gate_below_us) + " us; " + checked +
+                     std::to_string(held_.size()) +
+                     " steps of the gate (stress rounds, input families, drawn, threshold and "
+                     "holdout shapes, the round past 2^31 elements) run only for a kernel that "
+                     "may be a new best";
     return Next::kEnd;
+  }
+
+  // One step of the plan, counted: steps_run_ when it starts, shapes_verified when it passes
+  // (what a run under a tool that stopped part way says it finished).
+  Step counted_step(const VerifyStep& step) {
+    ++steps_run_;
+    auto next = verify_step(step);
+    if (next && *next == Next::kGoOn) ++result_.shapes_verified;
+    return next;
   }
 
   Step verify_step(const VerifyStep& step) {

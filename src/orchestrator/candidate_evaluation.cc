@@ -42,8 +42,10 @@ EvalRequest evaluation_request(const CandidateInput& input) {
   // The same bar for the rest of the gate: every kernel that may become the task's best (and so
   // be sanitized, profiled, stored as a win and exported) gets all of it; the baseline (no best
   // yet) too. A stale bar (jobs in flight) is only ever higher: more kernels get the whole gate.
-  if (input.screen && input.gpu)
+  if (input.screen && input.gpu) {
     request.options.full_gate_below_us = request.options.profile_below_us;
+    request.options.screen_time_first = input.screen_time_first;
+  }
   return request;
 }
 

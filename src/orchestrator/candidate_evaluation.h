@@ -38,6 +38,7 @@ struct CandidateInput {
   double sanitize_above = 1.01;
   // Screening (SearchSettings::screen): the rest of the gate only below profile_below_us().
   bool screen = false;
+  bool screen_time_first = false;  // SearchSettings::screen_time_first, with screen only
 };
 
 struct CandidateOutcome {

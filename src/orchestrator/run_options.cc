@@ -33,6 +33,7 @@ json RunOptions::to_json() const {
             {"memory_examples", s.memory_examples},
             {"random_example_slot", s.random_example_slot},
             {"screen", s.screen},
+            {"screen_time_first", s.screen_time_first},
             {"technique_cards", s.technique_cards},
             {"sol_threshold_percent", s.sol_threshold_percent},
             {"score", score_basis_name(s.score)},

@@ -41,14 +41,20 @@ struct SearchSettings {
   // a reference at 50% SOL; 0.5 would stop at parity and leave the gains the field reports over
   // production libraries (CUDA-L2: +11% over autotuned cuBLASLt) on the table.
   double sol_score_threshold = 0.9;
-  int plateau_candidates = 400;         // backstop: candidates (tuner ones too) without a 1% gain
-  int plateau_plans = 12;               // model plans in a row without a 1% gain end a task
-  double min_improvement = 1.01;        // what counts as an improvement of the task's best
+  int plateau_candidates = 400;   // backstop: candidates (tuner ones too) without a 1% gain
+  int plateau_plans = 12;         // model plans in a row without a 1% gain end a task
+  double min_improvement = 1.01;  // what counts as an improvement of the task's best
   // Screening (EvalOptions::full_gate_below_us): a candidate is verified at its task's declared
   // shapes and timed, and only one that may beat the task's best beyond the noise gets the rest
   // of the gate; the others are stored as `screened` (never a win, never exported). Off: every
   // candidate gets the whole gate before timing.
   bool screen = true;
+  // With screen: time before any verification (EvalOptions::screen_time_first), so a candidate
+  // above the bar is checked at the timed shape alone and only a would-be best runs the declared
+  // shapes, with the rest of the gate. Off by default: a slow kernel that is wrong only at a
+  // declared shape is then stored `screened`, not `incorrect`, and its coder is told it is slow,
+  // not where it is wrong.
+  bool screen_time_first = false;
   int tuner_max_configs = 24;           // tunable configurations tried per kernel
   double positive_pair_speedup = 1.04;  // pairs kept as examples (AccelOpt's threshold)
   double negative_pair_speedup = 1.15;  // slowdowns kept as warnings (1/1.15x and worse)

@@ -64,6 +64,7 @@ void read_search(const DaemonConfig::Search& d, SearchSettings& s, ConfigReader&
   config.set("search.exploration", s.exploration, d.exploration);
   config.set("search.random_example_slot", s.random_example_slot, d.random_example_slot);
   config.set("search.screen", s.screen, d.screen);
+  config.set("search.screen_time_first", s.screen_time_first, d.screen_time_first);
   config.set("search.example_draw_seed", s.example_draw_seed, d.example_draw_seed);
   config.set("search.technique_cards", s.technique_cards, d.technique_cards);
   config.set("search.sol_threshold_percent", s.sol_threshold_percent, d.sol_threshold_percent);

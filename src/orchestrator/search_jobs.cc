@@ -38,6 +38,7 @@ CandidateInput Orchestrator::candidate_input(const TaskState& task, std::string 
   input.best_noise = task.best_noise();
   input.sanitize_above = options_.search.min_improvement;
   input.screen = options_.search.screen;
+  input.screen_time_first = options_.search.screen_time_first;
   return input;
 }
 

@@ -308,6 +308,19 @@ TEST(ConfigTest, ExampleSlotAndCardSettingsLoadAndBadOnesNamePath) {
   }
 }
 
+// Screening timing first (issue 35) is a search setting: read when a boolean, named by its JSON
+// path otherwise, unset by default (the daemon's default then holds: off).
+TEST(ConfigTest, ScreenTimeFirstLoadsAndABadOneNamesItsPath) {
+  auto config = parse(R"({"daemon": {"search": {"screen_time_first": true}}})");
+  ASSERT_TRUE(config.ok()) << config.error();
+  EXPECT_EQ(config->daemon.search.screen_time_first, true);
+  auto unset = parse(R"({"daemon": {"search": {}}})");
+  ASSERT_TRUE(unset.ok()) << unset.error();
+  EXPECT_FALSE(unset->daemon.search.screen_time_first.has_value());
+  std::string e = error_of(R"({"daemon": {"search": {"screen_time_first": 1}}})");
+  EXPECT_NE(e.find("$.daemon.search.screen_time_first"), std::string::npos) << e;
+}
+
 TEST(ConfigTest, AllErrorsAreReportedInOnePass) {
   std::string e = error_of(R"({"format": 1, "databse": {}, "llm": {"providers": {
       "p": {"type": "openai", "timeout_s": -1}}, "agents": {}},

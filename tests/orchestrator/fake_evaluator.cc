@@ -169,6 +169,11 @@ Result<EvalResult> FakeEvaluator::evaluate(const EvalRequest& request) {
     return result;
   }
   std::string verdict = script_value(request.candidate.source, "verdict");
+  // Screening timing first (EvalOptions::screen_time_first): a scripted verdict is a fault of
+  // the declared shapes, which then run only below the bar, with the rest of the gate.
+  if (request.options.screen_time_first && request.options.full_gate_below_us > 0 &&
+      scripted_time(*file) >= request.options.full_gate_below_us)
+    verdict.clear();
   if (!verdict.empty() && verdict != "ok") {
     auto parsed = parse_verdict(verdict);
     result.verdict = parsed ? *parsed : Verdict::kCrash;

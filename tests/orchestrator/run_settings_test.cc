@@ -68,6 +68,17 @@ TEST(RunSettings, TheConfigSetsTheExampleSlotAndTheCards) {
   EXPECT_EQ(d.options.search.technique_cards, SearchSettings{}.technique_cards);
 }
 
+TEST(RunSettings, TheConfigSetsScreeningTimingFirst) {
+  DaemonConfig config;
+  config.search.screen_time_first = true;
+  ResolvedSettings r = resolve_run_settings(config, SettingFlags{}, nullptr);
+  EXPECT_TRUE(r.options.search.screen_time_first);
+  EXPECT_EQ(origin_of(r, "search.screen_time_first").describe(),
+            "search.screen_time_first true (from the config file)");
+  ResolvedSettings d = resolve_run_settings(DaemonConfig{}, SettingFlags{}, nullptr);
+  EXPECT_FALSE(d.options.search.screen_time_first);
+}
+
 TEST(RunSettings, AFlagBeatsTheConfig) {
   DaemonConfig config;
   config.budgets.max_usd = 20;

@@ -105,6 +105,28 @@ TEST_F(ScreeningTest, EveryWouldBeBestGetsTheWholeGate) {
   EXPECT_EQ(unscreened.verdict, Verdict::kIncorrect);
 }
 
+// Screening timing first (daemon.search.screen_time_first): the request says so only with the
+// screen; a slow kernel wrong at a declared shape is then screened, not incorrect (the price the
+// setting's default of off avoids), and a fast one wrong there is still rejected.
+TEST_F(ScreeningTest, TimingFirstLeavesTheDeclaredShapesToWouldBeBests) {
+  FakeEvaluator evaluator;
+  CandidateEvaluator candidates(evaluator, *recorder_, nullptr);
+  const std::string wrong = "// test-evaluator: verdict=incorrect\n";
+  CandidateInput slow = input_at(150, wrong);
+  EXPECT_EQ(candidates.judge(slow).verdict, Verdict::kIncorrect);
+  slow.screen_time_first = true;
+  CandidateOutcome screened = candidates.judge(slow);
+  EXPECT_EQ(screened.verdict, Verdict::kScreened);
+  ASSERT_TRUE(screened.verified);
+  EXPECT_TRUE(screened.verified->screened);
+  CandidateInput fast = input_at(80, wrong);
+  fast.screen_time_first = true;
+  EXPECT_EQ(candidates.judge(fast).verdict, Verdict::kIncorrect);
+  CandidateInput unscreened = input_at(150, wrong, /*screen=*/false);
+  unscreened.screen_time_first = true;  // without the screen it means nothing
+  EXPECT_EQ(candidates.judge(unscreened).verdict, Verdict::kIncorrect);
+}
+
 // The baseline (no best yet) and a task's first kernels get the whole gate: no bar to screen by.
 TEST_F(ScreeningTest, NoBestNoScreen) {
   FakeEvaluator evaluator;

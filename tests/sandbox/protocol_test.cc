@@ -34,6 +34,7 @@ EvalRequest full_request() {
   request.options.min_samples_long = 4;
   request.options.long_sample_ms = 25;
   request.options.full_gate_below_us = 123.5;
+  request.options.screen_time_first = true;
   return request;
 }
 
@@ -92,6 +93,7 @@ TEST(Protocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(out->options.suspicious_speedup, 8);
   EXPECT_FALSE(out->options.stress);
   EXPECT_EQ(out->options.full_gate_below_us, 123.5);
+  EXPECT_TRUE(out->options.screen_time_first);
 }
 
 TEST(Protocol, RequestWithoutBaselineOrOptionsUsesDefaults) {

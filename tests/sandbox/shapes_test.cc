@@ -89,6 +89,32 @@ TEST_P(ShapesOnGpu, PlantedBugCaughtAndTwinAccepted) {
       << "the planted bug shows on the fixed sweep already: " << cover->detail;
 }
 
+// Screening timing first (EvalOptions::screen_time_first): above the bar nothing but the timed
+// shape ran (no verification at all, screened); below it the whole gate runs after timing, so the
+// planted bug is caught and its twin is `ok`. `declared_first` is the same kernel screened with
+// the declared shapes first.
+void expect_timing_first_screen(SandboxEvaluator& evaluator, EvalRequest r,
+                                const AdversarialKernel& kernel, const EvalResult& declared_first) {
+  r.options.screen_time_first = true;
+  r.options.full_gate_below_us = 1e-3;
+  auto screened = evaluator.evaluate(r);
+  ASSERT_TRUE(screened.ok()) << screened.error();
+  std::printf("screening %-32s timing first, above the bar -> %s: %s\n", kernel.name.c_str(),
+              verdict_name(screened->verdict).c_str(), screened->detail.substr(0, 300).c_str());
+  EXPECT_EQ(screened->verdict, Verdict::kScreened) << screened->detail;
+  EXPECT_EQ(screened->shapes_verified, 0);
+  EXPECT_NE(screened->detail.find("timed shape alone"), std::string::npos) << screened->detail;
+  EXPECT_LT(screened->verify_ms, declared_first.verify_ms);
+  r.options.full_gate_below_us = 1e9;
+  auto gated = evaluator.evaluate(r);
+  ASSERT_TRUE(gated.ok()) << gated.error();
+  std::printf("screening %-32s timing first, below the bar -> %s\n", kernel.name.c_str(),
+              verdict_name(gated->verdict).c_str());
+  EXPECT_NE(std::find(kernel.expected.begin(), kernel.expected.end(), gated->verdict),
+            kernel.expected.end())
+      << verdict_name(gated->verdict) << ": " << gated->detail;
+}
+
 // Screening (EvalOptions::full_gate_below_us, issue 35) in the real worker: a planted bug that
 // passes the declared shapes is timed, then caught by the rest of the gate when its median is
 // below the bar; above it, it ends `screened` with its times and the held steps counted. Its
@@ -135,17 +161,16 @@ TEST(ScreeningOnGpu, BelowTheBarTheWholeGateAboveItScreened) {
     // The gated run left a baseline history, so the screened one sampled the candidate alone
     // and took the baseline's median from the history.
     ASSERT_TRUE(screened->baseline_time);
-    {
-      EXPECT_TRUE(screened->timing_facts.value("baseline_from_history", false));
-      EXPECT_EQ(screened->timing_facts.value("fresh_baseline_samples", -1), 0);
-      EXPECT_GT(screened->baseline_time->median_us, 0);
-    }
+    EXPECT_TRUE(screened->timing_facts.value("baseline_from_history", false));
+    EXPECT_EQ(screened->timing_facts.value("fresh_baseline_samples", -1), 0);
+    EXPECT_GT(screened->baseline_time->median_us, 0);
     if (gated->candidate_time) {
       EXPECT_NE(gated->timing_facts.value("stop", ""), "above the bar") << gated->timing_facts;
     }
     if (!planted) {
       EXPECT_LT(screened->verify_ms, gated->verify_ms) << "the screen skipped nothing";
     }
+    expect_timing_first_screen(evaluator, r, *kernel, *screened);
   }
 }
 
