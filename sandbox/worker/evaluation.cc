@@ -320,8 +320,8 @@ class Evaluation {
     result_.verdict = Verdict::kScreened;
     const std::string checked =
         options_.screen_time_first
-            ? "checked at the timed shape alone (every timed sample's outputs) before timing "
-              "ended; the declared shapes and the other "
+            ? "checked at the timed shape alone (every timed sample's outputs); the declared "
+              "shapes and the other "
             : "verified on " + std::to_string(steps_run_) + " declared shapes (" +
                   rounds_text(shapes_by_rounds_) + ") before timing; the other ";
     result_.detail = "not faster than the task's best beyond the noise: median " +
