@@ -285,9 +285,6 @@ std::string phase_steps(const EvalResult& result) {
   return join(parts, ", ");
 }
 
-namespace {
-
-// How the timing ended: the candidate's samples (and the baseline's) and why sampling stopped.
 std::string timing_text(const EvalResult& result) {
   if (!result.candidate_time) return "none";
   std::string text = std::to_string(result.candidate_time->samples) + " samples";
@@ -298,6 +295,8 @@ std::string timing_text(const EvalResult& result) {
     text += ", stopped: " + facts["stop"].get<std::string>();
   return text;
 }
+
+namespace {
 
 // Where one evaluation's time went, in the run log (debug): what daemon_throughput reads to say
 // whether the GPU, the compile or the queue bounds a night.

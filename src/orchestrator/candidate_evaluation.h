@@ -79,6 +79,11 @@ double profile_below_us(double best_us, double best_noise, double above);
 // exchange costs beyond the worker (daemon.transport). The run log's phase line carries it.
 std::string phase_steps(const EvalResult& result);
 
+// "12 samples (baseline 30), stopped: above the bar" (the baseline's part where it was timed, the
+// reason where the worker said it; "none" without a time): how the candidate's timing ended, in
+// the run log's phase line, which bench/daemon_throughput.py reads (its TIMING pattern).
+std::string timing_text(const EvalResult& result);
+
 class CandidateEvaluator {
  public:
   CandidateEvaluator(Evaluator& evaluator, RunRecorder& recorder, const CompileCache* cache)

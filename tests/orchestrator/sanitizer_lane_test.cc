@@ -236,6 +236,22 @@ TEST(ProfileThreshold, EveryKernelBeyondTheNoiseIsProfiled) {
   EXPECT_GT(beyond, 1000);
 }
 
+// How timing ended, as the run log's phase line says it and bench/daemon_throughput.py's TIMING
+// pattern reads it: the candidate's samples, the baseline's where it was timed, the stop reason.
+TEST(PhaseSteps, TimingTextSaysSamplesAndWhyTimingStopped) {
+  EvalResult result;
+  EXPECT_EQ(timing_text(result), "none");
+  result.candidate_time = TimingSummary{};
+  result.candidate_time->samples = 12;
+  EXPECT_EQ(timing_text(result), "12 samples");
+  result.baseline_time = TimingSummary{};
+  result.baseline_time->samples = 30;
+  result.timing_facts = {{"stop", "above the bar"}, {"hashed_samples", 11}};
+  EXPECT_EQ(timing_text(result), "12 samples (baseline 30), stopped: above the bar");
+  result.timing_facts = {{"stop", 3}};  // not a reason: left out
+  EXPECT_EQ(timing_text(result), "12 samples (baseline 30)");
+}
+
 // The run log's phase line names every step the worker timed, what its total leaves unnamed and
 // what the exchange cost beyond it: what bench/daemon_throughput.py sums.
 TEST(PhaseSteps, EveryStepIsNamedWithTheUnnamedRestAndTheTransport) {
