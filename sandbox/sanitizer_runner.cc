@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "common/json_limits.h"
 #include "common/strings.h"
+#include "common/text_escape.h"
 #include "common/utf8.h"
 #include "sandbox/kernel_file.h"
 #include "sandbox/name_rules.h"
@@ -109,13 +110,26 @@ std::string tool_timeline(double until_result_s, const EvalResult* result, doubl
   return text + ", end " + seconds_text(end_s);
 }
 
-// KOPT_SANITIZER_KERNELS as set ("" when unset): the one reader of the variable.
+// KOPT_SANITIZER_KERNELS as set ("" when unset): the one reader of the variable. A value it does
+// not know is said once (an A/B run with a typo would otherwise measure the default silently).
 std::string sanitizer_kernels_setting() {
   const char* kernels = std::getenv("KOPT_SANITIZER_KERNELS");
-  return kernels ? kernels : "";
+  std::string value = kernels ? kernels : "";
+  if (auto problem = sanitizer_kernels_problem(value)) {
+    static std::once_flag said;
+    std::call_once(said, [&] { spdlog::warn("{}", *problem); });
+  }
+  return value;
 }
 
 }  // namespace
+
+std::optional<std::string> sanitizer_kernels_problem(const std::string& value) {
+  if (value.empty() || value == "all" || value == "candidate" || value == "candidate-initcheck")
+    return std::nullopt;
+  return "KOPT_SANITIZER_KERNELS=" + one_line_text(clip_utf8(value, 60)) +
+         " is none of all, candidate, candidate-initcheck: the default (candidate) holds";
+}
 
 double hang_ceiling_under_a_tool(const SanitizerOptions& options) {
   return std::max(options.verify_seconds_per_tool,

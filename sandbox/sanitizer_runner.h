@@ -29,6 +29,9 @@ namespace kopt {
 // experiment for bench/sanitizer_cost.py: its false findings on correct baselines are the point).
 bool sanitizer_kernels_default();
 bool sanitizer_filters_initcheck();
+// What is wrong with a KOPT_SANITIZER_KERNELS value (one line, said once as a warning), or nothing
+// for "", "all", "candidate" and "candidate-initcheck".
+std::optional<std::string> sanitizer_kernels_problem(const std::string& value);
 
 struct SanitizerOptions {
   std::string sanitizer;  // compute-sanitizer's path; empty: find_compute_sanitizer()

@@ -387,6 +387,20 @@ TEST_F(SanitizerRunner, NoShapeAtTheTimedShapeIsRunAgainSmallestFirst) {
   EXPECT_NE(outcome.note.find("initcheck"), std::string::npos) << outcome.note;
 }
 
+// KOPT_SANITIZER_KERNELS: the values kopt knows pass; any other is said (one line, clipped), so
+// an A/B run with a typo does not measure the default unawares.
+TEST(SanitizerKernelsSetting, AnUnknownValueIsSaidOnOneLine) {
+  for (const char* known : {"", "all", "candidate", "candidate-initcheck"})
+    EXPECT_FALSE(sanitizer_kernels_problem(known)) << known;
+  auto problem = sanitizer_kernels_problem("al\nl");
+  ASSERT_TRUE(problem);
+  EXPECT_NE(problem->find("KOPT_SANITIZER_KERNELS=al l is none of all, candidate"),
+            std::string::npos)
+      << *problem;
+  EXPECT_EQ(problem->find('\n'), std::string::npos);
+  EXPECT_LT(sanitizer_kernels_problem(std::string(5000, 'x'))->size(), 200u);
+}
+
 // memcheck, racecheck and synccheck check the candidate's kernels alone (kopt's fills, checks and
 // the reference ran most of their time); initcheck checks every kernel (an unchecked fill's
 // writes would read as uninitialised); KOPT_SANITIZER_KERNELS=all checks every kernel everywhere.
