@@ -9,6 +9,7 @@
 
 #include "common/json_limits.h"
 #include "common/strings.h"
+#include "common/text_escape.h"
 #include "common/utf8.h"
 #include "sandbox/confined/confined_compile.h"
 #include "sandbox/kernel_file.h"
@@ -292,7 +293,7 @@ std::string timing_text(const EvalResult& result) {
     text += " (baseline " + std::to_string(result.baseline_time->samples) + ")";
   const auto& facts = result.timing_facts;
   if (facts.is_object() && facts.contains("stop") && facts["stop"].is_string())
-    text += ", stopped: " + facts["stop"].get<std::string>();
+    text += ", stopped: " + one_line_text(clip_utf8(facts["stop"].get<std::string>(), 40));
   return text;
 }
 

@@ -250,6 +250,10 @@ TEST(PhaseSteps, TimingTextSaysSamplesAndWhyTimingStopped) {
   EXPECT_EQ(timing_text(result), "12 samples (baseline 30), stopped: above the bar");
   result.timing_facts = {{"stop", 3}};  // not a reason: left out
   EXPECT_EQ(timing_text(result), "12 samples (baseline 30)");
+  result.timing_facts = {{"stop", "con\nverged" + std::string(100, 'x')}};  // one line, clipped
+  std::string text = timing_text(result);
+  EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+  EXPECT_LT(text.size(), 100u) << text;
 }
 
 // The run log's phase line names every step the worker timed, what its total leaves unnamed and
