@@ -256,11 +256,12 @@ class TimedRun {
     return go_on();
   }
 
-  // Sub-steps' milliseconds (TimedOutcome::step_ms), each since `started`, which it moves on.
-  const std::vector<std::pair<std::string, double>>& sub_steps() const { return sub_ms_; }
+  // A step's (or a part's) milliseconds for TimedOutcome::step_ms, since `started`, which it
+  // moves on.
   void note_since(const char* name, std::chrono::steady_clock::time_point& started) {
     auto now = std::chrono::steady_clock::now();
-    sub_ms_.emplace_back(name, std::chrono::duration<double, std::milli>(now - started).count());
+    outcome_.step_ms.emplace_back(name,
+                                  std::chrono::duration<double, std::milli>(now - started).count());
     started = now;
   }
 
@@ -490,7 +491,6 @@ class TimedRun {
   bool history_judged_ = true;
   double screen_bar_us_ = 0;
   bool candidate_first_ = false;  // the baseline waits for the candidate's first samples
-  std::vector<std::pair<std::string, double>> sub_ms_;
   TimedOutcome outcome_;
 };
 
@@ -525,20 +525,14 @@ Result<TimedOutcome> TimingLoop::run(const LoadedKernel& candidate, const Loaded
       {"samples", &TimedRun::sample_until_stopped},
       {"long_lived", &TimedRun::check_long_lived_module},
       {"integrity", &TimedRun::check_guards_and_inputs}};
-  std::vector<std::pair<std::string, double>> step_ms;
   for (const auto& [name, step] : steps) {
     auto started = std::chrono::steady_clock::now();
     auto end = (timed.*step)();
-    step_ms.emplace_back(
-        name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-                  .count());
+    timed.note_since(name, started);
     if (!end) return make_error(end.error());
     if (*end) return std::move(**end);
   }
-  TimedOutcome outcome = timed.summarize();
-  outcome.step_ms = std::move(step_ms);
-  for (const auto& sub : timed.sub_steps()) outcome.step_ms.push_back(sub);
-  return outcome;
+  return timed.summarize();
 }
 
 }  // namespace kopt::worker
