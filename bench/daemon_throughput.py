@@ -185,8 +185,9 @@ def one_run(args, mode, gpus, workers, tasks, out):
     config["daemon"]["workers_per_gpu"] = workers
     # --screen off: every candidate gets the whole gate before timing (daemon.search.screen).
     config["daemon"]["search"]["screen"] = args.screen != "off"
-    # time-first: timed before any verification (daemon.search.screen_time_first).
-    config["daemon"]["search"]["screen_time_first"] = args.screen == "time-first"
+    # on (the default) and time-first: timed before any verification
+    # (daemon.search.screen_time_first); verify-first: the declared shapes before timing.
+    config["daemon"]["search"]["screen_time_first"] = args.screen in ("on", "time-first")
     config_path = home / "config.json"
     config_path.write_text(json.dumps(config, indent=2))
     db = home / "memory.db"
@@ -278,10 +279,12 @@ def main():
     parser.add_argument("--gpus", default="1,all", help="GPU counts; 'all': every visible GPU")
     parser.add_argument("--workers-per-gpu", default="1",
                         help="timing workers per GPU (daemon.workers_per_gpu); a list runs each")
-    parser.add_argument("--screen", choices=("on", "off", "time-first"), default="on",
-                        help="screening (daemon.search.screen): off gives every candidate the "
-                             "whole gate; time-first times before any verification "
-                             "(daemon.search.screen_time_first)")
+    parser.add_argument("--screen", choices=("on", "off", "time-first", "verify-first"),
+                        default="on",
+                        help="screening (daemon.search.screen): on is the daemon's default, "
+                             "time-first; verify-first verifies the declared shapes before "
+                             "timing (daemon.search.screen_time_first false); off gives "
+                             "every candidate the whole gate")
     parser.add_argument("--tasks", default=str(benchlib.TASKS))
     parser.add_argument("--bin", default=str(benchlib.ROOT / "build" / "bin"))
     parser.add_argument("--worker", default=None, help="(accepted for bench/run.sh)")

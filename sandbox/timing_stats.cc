@@ -134,4 +134,10 @@ TimingSummary StoppingCriterion::summary() const {
   return summarize_samples(samples_, params_.max_clock_drop);
 }
 
+bool baseline_joins_screened(const StoppingCriterion& candidate, double bar_us) {
+  if (candidate.samples().size() < candidate.required_samples()) return false;
+  if (candidate.reason() == StopReason::kAboveBar) return false;
+  return candidate.summary().median_us < bar_us;
+}
+
 }  // namespace kopt

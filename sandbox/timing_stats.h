@@ -104,4 +104,10 @@ class StoppingCriterion {
   StopReason reason_ = StopReason::kNotYet;
 };
 
+// Screening with a baseline history (issue 35): whether the baseline starts sampling beside a
+// candidate timed against the bar `bar_us`. Not while the candidate has fewer than its minimum
+// samples, has stopped above the bar, or has its median at or above it: such a kernel ends
+// `screened` and needs no ratio of its own (the history's baseline median gives it one).
+bool baseline_joins_screened(const StoppingCriterion& candidate, double bar_us);
+
 }  // namespace kopt

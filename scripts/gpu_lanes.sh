@@ -6,7 +6,7 @@
 # serves every call (run from the repository root; JOBS2, JOBS3 for GPUs 2 and 3). Session 10:
 # "ctesth:K|REGEX" runs every second test of the gpu label but REGEX, starting at test number K
 # (ctest -I K,,2), so one label splits over two GPUs. Session 11: daemon jobs take a fifth field,
-# SCREEN (on|off|time-first: daemon.search.screen, screen_time_first). Session 12: "bench:NAME|ARGS" runs bench/run.sh NAME
+# SCREEN (on|off|time-first|verify-first: daemon.search.screen, screen_time_first; on = time-first, the default since session 14). Session 12: "bench:NAME|ARGS" runs bench/run.sh NAME
 # (BENCH_LIMIT seconds at most).
 set -u
 here=$PWD; out=${OUT:-/tmp/out}; pack=.dev/final; mkdir -p "$out" /work

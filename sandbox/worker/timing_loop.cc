@@ -182,10 +182,10 @@ class TimedRun {
     cand_stop_.emplace(candidate_params);
     base_stop_.emplace(stopping_params(options_));
     history_judged_ = history_samples_.empty();
-    // Screening with a baseline history: the candidate's first samples go alone, since a kernel
-    // above the bar needs no ratio of its own (it is no new best; its ratio to the baseline is
-    // then the history's, said in baseline_from_history). One that is not above the bar samples
-    // the baseline beside it from then on, as any candidate does.
+    // Screening with a baseline history: the candidate samples alone while its median is above
+    // the bar, since a kernel above it needs no ratio of its own (it is no new best; its ratio to
+    // the baseline is then the history's, said in baseline_from_history). Once its median is at
+    // or below the bar the baseline joins, beside it from then on, as for any candidate.
     candidate_first_ = screen_bar_us_ > 0 && bp_ && !history_samples_.empty();
     return go_on();
   }
@@ -195,16 +195,16 @@ class TimedRun {
   // ratio to the baseline then rests on the baseline's samples so far).
   Step sample_until_stopped() {
     while (true) {
-      const bool sample_baseline =
-          bp_ && !base_stop_->finished() &&
-          !(candidate_first_ && cand_stop_->samples().size() < cand_stop_->required_samples());
+      const bool sample_baseline = bp_ && !base_stop_->finished() && baseline_joined();
       for (int b = 0; b < batch_; ++b, ++taken_) {
         auto end = take_sample(sample_baseline);
         if (!end || *end) return end;
       }
       if (auto end = record_batch(sample_baseline); !end || *end) return end;
       if (auto end = check_gpu_quiet(); !end || *end) return end;
-      if (cand_stop_->finished() && (!bp_ || base_stop_->finished() || above_bar())) break;
+      if (cand_stop_->finished() &&
+          (!bp_ || base_stop_->finished() || above_bar() || !baseline_joined()))
+        break;
     }
     if (CuptiKernelTimer::dropped() > 0)
       return make_error("CUPTI dropped kernel records; the measurement is incomplete");
@@ -220,7 +220,7 @@ class TimedRun {
     if (!candidate_.keeps_state()) return go_on();
     // A kernel above the screening bar ends `screened`: this check is part of the gate that only
     // a kernel that may be a new best gets (one below the bar has it here, as before).
-    if (above_bar()) return go_on();
+    if (median_above_bar()) return go_on();
     auto plan = candidate_.resolve(task_, sizes_);
     if (auto* f = std::get_if<PlanFailure>(&plan)) return verdict(f->verdict, f->detail);
     fresh_candidate_.reset();
@@ -266,6 +266,19 @@ class TimedRun {
   }
 
   bool above_bar() const { return cand_stop_ && cand_stop_->reason() == StopReason::kAboveBar; }
+  // Whether the candidate's median so far is above the screening bar (it ends `screened`, by a
+  // stop above the bar or by a converged median there).
+  bool median_above_bar() const {
+    return screen_bar_us_ > 0 && cand_stop_ && !cand_stop_->samples().empty() &&
+           cand_stop_->summary().median_us >= screen_bar_us_;
+  }
+  // Whether the baseline samples beside the candidate: always, but with candidate_first_ only
+  // once baseline_joins_screened() says so; then for good.
+  bool baseline_joined() {
+    if (!candidate_first_ || joined_) return true;
+    joined_ = baseline_joins_screened(*cand_stop_, screen_bar_us_);
+    return joined_;
+  }
 
   TimedOutcome summarize() {
     outcome_.candidate = cand_stop_->summary();
@@ -489,8 +502,9 @@ class TimedRun {
   std::optional<StoppingCriterion> cand_stop_, base_stop_;
   std::vector<TimingSample> history_samples_, fresh_baseline_;
   bool history_judged_ = true;
+  bool joined_ = false;  // baseline_joined() said so once
   double screen_bar_us_ = 0;
-  bool candidate_first_ = false;  // the baseline waits for the candidate's first samples
+  bool candidate_first_ = false;  // the baseline waits while the candidate is above the bar
   TimedOutcome outcome_;
 };
 

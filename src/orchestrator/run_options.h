@@ -51,10 +51,11 @@ struct SearchSettings {
   bool screen = true;
   // With screen: time before any verification (EvalOptions::screen_time_first), so a candidate
   // above the bar is checked at the timed shape alone and only a would-be best runs the declared
-  // shapes, with the rest of the gate. Off by default: a slow kernel that is wrong only at a
-  // declared shape is then stored `screened`, not `incorrect`, and its coder is told it is slow,
+  // shapes, with the rest of the gate. On by default (1.8x the evaluations per GPU-hour of the
+  // fake-model night on an H200, 4854 against 2735); the price: a slow kernel that is wrong only
+  // at a declared shape is stored `screened`, not `incorrect`, and its coder is told it is slow,
   // not where it is wrong.
-  bool screen_time_first = false;
+  bool screen_time_first = true;
   int tuner_max_configs = 24;           // tunable configurations tried per kernel
   double positive_pair_speedup = 1.04;  // pairs kept as examples (AccelOpt's threshold)
   double negative_pair_speedup = 1.15;  // slowdowns kept as warnings (1/1.15x and worse)

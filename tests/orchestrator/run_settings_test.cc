@@ -70,13 +70,13 @@ TEST(RunSettings, TheConfigSetsTheExampleSlotAndTheCards) {
 
 TEST(RunSettings, TheConfigSetsScreeningTimingFirst) {
   DaemonConfig config;
-  config.search.screen_time_first = true;
+  config.search.screen_time_first = false;
   ResolvedSettings r = resolve_run_settings(config, SettingFlags{}, nullptr);
-  EXPECT_TRUE(r.options.search.screen_time_first);
+  EXPECT_FALSE(r.options.search.screen_time_first);
   EXPECT_EQ(origin_of(r, "search.screen_time_first").describe(),
-            "search.screen_time_first true (from the config file)");
+            "search.screen_time_first false (from the config file)");
   ResolvedSettings d = resolve_run_settings(DaemonConfig{}, SettingFlags{}, nullptr);
-  EXPECT_FALSE(d.options.search.screen_time_first);
+  EXPECT_TRUE(d.options.search.screen_time_first);
 }
 
 TEST(RunSettings, AFlagBeatsTheConfig) {

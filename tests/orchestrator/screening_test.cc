@@ -106,8 +106,8 @@ TEST_F(ScreeningTest, EveryWouldBeBestGetsTheWholeGate) {
 }
 
 // Screening timing first (daemon.search.screen_time_first): the request says so only with the
-// screen; a slow kernel wrong at a declared shape is then screened, not incorrect (the price the
-// setting's default of off avoids), and a fast one wrong there is still rejected.
+// screen; a slow kernel wrong at a declared shape is then screened, not incorrect (the price of
+// the setting, on by default), and a fast one wrong there is still rejected.
 TEST_F(ScreeningTest, TimingFirstLeavesTheDeclaredShapesToWouldBeBests) {
   FakeEvaluator evaluator;
   CandidateEvaluator candidates(evaluator, *recorder_, nullptr);

@@ -166,6 +166,15 @@ TEST(ScreeningOnGpu, BelowTheBarTheWholeGateAboveItScreened) {
     EXPECT_GT(screened->baseline_time->median_us, 0);
     if (gated->candidate_time) {
       EXPECT_NE(gated->timing_facts.value("stop", ""), "above the bar") << gated->timing_facts;
+      // Just above the bar (maybe within its noise of it): still screened, and the baseline
+      // never sampled beside a candidate whose median stays above the bar.
+      r.options.full_gate_below_us = gated->candidate_time->median_us / 1.05;
+      auto near = evaluator.evaluate(r);
+      ASSERT_TRUE(near.ok()) << near.error();
+      EXPECT_EQ(near->verdict, Verdict::kScreened) << near->detail;
+      EXPECT_EQ(near->timing_facts.value("fresh_baseline_samples", -1), 0) << near->timing_facts;
+      EXPECT_TRUE(near->timing_facts.value("baseline_from_history", false));
+      r.options.full_gate_below_us = 1e-3;
     }
     if (!planted) {
       EXPECT_LT(screened->verify_ms, gated->verify_ms) << "the screen skipped nothing";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 namespace kopt {
@@ -267,6 +268,36 @@ TEST(StoppingCriterion, AboveTheBarWithinItsNoiseSamplesOn) {
   EXPECT_GT(added, 10);
   EXPECT_TRUE(why == StopReason::kAboveBar || why == StopReason::kConverged)
       << stop_reason_name(why);
+}
+
+// Screening with a baseline history (issue 35): the baseline joins a candidate only once the
+// candidate has its minimum samples and a median below the bar; one above it, stopped there or
+// still sampling within its noise, goes on alone.
+TEST(StoppingCriterion, TheBaselineJoinsOnlyACandidateBelowTheBar) {
+  FakeClock clock;
+  StoppingParams params;
+  params.max_gpu_seconds = 10;
+  params.screen_bar_us = 100;
+  auto after = [&](double center_us, double spread, int samples) {
+    auto criterion = std::make_unique<StoppingCriterion>(params, clock.function());
+    std::mt19937 rng(5);
+    std::normal_distribution<double> dist(center_us, center_us * spread);
+    for (int i = 0; i < samples && !criterion->finished(); ++i) criterion->add({dist(rng), 1980});
+    return criterion;
+  };
+  // Below the bar: not before the minimum samples, then at once.
+  EXPECT_FALSE(baseline_joins_screened(*after(90, 0.01, 9), 100));
+  EXPECT_TRUE(baseline_joins_screened(*after(90, 0.01, 10), 100));
+  // Just above the bar within its noise: it samples on, and alone.
+  auto near = after(101, 0.03, 30);
+  EXPECT_EQ(near->reason(), StopReason::kNotYet);
+  EXPECT_FALSE(baseline_joins_screened(*near, 100));
+  // Far above: stopped above the bar, alone.
+  auto far = after(150, 0.01, 30);
+  EXPECT_EQ(far->reason(), StopReason::kAboveBar);
+  EXPECT_FALSE(baseline_joins_screened(*far, 100));
+  // Its median at the bar is not below it.
+  EXPECT_FALSE(baseline_joins_screened(*after(100, 0.0, 12), 100));
 }
 
 TEST(StoppingCriterion, ParamsComeFromTheRequestOptions) {
