@@ -74,6 +74,56 @@ struct CurrentUnit {
 std::mutex g_unit_mutex;
 CurrentUnit g_unit;
 
+// The lane's back-off (kLaneBackoffFactor): since when its current run holds the turn, the time
+// before which it takes none, and what it waited in all.
+std::mutex g_backoff_mutex;
+Clock::time_point g_run_since, g_not_before;
+double g_waits_ms = 0;
+
+bool backs_off() { return g_yielding && !g_co_worker; }
+
+void add_waits(double ms) {
+  std::lock_guard lock(g_backoff_mutex);
+  g_waits_ms += ms;
+}
+
+// A run that held the turn since g_run_since made a timer wait: no turn for a while.
+void back_off_after_run() {
+  if (!backs_off()) return;
+  std::lock_guard lock(g_backoff_mutex);
+  auto now = Clock::now();
+  auto pause = std::min<Clock::duration>(
+      std::chrono::duration_cast<Clock::duration>((now - g_run_since) * kLaneBackoffFactor),
+      std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(kLaneBackoffMaxSeconds)));
+  g_not_before = now + pause;
+}
+
+void wait_out_back_off() {
+  if (!backs_off()) return;
+  Clock::time_point until;
+  {
+    std::lock_guard lock(g_backoff_mutex);
+    until = g_not_before;
+  }
+  if (Clock::now() < until) std::this_thread::sleep_until(until);
+}
+
+void note_run_start() {
+  std::lock_guard lock(g_backoff_mutex);
+  g_run_since = Clock::now();
+}
+
+// Whether a timer holds or awaits the gate of `key` now (it holds it exclusively from its ask to
+// the end of its turn; units only pass it).
+bool timer_waits(const std::string& key) {
+  int gate = open_lock_file(key + ".gate");
+  if (gate < 0) return false;
+  bool waits = ::flock(gate, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(gate);
+  return waits;
+}
+
 }  // namespace
 
 fs::path gpu_turn_directory() {
@@ -162,13 +212,16 @@ bool holds_timing_turn(const std::string& gpu_id) {
 
 YieldingTurn::YieldingTurn(const std::string& gpu_id) {
   auto asked = Clock::now();
+  wait_out_back_off();
   // Through the gate (shared): a timer holding or awaiting it goes first. The gate is let go
   // at the end of this constructor; the shared turn stays held.
   TurnLock gate = TurnLock::wait(gpu_turn_key(gpu_id) + ".gate", LOCK_SH);
   if (!gate.held()) return;
   turn_ = TurnLock::wait(gpu_turn_key(gpu_id) + ".turn", LOCK_SH);
   waited_ms_ = ms_since(asked);
+  if (backs_off()) add_waits(waited_ms_);
   if (turn_.held()) {
+    note_run_start();
     std::lock_guard lock(g_unit_mutex);
     g_unit = {gpu_turn_key(gpu_id), turn_.fd()};
   }
@@ -176,8 +229,20 @@ YieldingTurn::YieldingTurn(const std::string& gpu_id) {
 
 YieldingTurn::~YieldingTurn() {
   if (!turn_.held()) return;
-  std::lock_guard lock(g_unit_mutex);
-  if (g_unit.turn_fd == turn_.fd()) g_unit = {};
+  std::string key;
+  {
+    std::lock_guard lock(g_unit_mutex);
+    if (g_unit.turn_fd == turn_.fd()) {
+      key = g_unit.key;
+      g_unit = {};
+    }
+  }
+  if (!key.empty() && timer_waits(key)) back_off_after_run();
+}
+
+double yielding_waits_ms() {
+  std::lock_guard lock(g_backoff_mutex);
+  return g_waits_ms;
 }
 
 double yield_point() {
@@ -187,19 +252,19 @@ double yield_point() {
     unit = g_unit;
   }
   if (unit.turn_fd < 0) return 0;
-  int gate = open_lock_file(unit.key + ".gate");
-  if (gate < 0) return 0;
-  // A timer holds the gate exclusively from its ask to the end of its turn; units only pass it.
-  bool timer_waits = ::flock(gate, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(gate);
-  if (!timer_waits) return 0;
+  if (!timer_waits(unit.key)) return 0;
   auto asked = Clock::now();
+  back_off_after_run();
   ::flock(unit.turn_fd, LOCK_UN);
+  wait_out_back_off();  // the gate is not held meanwhile: timers come and go
   // Back through the gate, as a new unit enters: after this timer's turn, before a later timer.
   TurnLock through = TurnLock::wait(unit.key + ".gate", LOCK_SH);
   while (::flock(unit.turn_fd, LOCK_SH) != 0 && errno == EINTR) {
   }
-  return ms_since(asked);
+  note_run_start();
+  double waited = ms_since(asked);
+  if (backs_off()) add_waits(waited);
+  return waited;
 }
 
 YieldingRegistration::YieldingRegistration(const std::string& gpu_id, bool with_parent) {

@@ -20,6 +20,11 @@
 // another user.
 // Without the folder (an unwritable temp folder) there are no turns and no registrations: the
 // lane's process is then another process and timing refuses the GPU as busy, never the reverse.
+// The lane backs off (kLaneBackoffFactor): a run of a slow kernel under memcheck holds the GPU for
+// seconds, and on one H200 timers waited 52 s of a 160 s night for such runs; after each run a
+// timer waited for, the lane stays off the GPU three times that run's length, so timers lose at
+// most about a quarter of the GPU to it, and with no timer waiting it runs on. Its verification
+// budget does not count these waits (yielding_waits_ms), so its coverage does not shrink.
 #pragma once
 
 #include <chrono>
@@ -93,6 +98,16 @@ class YieldingTurn {
   TurnLock turn_;
   double waited_ms_ = 0;
 };
+
+// After a run of the lane's worker that a timer waited for, the lane takes no turn for this many
+// times the run's length (at most kLaneBackoffMaxSeconds). Co-workers (timing workers) never
+// back off: they time themselves.
+inline constexpr double kLaneBackoffFactor = 3;
+inline constexpr double kLaneBackoffMaxSeconds = 30;
+
+// Milliseconds this process has waited for its GPU's turns as a yielding worker (units, yield
+// points, back-offs) since it started: the verification budget leaves them out.
+double yielding_waits_ms();
 
 // A point within a unit where this worker's GPU work is done (its stream idle, after a run's
 // wait): if a timer waits for the turn (it holds the gate), the unit lets the turn go, waits for

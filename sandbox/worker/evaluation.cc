@@ -118,10 +118,15 @@ std::string kernel_key(const std::string& task_json, const KernelSource& kernel)
   return key;
 }
 
-// Whether verification, begun at `started`, has spent its time budget (if it has one).
-bool over_budget(const EvalOptions& options, Clock::time_point started) {
-  return options.verify_budget_seconds > 0 &&
-         ms_since(started) > 1000.0 * options.verify_budget_seconds;
+// Whether verification, begun at `started` when this process had waited `waits_ms` for its
+// GPU's turns, has spent its time budget (if it has one). Waits since then are not its time: the
+// sanitizer lane's worker yields to timers and backs off, and its coverage must not shrink so;
+// but twice the budget in all ends it, so that with the last step (a run may take the budget)
+// the tool's wall limit (seconds_per_tool, 4x the budget) is never reached.
+bool over_budget(const EvalOptions& options, Clock::time_point started, double waits_ms) {
+  if (options.verify_budget_seconds <= 0) return false;
+  double budget_ms = 1000.0 * options.verify_budget_seconds, wall_ms = ms_since(started);
+  return wall_ms - (yielding_waits_ms() - waits_ms) > budget_ms || wall_ms > 2 * budget_ms;
 }
 
 void apply_failure(EvalResult& result, const PlanFailure& failure) {
@@ -255,6 +260,7 @@ class Evaluation {
   // Verification: the sweep, the stress rounds, then the holdout shapes.
   Step verify() {
     verify_started_ = Clock::now();
+    verify_waits_ms_ = yielding_waits_ms();
     set_exact_allocations(options_.exact_allocations);
     verifier_.emplace(device_, support_, task_, *reference_.kernel, *candidate_.kernel, options_);
     // Kept input sets belong to one task and one reference: both are in the key. A reproduction
@@ -272,7 +278,7 @@ class Evaluation {
         held_.push_back(&step);
         continue;
       }
-      if (over_budget(options_, verify_started_)) break;
+      if (over_budget(options_, verify_started_, verify_waits_ms_)) break;
       auto next = counted_step(step);
       if (!next || *next == Next::kEnd) return next;
     }
@@ -301,7 +307,7 @@ class Evaluation {
     auto budget_start = gate_started - std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double, std::milli>(verified_ms));
     for (const VerifyStep* step : held_) {
-      if (over_budget(options_, budget_start)) break;
+      if (over_budget(options_, budget_start, verify_waits_ms_)) break;
       auto next = counted_step(*step);
       if (!next || *next == Next::kEnd) {
         if (next) result_.verify_ms = verified_ms + ms_since(gate_started);
@@ -618,6 +624,7 @@ class Evaluation {
   uint64_t seed_ = 0;
 
   Clock::time_point verify_started_, time_started_;
+  double verify_waits_ms_ = 0;  // yielding_waits_ms() when verification began
   std::optional<Verifier> verifier_;
   std::optional<CoRunner> co_runner_;  // declared after the verifier, freed before it
   int corun_runs_ = 0;                 // runs of co-runners already freed

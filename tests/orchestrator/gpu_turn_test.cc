@@ -25,6 +25,7 @@ using namespace std::chrono_literals;
 using kopt::testing::TempDir;
 
 constexpr const char* kGpu = "00000000:41:00.0";
+using Millis = std::chrono::milliseconds;
 
 class GpuTurnTest : public ::testing::Test {
  protected:
@@ -249,6 +250,57 @@ TEST_F(GpuTurnTest, AStaleEntryIsNoOnesAndIsRemoved) {
   std::ofstream(entry) << ::getpid() << " 1\n" << 4194303 << " 77\n";
   EXPECT_TRUE(registered_yielding_pids(kGpu).empty());
   EXPECT_FALSE(std::filesystem::exists(entry));
+}
+
+// The lane's back-off (kLaneBackoffFactor): after a 200 ms run a timer waited for, the lane's
+// worker takes no turn for three times that, so the timer's next turns come at once; its waits
+// are counted for the verification budget to leave out. A co-worker never backs off.
+double lane_pause_after_a_waited_run_ms(bool co_worker) {
+  set_yielding_worker(true);
+  set_co_worker(co_worker);
+  double waits_before = yielding_waits_ms();
+  std::atomic<bool> unit_started{false};
+  Millis next_run_after_yield{0};
+  std::thread lane([&] {
+    YieldingTurn unit(kGpu);
+    unit_started = true;
+    std::this_thread::sleep_for(200ms);  // one run of the lane's worker
+    auto yielded = std::chrono::steady_clock::now();
+    yield_point();
+    next_run_after_yield =
+        std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - yielded);
+  });
+  while (!unit_started) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(20ms);
+  double later_wait_ms = 0;
+  {
+    TimingTurn first(kGpu);
+    EXPECT_TRUE(first.held());
+    std::this_thread::sleep_for(20ms);
+  }
+  std::this_thread::sleep_for(100ms);  // the timer's host work, then its next candidate
+  {
+    TimingTurn second(kGpu);
+    later_wait_ms = second.waited_ms();
+  }
+  lane.join();
+  if (!co_worker) {
+    EXPECT_LT(later_wait_ms, 50) << "the lane ran again while the timer had its next candidate";
+    EXPECT_GE(yielding_waits_ms() - waits_before, 500) << "the waits were not counted";
+  } else {
+    EXPECT_EQ(yielding_waits_ms(), waits_before) << "a co-worker's waits counted as the lane's";
+  }
+  set_yielding_worker(false);
+  set_co_worker(false);
+  return double(next_run_after_yield.count());
+}
+
+TEST_F(GpuTurnTest, ALaneRunATimerWaitedForBacksOffThreeTimesItsLength) {
+  EXPECT_GE(lane_pause_after_a_waited_run_ms(false), 3 * 200 - 20);
+}
+
+TEST_F(GpuTurnTest, ACoWorkerNeverBacksOff) {
+  EXPECT_LT(lane_pause_after_a_waited_run_ms(true), 3 * 200 - 20);
 }
 
 TEST(YieldingWorker, OnlyAWorkerToldSoYields) {
