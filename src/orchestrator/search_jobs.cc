@@ -34,7 +34,7 @@ CandidateInput Orchestrator::candidate_input(const TaskState& task, std::string 
   input.source = std::move(source);
   input.origin = std::move(origin);
   input.parent_id = parent;
-  input.best_us = task.best_us();
+  input.best_us = task.best_us_now();
   input.best_noise = task.best_noise();
   input.sanitize_above = options_.search.min_improvement;
   input.screen = options_.search.screen;

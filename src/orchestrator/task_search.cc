@@ -243,6 +243,7 @@ PhaseChange TaskSearch::on_result(const CandidateOutcome& outcome, bool tune_new
   }
   const VerifiedKernel& k = *outcome.verified;
   if (k.kernel_id && k.parent_id) parent_of_[k.kernel_id] = *k.parent_id;
+  if (k.baseline_us > 0) latest_baseline_us_ = k.baseline_us;
   // Its sanitizer pass may have ended (with a finding) before this verdict arrived here.
   if (sanitizer_tainted(k.kernel_id)) {
     ++failures_;

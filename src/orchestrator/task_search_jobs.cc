@@ -63,6 +63,7 @@ PhaseChange TaskSearch::on_baseline(const CandidateOutcome& outcome) {
   beam_.offer(k);
   best_speedup_ = 1.0;
   best_us_ = k.median_us;
+  latest_baseline_us_ = k.median_us;
   best_sol_percent_ = k.sol_percent;
   phase_ = Phase::kSearching;
   add_tune_target(k);

@@ -240,6 +240,27 @@ TEST(TaskSearch, AScreenedKernelSeedsTheBeamButIsNeverTheBest) {
   EXPECT_DOUBLE_EQ(s.best_speedup(), 1.004) << "the same time with the whole gate does count";
 }
 
+// The bar moves with the GPU's drift (best_us_now): the best's median as the latest evaluation's
+// baseline puts it, so a kernel at parity with a baseline that now runs faster than in its own
+// evaluation is no would-be best by its absolute median.
+TEST(TaskSearch, TheBestsTimeNowFollowsTheLatestBaseline) {
+  TaskSearch s = make_search(/*llm=*/true);
+  EXPECT_DOUBLE_EQ(s.best_us_now(), 0) << "no best yet: nothing to screen by";
+  s.on_result(verified(1, 1.0, "a"));
+  EXPECT_DOUBLE_EQ(s.best_us_now(), 10) << "no baseline reported yet: the best's own median";
+  CandidateOutcome parity = verified(2, 0.999, "completely different tokens here");
+  parity.verified->median_us = 8.9;
+  parity.verified->baseline_us = 8.9 * 0.999;  // the baseline now runs at 8.89, not 10
+  parity.verified->screened = true;
+  s.on_result(parity);
+  EXPECT_DOUBLE_EQ(s.best_us(), 10);
+  EXPECT_NEAR(s.best_us_now(), 8.89, 0.01);
+  CandidateOutcome faster = verified(3, 2.0, "yet another body of quite other tokens");
+  faster.verified->baseline_us = 9;
+  s.on_result(faster);
+  EXPECT_DOUBLE_EQ(s.best_us_now(), 4.5) << "the new best at the latest baseline's time";
+}
+
 // A resumed run reads a screened row back as a screened kernel: in the beam, no failure, never
 // the best, ranked by its honest times (its stored speedup is 0: it is no win).
 PastEvaluation past(int64_t id, const std::string& source, Origin origin, Verdict verdict,
