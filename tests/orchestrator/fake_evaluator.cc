@@ -169,9 +169,11 @@ Result<EvalResult> FakeEvaluator::evaluate(const EvalRequest& request) {
     return result;
   }
   std::string verdict = script_value(request.candidate.source, "verdict");
-  // Screening timing first (EvalOptions::screen_time_first): a scripted verdict is a fault of
-  // the declared shapes, which then run only below the bar, with the rest of the gate.
+  // Screening timing first (EvalOptions::screen_time_first): a fault scripted at the declared
+  // shapes alone ("fault=declared") shows only below the bar, where they run with the rest of the
+  // gate; any other is at the timed shape too, whose every sample the timing loop checks.
   if (request.options.screen_time_first && request.options.full_gate_below_us > 0 &&
+      script_value(request.candidate.source, "fault") == "declared" &&
       scripted_time(*file) >= request.options.full_gate_below_us)
     verdict.clear();
   if (!verdict.empty() && verdict != "ok") {

@@ -111,7 +111,7 @@ TEST_F(ScreeningTest, EveryWouldBeBestGetsTheWholeGate) {
 TEST_F(ScreeningTest, TimingFirstLeavesTheDeclaredShapesToWouldBeBests) {
   FakeEvaluator evaluator;
   CandidateEvaluator candidates(evaluator, *recorder_, nullptr);
-  const std::string wrong = "// test-evaluator: verdict=incorrect\n";
+  const std::string wrong = "// test-evaluator: verdict=incorrect fault=declared\n";
   CandidateInput slow = input_at(150, wrong);
   EXPECT_EQ(candidates.judge(slow).verdict, Verdict::kIncorrect);
   slow.screen_time_first = true;
@@ -125,6 +125,10 @@ TEST_F(ScreeningTest, TimingFirstLeavesTheDeclaredShapesToWouldBeBests) {
   CandidateInput unscreened = input_at(150, wrong, /*screen=*/false);
   unscreened.screen_time_first = true;  // without the screen it means nothing
   EXPECT_EQ(candidates.judge(unscreened).verdict, Verdict::kIncorrect);
+  // Wrong at the timed shape too: the timing loop's checks reject it however slow.
+  CandidateInput everywhere = input_at(150, "// test-evaluator: verdict=incorrect\n");
+  everywhere.screen_time_first = true;
+  EXPECT_EQ(candidates.judge(everywhere).verdict, Verdict::kIncorrect);
 }
 
 // The baseline (no best yet) and a task's first kernels get the whole gate: no bar to screen by.
