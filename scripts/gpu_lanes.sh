@@ -7,7 +7,9 @@
 # "ctesth:K|REGEX" runs every second test of the gpu label but REGEX, starting at test number K
 # (ctest -I K,,2), so one label splits over two GPUs. Session 11: daemon jobs take a fifth field,
 # SCREEN (on|off|time-first|verify-first: daemon.search.screen, screen_time_first; on = time-first, the default since session 14). Session 12: "bench:NAME|ARGS" runs bench/run.sh NAME
-# (BENCH_LIMIT seconds at most).
+# (BENCH_LIMIT seconds at most). Session 14: daemon jobs take a sixth field, GPUS (the bench's
+# --gpus: 1 by default, "1,all" for the scaling rows on a machine of several GPUs; a GPUS with
+# "all" runs with CUDA_VISIBLE_DEVICES unset, so give it a lane of its own, in JOBS).
 set -u
 here=$PWD; out=${OUT:-/tmp/out}; pack=.dev/final; mkdir -p "$out" /work
 [ -e /work/main ] || ln -s "$here" /work/main
@@ -33,8 +35,9 @@ run_lane() {  # GPU, its jobs
            [ $kind = ctesth ] && sel=(-E "${rest#*|}" -I "${rest%%|*},,2")
            (cd build && timeout ${CTEST_LIMIT:-300} ctest -L gpu "${sel[@]}" -j${CTEST_J:-1} --timeout 300 --output-on-failure > "$out/ctest$n.txt" 2>&1)
            grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|beside a yielding|called busy" "$out/ctest$n.txt" | tail -12 ;;
-      daemon) IFS=: read -r secs lane k modes screen <<< "$rest"  # SECONDS:LANE[:WORKERS_PER_GPU[:MODES[:SCREEN]]]
-           KOPT_SANITIZER_LANE=$lane timeout $((2 * secs + 120)) bash bench/run.sh daemon_throughput "$out/daemon$n" --seconds $secs --gpus 1 --modes ${modes:-tuner} --workers-per-gpu ${k:-1} --screen ${screen:-on} > "$out/daemon$n.txt" 2>&1
+      daemon) IFS=: read -r secs lane k modes screen gpus <<< "$rest"  # SECONDS:LANE[:WORKERS_PER_GPU[:MODES[:SCREEN[:GPUS]]]]
+           runs=1; every=(env); case ${gpus:-1} in *all*) every=(env -u CUDA_VISIBLE_DEVICES); runs=2 ;; esac
+           KOPT_SANITIZER_LANE=$lane "${every[@]}" timeout $((runs * (2 * secs + 120))) bash bench/run.sh daemon_throughput "$out/daemon$n" --seconds $secs --gpus ${gpus:-1} --modes ${modes:-tuner} --workers-per-gpu ${k:-1} --screen ${screen:-on} > "$out/daemon$n.txt" 2>&1
            grep "|" "$out/daemon$n/daemon_throughput.md" 2>/dev/null | head -4 ;;
       bench) name=${rest%%|*}; args=${rest#*|}; [ "$args" = "$rest" ] && args=""
            timeout ${BENCH_LIMIT:-500} bash bench/run.sh $name "$out/bench$n" $args > "$out/bench$n.txt" 2>&1
