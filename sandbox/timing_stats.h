@@ -89,8 +89,9 @@ class StoppingCriterion {
   double gpu_seconds() const { return gpu_seconds_; }
   // Samples needed before the noise criterion or the GPU cap may stop (see min_samples_long).
   size_t required_samples() const;
-  // The noise at the last check (updated by finished()).
+  // The noise and the median at the last check (updated by finished(); 0 before the first).
   double noise() const { return noise_; }
+  double checked_median_us() const { return median_; }
 
  private:
   StoppingParams params_;
@@ -100,6 +101,7 @@ class StoppingCriterion {
   double gpu_seconds_ = 0;
   double shortest_us_ = 0;
   double noise_ = 0;
+  double median_ = 0;
   size_t next_noise_check_ = 0;  // sample count at which the noise is recomputed next
   StopReason reason_ = StopReason::kNotYet;
 };
