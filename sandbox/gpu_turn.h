@@ -21,7 +21,7 @@
 // Without the folder (an unwritable temp folder) there are no turns and no registrations: the
 // lane's process is then another process and timing refuses the GPU as busy, never the reverse.
 // The lane backs off (kLaneBackoffFactor): a run of a slow kernel under memcheck holds the GPU for
-// seconds, and on one H200 timers waited 52 s of a 160 s night for such runs; after each run a
+// seconds, and on one H200 timers waited 63 s of a 160 s night for such runs; after each run a
 // timer waited for, the lane stays off the GPU three times that run's length, so timers lose at
 // most about a quarter of the GPU to it, and with no timer waiting it runs on. Its verification
 // budget does not count these waits (yielding_waits_ms), so its coverage does not shrink.
@@ -113,6 +113,7 @@ double yielding_waits_ms();
 // wait): if a timer waits for the turn (it holds the gate), the unit lets the turn go, waits for
 // the timer's turn to end and takes it back, so a timer waits for one run of the lane's worker,
 // not for a whole shape's rounds (issue 35: units of 10-15 s under memcheck at large shapes).
+// The lane's worker also backs off there (kLaneBackoffFactor) before it takes the turn back.
 // Returns the milliseconds it waited (0: no timer waited). A no-op outside a unit.
 double yield_point();
 
