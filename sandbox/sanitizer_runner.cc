@@ -236,6 +236,16 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
   return reduced;
 }
 
+Result<EvalRequest> sanitizer_request(const EvalRequest& request, const SanitizerOptions& options) {
+  auto reduced =
+      sanitizer_request(request, options.small_shape_bytes, options.verify_seconds_per_tool);
+  if (!reduced) return reduced;
+  reduced->options.max_wall_seconds = options.seconds_per_tool;
+  reduced->options.hang_ceiling_seconds = hang_ceiling_under_a_tool(options);
+  if (!options.wide_round) reduced->options.wide = false;
+  return reduced;
+}
+
 // racecheck and synccheck take the shape classes smallest first: a race or a divergent barrier
 // shows at any shape with a few tiles per block, and their cost grows with every shared-memory
 // access, so small shapes first reach many shape classes within the budget (the timed shape
@@ -333,14 +343,11 @@ std::optional<EvalRequest> request_to_sanitize(const EvalRequest& request,
            join(worker.command_prefix, " ") + ")";
     return std::nullopt;
   }
-  auto reduced =
-      sanitizer_request(request, options.small_shape_bytes, options.verify_seconds_per_tool);
+  auto reduced = sanitizer_request(request, options);
   if (!reduced) {
     note = "not sanitized: " + reduced.error();
     return std::nullopt;
   }
-  reduced->options.max_wall_seconds = options.seconds_per_tool;
-  reduced->options.hang_ceiling_seconds = hang_ceiling_under_a_tool(options);
   return std::move(*reduced);
 }
 
@@ -496,6 +503,7 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
   }
   outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   outcome.note = "compute-sanitizer: " + join(spent, ", ");
+  if (!options.wide_round) outcome.note += "; the round past 2^31 elements is the gate's alone";
   return outcome;
 }
 

@@ -52,6 +52,12 @@ struct SanitizerOptions {
   // false, or KOPT_SANITIZER_KERNELS=all: every kernel of the worker, as before (issue 35's A/B).
   bool candidate_kernels_only = sanitizer_kernels_default();
   bool filter_initcheck = sanitizer_filters_initcheck();  // the experiment above; never by default
+  // Whether the tools run the task's round past 2^31 elements too (the last step of the plan,
+  // reached when the budget allows). The daemon's lane sets false when it shares its GPU with a
+  // timer: that round holds the GPU's wide-round turn for the whole run under the tool (8-13 s
+  // under memcheck for decode_attention), and the timer's own gate waited for it at every
+  // would-be best of a task with such a round (sanitizer_lane.h: lane_sanitizer_options).
+  bool wide_round = true;
 };
 
 // Hang detection under a tool: a run may take this many times the trusted kernel's time (and at
@@ -73,6 +79,9 @@ std::optional<std::string> find_compute_sanitizer();
 // otherwise the task's sweep shapes up to that size alone (no holdout or stress).
 Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_shape_bytes,
                                       double verify_budget_seconds = 0);
+// The request every tool of a pass under `options` starts from: the reduction above, the tool's
+// wall and hang limits, and the round past 2^31 elements only where `options.wide_round`.
+Result<EvalRequest> sanitizer_request(const EvalRequest& request, const SanitizerOptions& options);
 
 // The reduced request as `tool` runs it: racecheck and synccheck take the shape classes smallest
 // first, memcheck and initcheck as given (the timed shape and the holdouts first).

@@ -687,9 +687,11 @@ OrchestratorDeps Daemon::orchestrator_deps() {
     }
     std::vector<SandboxOptions> lane_workers = lane_worker_options(lane_workers_, mode);
     Evaluator* pool = evaluator_.get();
-    deps.sanitize = [lane_workers, mode, pool](const EvalRequest& request, int lane) {
+    SanitizerOptions beside = lane_sanitizer_options(mode);
+    deps.sanitize = [lane_workers, mode, pool, beside](const EvalRequest& request, int lane) {
       if (mode == SanitizerLaneMode::kHold) return pool->sanitize(request);
-      return run_sanitizers(request, lane_workers[static_cast<size_t>(lane) % lane_workers.size()]);
+      return run_sanitizers(request, lane_workers[static_cast<size_t>(lane) % lane_workers.size()],
+                            beside);
     };
     deps.sanitizer_lanes = static_cast<int>(lane_workers_.size());
     spdlog::info("sanitizer lane: {} lane(s), {}", lane_workers_.size(),

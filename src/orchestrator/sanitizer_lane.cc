@@ -51,6 +51,12 @@ std::vector<SandboxOptions> lane_worker_options(std::vector<SandboxOptions> work
   return workers;
 }
 
+SanitizerOptions lane_sanitizer_options(SanitizerLaneMode mode) {
+  SanitizerOptions options;
+  options.wide_round = mode == SanitizerLaneMode::kHold;
+  return options;
+}
+
 SanitizerLane::SanitizerLane(Runner runner, int lanes) : runner_(std::move(runner)) {
   for (int i = 0; i < std::max(1, lanes); ++i) threads_.emplace_back([this, i] { work(i); });
 }

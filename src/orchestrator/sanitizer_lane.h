@@ -17,6 +17,7 @@
 #include "sandbox/evaluator.h"
 #include "sandbox/protocol.h"
 #include "sandbox/sanitizer_report.h"
+#include "sandbox/sanitizer_runner.h"
 
 namespace kopt::orchestrator {
 
@@ -31,6 +32,13 @@ std::string describe_sanitizer_lane_mode(SanitizerLaneMode mode);
 // so (kopt-sandbox --yield-to-timing), the others run as given.
 std::vector<SandboxOptions> lane_worker_options(std::vector<SandboxOptions> workers,
                                                 SanitizerLaneMode mode);
+// The tools' options for a pass run beside a timer (kYield, kConcurrent): everything but the
+// round past 2^31 elements, which the gate has verified exactly. Under a tool that round runs
+// for seconds holding the GPU's wide-round turn (sandbox/worker/verify_plan.h), and a timer's
+// gate waited for it at every would-be best of such a task (a transpose best waited 8-13 s,
+// twice in a 160 s night). kHold passes hold their GPU, and `kopt export` and
+// `kopt eval --sanitize` run the whole plan, that round included.
+SanitizerOptions lane_sanitizer_options(SanitizerLaneMode mode);
 
 class SanitizerLane {
  public:

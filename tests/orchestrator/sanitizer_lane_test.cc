@@ -299,6 +299,15 @@ TEST(SanitizerLaneModes, YieldingIsTheDefaultAndTheOthersAreNamed) {
     EXPECT_EQ(lane_worker_options({gpu}, mode)[0].extra_args, gpu.extra_args);
 }
 
+// A pass beside a timer leaves the round past 2^31 elements to the gate: under a tool that round
+// held the GPU's wide-round turn while the timer's gate waited for it. A held GPU keeps it.
+TEST(SanitizerLaneModes, APassBesideATimerLeavesTheWideRoundToTheGate) {
+  EXPECT_FALSE(lane_sanitizer_options(SanitizerLaneMode::kYield).wide_round);
+  EXPECT_FALSE(lane_sanitizer_options(SanitizerLaneMode::kConcurrent).wide_round);
+  EXPECT_TRUE(lane_sanitizer_options(SanitizerLaneMode::kHold).wide_round);
+  EXPECT_TRUE(SanitizerOptions{}.wide_round);  // kopt export, kopt eval --sanitize
+}
+
 // Identical sources are sanitized once: the second submission gets the first one's outcome.
 TEST_F(SanitizerLaneTest, IdenticalSourcesAreSanitizedOnce) {
   std::atomic<int> runs{0};

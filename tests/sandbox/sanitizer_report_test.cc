@@ -228,6 +228,25 @@ TEST(SanitizerRequest, RunsEveryShapeClassTimedAndHoldoutFirstWithinATimeBudget)
   EXPECT_LE(tool.verify_seconds_per_tool + ceiling + 10, tool.seconds_per_tool);
 }
 
+// A pass beside a timer leaves the round past 2^31 elements to the gate (it would hold the GPU's
+// wide-round turn for seconds under a tool); every other pass keeps it. Both get the tool's limits.
+TEST(SanitizerRequest, APassBesideATimerLeavesTheWideRoundToTheGate) {
+  ASSERT_TRUE(transpose_request().options.wide);
+  SanitizerOptions whole;
+  auto kept = sanitizer_request(transpose_request(), whole);
+  ASSERT_TRUE(kept.ok()) << kept.error();
+  EXPECT_TRUE(kept->options.wide);
+  EXPECT_DOUBLE_EQ(kept->options.max_wall_seconds, whole.seconds_per_tool);
+  EXPECT_DOUBLE_EQ(kept->options.hang_ceiling_seconds, hang_ceiling_under_a_tool(whole));
+  EXPECT_DOUBLE_EQ(kept->options.verify_budget_seconds, whole.verify_seconds_per_tool);
+  SanitizerOptions beside;
+  beside.wide_round = false;
+  auto left = sanitizer_request(transpose_request(), beside);
+  ASSERT_TRUE(left.ok()) << left.error();
+  EXPECT_FALSE(left->options.wide);
+  EXPECT_EQ(left->task_json, kept->task_json);  // every other shape class stays
+}
+
 // racecheck and synccheck run the small shapes first (their cost grows with every shared-memory
 // access); memcheck and initcheck keep the timed shape first (past-the-end bugs live there).
 TEST(SanitizerRequest, RacecheckRunsTheSmallestShapesFirstMemcheckTheTimedShape) {
@@ -330,6 +349,16 @@ TEST_F(SanitizerRunner, StopsAtTheFirstToolWithAFindingInTheCandidate) {
   // memcheck ran first and found nothing; synccheck and initcheck never ran.
   EXPECT_NE(outcome.note.find("memcheck"), std::string::npos) << outcome.note;
   EXPECT_EQ(outcome.note.find("synccheck"), std::string::npos) << outcome.note;
+}
+
+TEST_F(SanitizerRunner, APassWithoutTheWideRoundSaysSo) {
+  EXPECT_EQ(run(kTiledSource).note.find("2^31"), std::string::npos);
+  options_.wide_round = false;
+  SanitizerOutcome outcome = run(kTiledSource);
+  EXPECT_FALSE(outcome.finding.has_value()) << outcome.note;
+  EXPECT_NE(outcome.note.find("the round past 2^31 elements is the gate's alone"),
+            std::string::npos)
+      << outcome.note;
 }
 
 TEST_F(SanitizerRunner, CleanReportsAreNoFinding) {
