@@ -15,6 +15,9 @@ here=$PWD; out=${OUT:-/tmp/out}; pack=.dev/final; mkdir -p "$out" /work
 [ -e /work/main ] || ln -s "$here" /work/main
 rm -rf build && mkdir build && xz -dc "$pack/build.tar.xz" | tar -C build -xf -
 export KOPT_COMMIT=$(cat "$pack/COMMIT") PATH=$here/build/bin:$PATH PYTHONUNBUFFERED=1
+# A warm machine may still hold the previous call's sanitizer-lane worker (it leaves within its
+# 20 s grace after its daemon ends): wait up to 30 s for the GPUs to be quiet.
+for i in $(seq 30); do [ -z "$(nvidia-smi --query-compute-apps=pid --format=csv,noheader)" ] && break; sleep 1; done
 { date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader; echo "commit $KOPT_COMMIT"; } | tee "$out/env.txt"
 nvidia-smi --query-compute-apps=pid,name,used_memory --format=csv
 s=$(date +%s)
