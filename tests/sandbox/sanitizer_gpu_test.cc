@@ -81,13 +81,15 @@ TEST_P(SanitizerOnGpu, FindsWhatItsHeaderSaysAndPassesTheTwin) {
   ASSERT_TRUE(outcome.ran) << outcome.note;
   if (kernel->expected == std::vector<Verdict>{Verdict::kSanitizer}) {
     ASSERT_TRUE(outcome.finding.has_value()) << outcome.note;
-    EXPECT_EQ(outcome.finding->tool, expected_tool(*kernel));
     if (checks_nothing_under_a_tool(*kernel)) {
-      // The tool reports nothing: the runs that never finish a shape are the finding.
+      // The tool reports nothing: the runs that never finish a shape are the finding. Which tool
+      // first slows every shape's blocks past the kernel's threshold depends on the GPU (memcheck
+      // at the timed shape, else racecheck at the smallest), so any tool may be the one.
       EXPECT_NE(outcome.finding->kind.find("no shape finished under the tool"), std::string::npos)
           << outcome.finding->describe();
       return;
     }
+    EXPECT_EQ(outcome.finding->tool, expected_tool(*kernel));
     EXPECT_FALSE(outcome.finding->kernel.empty());
     EXPECT_NE(outcome.finding->location.find(".cu:"), std::string::npos)
         << outcome.finding->describe();

@@ -6,8 +6,9 @@
 // full speed each block's loop of barriers takes a few microseconds; a block that took over
 // 100 us never ends. The run under memcheck times out at the timed shape, then again at the
 // smallest shape, so no shape finished under the tool: that is the finding
-// (unchecked_under_tool, sandbox/sanitizer_runner.h). Its twin, axpy_waits_when_slow.cu, waits a
-// bounded time instead and must pass.
+// (unchecked_under_tool, sandbox/sanitizer_runner.h); were the smallest shape fast enough under
+// memcheck, racecheck (smallest shape first, slower still) would be the tool. Its twin,
+// axpy_waits_when_slow.cu, waits a bounded time instead and must pass.
 /* kopt:plan
 {
   "launches": [{"kernel": "axpy", "grid": ["ceil_div(n, 256)"], "block": [256],
