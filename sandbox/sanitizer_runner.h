@@ -54,9 +54,10 @@ struct SanitizerOptions {
   bool filter_initcheck = sanitizer_filters_initcheck();  // the experiment above; never by default
   // Whether the tools run the task's round past 2^31 elements too (the last step of the plan,
   // reached when the budget allows). The daemon's lane sets false when it shares its GPU with a
-  // timer: that round holds the GPU's wide-round turn for the whole run under the tool (8-13 s
-  // under memcheck for decode_attention), and the timer's own gate waited for it at every
-  // would-be best of a task with such a round (sanitizer_lane.h: lane_sanitizer_options).
+  // timer: that round holds the GPU's wide-round turn for its whole run under the tool, and the
+  // timer's own gate waited for it at every would-be best of a task with such a round (8-13 s
+  // for a transpose kernel while decode_attention's round ran under memcheck and initcheck;
+  // sanitizer_lane.h: lane_sanitizer_options).
   bool wide_round = true;
 };
 
