@@ -246,6 +246,12 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, const Sanitize
   return reduced;
 }
 
+bool leaves_out_wide_round(const EvalRequest& request, const SanitizerOptions& options) {
+  if (options.wide_round || !request.options.wide) return false;
+  auto task = parse_task(request.task_json, "task.json");
+  return task && task->wide_round.has_value();
+}
+
 // racecheck and synccheck take the shape classes smallest first: a race or a divergent barrier
 // shows at any shape with a few tiles per block, and their cost grows with every shared-memory
 // access, so small shapes first reach many shape classes within the budget (the timed shape
@@ -503,7 +509,8 @@ SanitizerOutcome run_sanitizers(const EvalRequest& request, const SandboxOptions
   }
   outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   outcome.note = "compute-sanitizer: " + join(spent, ", ");
-  if (!options.wide_round) outcome.note += "; the round past 2^31 elements is the gate's alone";
+  if (leaves_out_wide_round(request, options))
+    outcome.note += "; the round past 2^31 elements is the gate's alone";
   return outcome;
 }
 

@@ -83,6 +83,9 @@ Result<EvalRequest> sanitizer_request(const EvalRequest& request, int64_t small_
 // The request every tool of a pass under `options` starts from: the reduction above, the tool's
 // wall and hang limits, and the round past 2^31 elements only where `options.wide_round`.
 Result<EvalRequest> sanitizer_request(const EvalRequest& request, const SanitizerOptions& options);
+// Whether a pass under `options` leaves out a round past 2^31 elements that `request` would run
+// (its task declares one, its options ask for it): what the pass's note then says.
+bool leaves_out_wide_round(const EvalRequest& request, const SanitizerOptions& options);
 
 // The reduced request as `tool` runs it: racecheck and synccheck take the shape classes smallest
 // first, memcheck and initcheck as given (the timed shape and the holdouts first).

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "common/files.h"
@@ -245,6 +246,17 @@ TEST(SanitizerRequest, APassBesideATimerLeavesTheWideRoundToTheGate) {
   ASSERT_TRUE(left.ok()) << left.error();
   EXPECT_FALSE(left->options.wide);
   EXPECT_EQ(left->task_json, kept->task_json);  // every other shape class stays
+  // What the pass's note says: only a round the request would have run is left out.
+  EXPECT_TRUE(leaves_out_wide_round(transpose_request(), beside));
+  EXPECT_FALSE(leaves_out_wide_round(transpose_request(), whole));
+  EvalRequest narrow = transpose_request();
+  narrow.options.wide = false;
+  EXPECT_FALSE(leaves_out_wide_round(narrow, beside));
+  EvalRequest no_round = transpose_request();
+  auto raw = nlohmann::json::parse(no_round.task_json);
+  ASSERT_EQ(raw.erase("wide_round"), 1u);
+  no_round.task_json = raw.dump();
+  EXPECT_FALSE(leaves_out_wide_round(no_round, beside));
 }
 
 // racecheck and synccheck run the small shapes first (their cost grows with every shared-memory
