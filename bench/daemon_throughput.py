@@ -23,7 +23,11 @@ per GPU: mode, gpus, workers_per_gpu, evaluations, screened (verdict `screened`:
 faster than the best, the rest of the gate not run; --screen off gives every candidate the
 whole gate), whole_gate_per_gpu_hour, seconds, evaluations_per_gpu_hour,
 gpu_idle_fraction, worker_idle_fraction, scaling against the 1-GPU row of the same mode and
-workers per GPU, sanitizer_runs; plus device, date, commit) and a markdown table.
+workers per GPU, sanitizer_runs; plus device, date, commit) and a markdown table. `seconds` is
+the night's search: the run's wall time (run_seconds) but the sanitizer lane's check of the
+provisional bests a search that ended early left (sanitize_tail_seconds: a tuner-only night
+judges every configuration within a minute, then sanitizes its wins). Before each run the bench
+waits for the GPUs to be free of compute processes (quiet_wait_seconds).
 Goals: >= 8,000 evaluations per GPU-hour on one H100, idle <= 10%, scaling >= 0.9 x GPUs.
 """
 import argparse
@@ -46,6 +50,13 @@ WORKER_IDLE = re.compile(r"[0-9]+ workers per GPU, each idle ([0-9.]+)%")
 LANE_LINE = re.compile(r"sanitizer lane: ([0-9]+) passes, ([0-9]+) not finished")
 # A gpu_busy verdict the evaluator waits out (sandbox/evaluator.cc): each pause is GPU time lost.
 BUSY_PAUSE = re.compile(r"timing on this GPU pauses for ([0-9.]+) s")
+# After a search that ended with every task done, the lane checks the provisional bests it left
+# (orchestrator's sanitize_what_is_left): seconds outside the search, said apart.
+LANE_TAIL = re.compile(r"the sanitizer lane's check of what the search left took ([0-9.]+) s")
+# The longest the bench waits for the GPUs to be free of compute processes before a run: the
+# previous run's lane worker may still be leaving (its 20 s grace), and its units would hold up
+# this run's timing turns (a baseline waited 7.8 s on an H200 pair, 2026-11-29).
+QUIET_WAIT_S = 60
 
 
 def free_port():
@@ -157,14 +168,32 @@ def keep_run_log(home, out, tag):
     return phases
 
 
+def wait_for_quiet_gpus():
+    """Seconds spent waiting until nvidia-smi lists no compute process (none without nvidia-smi)."""
+    started = time.time()
+    while time.time() - started < QUIET_WAIT_S:
+        try:
+            listed = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],
+                                    capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if not listed:
+            break
+        time.sleep(1)
+    return round(time.time() - started, 1)
+
+
 def one_run(args, mode, gpus, workers, tasks, out):
     out.mkdir(parents=True, exist_ok=True)
+    quiet_wait = wait_for_quiet_gpus()
     home = benchlib.fresh_dir("kopt-throughput-")
     tag = "%s-%dgpu" % (mode, gpus) + ("" if workers == 1 else "-%dworkers" % workers)
     env = dict(os.environ, KOPT_HOME=str(home / "home"), KOPT_CACHE_DIR=str(home / "cache"))
     for var in ("KOPT_CONFIG", "KOPT_DB", "KOPT_PROMPTS"):
         env.pop(var, None)
-    # Tasks never count as done (speed of light, plateau), so the search goes on for the whole time.
+    # Tasks never count as done at a speed of light or a candidate plateau; the model's plateau
+    # (search.plateau_plans, scaled by headroom) still ends a task, as in a real night, so a
+    # long one-GPU llm night (360 s on an H200) runs out of work before its end.
     config = {"format": 1, "daemon": {"search": {"sol_threshold_percent": 1000,
                                                  "plateau_candidates": 1000000}}}
     server = None
@@ -211,7 +240,12 @@ def one_run(args, mode, gpus, workers, tasks, out):
         if server:
             server.terminate()
             server.wait(timeout=10)
-    wall = time.time() - started
+    # The night's search: the run's wall time but the lane's check after an early end (a
+    # tuner-only night judges every configuration within a minute, then sanitizes its wins).
+    tail = LANE_TAIL.search(run.stderr + run.stdout)
+    tail_seconds = float(tail.group(1)) if tail else 0.0
+    whole = time.time() - started
+    wall = whole - tail_seconds
     (out / ("kopt-run-%s.txt" % tag)).write_text(run.stdout)
     (out / ("kopt-run-%s.log" % tag)).write_text(run.stderr)
     idle = IDLE_LINE.search(run.stdout)
@@ -221,6 +255,9 @@ def one_run(args, mode, gpus, workers, tasks, out):
     pauses = [float(p) for p in BUSY_PAUSE.findall(run.stderr + run.stdout)]
     row = {"mode": mode, "gpus": gpus, "workers_per_gpu": workers, "evaluations": evaluations,
            "seconds": round(wall, 1),
+           "run_seconds": round(whole, 1),
+           "sanitize_tail_seconds": round(tail_seconds, 1),
+           "quiet_wait_seconds": quiet_wait,
            "budget_seconds": args.seconds, "exit_code": run.returncode,
            "evaluations_per_gpu_hour": round(evaluations / wall * 3600 / gpus, 1),
            "gpu_idle_fraction": round(float(idle.group(1)) / 100, 4) if idle else None,

@@ -465,6 +465,7 @@ std::optional<Orchestrator::Clock::time_point> Orchestrator::search_until_stoppe
 }
 
 RunOutcome Orchestrator::close_run(std::optional<Clock::time_point> drained_until) {
+  if (!drained_until) sanitize_what_is_left();
   // The lane's passes in progress finish within the drain time; queued ones are dropped, their
   // kernels staying provisional (never exported).
   int lane_running = finish_sanitizer_lane(drained_until ? *drained_until : drain_deadline());

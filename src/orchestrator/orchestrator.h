@@ -199,6 +199,9 @@ class Orchestrator {
   // pass) or be dropped (it or its parent failed the pass). Requires mutex_.
   bool hold_pair(TaskState& task, const VerifiedKernel& parent, const VerifiedKernel& kernel,
                  const std::string& lesson);
+  // A search that ended with every task done leaves its provisional bests to the lane, which
+  // goes on through its queue until it is empty, the time budget ends or a stop comes.
+  void sanitize_what_is_left();
   // At the end of the run: stops the lane and waits for its passes until `deadline`; returns
   // how many were still running.
   int finish_sanitizer_lane(Clock::time_point deadline);

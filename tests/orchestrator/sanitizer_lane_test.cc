@@ -157,6 +157,57 @@ TEST_F(SanitizerLaneTest, AProvisionalBestThatFailsIsNeverExportedNorAWin) {
   EXPECT_NE(log.text().find("failed the sanitizer"), std::string::npos) << log.text();
 }
 
+// A search that ends with time left (every task done) leaves its provisional bests to the lane,
+// which checks them all before the night ends: they are the night's results. Before, the lane
+// got 3 s and the rest stayed 'sanitizing' (a tuner-only night on an H200 left ten of them so,
+// with 115 s of its budget unused). Two tasks' tuner sweeps, passes of 4 s each, one lane.
+TEST_F(SanitizerLaneTest, ASearchThatEndsEarlyChecksItsProvisionalBestsBeforeTheNightEnds) {
+  FakeEvaluator::Options slow;
+  slow.sanitize_delay = 4000ms;
+  FakeEvaluator evaluator(slow);
+  RunOptions o = options({"axpy", "softmax"});
+  o.max_in_flight = 2;
+  o.budgets.hours = 120.0 / 3600;  // time left: the search itself takes a second or two
+  kopt::testing::LogCapture log;
+  Orchestrator orchestrator(o, deps(evaluator, true));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, RunStatus::kFinished);
+  // A provisional best per task at least: more passes than the end's 3 s hold.
+  const int64_t provisional =
+      count("SELECT count(*) FROM evaluations WHERE verdict = 'sanitizing'");
+  ASSERT_GE(provisional, 2) << log.text();
+  EXPECT_EQ(outcome->progress.sanitizer_pending, 0);
+  EXPECT_EQ(outcome->abandoned_jobs, 0);
+  EXPECT_FALSE(contains(log.text(), "were not sanitized before the end")) << log.text();
+  EXPECT_TRUE(contains(log.text(), "the sanitizer lane checks the")) << log.text();
+  // Every provisional best got its pass (a source is sanitized once).
+  EXPECT_EQ(evaluator.sanitized(), provisional);
+}
+
+// The same early end with a time budget shorter than the passes: the budget ends the night, the
+// lane's queue is cut and said, as at any budget's end (passes of 6 s, a budget of 4 s: the
+// first pass ends within the end's 3 s, the second never starts).
+TEST_F(SanitizerLaneTest, TheTimeBudgetStillEndsTheLanesCheckOfWhatIsLeft) {
+  FakeEvaluator::Options slow;
+  slow.sanitize_delay = 6000ms;
+  FakeEvaluator evaluator(slow);
+  RunOptions o = options({"axpy", "softmax"});
+  o.max_in_flight = 2;
+  o.drain_seconds = 60;
+  const double budget_s = 4;
+  o.budgets.hours = budget_s / 3600;
+  kopt::testing::LogCapture log;
+  auto start = std::chrono::steady_clock::now();
+  Orchestrator orchestrator(o, deps(evaluator, true));
+  auto outcome = orchestrator.run();
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, RunStatus::kBudget) << log.text();
+  EXPECT_LT(took, budget_s + 5) << "the lane's check ran past the time budget";
+  EXPECT_TRUE(contains(log.text(), "stay 'sanitizing'")) << log.text();
+}
+
 // A new best within the measurement noise of the task's best is not worth the tools' time; one
 // beyond it is sanitized. CandidateEvaluator alone, the fake evaluator as the GPU.
 TEST_F(SanitizerLaneTest, NoiseLevelImprovementsAreNotSanitized) {
