@@ -12,8 +12,8 @@ the whole gate; a 90 s run was mostly that start, while a night is hours): `tune
 --healthy` on loopback, a model that answers at once with a new, valid kernel every time (a
 variant of the task's own baseline.cu: a replay folder of every task's baseline is written for
 it), so the GPU, not the model, is the bottleneck. The sanitizer runs as it does overnight (its
-own lane). Evaluation counts come from the run's database (every judged candidate once: the
-"sanitizing" row of a provisional best is not counted, its final verdict is); the GPU's idle
+own lane). Evaluation counts come from the run's database (every judged candidate once, when
+it was judged: a provisional best by its "sanitizing" row, whatever its pass said later); the GPU's idle
 share from the daemon's own line ("GPU workers idle X% ...": a GPU is idle while none of its
 workers evaluates; with k workers per GPU each worker's own idle share follows as "each idle
 Y%"); the sanitizer passes from its "sanitizer lane: N passes" line. --workers-per-gpu K (a
@@ -87,12 +87,19 @@ def write_replay(tasks, folder):
         (folder / ("%02d_%s.txt" % (i, task.name))).write_text("```cuda\n" + source + "```\n")
 
 
+# Each judged candidate once, at the time it was judged: a provisional best by its 'sanitizing'
+# row (written when the search judged it; its pass's verdict row may come after the search, or
+# never where the night ended first), every other kernel by its verdict row.
+JUDGED = ("SELECT e.created_at FROM evaluations e WHERE e.verdict = 'sanitizing' OR NOT EXISTS "
+          "(SELECT 1 FROM evaluations s WHERE s.kernel_id = e.kernel_id AND "
+          "s.verdict = 'sanitizing' AND s.id < e.id) ORDER BY e.id")
+
+
 def count_evaluations(db):
     with sqlite3.connect(str(db)) as c:
         rows = c.execute("SELECT verdict, count(*) FROM evaluations GROUP BY verdict").fetchall()
-    by_verdict = {v: n for v, n in rows}
-    judged = sum(n for v, n in by_verdict.items() if v != "sanitizing")
-    return judged, by_verdict
+        judged = len(c.execute(JUDGED).fetchall())
+    return judged, {v: n for v, n in rows}
 
 
 def rate_after_baselines(db, baselines, gpus):
@@ -100,8 +107,7 @@ def rate_after_baselines(db, baselines, gpus):
     first): the rate a long night settles at, which a short run's start-up hides. Rows carry
     created_at to the second; None where too few rows follow."""
     with sqlite3.connect(str(db)) as c:
-        times = [row[0] for row in c.execute(
-            "SELECT created_at FROM evaluations WHERE verdict != 'sanitizing' ORDER BY id")]
+        times = [row[0] for row in c.execute(JUDGED)]
     if len(times) < baselines + 2:
         return None
     parse = lambda t: datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ")
