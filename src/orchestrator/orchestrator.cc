@@ -325,6 +325,7 @@ RunProgress Orchestrator::progress() const {
     p.sanitizer_runs = lane_->runs();
     p.sanitizer_pending = lane_->pending();
   }
+  p.search_done_seconds = search_done_at_;
   for (const TaskState& t : tasks_) p.tasks.push_back(t.progress());
   p.refused = refused_;
   return p;

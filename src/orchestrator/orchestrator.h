@@ -261,8 +261,9 @@ class Orchestrator {
   Clock::time_point model_not_before_{};
   std::string model_parked_;  // why the model gets no more work this run; "" while it does
   SpendRate spend_rate_;
-  std::string alarm_;       // the spend-rate alarm while it holds; ""
-  double cost_before_ = 0;  // LLM spend of the run before a resume
+  std::string alarm_;                     // the spend-rate alarm while it holds; ""
+  std::optional<double> search_done_at_;  // elapsed seconds when every task was done
+  double cost_before_ = 0;                // LLM spend of the run before a resume
   int64_t tokens_before_ = 0;
   double elapsed_before_ = 0;         // active seconds of the run before a resume
   std::vector<RefusedTask> refused_;  // task folders this run could not take

@@ -42,6 +42,7 @@ json RunProgress::to_json() const {
             {"gpu_busy_fraction", gpu_busy_fraction ? json(*gpu_busy_fraction) : json(nullptr)},
             {"sanitizer_runs", sanitizer_runs},
             {"sanitizer_pending", sanitizer_pending},
+            {"search_done_seconds", search_done_seconds ? json(*search_done_seconds) : json()},
             {"tasks", tasks},
             {"refused", std::move(refused_json)}};
   return j;
@@ -75,6 +76,8 @@ RunProgress RunProgress::from_json(const json& j) {
     p.gpu_busy_fraction = j["gpu_busy_fraction"].get<double>();
   p.sanitizer_runs = j.value("sanitizer_runs", int64_t{0});
   p.sanitizer_pending = j.value("sanitizer_pending", int64_t{0});
+  if (j.contains("search_done_seconds") && j["search_done_seconds"].is_number())
+    p.search_done_seconds = j["search_done_seconds"].get<double>();
   if (j.contains("tasks") && j["tasks"].is_array()) {
     for (const json& t : j["tasks"]) p.tasks.push_back(t.get<TaskProgress>());
   }
@@ -183,6 +186,13 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
       busy += fmt::format(" ({} workers per GPU, busy while any evaluates)", p.workers_per_gpu);
     lines.push_back(fit(fmt::format("{}; sanitizer: {} passes, {} waiting", busy, p.sanitizer_runs,
                                     p.sanitizer_pending),
+                        width));
+  }
+  // Why a run with every task done still runs: its would-be bests are being checked.
+  if (active && p.search_done_seconds && p.sanitizer_pending > 0) {
+    lines.push_back(fit(fmt::format("search done at {}: the sanitizer lane checks the {} "
+                                    "provisional best(s) left before the run ends",
+                                    format_duration(*p.search_done_seconds), p.sanitizer_pending),
                         width));
   }
   for (const std::string& w : p.waiting_workers) lines.push_back(fit("worker " + w, width));

@@ -57,6 +57,8 @@ struct RunProgress {
   std::optional<double> gpu_busy_fraction;
   int64_t sanitizer_runs = 0;
   int64_t sanitizer_pending = 0;
+  // When the search ended with every task done and the lane went on checking what it left.
+  std::optional<double> search_done_seconds;
   std::vector<TaskProgress> tasks;
   std::vector<RefusedTask> refused;
 

@@ -125,10 +125,16 @@ void Orchestrator::sanitize_what_is_left() {
     double left = std::max(0.0, *options_.budgets.hours * 3600 - elapsed_seconds());
     bound = fmt::format(" (within the time budget: {:.0f} s left)", left);
   }
+  const double done_at = elapsed_seconds();
+  {
+    std::lock_guard lock(mutex_);
+    search_done_at_ = done_at;  // the live table and `kopt status` say why the run goes on
+  }
   spdlog::info(
       "search done at {:.0f} s: the sanitizer lane checks the {} provisional best(s) "
       "left before the night ends{}",
-      elapsed_seconds(), lane_->pending(), bound);
+      done_at, lane_->pending(), bound);
+  publish_progress(true);
   auto started = Clock::now();
   while (!lane_->wait_idle(kWaitStepSeconds)) {
     check_stop_conditions();

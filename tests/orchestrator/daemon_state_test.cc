@@ -138,5 +138,37 @@ TEST(Progress, RoundTripsThroughJsonAndRendersOneLinePerTask) {
   EXPECT_EQ(format_duration(42), "42s");
 }
 
+// A run whose search ended (every task done) while its lane checks the would-be bests says so,
+// in the live table and `kopt status`, rather than looking idle; it round-trips through the
+// status row, and a stopped run or an empty queue says nothing of it.
+TEST(Progress, ARunCheckingWhatItsSearchLeftSaysWhyItGoesOn) {
+  RunProgress p;
+  p.run_id = 2;
+  p.state = "running";
+  p.elapsed_seconds = 80;
+  p.sanitizer_runs = 1;
+  p.sanitizer_pending = 9;
+  p.tasks.push_back(
+      {"axpy", "done", "every tunable configuration tried", 1.2, 80, 250, 3, 1, 0, 0, 0});
+  auto says = [](const RunProgress& q) {
+    for (const std::string& line : render_progress(q, 200))
+      if (line.find("search done at") != std::string::npos) return line;
+    return std::string();
+  };
+  EXPECT_EQ(says(p), "");
+  p.search_done_seconds = 70;
+  RunProgress back = RunProgress::from_json(nlohmann::json::parse(p.to_json().dump()));
+  ASSERT_TRUE(back.search_done_seconds);
+  EXPECT_DOUBLE_EQ(*back.search_done_seconds, 70);
+  EXPECT_EQ(says(back),
+            "search done at 1m10s: the sanitizer lane checks the 9 provisional best(s) left "
+            "before the run ends");
+  p.sanitizer_pending = 0;
+  EXPECT_EQ(says(p), "");
+  p.sanitizer_pending = 9;
+  p.state = "finished";
+  EXPECT_EQ(says(p), "");
+}
+
 }  // namespace
 }  // namespace kopt::orchestrator

@@ -181,6 +181,7 @@ TEST_F(SanitizerLaneTest, ASearchThatEndsEarlyChecksItsProvisionalBestsBeforeThe
   EXPECT_EQ(outcome->abandoned_jobs, 0);
   EXPECT_FALSE(contains(log.text(), "were not sanitized before the end")) << log.text();
   EXPECT_TRUE(contains(log.text(), "the sanitizer lane checks the")) << log.text();
+  EXPECT_TRUE(outcome->progress.search_done_seconds);  // what the live table says meanwhile
   // Every provisional best got its pass (a source is sanitized once).
   EXPECT_EQ(evaluator.sanitized(), provisional);
 }
