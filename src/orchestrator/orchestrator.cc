@@ -402,11 +402,14 @@ void Orchestrator::check_stop_conditions() {
   }
 }
 
+void Orchestrator::poll_submissions() {
+  if (Clock::now() - last_submission_poll_ < kSubmissionInterval) return;
+  last_submission_poll_ = Clock::now();
+  take_submissions();
+}
+
 void Orchestrator::feed_jobs() {
-  if (Clock::now() - last_submission_poll_ >= kSubmissionInterval) {
-    last_submission_poll_ = Clock::now();
-    take_submissions();
-  }
+  poll_submissions();
   reap_jobs(false, Clock::now());
   check_spend_rate();
   while (!stopping()) {
@@ -466,7 +469,6 @@ std::optional<Orchestrator::Clock::time_point> Orchestrator::search_until_stoppe
 }
 
 RunOutcome Orchestrator::close_run(std::optional<Clock::time_point> drained_until) {
-  if (!drained_until) sanitize_what_is_left();
   // The lane's passes in progress finish within the drain time; queued ones are dropped, their
   // kernels staying provisional (never exported).
   int lane_running = finish_sanitizer_lane(drained_until ? *drained_until : drain_deadline());
@@ -503,7 +505,10 @@ Result<RunOutcome> Orchestrator::run(std::optional<int64_t> resume_run_id) {
   started_ = Clock::now();
   if (auto loaded = load_tasks(resume_run_id.has_value(), before); !loaded)
     return make_error(loaded.error());
-  return close_run(search_until_stopped());
+  std::optional<Clock::time_point> drained_until = search_until_stopped();
+  // A search that ended early goes on where a task was submitted while its lane checked.
+  while (!drained_until && sanitize_what_is_left()) drained_until = search_until_stopped();
+  return close_run(drained_until);
 }
 
 }  // namespace kopt::orchestrator

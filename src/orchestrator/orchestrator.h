@@ -114,6 +114,7 @@ class Orchestrator {
   // Rebuilds what earlier nights judged of the task into its search (TaskSearch::carry_over).
   void carry_over(TaskState& task);
   void take_submissions();
+  void poll_submissions();  // take_submissions() at most every few seconds
   // Remembers a task folder the run could not take and logs why (resume_phases.cc).
   void refuse_task(const std::string& dir, const std::string& reason);
   // After a resume: a task that was done, failed or parked when the run last published its
@@ -200,8 +201,10 @@ class Orchestrator {
   bool hold_pair(TaskState& task, const VerifiedKernel& parent, const VerifiedKernel& kernel,
                  const std::string& lesson);
   // A search that ended with every task done leaves its provisional bests to the lane, which
-  // goes on through its queue until it is empty, the time budget ends or a stop comes.
-  void sanitize_what_is_left();
+  // goes on through its queue until it is empty, the time budget ends or a stop comes; true
+  // where a task was submitted meanwhile (the search goes on).
+  bool sanitize_what_is_left();
+  bool search_goes_on();  // its end: a task joined; always true
   // At the end of the run: stops the lane and waits for its passes until `deadline`; returns
   // how many were still running.
   int finish_sanitizer_lane(Clock::time_point deadline);

@@ -118,8 +118,8 @@ bool Orchestrator::hold_pair(TaskState& task, const VerifiedKernel& parent,
 // checks them, beside no timer now, instead of the end's few seconds (a tuner-only night on an
 // H200 that judged every configuration in 71 s of its 160 left ten would-be bests 'sanitizing',
 // never exported). The time budget and a stop still end the night (check_stop_conditions).
-void Orchestrator::sanitize_what_is_left() {
-  if (!lane_ || lane_->pending() == 0) return;
+bool Orchestrator::sanitize_what_is_left() {
+  if (!lane_ || lane_->pending() == 0) return false;
   const double done_at = elapsed_seconds();
   std::string bound;
   if (options_.budgets.hours) {
@@ -139,6 +139,8 @@ void Orchestrator::sanitize_what_is_left() {
   while (!lane_->wait_idle(kWaitStepSeconds)) {
     check_stop_conditions();
     if (stopping()) break;
+    poll_submissions();
+    if (!all_done()) return search_goes_on();
     publish_progress(false);
   }
   std::string cut;
@@ -149,6 +151,22 @@ void Orchestrator::sanitize_what_is_left() {
   // bench/daemon_throughput.py reads the seconds: the night's search ended before them.
   spdlog::info("the sanitizer lane's check of what the search left took {:.1f} s{}",
                std::chrono::duration<double>(Clock::now() - started).count(), cut);
+  return false;
+}
+
+// A task submitted while the lane checked: the run searches again (the lane goes on beside it),
+// so neither the run's end nor the display says the search is done.
+bool Orchestrator::search_goes_on() {
+  {
+    std::lock_guard lock(mutex_);
+    search_done_at_.reset();
+    stop_reason_.clear();
+  }
+  spdlog::info(
+      "a submitted task joined while the sanitizer lane checked what the search left: "
+      "the search goes on");
+  publish_progress(true);
+  return true;
 }
 
 int Orchestrator::finish_sanitizer_lane(Clock::time_point deadline) {

@@ -11,8 +11,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <thread>
 
 #include "common/files.h"
+#include "src/orchestrator/daemon_tables.h"
 #include "src/orchestrator/orchestrator.h"
 #include "tests/foundation/test_support.h"
 #include "tests/orchestrator/fake_evaluator.h"
@@ -184,6 +186,39 @@ TEST_F(SanitizerLaneTest, ASearchThatEndsEarlyChecksItsProvisionalBestsBeforeThe
   EXPECT_TRUE(outcome->progress.search_done_seconds);  // what the live table says meanwhile
   // Every provisional best got its pass (a source is sanitized once).
   EXPECT_EQ(evaluator.sanitized(), provisional);
+}
+
+// A task submitted (`kopt submit`) while the lane checks what an early-ended search left joins
+// the run: the search goes on with it, and the run ends once both are done and checked. The
+// first pass holds until the search is over, then submits softmax.
+TEST_F(SanitizerLaneTest, ATaskSubmittedWhileTheLaneChecksJoinsTheSearch) {
+  FakeEvaluator::Options slow;
+  slow.sanitize_delay = 500ms;
+  FakeEvaluator evaluator(slow);
+  auto softmax = kopt::testing::copy_task("softmax", dir_ / "later");
+  RunOptions o = options({"axpy"});
+  o.budgets.hours = 120.0 / 3600;
+  std::atomic<bool> submitted{false};
+  during_pass_ = [&](const EvalRequest&) {
+    if (submitted.exchange(true)) return;
+    std::this_thread::sleep_for(1500ms);  // the axpy sweep ends meanwhile (the fake GPU is instant)
+    auto other = memory::MemoryStore::open(db_path());
+    ASSERT_TRUE(other) << other.error();
+    ASSERT_TRUE(submit_task(other->database(), softmax.string()));
+  };
+  kopt::testing::LogCapture log;
+  Orchestrator orchestrator(o, deps(evaluator, true));
+  auto outcome = orchestrator.run();
+  ASSERT_TRUE(outcome) << outcome.error();
+  EXPECT_EQ(outcome->status, RunStatus::kFinished) << log.text();
+  ASSERT_EQ(outcome->progress.tasks.size(), 2u) << log.text();
+  EXPECT_EQ(outcome->progress.tasks[1].name, "softmax");
+  EXPECT_EQ(outcome->progress.tasks[1].state, "done");
+  EXPECT_TRUE(contains(log.text(), "the search goes on")) << log.text();
+  EXPECT_GT(count("SELECT count(*) FROM evaluations e JOIN tasks t ON t.id = e.task_id WHERE "
+                  "t.name = 'softmax'"),
+            0);
+  EXPECT_EQ(outcome->progress.sanitizer_pending, 0);
 }
 
 // The same early end with a time budget shorter than the passes: the budget ends the night, the
