@@ -204,7 +204,7 @@ class Orchestrator {
   // goes on through its queue until it is empty, the time budget ends or a stop comes; true
   // where a task was submitted meanwhile (the search goes on).
   bool sanitize_what_is_left();
-  bool search_goes_on();  // its end: a task joined; always true
+  void search_goes_on();  // a task joined: the run searches again
   // At the end of the run: stops the lane and waits for its passes until `deadline`; returns
   // how many were still running.
   int finish_sanitizer_lane(Clock::time_point deadline);

@@ -140,7 +140,10 @@ bool Orchestrator::sanitize_what_is_left() {
     check_stop_conditions();
     if (stopping()) break;
     poll_submissions();
-    if (!all_done()) return search_goes_on();
+    if (!all_done()) {
+      search_goes_on();
+      return true;
+    }
     publish_progress(false);
   }
   std::string cut;
@@ -156,7 +159,7 @@ bool Orchestrator::sanitize_what_is_left() {
 
 // A task submitted while the lane checked: the run searches again (the lane goes on beside it),
 // so neither the run's end nor the display says the search is done.
-bool Orchestrator::search_goes_on() {
+void Orchestrator::search_goes_on() {
   {
     std::lock_guard lock(mutex_);
     search_done_at_.reset();
@@ -166,7 +169,6 @@ bool Orchestrator::search_goes_on() {
       "a submitted task joined while the sanitizer lane checked what the search left: "
       "the search goes on");
   publish_progress(true);
-  return true;
 }
 
 int Orchestrator::finish_sanitizer_lane(Clock::time_point deadline) {
