@@ -189,14 +189,19 @@ std::vector<std::string> render_progress(const RunProgress& p, size_t width) {
                         width));
   }
   // Why a run with every task done still runs: its would-be bests are being checked.
-  if (active && p.search_done_seconds && p.sanitizer_pending > 0) {
+  const bool checking_what_is_left = active && p.search_done_seconds && p.sanitizer_pending > 0;
+  if (checking_what_is_left) {
     lines.push_back(fit(fmt::format("search done at {}: the sanitizer lane checks the {} "
                                     "provisional best(s) left before the run ends",
                                     format_duration(*p.search_done_seconds), p.sanitizer_pending),
                         width));
   }
   for (const std::string& w : p.waiting_workers) lines.push_back(fit("worker " + w, width));
-  if (!p.stop_reason.empty()) lines.push_back(fit("stopping: " + p.stop_reason, width));
+  // While the lane checks, the search's end ("all N tasks are done") is the line above; a drain's
+  // reason (the budget, a signal) is news.
+  const bool said_above = checking_what_is_left && p.state != "draining";
+  if (!p.stop_reason.empty() && !said_above)
+    lines.push_back(fit("stopping: " + p.stop_reason, width));
   return lines;
 }
 

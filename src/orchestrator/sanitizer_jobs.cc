@@ -146,6 +146,13 @@ bool Orchestrator::sanitize_what_is_left() {
     }
     publish_progress(false);
   }
+  if (!stopping()) {
+    take_submissions();  // one submitted since the last poll (they come every 2 s) still counts
+    if (!all_done()) {
+      search_goes_on();
+      return true;
+    }
+  }
   std::string cut;
   if (stopping()) {
     std::lock_guard lock(mutex_);

@@ -170,5 +170,27 @@ TEST(Progress, ARunCheckingWhatItsSearchLeftSaysWhyItGoesOn) {
   EXPECT_EQ(says(p), "");
 }
 
+// The search's end is said once while the lane checks what it left; a drain's reason still shows.
+TEST(Progress, TheSearchsEndIsSaidOnceWhileTheLaneChecks) {
+  RunProgress p;
+  p.state = "running";
+  p.elapsed_seconds = 80;
+  p.sanitizer_pending = 3;
+  p.stop_reason = "all 1 tasks are done";
+  p.tasks.push_back(
+      {"axpy", "done", "every tunable configuration tried", 1.2, 80, 250, 3, 1, 0, 0, 0});
+  auto stopping_lines = [](const RunProgress& q) {
+    int n = 0;
+    for (const std::string& line : render_progress(q, 200)) n += line.rfind("stopping: ", 0) == 0;
+    return n;
+  };
+  EXPECT_EQ(stopping_lines(p), 1);  // no check under way: the reason is the only word
+  p.search_done_seconds = 70;
+  EXPECT_EQ(stopping_lines(p), 0);
+  p.state = "draining";
+  p.stop_reason = "the time budget (0.03 h) is spent";
+  EXPECT_EQ(stopping_lines(p), 1);
+}
+
 }  // namespace
 }  // namespace kopt::orchestrator

@@ -190,23 +190,27 @@ TEST_F(SanitizerLaneTest, ASearchThatEndsEarlyChecksItsProvisionalBestsBeforeThe
 
 // A task submitted (`kopt submit`) while the lane checks what an early-ended search left joins
 // the run: the search goes on with it, and the run ends once both are done and checked. The
-// first pass holds until the search is over, then submits softmax.
+// first pass holds until the search says it is over, then submits softmax; the pass ends at
+// once, so the submission comes between two of the run's 2-second polls (CI caught a run that
+// ended without seeing it).
 TEST_F(SanitizerLaneTest, ATaskSubmittedWhileTheLaneChecksJoinsTheSearch) {
   FakeEvaluator::Options slow;
-  slow.sanitize_delay = 500ms;
+  slow.sanitize_delay = 0ms;
   FakeEvaluator evaluator(slow);
   auto softmax = kopt::testing::copy_task("softmax", dir_ / "later");
   RunOptions o = options({"axpy"});
   o.budgets.hours = 120.0 / 3600;
+  kopt::testing::LogCapture log;
   std::atomic<bool> submitted{false};
   during_pass_ = [&](const EvalRequest&) {
     if (submitted.exchange(true)) return;
-    std::this_thread::sleep_for(1500ms);  // the axpy sweep ends meanwhile (the fake GPU is instant)
+    auto until = std::chrono::steady_clock::now() + 60s;
+    while (!contains(log.text(), "search done at") && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(20ms);
     auto other = memory::MemoryStore::open(db_path());
     ASSERT_TRUE(other) << other.error();
     ASSERT_TRUE(submit_task(other->database(), softmax.string()));
   };
-  kopt::testing::LogCapture log;
   Orchestrator orchestrator(o, deps(evaluator, true));
   auto outcome = orchestrator.run();
   ASSERT_TRUE(outcome) << outcome.error();
