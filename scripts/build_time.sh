@@ -25,7 +25,7 @@ for t in "$@"; do targets+=(--target "$t"); done
 started=$(date +%s.%N)
 CCACHE_DISABLE=1 cmake --build "$scratch/build" -j "$(nproc)" "${targets[@]}" >> "$out/build_time.log" 2>&1
 ended=$(date +%s.%N)
-python3 - "$out/build_time.json" "$commit" "$started" "$ended" "${targets[*]:-everything}" <<'PY'
+python3 - "$out/build_time.json" "$commit" "$started" "$ended" "${*:-everything}" <<'PY'
 import json, os, platform, sys, datetime
 path, commit, started, ended, what = sys.argv[1:]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")

@@ -136,22 +136,21 @@ bool Orchestrator::sanitize_what_is_left() {
       done_at, lane_->pending(), bound);
   publish_progress(true);
   auto started = Clock::now();
+  auto a_task_joined = [this] {
+    if (all_done()) return false;
+    search_goes_on();
+    return true;
+  };
   while (!lane_->wait_idle(kWaitStepSeconds)) {
     check_stop_conditions();
     if (stopping()) break;
     poll_submissions();
-    if (!all_done()) {
-      search_goes_on();
-      return true;
-    }
+    if (a_task_joined()) return true;
     publish_progress(false);
   }
   if (!stopping()) {
     take_submissions();  // one submitted since the last poll (they come every 2 s) still counts
-    if (!all_done()) {
-      search_goes_on();
-      return true;
-    }
+    if (a_task_joined()) return true;
   }
   std::string cut;
   if (stopping()) {
